@@ -1,0 +1,90 @@
+"""Plain, immutable views of a tenant's definitions, safe to share across threads and requests.
+
+The protocol core and the handlers work on these, never on ORM rows: the catalog loads them once
+per tenant definitions_version and keeps them in process memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ToolDef:
+    id: int
+    name: str
+    title: str
+    description: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any] | None
+    annotations: dict[str, Any]
+    icons: list[dict[str, Any]]
+    meta: dict[str, Any]
+    handler: str
+    handler_config: dict[str, Any]
+    # Encrypted blob as stored; handlers decrypt on use (mcp_app.handlers.secrets).
+    handler_secrets: str = ""
+    timeout_seconds: int = 30
+
+
+@dataclass(frozen=True)
+class PromptDef:
+    id: int
+    name: str
+    title: str
+    description: str
+    arguments: list[dict[str, Any]]
+    messages: list[dict[str, Any]]
+    icons: list[dict[str, Any]]
+    meta: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ResourceDef:
+    id: int
+    uri: str
+    name: str
+    title: str
+    description: str
+    mime_type: str
+    text: str
+    blob: bytes | None
+    annotations: dict[str, Any]
+    icons: list[dict[str, Any]]
+    meta: dict[str, Any]
+
+    @property
+    def size(self) -> int:
+        return len(self.blob) if self.blob is not None else len(self.text.encode())
+
+
+@dataclass(frozen=True)
+class TemplateDef:
+    id: int
+    uri_template: str
+    name: str
+    title: str
+    description: str
+    mime_type: str
+    handler: str
+    handler_config: dict[str, Any]
+    completions: dict[str, list[str]]
+    annotations: dict[str, Any]
+    icons: list[dict[str, Any]]
+    meta: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """One tenant's enabled definitions at one definitions_version, each list sorted by its key."""
+
+    tenant_id: int
+    version: int
+    tools: tuple[ToolDef, ...] = ()
+    prompts: tuple[PromptDef, ...] = ()
+    resources: tuple[ResourceDef, ...] = ()
+    templates: tuple[TemplateDef, ...] = ()
+    tools_by_name: dict[str, ToolDef] = field(default_factory=dict)
+    prompts_by_name: dict[str, PromptDef] = field(default_factory=dict)
+    resources_by_uri: dict[str, ResourceDef] = field(default_factory=dict)

@@ -1,0 +1,141 @@
+"""Tenant-defined MCP tools, prompts and resources, and the session record."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.validators import RegexValidator
+from django.db import models
+
+from tenants.models import Tenant, TenantQuerySet
+
+tool_name_validator = RegexValidator(
+    r"^[A-Za-z0-9_.-]{1,64}$",
+    "Tool names are 1-64 characters of letters, digits, '_', '-' and '.'.",
+)
+prompt_name_validator = RegexValidator(
+    r"^[A-Za-z0-9_.-]{1,128}$",
+    "Names are 1-128 characters of letters, digits, '_', '-' and '.'.",
+)
+
+
+def default_input_schema() -> dict:
+    return {"type": "object", "properties": {}}
+
+
+class Definition(models.Model):
+    """Fields every tenant-owned MCP definition shares."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    title = models.CharField(max_length=200, blank=True, help_text="Human-readable display name.")
+    description = models.TextField(blank=True)
+    icons = models.JSONField(default=list, blank=True, help_text="List of MCP Icon objects {src, mimeType, sizes, theme}.")
+    meta = models.JSONField(default=dict, blank=True, help_text="Extra _meta keys sent with the definition.")
+    enabled = models.BooleanField(default=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = TenantQuerySet.as_manager()
+
+    class Meta:
+        abstract = True
+
+
+class Tool(Definition):
+    name = models.CharField(max_length=64, validators=[tool_name_validator])
+    input_schema = models.JSONField(default=default_input_schema, help_text="JSON Schema of the arguments (object).")
+    output_schema = models.JSONField(null=True, blank=True, help_text="JSON Schema of structuredContent (object).")
+    annotations = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="ToolAnnotations: title, readOnlyHint, destructiveHint, idempotentHint, openWorldHint.",
+    )
+    handler = models.CharField(max_length=50, help_text="What runs when the tool is called.")
+    handler_config = models.JSONField(default=dict, blank=True)
+    # Fernet-encrypted JSON object of secret values (e.g. HTTP headers); never shown again.
+    handler_secrets = models.TextField(blank=True, default="", editable=False)
+    timeout_seconds = models.PositiveIntegerField(default=30)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["tenant", "name"], name="unique_tool_name_per_tenant")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Prompt(Definition):
+    name = models.CharField(max_length=128, validators=[prompt_name_validator])
+    arguments = models.JSONField(
+        default=list,
+        blank=True,
+        help_text='List of {"name", "title", "description", "required", "completions": [values]}.',
+    )
+    messages = models.JSONField(
+        default=list,
+        help_text='List of {"role": "user"|"assistant", "content": {content block; text is a Django template}}.',
+    )
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["tenant", "name"], name="unique_prompt_name_per_tenant")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Resource(Definition):
+    uri = models.CharField(max_length=2000)
+    name = models.CharField(max_length=200)
+    mime_type = models.CharField(max_length=200, blank=True, default="text/plain")
+    text = models.TextField(blank=True, help_text="Text content; leave empty for a binary resource.")
+    blob = models.BinaryField(null=True, blank=True, editable=False, help_text="Binary content (uploaded).")
+    annotations = models.JSONField(default=dict, blank=True, help_text="audience, priority, lastModified.")
+
+    class Meta:
+        ordering = ["uri"]
+        constraints = [models.UniqueConstraint(fields=["tenant", "uri"], name="unique_resource_uri_per_tenant")]
+
+    def __str__(self) -> str:
+        return self.uri
+
+    @property
+    def is_binary(self) -> bool:
+        return self.blob is not None
+
+    @property
+    def size(self) -> int:
+        return len(self.blob) if self.blob is not None else len(self.text.encode())
+
+
+class ResourceTemplate(Definition):
+    uri_template = models.CharField(max_length=2000, help_text="RFC 6570 URI template, e.g. users://{id}/profile.")
+    name = models.CharField(max_length=200)
+    mime_type = models.CharField(max_length=200, blank=True, default="text/plain")
+    handler = models.CharField(max_length=50, default="template", help_text="What produces the contents.")
+    handler_config = models.JSONField(default=dict, blank=True)
+    completions = models.JSONField(default=dict, blank=True, help_text='Values offered per variable: {"id": ["1", "2"]}.')
+    annotations = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["uri_template"]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "uri_template"], name="unique_resource_template_per_tenant")
+        ]
+
+    def __str__(self) -> str:
+        return self.uri_template
+
+
+class McpSession(models.Model):
+    """A Streamable HTTP session (database session store; Redis keeps them when REDIS_URL is set)."""
+
+    id = models.CharField(primary_key=True, max_length=64)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    state = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_seen_at = models.DateTimeField(db_index=True)
+
+    objects = TenantQuerySet.as_manager()
+
+    def __str__(self) -> str:
+        return self.id

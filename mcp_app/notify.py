@@ -1,0 +1,66 @@
+"""Cross-process server→client events, published through the channel layer.
+
+Any process (a Daphne worker, the admin, a Celery worker, a management command) publishes;
+the transport's open GET streams receive them. Group names and message shapes are the contract.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+
+logger = logging.getLogger(__name__)
+
+LIST_KINDS = ("tools", "prompts", "resources")
+
+
+def tenant_group(tenant_id: int) -> str:
+    """Every open stream of every session of the tenant joins this group."""
+    return f"mcp.tenant.{tenant_id}"
+
+
+def session_group(session_id: str) -> str:
+    """Every open stream of one session joins this group (session ids are [A-Za-z0-9_-])."""
+    return f"mcp.session.{session_id}"
+
+
+# Message shapes (the "type" maps to a consumer method with dots → underscores):
+#   {"type": "mcp.list_changed", "kind": "tools"|"prompts"|"resources", "version": int}
+#   {"type": "mcp.resource_updated", "uri": str, "version": int}
+#   {"type": "mcp.session_message", "message": {JSON-RPC notification}}     (session group)
+#   {"type": "mcp.session_closed"}                                          (session group)
+#   {"type": "mcp.cancel", "request_id": str|int, "reason": str|None}      (session group)
+
+
+async def apublish_tenant(tenant_id: int, event: dict[str, Any]) -> None:
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    await layer.group_send(tenant_group(tenant_id), event)
+
+
+async def apublish_session(session_id: str, event: dict[str, Any]) -> None:
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    await layer.group_send(session_group(session_id), event)
+
+
+def publish_tenant(tenant_id: int, event: dict[str, Any]) -> None:
+    """Synchronous publish for signal handlers, admin views and Celery tasks."""
+    try:
+        async_to_sync(apublish_tenant)(tenant_id, event)
+    except Exception:  # a notification must never break the edit that caused it
+        logger.exception("could not publish %s to tenant %s", event.get("type"), tenant_id)
+
+
+def publish_list_changed(tenant_id: int, kind: str, version: int) -> None:
+    assert kind in LIST_KINDS, kind
+    publish_tenant(tenant_id, {"type": "mcp.list_changed", "kind": kind, "version": version})
+
+
+def publish_resource_updated(tenant_id: int, uri: str, version: int) -> None:
+    publish_tenant(tenant_id, {"type": "mcp.resource_updated", "uri": uri, "version": version})

@@ -1,0 +1,88 @@
+"""What a handler knows about the request it serves: passed in, never read from HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .versions import DEFAULT_NEGOTIATED
+
+# Sends one JSON-RPC notification related to the current request (progress, log message).
+# The transport decides the stream (the request's own SSE stream).
+Emit = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+async def _drop(_message: dict[str, Any]) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class TenantInfo:
+    """The immutable facts about a tenant a request needs (no ORM object crosses threads)."""
+
+    id: int
+    slug: str
+    name: str
+    title: str = ""
+    description: str = ""
+    server_version: str = "1.0.0"
+    website_url: str = ""
+    icons: tuple = ()
+    instructions: str = ""
+    allowed_origins: tuple[str, ...] = ()
+    is_active: bool = True
+
+
+@dataclass
+class SessionState:
+    """Per-session state kept by the session store (shared by every process)."""
+
+    id: str
+    tenant_id: int
+    protocol_version: str
+    client_info: dict[str, Any] = field(default_factory=dict)
+    client_capabilities: dict[str, Any] = field(default_factory=dict)
+    log_level: str | None = None  # None: the client has not called logging/setLevel
+    initialized: bool = False  # notifications/initialized received
+    subscriptions: list[str] = field(default_factory=list)
+    user_id: int | None = None
+    client_id: str | None = None
+    created_at: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "tenant_id": self.tenant_id,
+            "protocol_version": self.protocol_version,
+            "client_info": self.client_info,
+            "client_capabilities": self.client_capabilities,
+            "log_level": self.log_level,
+            "initialized": self.initialized,
+            "subscriptions": self.subscriptions,
+            "user_id": self.user_id,
+            "client_id": self.client_id,
+            "created_at": self.created_at,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SessionState:
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+
+@dataclass(frozen=True)
+class RequestContext:
+    """Everything dispatch needs about one message; the same whether it came with a session or not."""
+
+    tenant: TenantInfo
+    protocol_version: str = DEFAULT_NEGOTIATED
+    session: SessionState | None = None
+    client_capabilities: dict[str, Any] = field(default_factory=dict)
+    user_id: int | None = None
+    client_id: str | None = None
+    scopes: frozenset[str] | None = None  # None: the endpoint is public, nothing is scope-limited
+    request_id: str | int | None = None
+    progress_token: str | int | None = None
+    emit: Emit = _drop
+    # Set when notifications/cancelled names this request; handlers may poll it.
+    cancelled: Any = None  # asyncio.Event | None

@@ -1,0 +1,43 @@
+"""Notifications a handler sends while it works: log messages and progress."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .context import RequestContext
+from .jsonrpc import notification
+
+# RFC 5424 severities, least to most severe (the names MCP uses).
+LOG_LEVELS: tuple[str, ...] = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+_RANK = {name: i for i, name in enumerate(LOG_LEVELS)}
+# Before logging/setLevel the session gets messages at this level and above.
+DEFAULT_LOG_LEVEL = "info"
+
+
+def log_enabled(ctx: RequestContext, level: str) -> bool:
+    threshold = (ctx.session.log_level if ctx.session else None) or DEFAULT_LOG_LEVEL
+    return _RANK[level] >= _RANK[threshold]
+
+
+async def log(ctx: RequestContext, level: str, data: Any, logger: str | None = None) -> None:
+    """Send notifications/message when the session's level admits it."""
+    if level not in _RANK:
+        raise ValueError(f"unknown log level {level!r}")
+    if not log_enabled(ctx, level):
+        return
+    params: dict[str, Any] = {"level": level, "data": data}
+    if logger:
+        params["logger"] = logger
+    await ctx.emit(notification("notifications/message", params))
+
+
+async def progress(ctx: RequestContext, value: float, total: float | None = None, message: str | None = None) -> None:
+    """Send notifications/progress when the request carried a progressToken; otherwise nothing."""
+    if ctx.progress_token is None:
+        return
+    params: dict[str, Any] = {"progressToken": ctx.progress_token, "progress": value}
+    if total is not None:
+        params["total"] = total
+    if message is not None and ctx.protocol_version >= "2025-03-26":
+        params["message"] = message
+    await ctx.emit(notification("notifications/progress", params))

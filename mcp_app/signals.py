@@ -1,0 +1,1 @@
+"""Definition changes → version bump, cache invalidation, list_changed / resources/updated."""

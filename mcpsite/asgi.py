@@ -1,0 +1,12 @@
+"""ASGI entry point: MCP endpoints through Channels, everything else through Django."""
+
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mcpsite.settings")
+django_asgi_app = get_asgi_application()
+
+from channels.routing import ProtocolTypeRouter  # noqa: E402
+
+application = ProtocolTypeRouter({"http": django_asgi_app})

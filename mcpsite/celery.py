@@ -1,0 +1,11 @@
+"""Celery application: background tools run here when a broker is configured."""
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mcpsite.settings")
+
+app = Celery("mcpsite")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()

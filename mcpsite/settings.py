@@ -1,0 +1,217 @@
+"""Settings for the MCP hosting platform.
+
+Every deployment value comes from the environment and has an embedded default that
+needs no external service: SQLite, the in-memory channel layer, tools run in-process.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def _env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    value = raw.strip().lower()
+    if value in {"1", "true", "yes", "on"}:
+        return True
+    if value in {"0", "false", "no", "off"}:
+        return False
+    raise ImproperlyConfigured(f"{name} must be a boolean (1/0, true/false), got {raw!r}")
+
+
+def _env_int(name: str, default: int, minimum: int = 0) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be an integer, got {raw!r}") from None
+    if value < minimum:
+        raise ImproperlyConfigured(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def _env_list(name: str, default: list[str]) -> list[str]:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def _secret_key() -> str:
+    key = os.environ.get("SECRET_KEY")
+    if key:
+        return key
+    # Dev only: a generated key kept beside the project so sessions and encrypted
+    # handler secrets survive restarts.
+    path = BASE_DIR / ".secret_key"
+    if path.exists():
+        return path.read_text().strip()
+    key = secrets.token_urlsafe(50)
+    path.write_text(key)
+    return key
+
+
+SECRET_KEY = _secret_key()
+DEBUG = _env_bool("DEBUG", False)
+
+MCP_PUBLIC_URL = os.environ.get("MCP_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
+_public = urlsplit(MCP_PUBLIC_URL)
+if _public.scheme not in {"http", "https"} or not _public.hostname:
+    raise ImproperlyConfigured(f"MCP_PUBLIC_URL must be an http(s) URL, got {MCP_PUBLIC_URL!r}")
+
+ALLOWED_HOSTS = _env_list("ALLOWED_HOSTS", [_public.hostname, "127.0.0.1", "localhost", "[::1]"])
+CSRF_TRUSTED_ORIGINS = _env_list("CSRF_TRUSTED_ORIGINS", [f"{_public.scheme}://{_public.netloc}"])
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "rest_framework",
+    "oauth2_provider",
+    "tenants",
+    "mcp_app",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "mcpsite.urls"
+ASGI_APPLICATION = "mcpsite.asgi.application"
+WSGI_APPLICATION = None
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": dj_database_url.config(
+        default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
+        conn_max_age=_env_int("DB_CONN_MAX_AGE", 600),
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Daphne serves many requests concurrently from one thread pool: wait for locks
+    # instead of failing with "database is locked".
+    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = os.environ.get("REDIS_URL") or None
+if REDIS_URL and urlsplit(REDIS_URL).scheme not in {"redis", "rediss", "unix"}:
+    raise ImproperlyConfigured(f"REDIS_URL must be a redis:// URL, got {REDIS_URL!r}")
+
+CHANNEL_LAYERS = {
+    "default": (
+        {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000, "expiry": 60},
+        }
+        if REDIS_URL
+        else {"BACKEND": "channels.layers.InMemoryChannelLayer"}
+    )
+}
+
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+        if REDIS_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
+
+# Celery: background tools. Without a broker URL, tasks run in-process (eager).
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or REDIS_URL or "memory://"
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_ALWAYS_EAGER = _env_bool("CELERY_TASK_ALWAYS_EAGER", not (os.environ.get("CELERY_BROKER_URL") or REDIS_URL))
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+MEDIA_ROOT = BASE_DIR / "media"
+MEDIA_URL = "media/"
+
+LOGIN_URL = "/admin/login/"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
+    "loggers": {"mcp_app": {"level": os.environ.get("MCP_LOG_LEVEL", "INFO")}},
+}
+
+REST_FRAMEWORK = {
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+}
+
+# --- MCP platform settings -------------------------------------------------------
+MCP_SERVER_NAME = os.environ.get("MCP_SERVER_NAME", "django-mcp-platform")
+MCP_SERVER_VERSION = "0.1.0"
+# Largest accepted POST body; larger → 413.
+MCP_MAX_BODY_BYTES = _env_int("MCP_MAX_BODY_BYTES", 4 * 1024 * 1024, minimum=1024)
+# Deepest JSON nesting accepted in a message; deeper → -32700 (guards the parser and validators).
+MCP_MAX_JSON_DEPTH = _env_int("MCP_MAX_JSON_DEPTH", 64, minimum=8)
+# Idle sessions expire after this many seconds (then 404).
+MCP_SESSION_IDLE_SECONDS = _env_int("MCP_SESSION_IDLE_SECONDS", 3600, minimum=10)
+# How long SSE events are kept for Last-Event-ID replay.
+MCP_EVENT_RETENTION_SECONDS = _env_int("MCP_EVENT_RETENTION_SECONDS", 600, minimum=10)
+# SSE `retry:` hint, milliseconds.
+MCP_SSE_RETRY_MS = _env_int("MCP_SSE_RETRY_MS", 1000, minimum=0)
+# Keep-alive comment interval on idle SSE streams, seconds.
+MCP_SSE_KEEPALIVE_SECONDS = _env_int("MCP_SSE_KEEPALIVE_SECONDS", 15, minimum=1)
+# Page size for */list results.
+MCP_PAGE_SIZE = _env_int("MCP_PAGE_SIZE", 50, minimum=1)
+# Hosts/networks the http handler may reach although they are private or loopback
+# (comma-separated hostnames, IPs or CIDRs). Empty in production.
+MCP_HTTP_HANDLER_ALLOW = _env_list("MCP_HTTP_HANDLER_ALLOW", [])
+MCP_HTTP_HANDLER_MAX_RESPONSE_BYTES = _env_int("MCP_HTTP_HANDLER_MAX_RESPONSE_BYTES", 2 * 1024 * 1024, minimum=1024)
+# Extra modules whose import registers python handlers (comma-separated).
+MCP_PYTHON_HANDLER_MODULES = _env_list("MCP_PYTHON_HANDLER_MODULES", ["mcp_app.handlers.builtin_python"])

@@ -1,0 +1,84 @@
+"""Tenants and who may manage them."""
+
+from __future__ import annotations
+
+from typing import Self
+
+from django.conf import settings
+from django.core.validators import RegexValidator
+from django.db import models
+from django.db.models import F
+
+
+class Role(models.TextChoices):
+    OWNER = "owner", "Owner"
+    EDITOR = "editor", "Editor"
+    VIEWER = "viewer", "Viewer"
+
+
+# Roles that may change a tenant's definitions.
+EDIT_ROLES = frozenset({Role.OWNER, Role.EDITOR})
+
+slug_validator = RegexValidator(
+    r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$",
+    "Use 1-63 lower-case letters, digits and hyphens, not starting or ending with a hyphen.",
+)
+
+
+class Tenant(models.Model):
+    """One hosted MCP server, served at /t/<slug>/mcp."""
+
+    slug = models.CharField(max_length=63, unique=True, validators=[slug_validator])
+    name = models.CharField(max_length=200, help_text="serverInfo.name sent to clients.")
+    title = models.CharField(max_length=200, blank=True, help_text="serverInfo.title (human-readable).")
+    description = models.TextField(blank=True, help_text="serverInfo.description (2025-11-25 clients).")
+    server_version = models.CharField(max_length=50, default="1.0.0", help_text="serverInfo.version.")
+    website_url = models.URLField(blank=True)
+    icons = models.JSONField(default=list, blank=True, help_text="List of MCP Icon objects.")
+    instructions = models.TextField(blank=True, help_text="Sent in the initialize result.")
+    allowed_origins = models.TextField(
+        blank=True,
+        help_text="Browser origins allowed to call this endpoint, one per line (e.g. https://app.example.com).",
+    )
+    is_active = models.BooleanField(default=True)
+    # Bumped on every change to the tenant's definitions; drives caches and list_changed.
+    definitions_version = models.PositiveBigIntegerField(default=1, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+    @property
+    def origin_list(self) -> list[str]:
+        return [line.strip().rstrip("/").lower() for line in self.allowed_origins.splitlines() if line.strip()]
+
+    def bump_version(self) -> None:
+        Tenant.objects.filter(pk=self.pk).update(definitions_version=F("definitions_version") + 1)
+
+
+class Membership(models.Model):
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.VIEWER)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "tenant"], name="unique_membership")]
+
+    def __str__(self) -> str:
+        return f"{self.user} → {self.tenant} ({self.role})"
+
+
+class TenantQuerySet(models.QuerySet):
+    """Base queryset for every tenant-owned model."""
+
+    def for_tenant(self, tenant: Tenant | int) -> Self:
+        return self.filter(tenant=tenant)
+
+    def for_user(self, user) -> Self:  # noqa: ANN001 - any auth user
+        if user.is_superuser:
+            return self
+        return self.filter(tenant__memberships__user=user)
