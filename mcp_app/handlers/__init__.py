@@ -1,0 +1,1 @@
+"""What a DB-defined tool or resource template runs: see registry.KINDS."""

@@ -1,0 +1,75 @@
+"""The python callables the demo tenant uses (registered on import)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from mcp_app.protocol import utilities
+from mcp_app.protocol.context import RequestContext
+
+from .python import register
+from .registry import ToolError
+
+COUNT_MAX = 50
+DELAY_MAX = 5.0
+
+
+@register("echo")
+async def echo(ctx: RequestContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Return the message as text and as structuredContent {"echo": message}."""
+    message = arguments.get("message")
+    if not isinstance(message, str):
+        raise ToolError("'message' must be a string.")
+    return {"content": [{"type": "text", "text": message}], "structuredContent": {"echo": message}}
+
+
+@register("add")
+async def add(ctx: RequestContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Return a + b as text and as structuredContent {"sum": a + b}."""
+    a, b = arguments.get("a"), arguments.get("b")
+    if not all(isinstance(n, int) and not isinstance(n, bool) for n in (a, b)):
+        raise ToolError("'a' and 'b' must be integers.")
+    total = a + b
+    return {"content": [{"type": "text", "text": str(total)}], "structuredContent": {"sum": total}}
+
+
+def _number(arguments: dict[str, Any], name: str, default: float, low: float, high: float) -> float:
+    value = arguments.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+        raise ToolError(f"'{name}' must be a number from {low:g} to {high:g}.")
+    return value
+
+
+@register("count_slowly")
+async def count_slowly(ctx: RequestContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Count to n, sleeping delay seconds per step, with progress and log messages; stop when cancelled."""
+    n = int(_number(arguments, "n", 3, 1, COUNT_MAX))
+    delay = _number(arguments, "delay", 0.05, 0, DELAY_MAX)
+    cancelled: asyncio.Event | None = ctx.cancelled
+    done = 0
+    for i in range(1, n + 1):
+        if cancelled is not None:
+            # Sleep on the event itself so a cancellation wakes us at once.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(cancelled.wait(), timeout=delay)
+            if cancelled.is_set():
+                await utilities.log(ctx, "info", f"cancelled after {done} of {n}", logger="count_slowly")
+                return {
+                    "content": [{"type": "text", "text": f"Cancelled after {done} of {n}."}],
+                    "isError": True,
+                }
+        else:
+            await asyncio.sleep(delay)
+        done = i
+        await utilities.progress(ctx, i, n, f"Counted {i} of {n}")
+        await utilities.log(ctx, "info", f"count {i} of {n}", logger="count_slowly")
+    return {"content": [{"type": "text", "text": f"Counted to {n}."}], "structuredContent": {"count": n}}
+
+
+@register("user_profile")
+async def user_profile(ctx: RequestContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Return a made-up profile for a user id (a resource template reader)."""
+    user_id = str(arguments.get("user_id", ""))
+    return {"user_id": user_id, "name": f"User {user_id}"}

@@ -1,0 +1,222 @@
+"""The ``http`` kind: send the arguments to the tenant's own endpoint and map the reply.
+
+``handler_config``: ``{"url": "https://…", "method": "POST", "headers": {…}, "timeout": 10}``.
+``method`` is POST (default), PUT or PATCH (arguments as a JSON body), or GET or DELETE (arguments
+as query parameters, non-string values JSON-encoded). ``headers`` holds non-secret headers only;
+secret headers (``Authorization``, API keys) are stored encrypted in ``Tool.handler_secrets`` as a
+JSON object of header name → value (``secrets.encrypt_secrets``) and merged over them at call time.
+The MCP client's own credentials are never forwarded (AU-45): nothing from the incoming request
+reaches the upstream call except the arguments.
+
+Reply mapping: non-2xx → error result "Upstream returned HTTP <status>"; a JSON object with a
+``content`` list → used as the CallToolResult (``structuredContent``/``isError`` kept); any other JSON
+object → ``structuredContent`` plus a text block of its JSON; other JSON → a text block of it;
+``image/*`` or ``audio/*`` → an image/audio block; anything else → a text block. Redirects are not
+followed (a 3xx is an error result), so a redirect cannot lead past the SSRF guard. The reply is
+read as a stream and abandoned past ``settings.MCP_HTTP_HANDLER_MAX_RESPONSE_BYTES``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import functools
+import json
+import logging
+import ssl
+from typing import Any
+
+import httpx
+from django.conf import settings
+from django.core.exceptions import ValidationError
+
+from mcp_app.catalog_types import ToolDef
+from mcp_app.protocol.context import RequestContext
+
+from . import ssrf
+from .registry import ToolError
+from .secrets import SecretsError, decrypt_secrets
+
+logger = logging.getLogger(__name__)
+
+METHODS = ("POST", "GET", "PUT", "PATCH", "DELETE")
+_QUERY_METHODS = ("GET", "DELETE")
+DEFAULT_TIMEOUT = 30.0
+# Headers the handler sets itself, or that would let a config smuggle a second request.
+_RESERVED_HEADERS = frozenset(
+    {"host", "content-length", "transfer-encoding", "connection", "upgrade", "te", "trailer", "keep-alive"}
+)
+# Credentials belong in the encrypted secret headers, not in the readable config.
+_SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "x-api-key", "api-key"})
+_KEYS = frozenset({"url", "method", "headers", "timeout"})
+USER_AGENT = "django-mcp-platform http-handler"
+
+
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    # Building a verifying context loads the CA bundle: do it once per process.
+    return httpx.create_ssl_context()
+
+
+def _timeout(tool: ToolDef) -> float:
+    configured = float(tool.handler_config.get("timeout") or DEFAULT_TIMEOUT)
+    return max(0.1, min(configured, float(tool.timeout_seconds or configured)))
+
+
+def _headers(tool: ToolDef, target: ssrf.Target) -> dict[str, str]:
+    headers = {"User-Agent": USER_AGENT, "Accept": "application/json, text/plain;q=0.9, */*;q=0.5"}
+    headers.update({str(k): str(v) for k, v in (tool.handler_config.get("headers") or {}).items()})
+    try:
+        headers.update(decrypt_secrets(tool.handler_secrets))
+    except SecretsError as exc:
+        raise ToolError(f"The tool's secret headers cannot be used: {exc}") from None
+    default_port = 443 if target.scheme == "https" else 80
+    headers["Host"] = target.host if target.port == default_port else f"{target.host}:{target.port}"
+    return headers
+
+
+def _query_value(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+async def _read_capped(response: httpx.Response, limit: int) -> bytes:
+    declared = response.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise ToolError(f"The upstream reply is larger than {limit} bytes.")
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) > limit:
+            raise ToolError(f"The upstream reply is larger than {limit} bytes.")
+    return bytes(body)
+
+
+def map_reply(status: int, content_type: str, body: bytes, reason: str = "") -> dict[str, Any]:
+    """Turn an upstream HTTP reply into a CallToolResult dict."""
+    if not 200 <= status < 300:
+        if 300 <= status < 400:
+            return _error(f"Upstream returned HTTP {status} (a redirect); redirects are not followed.")
+        return _error(f"Upstream returned HTTP {status}{' ' + reason if reason else ''}.")
+    mime = content_type.split(";", 1)[0].strip().lower()
+    if mime.startswith(("image/", "audio/")) and body:
+        kind = mime.split("/", 1)[0]
+        return {"content": [{"type": kind, "data": base64.b64encode(body).decode("ascii"), "mimeType": mime}]}
+    text = body.decode(_charset(content_type), errors="replace")
+    if mime == "application/json" or mime.endswith("+json") or (not mime and text.lstrip()[:1] in ("{", "[")):
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return {"content": [{"type": "text", "text": text}]}
+        return _map_json(data)
+    return {"content": [{"type": "text", "text": text}]}
+
+
+def _charset(content_type: str) -> str:
+    for part in content_type.split(";")[1:]:
+        key, _, value = part.partition("=")
+        if key.strip().lower() == "charset" and value.strip():
+            charset = value.strip().strip('"')
+            try:
+                "".encode(charset)
+            except LookupError:
+                break
+            return charset
+    return "utf-8"
+
+
+def _map_json(data: Any) -> dict[str, Any]:
+    if (
+        isinstance(data, dict)
+        and isinstance(data.get("content"), list)
+        and all(isinstance(b, dict) for b in data["content"])
+    ):
+        result: dict[str, Any] = {"content": data["content"]}
+        if isinstance(data.get("structuredContent"), dict):
+            result["structuredContent"] = data["structuredContent"]
+        if data.get("isError") is True:
+            result["isError"] = True
+        return result
+    text = json.dumps(data, ensure_ascii=False)
+    if isinstance(data, dict):
+        return {"content": [{"type": "text", "text": text}], "structuredContent": data}
+    return {"content": [{"type": "text", "text": text}]}
+
+
+def _error(message: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": message}], "isError": True}
+
+
+async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Call the tool's endpoint with the arguments and map the reply."""
+    config = tool.handler_config
+    method = str(config.get("method") or "POST").upper()
+    if method not in METHODS:
+        raise ToolError(f"The tool's HTTP method {method!r} is not supported.")
+    target = await ssrf.vet_url(str(config.get("url", "")))
+    # Connect to the vetted address; the name goes in Host and SNI so TLS still checks it.
+    url = httpx.URL(str(config["url"])).copy_with(host=target.ip)
+    headers = _headers(tool, target)
+    timeout = _timeout(tool)
+    request_kwargs: dict[str, Any] = {"headers": headers}
+    if method in _QUERY_METHODS:
+        request_kwargs["params"] = {k: _query_value(v) for k, v in arguments.items()}
+    else:
+        request_kwargs["json"] = arguments
+    if target.scheme == "https":
+        request_kwargs["extensions"] = {"sni_hostname": target.host}
+    limit = settings.MCP_HTTP_HANDLER_MAX_RESPONSE_BYTES
+    try:
+        # trust_env=False: a proxy from the environment would resolve the name again.
+        async with (
+            asyncio.timeout(timeout),
+            httpx.AsyncClient(
+                verify=_ssl_context(), timeout=timeout, follow_redirects=False, trust_env=False
+            ) as client,
+            client.stream(method, url, **request_kwargs) as response,
+        ):
+            if not 200 <= response.status_code < 300:
+                return map_reply(response.status_code, "", b"", response.reason_phrase)
+            body = await _read_capped(response, limit)
+            return map_reply(response.status_code, response.headers.get("content-type", ""), body)
+    except (TimeoutError, httpx.TimeoutException):
+        return _error(f"The upstream service did not answer within {timeout:g} seconds.")
+    except httpx.ConnectError:
+        return _error(f"Could not connect to the upstream service at {target.host}.")
+    except httpx.HTTPError as exc:
+        logger.warning("http tool %r of tenant %s: %s", tool.name, ctx.tenant.slug, type(exc).__name__)
+        return _error("The request to the upstream service failed.")
+
+
+def validate_config(config: dict[str, Any]) -> None:
+    """Raise ValidationError unless ``config`` is a usable http tool configuration."""
+    unknown = set(config) - _KEYS
+    if unknown:
+        raise ValidationError(f"Unknown http handler keys: {', '.join(sorted(unknown))}.")
+    url = config.get("url")
+    if not isinstance(url, str) or not url:
+        raise ValidationError("'url' is required (the https endpoint that receives the arguments).")
+    try:
+        ssrf.split_url(url)
+    except ToolError as exc:
+        raise ValidationError(exc.message) from None
+    method = config.get("method", "POST")
+    if not isinstance(method, str) or method.upper() not in METHODS:
+        raise ValidationError(f"'method' must be one of {', '.join(METHODS)}.")
+    headers = config.get("headers", {})
+    if not isinstance(headers, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
+    ):
+        raise ValidationError("'headers' must be an object of string values.")
+    for name in headers:
+        lowered = name.lower()
+        if lowered in _RESERVED_HEADERS:
+            raise ValidationError(f"The header {name!r} is set by the platform and cannot be configured.")
+        if lowered in _SECRET_HEADERS:
+            raise ValidationError(
+                f"Put the {name!r} header in the secret headers, where it is stored encrypted."
+            )
+        if any(c in name + headers[name] for c in "\r\n"):
+            raise ValidationError(f"The header {name!r} contains a line break.")
+    timeout = config.get("timeout", DEFAULT_TIMEOUT)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 300:
+        raise ValidationError("'timeout' must be a number of seconds between 0 and 300.")

@@ -1,0 +1,153 @@
+"""Handler kinds a tool or resource template row can name, and the one funnel that runs them.
+
+A kind is one module exposing ``async def run(ctx, tool, arguments) -> dict`` and
+``def validate_config(config) -> None``; resource-template kinds also expose
+``async def read(ctx, template, uri, variables) -> list[dict]``. Adding a kind is one module
+and one line in ``KINDS``. Modules are imported on first use so the admin and the protocol core
+load only what they call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+from types import ModuleType
+from typing import Any
+
+from django.core.exceptions import ValidationError
+
+from mcp_app.catalog_types import TemplateDef, ToolDef
+from mcp_app.protocol.context import RequestContext
+
+logger = logging.getLogger(__name__)
+
+KINDS: dict[str, str] = {
+    "template": "mcp_app.handlers.template",
+    "http": "mcp_app.handlers.http",
+    "python": "mcp_app.handlers.python",
+}
+
+# Kinds that can produce resource-template contents (they define ``read``).
+TEMPLATE_KINDS: dict[str, str] = {
+    "template": "mcp_app.handlers.template",
+    "python": "mcp_app.handlers.python",
+}
+
+_LABELS = {
+    "template": "Template (Django template over the arguments)",
+    "http": "HTTP (POST the arguments to your HTTPS endpoint)",
+    "python": "Python (a callable registered by the operator)",
+}
+
+GENERIC_TOOL_ERROR = "The tool failed with an internal error."
+
+
+class HandlerError(Exception):
+    """A failure whose message is safe to show to the client (no internals)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ToolError(HandlerError):
+    """A tool-level failure the model should see: becomes an ``isError`` result."""
+
+
+class ContentError(HandlerError):
+    """A content spec that cannot be turned into a content block (unknown resource, bad template)."""
+
+
+class UnknownKind(HandlerError):
+    """The row names a handler kind that is not registered."""
+
+
+def kind_choices() -> list[tuple[str, str]]:
+    """Return (value, label) pairs for the admin's handler field."""
+    return [(name, _LABELS.get(name, name)) for name in KINDS]
+
+
+def template_kind_choices() -> list[tuple[str, str]]:
+    """Return (value, label) pairs for a resource template's handler field."""
+    return [(name, _LABELS.get(name, name)) for name in TEMPLATE_KINDS]
+
+
+def load_kind(name: str) -> ModuleType:
+    """Import and return the module implementing kind ``name``."""
+    try:
+        path = KINDS[name]
+    except KeyError:
+        raise UnknownKind(f"Unknown handler kind {name!r}.") from None
+    return importlib.import_module(path)
+
+
+def validate_config(kind: str, config: Any) -> None:
+    """Raise ValidationError with readable messages when ``config`` is wrong for ``kind``."""
+    if kind not in KINDS:
+        raise ValidationError(f"Unknown handler kind {kind!r}; choose one of: {', '.join(KINDS)}.")
+    if not isinstance(config, dict):
+        raise ValidationError("The handler configuration must be a JSON object.")
+    load_kind(kind).validate_config(config)
+
+
+def validate_template_config(kind: str, config: Any) -> None:
+    """Raise ValidationError when ``config`` is wrong for a resource template of ``kind``."""
+    if kind not in TEMPLATE_KINDS:
+        raise ValidationError(
+            f"Resource templates support the handler kinds {', '.join(TEMPLATE_KINDS)}, not {kind!r}."
+        )
+    if not isinstance(config, dict):
+        raise ValidationError("The handler configuration must be a JSON object.")
+    module = load_kind(kind)
+    check = getattr(module, "validate_read_config", module.validate_config)
+    check(config)
+
+
+def error_result(message: str) -> dict[str, Any]:
+    """Return a CallToolResult reporting a tool failure to the model."""
+    return {"content": [{"type": "text", "text": message}], "isError": True}
+
+
+def _normalise(result: Any) -> dict[str, Any]:
+    # Kinds return CallToolResult dicts; guard the shape so a sloppy kind cannot break the wire.
+    if not isinstance(result, dict) or not isinstance(result.get("content"), list):
+        raise TypeError(f"handler returned {type(result).__name__}, not a CallToolResult dict")
+    out: dict[str, Any] = {"content": result["content"]}
+    if result.get("structuredContent") is not None:
+        out["structuredContent"] = result["structuredContent"]
+    if result.get("isError"):
+        out["isError"] = True
+    if result.get("_meta"):
+        out["_meta"] = result["_meta"]
+    return out
+
+
+async def run_tool(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Run ``tool`` with ``arguments`` and return a CallToolResult dict; never raises for tool faults."""
+    try:
+        module = load_kind(tool.handler)
+        async with asyncio.timeout(tool.timeout_seconds or None):
+            result = await module.run(ctx, tool, arguments)
+        return _normalise(result)
+    except HandlerError as exc:
+        return error_result(exc.message)
+    except TimeoutError:
+        return error_result(f"The tool did not finish within {tool.timeout_seconds} seconds.")
+    except Exception:
+        logger.exception("tool %r (id %s) of tenant %s failed", tool.name, tool.id, ctx.tenant.slug)
+        return error_result(GENERIC_TOOL_ERROR)
+
+
+async def read_template(
+    ctx: RequestContext, template: TemplateDef, uri: str, variables: dict[str, str]
+) -> list[dict[str, Any]]:
+    """Return the resource contents of ``uri`` expanded from ``template``.
+
+    Raises HandlerError (message safe for the client) when the kind cannot read or fails
+    in a way it reports; other exceptions propagate to the protocol's error funnel.
+    """
+    if template.handler not in TEMPLATE_KINDS:
+        raise UnknownKind(f"Resource template handler {template.handler!r} cannot produce contents.")
+    module = load_kind(template.handler)
+    return await module.read(ctx, template, uri, variables)

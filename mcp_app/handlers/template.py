@@ -1,0 +1,127 @@
+"""The ``template`` kind: Django templates over the arguments, no code.
+
+Tool ``handler_config``:
+
+- ``"content"``: a list of content specs (see ``content.py``), or the shorthand ``"text": "<template>"``
+  for one text block. The arguments are the template variables.
+- ``"structured"`` (optional): a JSON object returned as ``structuredContent``; string values inside
+  it are templates, a value that is exactly ``"{{ name }}"`` keeps the argument's JSON type, other
+  JSON values are kept as they are. Without ``content`` the text block is the JSON of it.
+- ``"is_error": true`` (optional): every result is an error result (``isError``), e.g. a stub
+  that explains a retired tool.
+- ``"error_when": "<argument name>"`` (optional): the result is an error result when that
+  argument is present and truthy, so one template can answer both outcomes
+  (``{% if failed %}…{% endif %}``).
+
+Resource template ``handler_config``: ``{"text": "<template>"}`` rendered with the URI variables;
+the contents' mimeType is the template row's.
+
+Arguments are only context data, never compiled: ``{{ settings.SECRET_KEY }}`` in an argument is
+returned literally.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.exceptions import ValidationError
+
+from mcp_app.catalog_types import TemplateDef, ToolDef
+from mcp_app.protocol.context import RequestContext
+
+from .content import render_blocks, render_text, render_value, validate_specs, validate_template
+from .registry import ContentError
+
+_KEYS = frozenset({"content", "text", "structured", "is_error", "error_when"})
+
+
+def _specs(config: dict[str, Any]) -> list[dict[str, Any]] | None:
+    if "content" in config:
+        return config["content"]
+    if "text" in config:
+        return [{"type": "text", "text": config["text"]}]
+    return None
+
+
+async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Render the tool's content (and structured content) with the arguments."""
+    config = tool.handler_config
+    variables = dict(arguments)
+    structured = render_value(config["structured"], variables) if "structured" in config else None
+    specs = _specs(config)
+    if specs is not None:
+        content = await render_blocks(ctx, specs, variables)
+    elif structured is not None:
+        content = [{"type": "text", "text": json.dumps(structured, ensure_ascii=False)}]
+    else:
+        content = []
+    result: dict[str, Any] = {"content": content}
+    if structured is not None:
+        result["structuredContent"] = structured
+    error_when = config.get("error_when")
+    if config.get("is_error") or (error_when and arguments.get(error_when)):
+        result["isError"] = True
+    return result
+
+
+async def read(ctx: RequestContext, template: TemplateDef, uri: str, variables: dict[str, str]) -> list[dict]:
+    """Render the template's text with the URI variables into one text contents item."""
+    source = template.handler_config.get("text")
+    if not isinstance(source, str):
+        raise ContentError("This resource template has no text to render.")
+    contents: dict[str, Any] = {"uri": uri, "text": render_text(source, dict(variables))}
+    if template.mime_type:
+        contents["mimeType"] = template.mime_type
+    return [contents]
+
+
+def _check(fn: Any, *args: Any) -> None:
+    try:
+        fn(*args)
+    except ContentError as exc:
+        raise ValidationError(exc.message) from None
+
+
+def validate_config(config: dict[str, Any]) -> None:
+    """Raise ValidationError unless ``config`` is a usable template tool configuration."""
+    unknown = set(config) - _KEYS
+    if unknown:
+        raise ValidationError(f"Unknown template handler keys: {', '.join(sorted(unknown))}.")
+    if "content" in config and "text" in config:
+        raise ValidationError("Give either 'content' (a list of blocks) or the 'text' shorthand, not both.")
+    if "content" not in config and "text" not in config and "structured" not in config:
+        raise ValidationError("A template tool needs 'text', 'content' or 'structured'.")
+    if "text" in config:
+        _check(validate_template, config["text"], "'text'")
+    if "content" in config:
+        _check(validate_specs, config["content"])
+    if "structured" in config:
+        if not isinstance(config["structured"], dict):
+            raise ValidationError("'structured' must be a JSON object.")
+        _check(_validate_structured, config["structured"])
+    if "is_error" in config and not isinstance(config["is_error"], bool):
+        raise ValidationError("'is_error' must be true or false.")
+    if "error_when" in config and not (isinstance(config["error_when"], str) and config["error_when"]):
+        raise ValidationError("'error_when' must be the name of an argument.")
+
+
+def _validate_structured(value: Any) -> None:
+    if isinstance(value, str):
+        validate_template(value, "structured value")
+    elif isinstance(value, dict):
+        for v in value.values():
+            _validate_structured(v)
+    elif isinstance(value, list):
+        for v in value:
+            _validate_structured(v)
+
+
+def validate_read_config(config: dict[str, Any]) -> None:
+    """Raise ValidationError unless ``config`` is a usable template resource-template configuration."""
+    unknown = set(config) - {"text"}
+    if unknown:
+        raise ValidationError(f"Unknown keys for a template resource: {', '.join(sorted(unknown))}.")
+    if "text" not in config:
+        raise ValidationError("A template resource needs 'text' (a Django template over the URI variables).")
+    _check(validate_template, config["text"], "'text'")

@@ -1,0 +1,243 @@
+"""Fixtures for handler tests: a request context for tenant_a, its resources, and local HTTP servers."""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.db import connections
+
+from mcp_app import catalog
+from mcp_app.catalog_types import TemplateDef, ToolDef
+from mcp_app.models import Resource
+from mcp_app.protocol.context import RequestContext, SessionState, TenantInfo
+
+# A 1x1 transparent PNG.
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+)
+WAV = b"RIFF\x24\x00\x00\x00WAVEfmt "
+
+
+@pytest.fixture(autouse=True)
+def _fresh_catalog() -> Iterator[None]:
+    # Tenant ids repeat across transactional tests; a cached catalog must not leak between them.
+    catalog.clear_caches()
+    yield
+    catalog.clear_caches()
+
+
+@pytest.fixture(autouse=True)
+async def _close_worker_connections() -> Any:
+    yield
+    # The catalog loads through database_sync_to_async, whose worker thread keeps its own
+    # connection; left open, PostgreSQL refuses to drop the test database at the end.
+    await sync_to_async(connections.close_all)()
+
+
+class Recorder:
+    """Collects the notifications a handler emits."""
+
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+
+    async def __call__(self, message: dict[str, Any]) -> None:
+        self.messages.append(message)
+
+    def methods(self) -> list[str]:
+        return [m["method"] for m in self.messages]
+
+
+def make_ctx(tenant: Any, **kwargs: Any) -> RequestContext:
+    info = TenantInfo(id=tenant.id, slug=tenant.slug, name=tenant.name)
+    session = SessionState(id="s1", tenant_id=tenant.id, protocol_version="2025-06-18", log_level="debug")
+    kwargs.setdefault("session", session)
+    kwargs.setdefault("protocol_version", "2025-06-18")
+    return RequestContext(tenant=info, **kwargs)
+
+
+def make_tool(handler: str, config: dict[str, Any], **kwargs: Any) -> ToolDef:
+    fields: dict[str, Any] = {
+        "id": 1,
+        "name": "t",
+        "title": "",
+        "description": "",
+        "input_schema": {"type": "object"},
+        "output_schema": None,
+        "annotations": {},
+        "icons": [],
+        "meta": {},
+        "handler": handler,
+        "handler_config": config,
+    }
+    fields.update(kwargs)
+    return ToolDef(**fields)
+
+
+def make_template(handler: str, config: dict[str, Any], mime_type: str = "application/json") -> TemplateDef:
+    return TemplateDef(
+        id=1,
+        uri_template="demo://users/{user_id}/profile",
+        name="user-profile",
+        title="",
+        description="",
+        mime_type=mime_type,
+        handler=handler,
+        handler_config=config,
+        completions={},
+        annotations={},
+        icons=[],
+        meta={},
+    )
+
+
+@pytest.fixture
+def recorder() -> Recorder:
+    return Recorder()
+
+
+@pytest.fixture
+def ctx(tenant_a, recorder) -> RequestContext:
+    return make_ctx(tenant_a, emit=recorder, progress_token="tok-1")
+
+
+@pytest.fixture
+def resources_a(transactional_db, tenant_a) -> dict[str, Resource]:
+    readme = Resource.objects.create(
+        tenant=tenant_a,
+        uri="demo://readme",
+        name="readme",
+        title="Read me",
+        description="How to use the demo",
+        mime_type="text/markdown",
+        text="# Demo\nHello.",
+        annotations={"audience": ["user"], "priority": 0.5},
+    )
+    logo = Resource.objects.create(
+        tenant=tenant_a, uri="demo://logo.png", name="logo", mime_type="image/png", blob=PNG
+    )
+    sound = Resource.objects.create(
+        tenant=tenant_a, uri="demo://beep.wav", name="beep", mime_type="audio/wav", blob=WAV
+    )
+    return {"readme": readme, "logo": logo, "sound": sound}
+
+
+# --- A real HTTP server on 127.0.0.1 ---------------------------------------------------------------
+
+
+@dataclass
+class Upstream:
+    """A local HTTP server whose replies depend on the path; it records what it received."""
+
+    base: str
+    port: int
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    redirect_to: str = ""
+
+
+def _handler_class(upstream: Upstream) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - signature is http.server's
+            return None
+
+        def _reply(
+            self, status: int, body: bytes, content_type: str = "application/json", **headers: str
+        ) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            for k, v in headers.items():
+                self.send_header(k.replace("_", "-"), v)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def _handle(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            upstream.requests.append(
+                {"method": self.command, "path": self.path, "headers": dict(self.headers), "body": body}
+            )
+            path = self.path.split("?", 1)[0]
+            if path == "/echo":
+                received = json.loads(body) if body else None
+                self._reply(200, json.dumps({"received": received, "path": self.path}).encode())
+            elif path == "/text":
+                self._reply(200, "plain ünïcode".encode(), "text/plain; charset=utf-8")
+            elif path == "/content":
+                reply = {
+                    "content": [{"type": "text", "text": "from upstream"}],
+                    "structuredContent": {"ok": True},
+                }
+                self._reply(200, json.dumps(reply).encode())
+            elif path == "/list":
+                self._reply(200, b"[1, 2, 3]")
+            elif path == "/image":
+                self._reply(200, PNG, "image/png")
+            elif path == "/fail":
+                self._reply(500, b'{"detail": "database password is hunter2"}')
+            elif path == "/unavailable":
+                self._reply(503, b"down")
+            elif path == "/slow":
+                time.sleep(1.5)
+                self._reply(200, b"{}")
+            elif path == "/big":
+                chunk = b"x" * 1024
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain")
+                self.end_headers()  # no Content-Length: the client must count while streaming
+                for _ in range(64):
+                    self.wfile.write(chunk)
+            elif path == "/redirect":
+                self._reply(302, b"", "text/plain", Location=upstream.redirect_to)
+            else:
+                self._reply(404, b"not found", "text/plain")
+
+        do_GET = do_POST = do_PUT = do_DELETE = _handle
+
+    return Handler
+
+
+class QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Tests hang up on purpose (timeouts, oversize replies); the broken pipe is expected.
+        return None
+
+
+@pytest.fixture
+def upstream_factory() -> Iterator[Any]:
+    servers: list[QuietServer] = []
+
+    def start() -> Upstream:
+        upstream = Upstream(base="", port=0)
+        server = QuietServer(("127.0.0.1", 0), _handler_class(upstream))
+        upstream.port = server.server_address[1]
+        upstream.base = f"http://127.0.0.1:{upstream.port}"
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        servers.append(server)
+        return upstream
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def upstream(upstream_factory) -> Upstream:
+    return upstream_factory()
+
+
+@pytest.fixture
+def allow_local(settings) -> None:
+    settings.MCP_HTTP_HANDLER_ALLOW = ["127.0.0.1"]
+    settings.MCP_HTTP_HANDLER_MAX_RESPONSE_BYTES = 16 * 1024

@@ -1,0 +1,42 @@
+"""Encrypted handler secrets."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcp_app.handlers import secrets
+from mcp_app.handlers.secrets import SecretsError, decrypt_secrets, encrypt_secrets
+
+
+def test_secrets_round_trip_and_the_token_does_not_contain_the_values():
+    token = encrypt_secrets({"Authorization": "Bearer top-secret"})
+    assert "top-secret" not in token
+    assert decrypt_secrets(token) == {"Authorization": "Bearer top-secret"}
+
+
+def test_no_secrets_is_an_empty_token():
+    assert encrypt_secrets({}) == ""
+    assert decrypt_secrets("") == {}
+
+
+def test_token_from_another_key_fails_with_a_message_that_quotes_nothing(monkeypatch):
+    token = encrypt_secrets({"X-Key": "abc123"})
+    monkeypatch.setenv("MCP_SECRETS_KEY", "a different passphrase")
+    with pytest.raises(SecretsError, match="enter them again") as info:
+        decrypt_secrets(token)
+    assert "abc123" not in str(info.value)
+
+
+def test_mcp_secrets_key_accepts_a_fernet_key(monkeypatch):
+    from cryptography.fernet import Fernet
+
+    key = Fernet.generate_key().decode()
+    monkeypatch.setenv("MCP_SECRETS_KEY", key)
+    token = encrypt_secrets({"A": "b"})
+    assert Fernet(key.encode()).decrypt(token.encode()) == b'{"A": "b"}'
+    assert secrets.decrypt_secrets(token) == {"A": "b"}
+
+
+def test_non_string_secret_values_are_refused():
+    with pytest.raises(ValueError, match="string values"):
+        encrypt_secrets({"A": 1})  # type: ignore[dict-item]
