@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -71,3 +71,59 @@ def notification(method: str, params: dict[str, Any] | None = None) -> dict[str,
     if params is not None:
         message["params"] = params
     return message
+
+
+# --- Message classification (used by dispatch and by the transport to pick 202 vs a response) ---
+
+MessageKind = Literal["request", "notification", "response"]
+
+# Error texts that reach the wire are capped: a handler exception or a jsonschema error can embed
+# the whole offending input, and the client must never get an unbounded echo of it.
+MAX_ERROR_TEXT = 500
+
+
+def truncate(text: str, limit: int = MAX_ERROR_TEXT) -> str:
+    """Cap `text` at `limit` characters, marking the cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def is_valid_id(value: object) -> bool:
+    """True for a usable JSON-RPC request id: a string or an integer, never null, bool or float (BP-04)."""
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def usable_id(message: object) -> RequestId | None:
+    """Return the message's id when it is usable for an error reply, else None (answered as "id": null)."""
+    if isinstance(message, dict):
+        value = message.get("id")
+        if is_valid_id(value):
+            return value  # type: ignore[return-value]
+    return None
+
+
+def classify(message: object) -> MessageKind:
+    """Tell a request from a notification from a response; raise InvalidRequest for anything else."""
+    if not isinstance(message, dict):
+        raise InvalidRequest("A JSON-RPC message must be a JSON object.")
+    if message.get("jsonrpc") != "2.0":
+        raise InvalidRequest('The "jsonrpc" member must be exactly "2.0".')
+    if "method" in message:
+        if not isinstance(message["method"], str) or not message["method"]:
+            raise InvalidRequest('The "method" member must be a non-empty string.')
+        if "params" in message and not isinstance(message["params"], dict):
+            raise InvalidRequest('The "params" member must be a JSON object.')
+        if "id" not in message:
+            return "notification"
+        if not is_valid_id(message["id"]):
+            raise InvalidRequest(
+                'A request "id" must be a string or an integer (not null, boolean or fractional).'
+            )
+        return "request"
+    if "id" in message and (("result" in message) != ("error" in message)):
+        return "response"
+    raise InvalidRequest("The message is neither a request, a notification nor a response.")
+
+
+def is_initialize(message: object) -> bool:
+    """True when `message` is an initialize request (the one request that may come without a session)."""
+    return isinstance(message, dict) and message.get("method") == "initialize" and "id" in message

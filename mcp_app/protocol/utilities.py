@@ -8,7 +8,16 @@ from .context import RequestContext
 from .jsonrpc import notification
 
 # RFC 5424 severities, least to most severe (the names MCP uses).
-LOG_LEVELS: tuple[str, ...] = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+LOG_LEVELS: tuple[str, ...] = (
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+)
 _RANK = {name: i for i, name in enumerate(LOG_LEVELS)}
 # Before logging/setLevel the session gets messages at this level and above.
 DEFAULT_LOG_LEVEL = "info"
@@ -31,7 +40,9 @@ async def log(ctx: RequestContext, level: str, data: Any, logger: str | None = N
     await ctx.emit(notification("notifications/message", params))
 
 
-async def progress(ctx: RequestContext, value: float, total: float | None = None, message: str | None = None) -> None:
+async def progress(
+    ctx: RequestContext, value: float, total: float | None = None, message: str | None = None
+) -> None:
     """Send notifications/progress when the request carried a progressToken; otherwise nothing."""
     if ctx.progress_token is None:
         return

@@ -1,0 +1,309 @@
+"""A tenant's facts and enabled definitions, cached in process memory per definitions_version.
+
+The hot path (a cache hit) makes no ORM query: the cached entry is checked against the tenant's
+current version, read from Redis when REDIS_URL is set (every process sees every edit), or from
+this process's own memory otherwise (the single process sees every edit through note_change).
+Edits reach us through `note_change`, which the signals call after commit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import weakref
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+
+from .catalog_types import Catalog, PromptDef, ResourceDef, TemplateDef, ToolDef
+from .protocol.context import TenantInfo
+
+logger = logging.getLogger(__name__)
+
+# Without Redis, re-read the version from the database this often, so that an edit made by another
+# process (a management command, a shell) is picked up eventually; note_change makes it immediate.
+LOCAL_RECHECK_SECONDS: float = getattr(settings, "MCP_VERSION_RECHECK_SECONDS", 5.0)
+
+# Entries are keyed by the shared version observed *before* loading: the rows are then at least as
+# new as every change published up to that version. Keying by the database's own number instead
+# would make a shared counter that ran ahead (a restored database, a reused tenant id) miss forever.
+_tenants: dict[str, tuple[TenantInfo, int]] = {}  # slug -> (info, version it is valid for)
+_catalogs: dict[int, tuple[int, Catalog]] = {}  # tenant id -> (version it is valid for, catalog)
+_local_versions: dict[int, tuple[int, float]] = {}  # tenant id -> (version, monotonic time checked)
+
+# Only ever raises the stored version: two edits committing close together may call note_change
+# out of order, and an older version must not overwrite a newer one.
+_SET_MAX = """
+local current = tonumber(redis.call('GET', KEYS[1]) or '0')
+if tonumber(ARGV[1]) > current then redis.call('SET', KEYS[1], ARGV[1]) end
+return 1
+"""
+
+
+def version_key(tenant_id: int) -> str:
+    return f"mcp:tenant:{tenant_id}:version"
+
+
+# --- Redis clients -------------------------------------------------------------------------------
+
+# An asyncio Redis connection belongs to the loop that opened it; tests and the Celery worker may
+# run several loops, so keep one client per loop (and per URL, which tests change).
+_async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, Any]] = (
+    weakref.WeakKeyDictionary()
+)
+_sync_clients: dict[str, Any] = {}
+
+
+def _async_redis() -> Any:
+    import redis.asyncio
+
+    clients = _async_clients.setdefault(asyncio.get_running_loop(), {})
+    client = clients.get(settings.REDIS_URL)
+    if client is None:
+        client = clients[settings.REDIS_URL] = redis.asyncio.Redis.from_url(
+            settings.REDIS_URL, decode_responses=True
+        )
+    return client
+
+
+def _redis_sync() -> Any:
+    client = _sync_clients.get(settings.REDIS_URL)
+    if client is None:
+        import redis
+
+        client = _sync_clients[settings.REDIS_URL] = redis.Redis.from_url(
+            settings.REDIS_URL, decode_responses=True
+        )
+    return client
+
+
+# --- Versions -----------------------------------------------------------------------------------
+
+
+def _db_version(tenant_id: int) -> int:
+    from tenants.models import Tenant
+
+    version = Tenant.objects.filter(pk=tenant_id).values_list("definitions_version", flat=True).first()
+    return int(version or 0)
+
+
+def _remember_local(tenant_id: int, version: int) -> None:
+    known = _local_versions.get(tenant_id, (0, 0.0))[0]
+    _local_versions[tenant_id] = (max(known, version), time.monotonic())
+
+
+async def _store_version(tenant_id: int, version: int) -> None:
+    """Record a version read from the database so the next check needs no query."""
+    if settings.REDIS_URL:
+        try:
+            await _async_redis().eval(_SET_MAX, 1, version_key(tenant_id), version)
+        except Exception:
+            logger.warning("could not store tenant %s version in Redis", tenant_id, exc_info=True)
+    _remember_local(tenant_id, version)
+
+
+async def current_version(tenant_id: int) -> int:
+    """Return the tenant's current definitions_version (0 when the tenant does not exist)."""
+    if settings.REDIS_URL:
+        try:
+            value = await _async_redis().get(version_key(tenant_id))
+        except Exception:
+            logger.warning(
+                "Redis unavailable; reading tenant %s version from the database", tenant_id, exc_info=True
+            )
+            return await database_sync_to_async(_db_version)(tenant_id)
+        if value is not None:
+            return int(value)
+        version = await database_sync_to_async(_db_version)(tenant_id)
+        if version:
+            await _store_version(tenant_id, version)
+        return version
+    entry = _local_versions.get(tenant_id)
+    if entry is not None and time.monotonic() - entry[1] < LOCAL_RECHECK_SECONDS:
+        return entry[0]
+    version = await database_sync_to_async(_db_version)(tenant_id)
+    if version:
+        _remember_local(tenant_id, version)
+    return version
+
+
+def note_change(tenant_id: int, version: int) -> None:
+    """Drop the tenant's cached facts and catalog and publish its new version (called after commit)."""
+    _catalogs.pop(tenant_id, None)
+    for slug, (info, _version) in list(_tenants.items()):
+        if info.id == tenant_id:
+            _tenants.pop(slug, None)
+    _remember_local(tenant_id, version)
+    if settings.REDIS_URL:
+        try:
+            _redis_sync().eval(_SET_MAX, 1, version_key(tenant_id), version)
+        except Exception:  # the edit has committed; a failed publish must not break it
+            logger.exception("could not publish tenant %s version %s to Redis", tenant_id, version)
+
+
+def clear_caches() -> None:
+    """Forget everything cached in this process (tests, and after a deployment-wide reset)."""
+    _tenants.clear()
+    _catalogs.clear()
+    _local_versions.clear()
+
+
+# --- Tenants ------------------------------------------------------------------------------------
+
+
+def _load_tenant(slug: str) -> tuple[TenantInfo, int] | None:
+    from tenants.models import Tenant
+
+    tenant = Tenant.objects.filter(slug=slug).first()
+    if tenant is None:
+        return None
+    info = TenantInfo(
+        id=tenant.pk,
+        slug=tenant.slug,
+        name=tenant.name,
+        title=tenant.title,
+        description=tenant.description,
+        server_version=tenant.server_version,
+        website_url=tenant.website_url,
+        icons=tuple(tenant.icons or ()),
+        instructions=tenant.instructions,
+        allowed_origins=tuple(tenant.origin_list),
+        is_active=tenant.is_active,
+    )
+    return info, int(tenant.definitions_version)
+
+
+async def get_tenant(slug: str) -> TenantInfo | None:
+    """Return the active tenant with this slug, or None (unknown and inactive look the same)."""
+    cached = _tenants.get(slug)
+    observed: int | None = None
+    if cached is not None:
+        observed = await current_version(cached[0].id)
+        if observed == cached[1]:
+            return cached[0] if cached[0].is_active else None
+    loaded = await database_sync_to_async(_load_tenant)(slug)
+    if loaded is None:
+        _tenants.pop(slug, None)
+        return None
+    if observed is None or loaded[0].id != cached[0].id:
+        # A cold slug: its version can only be read once the id is known. When it moved past what
+        # we loaded, an edit may have landed in between: load again, now after the read.
+        observed = await current_version(loaded[0].id)
+        if observed > loaded[1]:
+            loaded = await database_sync_to_async(_load_tenant)(slug)
+            if loaded is None:
+                return None
+    info, db_version = loaded
+    if db_version > observed:
+        await _store_version(info.id, db_version)
+    _tenants[slug] = (info, max(observed, db_version))
+    return info if info.is_active else None
+
+
+# --- Catalogs -----------------------------------------------------------------------------------
+
+
+def _load_catalog(tenant_id: int) -> Catalog:
+    from .models import Prompt, Resource, ResourceTemplate, Tool
+
+    # The version is read before the rows: an edit landing in between makes the rows newer than
+    # the version, and the next check reloads; the reverse order could pin stale rows.
+    version = _db_version(tenant_id)
+    tools = tuple(
+        ToolDef(
+            id=row.pk,
+            name=row.name,
+            title=row.title,
+            description=row.description,
+            input_schema=row.input_schema or {"type": "object"},
+            output_schema=row.output_schema or None,
+            annotations=row.annotations or {},
+            icons=list(row.icons or []),
+            meta=row.meta or {},
+            handler=row.handler,
+            handler_config=row.handler_config or {},
+            handler_secrets=row.handler_secrets or "",
+            timeout_seconds=row.timeout_seconds,
+        )
+        for row in Tool.objects.for_tenant(tenant_id).filter(enabled=True)
+    )
+    prompts = tuple(
+        PromptDef(
+            id=row.pk,
+            name=row.name,
+            title=row.title,
+            description=row.description,
+            arguments=list(row.arguments or []),
+            messages=list(row.messages or []),
+            icons=list(row.icons or []),
+            meta=row.meta or {},
+        )
+        for row in Prompt.objects.for_tenant(tenant_id).filter(enabled=True)
+    )
+    resources = tuple(
+        ResourceDef(
+            id=row.pk,
+            uri=row.uri,
+            name=row.name,
+            title=row.title,
+            description=row.description,
+            mime_type=row.mime_type,
+            text=row.text,
+            blob=bytes(row.blob) if row.blob is not None else None,  # PostgreSQL hands out memoryview
+            annotations=row.annotations or {},
+            icons=list(row.icons or []),
+            meta=row.meta or {},
+        )
+        for row in Resource.objects.for_tenant(tenant_id).filter(enabled=True)
+    )
+    templates = tuple(
+        TemplateDef(
+            id=row.pk,
+            uri_template=row.uri_template,
+            name=row.name,
+            title=row.title,
+            description=row.description,
+            mime_type=row.mime_type,
+            handler=row.handler,
+            handler_config=row.handler_config or {},
+            completions=row.completions or {},
+            annotations=row.annotations or {},
+            icons=list(row.icons or []),
+            meta=row.meta or {},
+        )
+        for row in ResourceTemplate.objects.for_tenant(tenant_id).filter(enabled=True)
+    )
+    # Sorted here, not by the database: pagination compares keys with Python's ordering, and a
+    # PostgreSQL locale collation orders "B" and "a" differently.
+    tools = tuple(sorted(tools, key=lambda t: t.name))
+    prompts = tuple(sorted(prompts, key=lambda p: p.name))
+    resources = tuple(sorted(resources, key=lambda r: r.uri))
+    templates = tuple(sorted(templates, key=lambda t: t.uri_template))
+    return Catalog(
+        tenant_id=tenant_id,
+        version=version,
+        tools=tools,
+        prompts=prompts,
+        resources=resources,
+        templates=templates,
+        tools_by_name={t.name: t for t in tools},
+        prompts_by_name={p.name: p for p in prompts},
+        resources_by_uri={r.uri: r for r in resources},
+    )
+
+
+async def get_catalog(tenant_id: int) -> Catalog:
+    """Return the tenant's enabled definitions, loading them only when the version moved."""
+    version = await current_version(tenant_id)
+    cached = _catalogs.get(tenant_id)
+    if cached is not None and cached[0] == version:
+        return cached[1]
+    catalog = await database_sync_to_async(_load_catalog)(tenant_id)
+    if catalog.version > version:
+        # The shared counter lags the database (e.g. Redis was flushed): raise it, or every
+        # request would reload.
+        await _store_version(tenant_id, catalog.version)
+    _catalogs[tenant_id] = (max(version, catalog.version), catalog)
+    return catalog

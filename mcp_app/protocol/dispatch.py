@@ -1,0 +1,100 @@
+"""The method table and the one error funnel: one parsed JSON-RPC message in, its response out.
+
+Requests get exactly one response with the same id (BP-04, BP-06); notifications and client
+responses get none, not even an error (BP-08). Protocol faults raise a JsonRpcError; anything
+else is logged and answered with a bare -32603, so internals never reach the wire.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from . import completion, lifecycle, prompts, resources, tools
+from . import logging as log_level
+from .context import RequestContext
+from .jsonrpc import (
+    InternalError,
+    InvalidRequest,
+    JsonRpcError,
+    MethodNotFound,
+    classify,
+    error_response,
+    is_initialize,
+    response,
+    truncate,
+    usable_id,
+)
+
+__all__ = ["METHODS", "NOTIFICATIONS", "classify", "dispatch", "is_initialize"]
+
+logger = logging.getLogger(__name__)
+
+Handler = Callable[[RequestContext, dict[str, Any]], Awaitable[dict[str, Any]]]
+NotificationHandler = Callable[[RequestContext, dict[str, Any]], Awaitable[None]]
+
+METHODS: dict[str, Handler] = {
+    "initialize": lifecycle.handle_initialize,
+    "ping": lifecycle.handle_ping,
+    "tools/list": tools.handle_list,
+    "tools/call": tools.handle_call,
+    "prompts/list": prompts.handle_list,
+    "prompts/get": prompts.handle_get,
+    "resources/list": resources.handle_list,
+    "resources/templates/list": resources.handle_templates_list,
+    "resources/read": resources.handle_read,
+    "resources/subscribe": resources.handle_subscribe,
+    "resources/unsubscribe": resources.handle_unsubscribe,
+    "completion/complete": completion.handle_complete,
+    "logging/setLevel": log_level.handle_set_level,
+}
+
+
+async def _ignore(ctx: RequestContext, params: dict[str, Any]) -> None:
+    return None
+
+
+# notifications/cancelled is acted on by the transport's in-flight registry, which owns the running
+# request; progress and roots/list_changed concern server-issued requests this core never sends.
+# Unknown notifications are ignored (MI-02).
+NOTIFICATIONS: dict[str, NotificationHandler] = {
+    "notifications/initialized": lifecycle.handle_initialized,
+    "notifications/cancelled": _ignore,
+    "notifications/progress": _ignore,
+    "notifications/roots/list_changed": _ignore,
+}
+
+
+async def dispatch(ctx: RequestContext, message: dict[str, Any]) -> dict[str, Any] | None:
+    """Handle one message; return the response for a request, None for a notification or a response."""
+    try:
+        kind = classify(message)
+    except InvalidRequest as exc:
+        return error_response(usable_id(message), exc)
+    method = message.get("method")
+    params = message.get("params") or {}
+    if kind == "response":
+        return None  # answers to server-issued requests are correlated by the transport
+    if kind == "notification":
+        handler = NOTIFICATIONS.get(method)
+        if handler is not None:
+            try:
+                await handler(ctx, params)
+            except Exception:
+                logger.exception("notification %s failed", method)
+        return None
+
+    request_id = message["id"]
+    try:
+        handler = METHODS.get(method)
+        if handler is None:
+            raise MethodNotFound(truncate(f"Method not found: {method}", 200))
+        result = await handler(ctx, params)
+    except JsonRpcError as exc:
+        exc.message = truncate(exc.message)
+        return error_response(request_id, exc)
+    except Exception:
+        logger.exception("%s failed", method)
+        return error_response(request_id, InternalError())
+    return response(request_id, result)

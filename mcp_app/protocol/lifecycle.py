@@ -1,0 +1,77 @@
+"""initialize, ping and notifications/initialized (LC-02..09)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import shaping
+from .context import RequestContext
+from .jsonrpc import InvalidParams, InvalidRequest
+from .versions import V2025_03_26, negotiate
+
+
+def capabilities(version: str) -> dict[str, Any]:
+    """Declare every feature for every tenant, even with none defined yet (AMB-19)."""
+    caps: dict[str, Any] = {
+        "logging": {},
+        "prompts": {"listChanged": True},
+        "resources": {"subscribe": True, "listChanged": True},
+        "tools": {"listChanged": True},
+    }
+    if version >= V2025_03_26:
+        caps["completions"] = {}  # 2024-11-05 has completion/complete but no capability for it
+    return caps
+
+
+def server_info(ctx: RequestContext, version: str) -> dict[str, Any]:
+    tenant = ctx.tenant
+    info = {
+        "name": tenant.name or tenant.slug,
+        "version": tenant.server_version or "1.0.0",
+        "title": tenant.title,
+        "description": tenant.description,
+        "websiteUrl": tenant.website_url,
+        "icons": list(tenant.icons),
+    }
+    return shaping.server_info(info, version)
+
+
+def _check_params(params: dict[str, Any]) -> None:
+    if not isinstance(params.get("protocolVersion"), str):
+        raise InvalidParams('initialize needs "protocolVersion" (a string).')
+    if not isinstance(params.get("capabilities"), dict):
+        raise InvalidParams('initialize needs "capabilities" (an object).')
+    client = params.get("clientInfo")
+    if not isinstance(client, dict):
+        raise InvalidParams('initialize needs "clientInfo" (an object with "name" and "version").')
+    if not isinstance(client.get("name"), str) or not isinstance(client.get("version"), str):
+        raise InvalidParams('"clientInfo" needs "name" and "version" (strings).')
+
+
+async def handle_initialize(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """Negotiate the version and describe the tenant's server; the transport creates the session."""
+    if ctx.session is not None:
+        # A live session already agreed on a version (AMB-6): a client that wants another starts
+        # a new session without Mcp-Session-Id.
+        raise InvalidRequest("Session already initialized.")
+    _check_params(params)
+    version = negotiate(params["protocolVersion"])
+    result: dict[str, Any] = {
+        "protocolVersion": version,
+        "capabilities": capabilities(version),
+        "serverInfo": server_info(ctx, version),
+    }
+    if ctx.tenant.instructions:
+        result["instructions"] = ctx.tenant.instructions
+    return result
+
+
+async def handle_ping(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """Answer at once with an empty result, at any time (LC-09, UT-01)."""
+    return {}
+
+
+async def handle_initialized(ctx: RequestContext, params: dict[str, Any]) -> None:
+    """Mark the session ready for server-initiated requests (LC-08, LC-10)."""
+    if ctx.session is not None:
+        ctx.session.initialized = True

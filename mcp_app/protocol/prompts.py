@@ -1,0 +1,96 @@
+"""prompts/list and prompts/get (PR-01..06)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import catalog as catalogs
+from ..catalog_types import PromptDef
+from . import shaping
+from .context import RequestContext
+from .jsonrpc import InternalError, InvalidParams, truncate
+from .pagination import paginate, with_cursor
+
+ROLES = ("user", "assistant")
+
+
+def describe(prompt: PromptDef) -> dict[str, Any]:
+    """The newest-revision Prompt object (argument completions stay server-side)."""
+    arguments = [
+        {
+            "name": a.get("name"),
+            "title": a.get("title"),
+            "description": a.get("description"),
+            "required": bool(a.get("required", False)),
+        }
+        for a in prompt.arguments
+        if isinstance(a, dict) and isinstance(a.get("name"), str)
+    ]
+    return {
+        "name": prompt.name,
+        "title": prompt.title,
+        "description": prompt.description,
+        "arguments": arguments,
+        "icons": prompt.icons,
+        "_meta": prompt.meta,
+    }
+
+
+async def handle_list(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    catalog = await catalogs.get_catalog(ctx.tenant.id)
+    page, next_cursor = paginate(ctx, params, "prompts", catalog.prompts, lambda p: p.name)
+    prompts = [shaping.prompt(describe(p), ctx.protocol_version) for p in page]
+    return with_cursor({"prompts": prompts}, next_cursor)
+
+
+def _variables(prompt: PromptDef, arguments: Any) -> dict[str, str]:
+    """Validate the arguments (PR-05) and keep the declared ones; undeclared names are ignored."""
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise InvalidParams('"arguments" must be a JSON object of strings.')
+    wrong = sorted(k for k, v in arguments.items() if not isinstance(v, str))
+    if wrong:
+        raise InvalidParams(truncate(f"Prompt arguments must be strings: {', '.join(wrong)}.", 300))
+    declared = [a for a in prompt.arguments if isinstance(a, dict) and isinstance(a.get("name"), str)]
+    missing = [a["name"] for a in declared if a.get("required") and a["name"] not in arguments]
+    if missing:
+        raise InvalidParams(f"Missing required argument(s) for prompt {prompt.name!r}: {', '.join(missing)}.")
+    return {a["name"]: arguments[a["name"]] for a in declared if a["name"] in arguments}
+
+
+async def handle_get(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """Render the prompt's messages with the arguments as template variables."""
+    name = params.get("name")
+    if not isinstance(name, str):
+        raise InvalidParams('prompts/get needs "name" (a string).')
+    catalog = await catalogs.get_catalog(ctx.tenant.id)
+    prompt = catalog.prompts_by_name.get(name)
+    if prompt is None:
+        raise InvalidParams(truncate(f"Unknown prompt: {name}", 200))
+    variables = _variables(prompt, params.get("arguments"))
+
+    from ..handlers.content import render_blocks  # imported on first use
+    from ..handlers.registry import HandlerError
+
+    messages: list[dict[str, Any]] = []
+    for message in prompt.messages:
+        role = message.get("role") if isinstance(message, dict) else None
+        spec = message.get("content") if isinstance(message, dict) else None
+        if role not in ROLES or not isinstance(spec, dict):
+            raise ValueError(f"prompt {prompt.name!r} has a malformed message")  # -32603 via the funnel
+        # One block per PromptMessage: a spec that renders to several blocks gives several messages.
+        try:
+            blocks = await render_blocks(ctx, [spec], variables)
+        except HandlerError as exc:
+            # The prompt itself is broken (bad template, missing resource): a server-side fault,
+            # reported with the handler's client-safe message (PR-04).
+            raise InternalError(
+                truncate(f"Prompt {prompt.name!r} could not be rendered: {exc.message}")
+            ) from None
+        for block in blocks:
+            messages.append(shaping.prompt_message({"role": role, "content": block}, ctx.protocol_version))
+    result: dict[str, Any] = {"messages": messages}
+    if prompt.description:
+        result["description"] = prompt.description
+    return result

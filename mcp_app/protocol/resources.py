@@ -1,0 +1,134 @@
+"""resources/list, resources/templates/list, resources/read, resources/(un)subscribe (RS-01..10)."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from .. import catalog as catalogs
+from ..catalog_types import Catalog, ResourceDef, TemplateDef
+from . import shaping, uritemplates
+from .context import RequestContext
+from .jsonrpc import InternalError, InvalidParams, ResourceNotFound, truncate
+from .pagination import paginate, with_cursor
+
+# A session's subscriptions live in its state, which every request of the session loads.
+MAX_SUBSCRIPTIONS = 1000
+MAX_ECHOED_URI = 2048
+
+
+def describe_resource(resource: ResourceDef) -> dict[str, Any]:
+    return {
+        "uri": resource.uri,
+        "name": resource.name,
+        "title": resource.title,
+        "description": resource.description,
+        "mimeType": resource.mime_type,
+        "size": resource.size,
+        "annotations": resource.annotations,
+        "icons": resource.icons,
+        "_meta": resource.meta,
+    }
+
+
+def describe_template(template: TemplateDef) -> dict[str, Any]:
+    return {
+        "uriTemplate": template.uri_template,
+        "name": template.name,
+        "title": template.title,
+        "description": template.description,
+        "mimeType": template.mime_type,
+        "annotations": template.annotations,
+        "icons": template.icons,
+        "_meta": template.meta,
+    }
+
+
+def contents_of(resource: ResourceDef) -> dict[str, Any]:
+    """A static resource's contents: text, or base64 blob for binary data (RS-02)."""
+    contents: dict[str, Any] = {"uri": resource.uri}
+    if resource.mime_type:
+        contents["mimeType"] = resource.mime_type
+    if resource.blob is not None:
+        contents["blob"] = base64.b64encode(resource.blob).decode("ascii")
+    else:
+        contents["text"] = resource.text
+    return contents
+
+
+def not_found(uri: str) -> ResourceNotFound:
+    shown = truncate(uri, MAX_ECHOED_URI)
+    return ResourceNotFound(truncate(f"Resource not found: {uri}", 300), data={"uri": shown})
+
+
+def find_template(catalog: Catalog, uri: str) -> tuple[TemplateDef, dict[str, str]] | None:
+    """The first template (in uriTemplate order) that `uri` expands, with its variables."""
+    for template in catalog.templates:
+        variables = uritemplates.match(template.uri_template, uri)
+        if variables is not None:
+            return template, variables
+    return None
+
+
+def _uri(params: dict[str, Any]) -> str:
+    uri = params.get("uri")
+    if not isinstance(uri, str) or not uri:
+        raise InvalidParams('"uri" is required (a non-empty string).')
+    return uri
+
+
+async def handle_list(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    catalog = await catalogs.get_catalog(ctx.tenant.id)
+    page, next_cursor = paginate(ctx, params, "resources", catalog.resources, lambda r: r.uri)
+    resources = [shaping.resource(describe_resource(r), ctx.protocol_version) for r in page]
+    return with_cursor({"resources": resources}, next_cursor)
+
+
+async def handle_templates_list(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    catalog = await catalogs.get_catalog(ctx.tenant.id)
+    page, next_cursor = paginate(ctx, params, "templates", catalog.templates, lambda t: t.uri_template)
+    templates = [shaping.resource_template(describe_template(t), ctx.protocol_version) for t in page]
+    return with_cursor({"resourceTemplates": templates}, next_cursor)
+
+
+async def handle_read(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """Read a static resource, or an expansion of one of the tenant's templates; nothing else (RS-10)."""
+    uri = _uri(params)
+    catalog = await catalogs.get_catalog(ctx.tenant.id)
+    resource = catalog.resources_by_uri.get(uri)
+    if resource is not None:
+        contents = [contents_of(resource)]
+    else:
+        found = find_template(catalog, uri)
+        if found is None:
+            raise not_found(uri)
+        from ..handlers import registry  # imported on first use
+
+        try:
+            contents = await registry.read_template(ctx, found[0], uri, found[1])
+        except registry.HandlerError as exc:
+            raise InternalError(truncate(f"The resource could not be read: {exc.message}")) from None
+    shaped = [shaping.resource_contents(c, ctx.protocol_version) for c in contents if isinstance(c, dict)]
+    return {"contents": shaped}
+
+
+async def handle_subscribe(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """Subscribe the session to a resource or template expansion (AMB-21); stateless: accepted, no effect."""
+    uri = _uri(params)
+    catalog = await catalogs.get_catalog(ctx.tenant.id)
+    if uri not in catalog.resources_by_uri and find_template(catalog, uri) is None:
+        raise not_found(uri)
+    session = ctx.session
+    if session is not None and uri not in session.subscriptions:
+        if len(session.subscriptions) >= MAX_SUBSCRIPTIONS:
+            raise InvalidParams(f"Too many subscriptions (at most {MAX_SUBSCRIPTIONS} per session).")
+        session.subscriptions.append(uri)
+    return {}
+
+
+async def handle_unsubscribe(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """Drop a subscription; unsubscribing from something never subscribed is not an error."""
+    uri = _uri(params)
+    if ctx.session is not None and uri in ctx.session.subscriptions:
+        ctx.session.subscriptions.remove(uri)
+    return {}

@@ -1,0 +1,137 @@
+"""tools/list and tools/call (TL-01..13)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+
+from .. import catalog as catalogs
+from ..catalog_types import ToolDef
+from . import schemas, shaping
+from .context import RequestContext
+from .jsonrpc import InvalidParams, truncate
+from .pagination import paginate, with_cursor
+
+logger = logging.getLogger(__name__)
+
+
+def describe(tool: ToolDef) -> dict[str, Any]:
+    """The newest-revision Tool object; shaping cuts it down per revision."""
+    return {
+        "name": tool.name,
+        "title": tool.title,
+        "description": tool.description,
+        "inputSchema": tool.input_schema,
+        "outputSchema": tool.output_schema,
+        "annotations": tool.annotations,
+        "icons": tool.icons,
+        "_meta": tool.meta,
+    }
+
+
+async def handle_list(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    catalog = await catalogs.get_catalog(ctx.tenant.id)
+    page, next_cursor = paginate(ctx, params, "tools", catalog.tools, lambda t: t.name)
+    tools = [shaping.tool(describe(t), ctx.protocol_version) for t in page]
+    return with_cursor({"tools": tools}, next_cursor)
+
+
+def error_result(text: str) -> dict[str, Any]:
+    """A tool execution error: a result the model can read and act on, not a protocol error (TL-07)."""
+    return {"content": [{"type": "text", "text": truncate(text, 2000)}], "isError": True}
+
+
+def _check_arguments(tool: ToolDef, arguments: dict[str, Any]) -> dict[str, Any] | None:
+    """Return an isError result when the arguments fail the input schema (AMB-16), else None."""
+    try:
+        problems = schemas.errors(tool.input_schema, arguments)
+    except schemas.InvalidSchema:
+        logger.error("tool %s (id %s) has an invalid input schema", tool.name, tool.id)
+        return error_result(
+            f"Tool {tool.name!r} is misconfigured: its input schema is not a valid JSON Schema."
+        )
+    if not problems:
+        return None
+    return error_result(
+        f"Invalid arguments for tool {tool.name!r}: "
+        + "; ".join(problems)
+        + ". Fix the arguments and call again."
+    )
+
+
+def _finish_result(tool: ToolDef, result: Any) -> dict[str, Any]:
+    """Check the handler's result: a content list, and structuredContent matching outputSchema (TL-08/09)."""
+    if not isinstance(result, dict) or not isinstance(result.get("content", []), list):
+        logger.error("tool %s handler returned a malformed result", tool.name)
+        return error_result(f"Tool {tool.name!r} failed with an internal error.")
+    result = dict(result)
+    result.setdefault("content", [])
+    structured = result.get("structuredContent")
+    if structured is not None and not isinstance(structured, dict):
+        logger.error("tool %s returned non-object structuredContent", tool.name)
+        return error_result(f"Tool {tool.name!r} returned structured output that is not a JSON object.")
+    if tool.output_schema and not result.get("isError"):
+        # AMB-15: an output that breaks the declared schema becomes an isError result (the client
+        # would reject it anyway); isError results need no structuredContent.
+        if structured is None:
+            return error_result(
+                f"Tool {tool.name!r} declares an output schema but returned no structured output."
+            )
+        try:
+            problems = schemas.errors(tool.output_schema, structured)
+        except schemas.InvalidSchema:
+            logger.error("tool %s (id %s) has an invalid output schema", tool.name, tool.id)
+            return error_result(
+                f"Tool {tool.name!r} is misconfigured: its output schema is not a valid JSON Schema."
+            )
+        if problems:
+            return error_result(
+                f"Tool {tool.name!r} produced output that does not match its output schema: "
+                + "; ".join(problems)
+            )
+    elif tool.output_schema and structured is not None:
+        try:
+            if schemas.errors(tool.output_schema, structured):
+                del result["structuredContent"]  # an error result never carries non-conforming output
+        except schemas.InvalidSchema:
+            del result["structuredContent"]
+    if result.get("structuredContent") is not None and not result["content"]:
+        # TL-09: mirror the structured output as text for clients that only read content.
+        result["content"] = [
+            {"type": "text", "text": json.dumps(result["structuredContent"], ensure_ascii=False)}
+        ]
+    return result
+
+
+async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """Validate, run with the tool's timeout, and check the result; tool faults become isError results."""
+    name = params.get("name")
+    if not isinstance(name, str):
+        raise InvalidParams('tools/call needs "name" (a string).')
+    arguments = params.get("arguments")
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise InvalidParams('"arguments" must be a JSON object.')
+    catalog = await catalogs.get_catalog(ctx.tenant.id)
+    tool = catalog.tools_by_name.get(name)
+    if tool is None:
+        raise InvalidParams(truncate(f"Unknown tool: {name}", 200))
+    result = _check_arguments(tool, arguments)
+    if result is None:
+        from ..handlers import registry  # imported on first use: the handler kinds pull in more
+
+        try:
+            async with asyncio.timeout(tool.timeout_seconds):
+                raw = await registry.run_tool(ctx, tool, arguments)
+        except TimeoutError:
+            result = error_result(f"Tool {tool.name!r} timed out after {tool.timeout_seconds} seconds.")
+        except Exception:
+            # run_tool turns handler faults into isError results; anything escaping it is ours.
+            logger.exception("tool %s failed outside its handler", tool.name)
+            result = error_result(f"Tool {tool.name!r} failed with an internal error.")
+        else:
+            result = _finish_result(tool, raw)
+    return shaping.call_tool_result(result, ctx.protocol_version)

@@ -1,0 +1,136 @@
+"""The catalog: cached tenant facts and definitions, invalidated by version (no ORM on a cache hit)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from asgiref.sync import sync_to_async
+
+from mcp_app import catalog
+from mcp_app.models import Tool
+from tenants.models import Tenant
+
+
+class Counter:
+    """Wrap a loader and count its calls (each call is at least one ORM query)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.calls = 0
+
+    def __call__(self, *args):
+        self.calls += 1
+        return self.fn(*args)
+
+
+@pytest.fixture
+def counted(monkeypatch) -> dict[str, Counter]:
+    counters = {
+        name: Counter(getattr(catalog, name)) for name in ("_load_tenant", "_load_catalog", "_db_version")
+    }
+    for name, counter in counters.items():
+        monkeypatch.setattr(catalog, name, counter)
+    return counters
+
+
+async def test_get_tenant_returns_the_active_tenant_and_hides_unknown_and_inactive_ones(demo_a, tenant_b):
+    info = await catalog.get_tenant("tenant-a")
+    assert info.id == demo_a.id and info.name == "Tenant A" and info.instructions == "Use tenant A's tools."
+    assert info.title == "Demo MCP server"
+    assert await catalog.get_tenant("no-such-tenant") is None
+    tenant_b.is_active = False
+    await sync_to_async(tenant_b.save)()
+    assert await catalog.get_tenant("tenant-b") is None
+
+
+async def test_a_cache_hit_makes_no_database_query(demo_a, counted):
+    await catalog.get_tenant("tenant-a")
+    await catalog.get_catalog(demo_a.id)
+    before = {name: c.calls for name, c in counted.items()}
+    for _ in range(5):
+        assert (await catalog.get_tenant("tenant-a")).id == demo_a.id
+        assert "echo" in (await catalog.get_catalog(demo_a.id)).tools_by_name
+    assert {name: c.calls for name, c in counted.items()} == before
+
+
+async def test_an_edit_is_visible_at_once_through_note_change(demo_a, counted):
+    first = await catalog.get_catalog(demo_a.id)
+    assert "new_tool" not in first.tools_by_name
+    # The signals bump the version after commit and call note_change.
+    await sync_to_async(Tool.objects.create)(
+        tenant=demo_a, name="new_tool", handler="template", handler_config={"text": "x"}
+    )
+    second = await catalog.get_catalog(demo_a.id)
+    assert "new_tool" in second.tools_by_name
+    assert second.version > first.version
+
+
+async def test_a_tenant_edit_reloads_the_tenant_facts(demo_a):
+    assert (await catalog.get_tenant("tenant-a")).instructions == "Use tenant A's tools."
+    demo_a.instructions = "New instructions."
+    await sync_to_async(demo_a.save)()
+    assert (await catalog.get_tenant("tenant-a")).instructions == "New instructions."
+
+
+async def test_disabled_definitions_are_not_in_the_catalog(demo_a):
+    built = await catalog.get_catalog(demo_a.id)
+    assert "disabled_tool" not in built.tools_by_name
+    assert [t.name for t in built.tools] == sorted(t.name for t in built.tools)
+
+
+@pytest.fixture
+def no_redis(settings) -> None:
+    settings.REDIS_URL = None
+
+
+async def test_without_redis_an_edit_by_another_process_is_seen_after_the_recheck_interval(
+    demo_a, monkeypatch, no_redis
+):
+    await catalog.get_catalog(demo_a.id)
+    # Another process bumps the version without calling our note_change.
+    await sync_to_async(Tenant(pk=demo_a.pk).bump_version)()
+    monkeypatch.setattr(catalog, "LOCAL_RECHECK_SECONDS", 0.0)
+    assert await catalog.current_version(demo_a.id) == demo_a.definitions_version + 1
+
+
+async def test_without_redis_note_change_never_lowers_the_known_version(demo_a, no_redis):
+    catalog.note_change(demo_a.id, 50)
+    catalog.note_change(demo_a.id, 40)
+    assert await catalog.current_version(demo_a.id) == 50
+
+
+async def test_a_shared_version_ahead_of_the_database_still_gives_cache_hits(demo_a, counted, no_redis):
+    catalog.note_change(demo_a.id, demo_a.definitions_version + 100)  # e.g. a restored database
+    await catalog.get_tenant("tenant-a")
+    await catalog.get_catalog(demo_a.id)
+    loads = (counted["_load_tenant"].calls, counted["_load_catalog"].calls)
+    await catalog.get_tenant("tenant-a")
+    await catalog.get_catalog(demo_a.id)
+    assert (counted["_load_tenant"].calls, counted["_load_catalog"].calls) == loads
+
+
+@pytest.mark.services
+async def test_with_redis_the_version_is_shared_through_redis(demo_a, settings):
+    import redis.asyncio
+
+    settings.REDIS_URL = os.environ["REDIS_URL"]
+    client = redis.asyncio.Redis.from_url(settings.REDIS_URL, decode_responses=True)
+    key = catalog.version_key(demo_a.id)
+    try:
+        await client.delete(key)
+        # A miss falls back to the database and stores the value.
+        assert await catalog.current_version(demo_a.id) == demo_a.definitions_version
+        assert int(await client.get(key)) == demo_a.definitions_version
+        # Another process's note_change (here: a direct write) is seen at once.
+        await client.set(key, demo_a.definitions_version + 5)
+        assert await catalog.current_version(demo_a.id) == demo_a.definitions_version + 5
+        # note_change only ever raises the shared value.
+        await sync_to_async(catalog.note_change)(demo_a.id, 3)
+        assert int(await client.get(key)) == demo_a.definitions_version + 5
+        await sync_to_async(catalog.note_change)(demo_a.id, demo_a.definitions_version + 9)
+        assert await catalog.current_version(demo_a.id) == demo_a.definitions_version + 9
+    finally:
+        await client.delete(key)
+        await client.aclose()
+        await catalog._async_redis().aclose()
