@@ -91,6 +91,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Serves collected static files (the admin's CSS/JS) from Daphne itself: no web server needed.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -175,6 +177,12 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 STATICFILES_DIRS = [BASE_DIR / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    # Compressed copies are written at collectstatic; no manifest, so templates still render
+    # (e.g. in tests) when collectstatic has not run.
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
 MEDIA_ROOT = BASE_DIR / "media"
 MEDIA_URL = "media/"
 
@@ -207,6 +215,9 @@ MCP_EVENT_RETENTION_SECONDS = _env_int("MCP_EVENT_RETENTION_SECONDS", 600, minim
 MCP_SSE_RETRY_MS = _env_int("MCP_SSE_RETRY_MS", 1000, minimum=0)
 # Keep-alive comment interval on idle SSE streams, seconds.
 MCP_SSE_KEEPALIVE_SECONDS = _env_int("MCP_SSE_KEEPALIVE_SECONDS", 15, minimum=1)
+# A GET resuming a request's stream (Last-Event-ID) waits at most this long for the rest of it,
+# then closes; the client reconnects with its latest Last-Event-ID.
+MCP_SSE_RESUME_WAIT_SECONDS = _env_int("MCP_SSE_RESUME_WAIT_SECONDS", 60, minimum=1)
 # Page size for */list results.
 MCP_PAGE_SIZE = _env_int("MCP_PAGE_SIZE", 50, minimum=1)
 # Hosts/networks the http handler may reach although they are private or loopback
@@ -215,3 +226,6 @@ MCP_HTTP_HANDLER_ALLOW = _env_list("MCP_HTTP_HANDLER_ALLOW", [])
 MCP_HTTP_HANDLER_MAX_RESPONSE_BYTES = _env_int("MCP_HTTP_HANDLER_MAX_RESPONSE_BYTES", 2 * 1024 * 1024, minimum=1024)
 # Extra modules whose import registers python handlers (comma-separated).
 MCP_PYTHON_HANDLER_MODULES = _env_list("MCP_PYTHON_HANDLER_MODULES", ["mcp_app.handlers.builtin_python"])
+# Tool calls allowed per session per minute (TL-13); 0 disables the limit. Burst = bucket size.
+MCP_TOOL_CALLS_PER_MINUTE = _env_int("MCP_TOOL_CALLS_PER_MINUTE", 1200, minimum=0)
+MCP_TOOL_CALLS_BURST = _env_int("MCP_TOOL_CALLS_BURST", 120, minimum=1)

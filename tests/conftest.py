@@ -59,3 +59,11 @@ def pytest_collection_modifyitems(config, items) -> None:  # noqa: ANN001
 @pytest.fixture
 def _services_required() -> None:
     pytest.fail("MCP_E2E_REQUIRE_SERVICES=1 but REDIS_URL is not set")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_rate_limits() -> None:
+    # Tenant and session ids repeat across tests; a bucket emptied by one must not throttle the next.
+    from mcp_app.protocol import ratelimit
+
+    ratelimit.reset()

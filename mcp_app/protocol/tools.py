@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import catalog as catalogs
 from ..catalog_types import ToolDef
-from . import schemas, shaping
+from . import ratelimit, schemas, shaping
 from .context import RequestContext
 from .jsonrpc import InvalidParams, truncate
 from .pagination import paginate, with_cursor
@@ -119,6 +119,7 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
     tool = catalog.tools_by_name.get(name)
     if tool is None:
         raise InvalidParams(truncate(f"Unknown tool: {name}", 200))
+    ratelimit.check_tool_call(ctx)
     result = _check_arguments(tool, arguments)
     if result is None:
         from ..handlers import registry  # imported on first use: the handler kinds pull in more

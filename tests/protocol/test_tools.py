@@ -8,9 +8,11 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from mcp_app.models import Tool
+from mcp_app.protocol.context import SessionState
 from mcp_app.protocol.jsonrpc import INVALID_PARAMS
+from mcp_app.protocol.ratelimit import RATE_LIMITED
 
-from .support import error_of, make_ctx, result_of
+from .support import call, error_of, make_ctx, result_of
 
 
 async def test_tl01_tools_list_returns_the_enabled_tools_sorted_by_name(demo_a):
@@ -205,3 +207,17 @@ async def test_the_protocol_timeout_holds_even_when_the_handler_ignores_its_own(
         "content": [{"type": "text", "text": "Tool 'count_slowly' timed out after 1 seconds."}],
         "isError": True,
     }
+
+
+async def test_tl13_tool_calls_are_rate_limited_per_session(demo_a, settings):
+    settings.MCP_TOOL_CALLS_PER_MINUTE = 60
+    settings.MCP_TOOL_CALLS_BURST = 3
+    ctx = make_ctx(demo_a)
+    for _ in range(3):
+        await result_of(ctx, "tools/call", {"name": "echo", "arguments": {"message": "x"}})
+    reply = await call(ctx, "tools/call", {"name": "echo", "arguments": {"message": "x"}})
+    assert reply["error"]["code"] == RATE_LIMITED
+    assert 0 < reply["error"]["data"]["retryAfter"] <= 1.0
+    # Another session of the same tenant has its own bucket.
+    other = make_ctx(demo_a, session=SessionState(id="sess-2", tenant_id=demo_a.id, protocol_version="2025-11-25"))
+    await result_of(other, "tools/call", {"name": "echo", "arguments": {"message": "x"}})
