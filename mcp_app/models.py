@@ -8,6 +8,8 @@ from django.db import models
 
 from tenants.models import Tenant, TenantQuerySet
 
+from . import validation
+
 tool_name_validator = RegexValidator(
     r"^[A-Za-z0-9_.-]{1,64}$",
     "Tool names are 1-64 characters of letters, digits, '_', '-' and '.'.",
@@ -28,7 +30,9 @@ class Definition(models.Model):
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     title = models.CharField(max_length=200, blank=True, help_text="Human-readable display name.")
     description = models.TextField(blank=True)
-    icons = models.JSONField(default=list, blank=True, help_text="List of MCP Icon objects {src, mimeType, sizes, theme}.")
+    icons = models.JSONField(
+        default=list, blank=True, help_text="List of MCP Icon objects {src, mimeType, sizes, theme}."
+    )
     meta = models.JSONField(default=dict, blank=True, help_text="Extra _meta keys sent with the definition.")
     enabled = models.BooleanField(default=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -41,8 +45,12 @@ class Definition(models.Model):
 
 class Tool(Definition):
     name = models.CharField(max_length=64, validators=[tool_name_validator])
-    input_schema = models.JSONField(default=default_input_schema, help_text="JSON Schema of the arguments (object).")
-    output_schema = models.JSONField(null=True, blank=True, help_text="JSON Schema of structuredContent (object).")
+    input_schema = models.JSONField(
+        default=default_input_schema, help_text="JSON Schema of the arguments (object)."
+    )
+    output_schema = models.JSONField(
+        null=True, blank=True, help_text="JSON Schema of structuredContent (object)."
+    )
     annotations = models.JSONField(
         default=dict,
         blank=True,
@@ -61,6 +69,9 @@ class Tool(Definition):
     def __str__(self) -> str:
         return self.name
 
+    def clean(self) -> None:
+        validation.clean_tool(self)
+
 
 class Prompt(Definition):
     name = models.CharField(max_length=128, validators=[prompt_name_validator])
@@ -76,10 +87,15 @@ class Prompt(Definition):
 
     class Meta:
         ordering = ["name"]
-        constraints = [models.UniqueConstraint(fields=["tenant", "name"], name="unique_prompt_name_per_tenant")]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "name"], name="unique_prompt_name_per_tenant")
+        ]
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        validation.clean_prompt(self)
 
 
 class Resource(Definition):
@@ -92,10 +108,15 @@ class Resource(Definition):
 
     class Meta:
         ordering = ["uri"]
-        constraints = [models.UniqueConstraint(fields=["tenant", "uri"], name="unique_resource_uri_per_tenant")]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "uri"], name="unique_resource_uri_per_tenant")
+        ]
 
     def __str__(self) -> str:
         return self.uri
+
+    def clean(self) -> None:
+        validation.clean_resource(self)
 
     @property
     def is_binary(self) -> bool:
@@ -107,22 +128,31 @@ class Resource(Definition):
 
 
 class ResourceTemplate(Definition):
-    uri_template = models.CharField(max_length=2000, help_text="RFC 6570 URI template, e.g. users://{id}/profile.")
+    uri_template = models.CharField(
+        max_length=2000, help_text="RFC 6570 URI template, e.g. users://{id}/profile."
+    )
     name = models.CharField(max_length=200)
     mime_type = models.CharField(max_length=200, blank=True, default="text/plain")
     handler = models.CharField(max_length=50, default="template", help_text="What produces the contents.")
     handler_config = models.JSONField(default=dict, blank=True)
-    completions = models.JSONField(default=dict, blank=True, help_text='Values offered per variable: {"id": ["1", "2"]}.')
+    completions = models.JSONField(
+        default=dict, blank=True, help_text='Values offered per variable: {"id": ["1", "2"]}.'
+    )
     annotations = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["uri_template"]
         constraints = [
-            models.UniqueConstraint(fields=["tenant", "uri_template"], name="unique_resource_template_per_tenant")
+            models.UniqueConstraint(
+                fields=["tenant", "uri_template"], name="unique_resource_template_per_tenant"
+            )
         ]
 
     def __str__(self) -> str:
         return self.uri_template
+
+    def clean(self) -> None:
+        validation.clean_resource_template(self)
 
 
 class McpSession(models.Model):
@@ -130,7 +160,9 @@ class McpSession(models.Model):
 
     id = models.CharField(primary_key=True, max_length=64)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
     state = models.JSONField(default=dict)
     created_at = models.DateTimeField(auto_now_add=True)
     last_seen_at = models.DateTimeField(db_index=True)

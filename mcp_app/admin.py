@@ -1,0 +1,149 @@
+"""Admin for tenant-defined tools, prompts, resources and templates, scoped by membership.
+
+Saving any of them announces the change to connected clients (mcp_app.signals).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.db import models
+from django.http import HttpRequest
+
+from tenants.admin import TenantScopedAdmin
+
+from .forms import (
+    PrettyJSONField,
+    ResourceAdminForm,
+    ResourceTemplateAdminForm,
+    ToolAdminForm,
+    secret_summary,
+)
+from .models import McpSession, Prompt, Resource, ResourceTemplate, Tool
+
+
+def json_formfield(db_field: models.JSONField, **kwargs: Any) -> Any:
+    """Return a pretty-printed JSON form field; a cleared box means the model default."""
+    empty = None if db_field.null else db_field.get_default()
+    return db_field.formfield(form_class=PrettyJSONField, empty_value=empty, **kwargs)
+
+
+class DefinitionAdmin(TenantScopedAdmin):
+    """Shared by every definition: JSON textareas, the tenant filter, enabled toggles."""
+
+    list_filter = ("enabled",)
+    readonly_fields = ("updated_at",)
+    save_on_top = True
+    # Fields declared on the form only (no model attribute): a read-only view cannot show them.
+    form_only_fields: tuple[str, ...] = ()
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> list[tuple[Any, dict[str, Any]]]:
+        fieldsets = super().get_fieldsets(request, obj)
+        if obj is None or self.has_change_permission(request, obj):
+            return fieldsets
+        trimmed = []
+        for name, options in fieldsets:
+            fields = [f for f in options["fields"] if f not in self.form_only_fields]
+            if fields:
+                trimmed.append((name, {**options, "fields": fields}))
+        return trimmed
+
+    def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if isinstance(db_field, models.JSONField):
+            return json_formfield(db_field, **kwargs)
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
+
+@admin.register(Tool)
+class ToolAdmin(DefinitionAdmin):
+    form = ToolAdminForm
+    form_only_fields = ("python_callable", "secret_headers", "clear_secrets")
+    readonly_fields = ("stored_secrets", "updated_at")
+    list_display = ("name", "tenant", "title", "handler", "enabled", "updated_at")
+    search_fields = ("name", "title", "description")
+    fieldsets = (
+        (None, {"fields": ("tenant", "name", "title", "description", "enabled")}),
+        ("Schemas", {"fields": ("input_schema", "output_schema")}),
+        ("Handler", {"fields": ("handler", "python_callable", "handler_config", "timeout_seconds")}),
+        ("Secret headers", {"fields": ("stored_secrets", "secret_headers", "clear_secrets")}),
+        ("Presentation", {"fields": ("annotations", "icons", "meta"), "classes": ("collapse",)}),
+        ("State", {"fields": ("updated_at",)}),
+    )
+
+    @admin.display(description="stored secret headers")
+    def stored_secrets(self, obj: Tool) -> str:
+        return secret_summary(obj)
+
+
+@admin.register(Prompt)
+class PromptAdmin(DefinitionAdmin):
+    list_display = ("name", "tenant", "title", "enabled", "updated_at")
+    search_fields = ("name", "title", "description")
+    fieldsets = (
+        (None, {"fields": ("tenant", "name", "title", "description", "enabled")}),
+        ("Template", {"fields": ("arguments", "messages")}),
+        ("Presentation", {"fields": ("icons", "meta"), "classes": ("collapse",)}),
+        ("State", {"fields": ("updated_at",)}),
+    )
+
+
+@admin.register(Resource)
+class ResourceAdmin(DefinitionAdmin):
+    form = ResourceAdminForm
+    form_only_fields = ("upload", "clear_blob")
+    list_display = ("uri", "tenant", "name", "mime_type", "size_display", "enabled", "updated_at")
+    search_fields = ("uri", "name", "title", "description")
+    readonly_fields = ("contents_summary", "updated_at")
+    fieldsets = (
+        (None, {"fields": ("tenant", "uri", "name", "title", "description", "mime_type", "enabled")}),
+        ("Contents", {"fields": ("text", "upload", "clear_blob", "contents_summary")}),
+        ("Presentation", {"fields": ("annotations", "icons", "meta"), "classes": ("collapse",)}),
+        ("State", {"fields": ("updated_at",)}),
+    )
+
+    @admin.display(description="size")
+    def size_display(self, obj: Resource) -> str:
+        return f"{obj.size} B"
+
+    @admin.display(description="current contents")
+    def contents_summary(self, obj: Resource) -> str:
+        if obj.pk is None:
+            return "—"
+        if obj.blob is not None:
+            return f"uploaded file, {len(obj.blob)} bytes ({obj.mime_type or 'no MIME type'})"
+        return f"text, {len(obj.text.encode())} bytes"
+
+
+@admin.register(ResourceTemplate)
+class ResourceTemplateAdmin(DefinitionAdmin):
+    form = ResourceTemplateAdminForm
+    list_display = ("uri_template", "tenant", "name", "mime_type", "handler", "enabled", "updated_at")
+    search_fields = ("uri_template", "name", "title", "description")
+    fieldsets = (
+        (
+            None,
+            {"fields": ("tenant", "uri_template", "name", "title", "description", "mime_type", "enabled")},
+        ),
+        ("Handler", {"fields": ("handler", "handler_config", "completions")}),
+        ("Presentation", {"fields": ("annotations", "icons", "meta"), "classes": ("collapse",)}),
+        ("State", {"fields": ("updated_at",)}),
+    )
+
+
+@admin.register(McpSession)
+class McpSessionAdmin(TenantScopedAdmin):
+    """Read-only view of open sessions, for troubleshooting."""
+
+    list_display = ("id", "tenant", "user", "created_at", "last_seen_at")
+    readonly_fields = ("id", "tenant", "user", "state", "created_at", "last_seen_at")
+    ordering = ("-last_seen_at",)
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

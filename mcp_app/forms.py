@@ -1,0 +1,272 @@
+"""Admin forms: pretty-printed JSON editing, tool handler choices and secrets, resource uploads."""
+
+from __future__ import annotations
+
+import json
+import mimetypes
+from typing import Any
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.utils.html import format_html_join
+
+from .models import Resource, ResourceTemplate, Tool
+
+# Uploaded resource contents are kept in the database and sent base64-encoded to clients.
+MAX_UPLOAD_BYTES = 10 * 1024 * 1024
+# Key of handler_config naming the registered callable of a `python` tool.
+PYTHON_CALLABLE_KEY = "callable"
+
+
+class JSONTextarea(forms.Textarea):
+    """Monospace textarea sized for JSON documents."""
+
+    def __init__(self, attrs: dict[str, Any] | None = None) -> None:
+        base = {"rows": 8, "cols": 80, "spellcheck": "false", "style": "font-family: monospace;"}
+        super().__init__({**base, **(attrs or {})})
+
+
+class WriteOnlyTextarea(JSONTextarea):
+    """A textarea that never renders a value back, not even after a validation error."""
+
+    def format_value(self, value: Any) -> None:
+        return None
+
+
+class PrettyJSONField(forms.JSONField):
+    """A JSON form field that shows indented JSON and says where a syntax error is."""
+
+    widget = JSONTextarea
+
+    def __init__(self, *args: Any, empty_value: Any = None, **kwargs: Any) -> None:
+        # A cleared textarea means "no value": the model default ([] or {}), not SQL NULL.
+        self.empty_json_value = empty_value
+        kwargs.pop("max_length", None)
+        super().__init__(*args, **kwargs)
+
+    def to_python(self, value: Any) -> Any:
+        if self.disabled:
+            return value
+        if value in self.empty_values:
+            return self.empty_json_value
+        if isinstance(value, list | dict | int | float):
+            return value
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ValidationError(
+                "Invalid JSON: %(msg)s at line %(line)s, column %(col)s.",
+                code="invalid",
+                params={"msg": exc.msg, "line": exc.lineno, "col": exc.colno},
+            ) from None
+
+    def validate(self, value: Any) -> None:
+        if self.required and value in (None, "", [], {}):
+            raise ValidationError(self.error_messages["required"], code="required")
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, forms.fields.InvalidJSONInput):
+            return value
+        return json.dumps(value, ensure_ascii=False, indent=2)
+
+
+def _kind_choices() -> list[tuple[str, str]]:
+    from .handlers import registry
+
+    return list(registry.kind_choices())
+
+
+def _template_kind_choices() -> list[tuple[str, str]]:
+    from .handlers import registry
+
+    return list(registry.template_kind_choices())
+
+
+def _python_names() -> list[str]:
+    from .handlers import python
+
+    return sorted(python.registered_names())
+
+
+def secret_names(tool: Tool) -> list[str]:
+    """Return the names of the tool's stored secret headers (the values are never shown)."""
+    if not tool.handler_secrets:
+        return []
+    from .handlers.secrets import decrypt_secrets
+
+    try:
+        return sorted(decrypt_secrets(tool.handler_secrets))
+    except Exception:
+        return ["(unreadable: enter the secrets again)"]
+
+
+def secret_summary(tool: Tool) -> str:
+    """Return e.g. "Authorization (set)." for display; never a value."""
+    names = secret_names(tool)
+    if not names:
+        return "none set."
+    return str(format_html_join(", ", "{} (set)", ((name,) for name in names))) + "."
+
+
+class ToolAdminForm(forms.ModelForm):
+    """Tool form: handler kind select, python callable select, write-only secret headers."""
+
+    handler = forms.ChoiceField(help_text="What runs when the tool is called.")
+    python_callable = forms.ChoiceField(
+        required=False,
+        label="Python callable",
+        help_text=f"For the python handler: the registered callable (stored as handler settings '{PYTHON_CALLABLE_KEY}').",
+    )
+    secret_headers = forms.CharField(
+        required=False,
+        widget=WriteOnlyTextarea(attrs={"rows": 4, "autocomplete": "off"}),
+        help_text='JSON object of header → value, e.g. {"Authorization": "Bearer …"}. Stored encrypted and '
+        "never shown again; replaces the stored set. Leave blank to keep the current secrets.",
+    )
+    clear_secrets = forms.BooleanField(required=False, help_text="Remove every stored secret header.")
+
+    class Meta:
+        model = Tool
+        fields = (
+            "tenant", "name", "title", "description", "enabled", "input_schema", "output_schema",
+            "handler", "handler_config", "timeout_seconds", "annotations", "icons", "meta",
+        )  # fmt: skip
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if "handler_config" not in self.fields:
+            return  # read-only view: the admin renders no editable fields
+        self.fields["handler"].choices = _kind_choices()
+        names = _python_names()
+        self.fields["python_callable"].choices = [("", "---------"), *[(name, name) for name in names]]
+        self.fields["handler_config"].help_text = (
+            "Settings of the handler kind (JSON object). Python callables registered: "
+            + (", ".join(names) or "none")
+            + "."
+        )
+        config = self.instance.handler_config if isinstance(self.instance.handler_config, dict) else {}
+        if self.instance.handler == "python" and config.get(PYTHON_CALLABLE_KEY) in names:
+            self.fields["python_callable"].initial = config[PYTHON_CALLABLE_KEY]
+
+    def clean_secret_headers(self) -> dict[str, str] | None:
+        raw = self.cleaned_data.get("secret_headers", "").strip()
+        if not raw:
+            return None
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ValidationError(
+                f"Invalid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}."
+            ) from None
+        if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+        ):
+            raise ValidationError("Secret headers must be a JSON object of header name → string value.")
+        for name in value:
+            if not name or any(ch in name for ch in " \t\r\n:") or not name.isascii():
+                raise ValidationError(f"{name!r} is not a valid HTTP header name.")
+        for header_value in value.values():
+            if any(ch in header_value for ch in "\r\n\0"):
+                raise ValidationError("Header values must not contain line breaks.")
+        return value
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("secret_headers") and data.get("clear_secrets"):
+            self.add_error("clear_secrets", "Either enter new secret headers or clear them, not both.")
+        callable_name = data.get("python_callable")
+        config = data.get("handler_config")
+        if data.get("handler") == "python" and callable_name and isinstance(config, dict):
+            # The select wins over a hand-edited config so the two never disagree.
+            data["handler_config"] = {**config, PYTHON_CALLABLE_KEY: callable_name}
+            self.instance.handler_config = data["handler_config"]
+        return data
+
+    def save(self, commit: bool = True) -> Tool:
+        from .handlers.secrets import encrypt_secrets
+
+        if self.cleaned_data.get("clear_secrets"):
+            self.instance.handler_secrets = ""
+        elif self.cleaned_data.get("secret_headers"):
+            self.instance.handler_secrets = encrypt_secrets(self.cleaned_data["secret_headers"])
+        return super().save(commit=commit)
+
+
+class ResourceAdminForm(forms.ModelForm):
+    """Resource form: text, or an uploaded file that becomes the binary blob."""
+
+    upload = forms.FileField(
+        required=False,
+        help_text="Upload a file to serve as binary contents (fills the MIME type when left blank or default).",
+    )
+    clear_blob = forms.BooleanField(
+        required=False, label="Remove uploaded file", help_text="Serve the text instead."
+    )
+
+    class Meta:
+        model = Resource
+        fields = (
+            "tenant", "uri", "name", "title", "description", "mime_type", "enabled", "text",
+            "annotations", "icons", "meta",
+        )  # fmt: skip
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        upload = data.get("upload")
+        if upload and data.get("clear_blob"):
+            self.add_error("clear_blob", "Either upload a file or remove the current one, not both.")
+            return data
+        if upload:
+            if upload.size > MAX_UPLOAD_BYTES:
+                self.add_error("upload", f"The file is larger than {MAX_UPLOAD_BYTES // (1024 * 1024)} MiB.")
+                return data
+            if data.get("text"):
+                self.add_error("text", "A resource has text or an uploaded file, not both: clear the text.")
+                return data
+            mime = data.get("mime_type") or ""
+            # A blank type, or the default the admin left untouched, takes the upload's type.
+            if not mime or ("mime_type" not in self.changed_data and mime == "text/plain"):
+                guessed = upload.content_type
+                if not guessed or guessed == "application/octet-stream":
+                    guessed = mimetypes.guess_type(upload.name)[0] or "application/octet-stream"
+                data["mime_type"] = guessed
+        elif data.get("text") and not data.get("clear_blob") and self.instance.blob is not None:
+            self.add_error(
+                "text", "This resource serves an uploaded file: tick 'Remove uploaded file' to serve text."
+            )
+        return data
+
+    def save(self, commit: bool = True) -> Resource:
+        upload = self.cleaned_data.get("upload")
+        if self.cleaned_data.get("clear_blob"):
+            self.instance.blob = None
+        elif upload:
+            upload.seek(0)
+            self.instance.blob = upload.read()
+            self.instance.text = ""
+        return super().save(commit=commit)
+
+
+class ResourceTemplateAdminForm(forms.ModelForm):
+    """Resource template form: the handler kind offered from the kinds that can produce contents."""
+
+    handler = forms.ChoiceField(help_text="What produces the contents of an expanded URI.")
+
+    class Meta:
+        model = ResourceTemplate
+        fields = (
+            "tenant", "uri_template", "name", "title", "description", "mime_type", "enabled",
+            "handler", "handler_config", "completions", "annotations", "icons", "meta",
+        )  # fmt: skip
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if "handler_config" not in self.fields:
+            return  # read-only view
+        self.fields["handler"].choices = _template_kind_choices()
+        self.fields["handler"].initial = self.instance.handler or "template"
+        names = ", ".join(_python_names()) or "none"
+        self.fields["handler_config"].help_text = (
+            'template: {"text": "<Django template over the URI variables>"}; '
+            f'python: {{"callable": "<name>"}} (registered: {names}).'
+        )

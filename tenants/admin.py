@@ -1,0 +1,268 @@
+"""Admin for tenants and memberships, and the mixin that scopes every tenant-owned ModelAdmin.
+
+Access comes from memberships, not Django model permissions: a staff user with a membership can
+use the admin for that tenant without being granted permissions one by one (is_staff is still
+needed to log in). Viewers see rows read-only; owners and editors change definitions; owners
+change the tenant's settings and memberships; only superusers create or delete tenants.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.conf import settings
+from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied
+from django.db import models
+from django.http import Http404, HttpRequest
+
+from .models import EDIT_ROLES, Membership, Role, Tenant
+
+
+def _memberships(request: HttpRequest) -> dict[int, str]:
+    """Return tenant id → role for the request's user, computed once per request."""
+    cached = getattr(request, "_tenant_roles", None)
+    if cached is None:
+        user = request.user
+        cached = {}
+        if user.is_authenticated and user.is_active and user.is_staff:
+            cached = dict(Membership.objects.filter(user=user).values_list("tenant_id", "role"))
+        request._tenant_roles = cached
+    return cached
+
+
+def _is_superuser(request: HttpRequest) -> bool:
+    return bool(request.user.is_active and request.user.is_superuser)
+
+
+def viewable_tenant_ids(request: HttpRequest) -> set[int] | None:
+    """Tenant ids whose rows the user may see; None means every tenant (superuser)."""
+    return None if _is_superuser(request) else set(_memberships(request))
+
+
+def editable_tenant_ids(request: HttpRequest, roles: frozenset[str] = EDIT_ROLES) -> set[int] | None:
+    """Tenant ids whose rows the user may change (with one of `roles`); None means every tenant."""
+    if _is_superuser(request):
+        return None
+    return {tenant_id for tenant_id, role in _memberships(request).items() if role in roles}
+
+
+def _allowed(ids: set[int] | None, tenant_id: int | None) -> bool:
+    return ids is None or tenant_id in ids
+
+
+class MembershipPermissionsMixin:
+    """has_*_permission from memberships: `edit_roles` change rows, any member views them."""
+
+    edit_roles: frozenset[str] = EDIT_ROLES
+
+    def tenant_id_of(self, obj: Any) -> int | None:
+        return obj.tenant_id
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return _is_superuser(request) or bool(_memberships(request))
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        ids = viewable_tenant_ids(request)
+        if obj is None:
+            return ids is None or bool(ids)
+        return _allowed(ids, self.tenant_id_of(obj))
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        ids = editable_tenant_ids(request, self.edit_roles)
+        return ids is None or bool(ids)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        ids = editable_tenant_ids(request, self.edit_roles)
+        if obj is None:
+            return ids is None or bool(ids)
+        return _allowed(ids, self.tenant_id_of(obj))
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self.has_change_permission(request, obj)
+
+
+class TenantScopedAdmin(MembershipPermissionsMixin, admin.ModelAdmin):
+    """Base ModelAdmin of every tenant-owned model (a `tenant` foreign key)."""
+
+    def get_queryset(self, request: HttpRequest) -> models.QuerySet:
+        qs = super().get_queryset(request).select_related("tenant")
+        ids = viewable_tenant_ids(request)
+        return qs if ids is None else qs.filter(tenant_id__in=ids)
+
+    def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None) -> Any:
+        obj = super().get_object(request, object_id, from_field)
+        if obj is None:
+            # Another tenant's row gets the same answer as a missing one, and a plain 404.
+            raise Http404("No such object.")
+        return obj
+
+    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "tenant":
+            ids = editable_tenant_ids(request, self.edit_roles)
+            qs = Tenant.objects.all() if ids is None else Tenant.objects.filter(id__in=ids)
+            kwargs["queryset"] = qs
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def get_list_filter(self, request: HttpRequest) -> list[Any]:
+        # RelatedOnlyFieldListFilter lists only tenants present in the scoped queryset.
+        return [("tenant", admin.RelatedOnlyFieldListFilter), *super().get_list_filter(request)]
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        if not _allowed(editable_tenant_ids(request, self.edit_roles), self.tenant_id_of(obj)):
+            raise PermissionDenied
+        super().save_model(request, obj, form, change)
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        if not self.has_delete_permission(request, obj):
+            raise PermissionDenied
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: models.QuerySet) -> None:
+        ids = editable_tenant_ids(request, self.edit_roles)
+        if ids is not None and queryset.exclude(tenant_id__in=ids).exists():
+            raise PermissionDenied
+        # Row by row so post_delete signals announce each removal.
+        for obj in queryset:
+            obj.delete()
+
+
+# --- Tenant ------------------------------------------------------------------------------------
+
+
+@admin.register(Tenant)
+class TenantAdmin(MembershipPermissionsMixin, admin.ModelAdmin):
+    edit_roles = frozenset({Role.OWNER})
+    list_display = ("slug", "name", "title", "is_active", "definitions_version", "mcp_url")
+    list_filter = ("is_active",)
+    search_fields = ("slug", "name", "title")
+    readonly_fields = ("mcp_url", "definitions_version", "created_at", "updated_at")
+    fieldsets = (
+        (
+            None,
+            {"fields": ("slug", "name", "title", "description", "server_version", "is_active", "mcp_url")},
+        ),
+        ("Clients", {"fields": ("instructions", "website_url", "icons", "allowed_origins")}),
+        ("State", {"fields": ("definitions_version", "created_at", "updated_at")}),
+    )
+
+    def tenant_id_of(self, obj: Tenant) -> int:
+        return obj.pk
+
+    def get_queryset(self, request: HttpRequest) -> models.QuerySet:
+        qs = super().get_queryset(request)
+        ids = viewable_tenant_ids(request)
+        return qs if ids is None else qs.filter(id__in=ids)
+
+    def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None) -> Any:
+        obj = super().get_object(request, object_id, from_field)
+        if obj is None:
+            raise Http404("No such tenant.")
+        return obj
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Tenant | None = None) -> tuple[str, ...]:
+        # The slug is the endpoint URL: renaming it would silently break every configured client.
+        if obj is not None and not _is_superuser(request):
+            return (*self.readonly_fields, "slug")
+        return self.readonly_fields
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return _is_superuser(request)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return _is_superuser(request)
+
+    def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        from mcp_app.admin import json_formfield
+
+        if isinstance(db_field, models.JSONField):
+            return json_formfield(db_field, **kwargs)
+        if isinstance(db_field, models.URLField):
+            kwargs["assume_scheme"] = "https"
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
+    @admin.display(description="MCP endpoint")
+    def mcp_url(self, obj: Tenant) -> str:
+        return f"{settings.MCP_PUBLIC_URL}/t/{obj.slug}/mcp" if obj.slug else "—"
+
+    def save_model(self, request: HttpRequest, obj: Tenant, form: Any, change: bool) -> None:
+        if change:
+            if not self.has_change_permission(request, obj):
+                raise PermissionDenied
+            # Never write definitions_version back: a definition saved meanwhile may have bumped it.
+            fields = [
+                f.name
+                for f in obj._meta.concrete_fields
+                if f.name not in {"id", "definitions_version", "created_at"}
+            ]
+            obj.save(update_fields=fields)
+        else:
+            super().save_model(request, obj, form, change)
+
+
+# --- Membership --------------------------------------------------------------------------------
+
+
+class MembershipForm(forms.ModelForm):
+    user = forms.ModelChoiceField(
+        queryset=get_user_model().objects.all(),
+        to_field_name="username",
+        widget=forms.TextInput,
+        help_text="Username of an existing account.",
+        error_messages={"invalid_choice": "No user with that username."},
+    )
+
+    class Meta:
+        model = Membership
+        fields = ("tenant", "user", "role")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        instance = self.instance
+        if (
+            instance.pk
+            and instance.role == Role.OWNER
+            and data.get("role") != Role.OWNER
+            and _last_owner(instance)
+        ):
+            self.add_error("role", "A tenant keeps at least one owner: make someone else owner first.")
+        return data
+
+
+def _last_owner(membership: Membership) -> bool:
+    others = Membership.objects.filter(tenant_id=membership.tenant_id, role=Role.OWNER).exclude(
+        pk=membership.pk
+    )
+    return membership.role == Role.OWNER and not others.exists()
+
+
+@admin.register(Membership)
+class MembershipAdmin(TenantScopedAdmin):
+    """Members see who else belongs to their tenants; owners manage the memberships."""
+
+    form = MembershipForm
+    edit_roles = frozenset({Role.OWNER})
+    list_display = ("user", "tenant", "role")
+    list_filter = ("role",)
+    search_fields = ("user__username", "tenant__slug")
+
+    def get_queryset(self, request: HttpRequest) -> models.QuerySet:
+        return super().get_queryset(request).select_related("user")
+
+    def has_delete_permission(self, request: HttpRequest, obj: Membership | None = None) -> bool:
+        if obj is not None and _last_owner(obj):
+            return False
+        return super().has_delete_permission(request, obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: models.QuerySet) -> None:
+        doomed = set(queryset.values_list("pk", flat=True))
+        for tenant_id in set(queryset.values_list("tenant_id", flat=True)):
+            owners = Membership.objects.filter(tenant_id=tenant_id, role=Role.OWNER).exclude(pk__in=doomed)
+            if not owners.exists():
+                raise PermissionDenied("A tenant keeps at least one owner.")
+        super().delete_queryset(request, queryset)
+
+
+__all__ = ["TenantScopedAdmin", "editable_tenant_ids", "viewable_tenant_ids"]

@@ -1,0 +1,232 @@
+"""mcp_app.validation: the checks shared by the models' clean(), the admin and the API."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.exceptions import ValidationError
+
+from mcp_app import validation as v
+from mcp_app.models import Prompt, ResourceTemplate, Tool
+
+
+def refused(fn, *args) -> str:
+    with pytest.raises(ValidationError) as info:
+        fn(*args)
+    return " ".join(info.value.messages)
+
+
+@pytest.mark.parametrize("key", ["flag", "example.com/flag", "a.b-c.d9/x_y.z-1", "example.com/", "x/1"])
+def test_bp12_valid_meta_keys_are_accepted(key):
+    v.validate_meta({key: 1})
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "modelcontextprotocol.io/x",
+        "mcp.dev/x",
+        "api.modelcontextprotocol.org/x",
+        "tools.mcp.com/x",
+        "MCP.dev/x",
+    ],
+)
+def test_bp12_meta_keys_with_reserved_prefixes_are_refused(key):
+    assert "reserved for MCP" in refused(v.validate_meta, {key: 1})
+
+
+@pytest.mark.parametrize(
+    "key", ["", "-x", "x-", "1abc.com/x", "example..com/x", "exa mple/x", "a/b/c", "ex_ample.com/x"]
+)
+def test_bp12_malformed_meta_keys_are_refused(key):
+    assert "not valid" in refused(v.validate_meta, {key: 1})
+
+
+def test_meta_must_be_an_object():
+    assert "JSON object" in refused(v.validate_meta, [])
+
+
+def test_ambiguous_17_schemas_default_to_draft_2020_12_and_honour_their_schema_keyword():
+    # prefixItems must be non-empty in 2020-12 and is an unknown (ignored) keyword in draft-07.
+    assert "prefixItems" in refused(v.validate_object_schema, {"type": "object", "prefixItems": []})
+    draft7 = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "prefixItems": []}
+    v.validate_object_schema(draft7)
+    assert "Unsupported $schema" in refused(
+        v.validate_object_schema, {"$schema": "https://x.test/s", "type": "object"}
+    )
+    assert "not a valid JSON Schema" in refused(v.validate_object_schema, {"type": "object", "required": "x"})
+    assert '"type": "object"' in refused(v.validate_object_schema, {"properties": {}})
+    assert "must be a JSON object" in refused(v.validate_object_schema, ["type"])
+
+
+def test_tl03_tool_annotations_allow_only_the_five_known_keys_with_the_right_types():
+    v.validate_tool_annotations(
+        {
+            "title": "T",
+            "readOnlyHint": True,
+            "destructiveHint": False,
+            "idempotentHint": True,
+            "openWorldHint": False,
+        }
+    )
+    assert "must be a string" in refused(v.validate_tool_annotations, {"title": 1})
+    assert "true or false" in refused(v.validate_tool_annotations, {"destructiveHint": 0})
+    assert "Unknown annotation" in refused(v.validate_tool_annotations, {"dangerous": True})
+
+
+def test_icons_need_an_https_or_data_src_and_well_formed_optional_keys():
+    v.validate_icons(
+        [
+            {
+                "src": "https://example.com/i.png",
+                "mimeType": "image/png",
+                "sizes": ["48x48", "any"],
+                "theme": "dark",
+            },
+            {"src": "data:image/png;base64,iVBORw0KGgo="},
+        ]
+    )
+    assert "https: URL or a data: URI" in refused(v.validate_icons, [{"src": "javascript:alert(1)"}])
+    assert "'sizes'" in refused(v.validate_icons, [{"src": "https://e.com/i", "sizes": "48x48"}])
+    assert "'theme'" in refused(v.validate_icons, [{"src": "https://e.com/i", "theme": "blue"}])
+    assert "unknown keys" in refused(v.validate_icons, [{"src": "https://e.com/i", "alt": "x"}])
+    assert "list" in refused(v.validate_icons, {"src": "https://e.com/i"})
+
+
+def test_cb04_annotations_check_audience_priority_and_last_modified():
+    v.validate_annotations({"audience": ["user"], "priority": 0.5, "lastModified": "2025-01-12T15:00:58Z"})
+    assert "audience" in refused(v.validate_annotations, {"audience": ["robot"]})
+    assert "priority" in refused(v.validate_annotations, {"priority": 1.5})
+    assert "priority" in refused(v.validate_annotations, {"priority": True})
+    assert "lastModified" in refused(v.validate_annotations, {"lastModified": "yesterday"})
+
+
+def test_prompt_arguments_are_checked_including_completions():
+    v.validate_prompt_arguments(
+        [
+            {"name": "code", "title": "Code", "description": "d", "required": True},
+            {"name": "language", "completions": ["python", "go"]},
+            {
+                "name": "tool",
+                "completions": {"argument": "language", "values": {"python": ["ruff"]}, "default": []},
+            },
+        ]
+    )
+    assert "twice" in refused(v.validate_prompt_arguments, [{"name": "a"}, {"name": "a"}])
+    assert "'required'" in refused(v.validate_prompt_arguments, [{"name": "a", "required": "yes"}])
+    assert "'name'" in refused(v.validate_prompt_arguments, [{"title": "no name"}])
+    assert "list of strings" in refused(v.validate_prompt_arguments, [{"name": "a", "completions": [1]}])
+    assert "another of" in refused(
+        v.validate_prompt_arguments, [{"name": "a", "completions": {"argument": "zzz", "values": {}}}]
+    )
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        {"type": "text", "text": "Hello {{ name }}"},
+        {"type": "image", "resource": "demo://logo.png"},
+        {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"},
+        {"type": "resource", "uri": "demo://readme"},
+        {"type": "resource_link", "uri": "https://example.com/doc", "name": "doc"},
+    ],
+)
+def test_pr02_each_content_spec_type_is_accepted_in_prompt_messages(content):
+    v.validate_prompt_messages([{"role": "user", "content": content}])
+
+
+@pytest.mark.parametrize(
+    ("messages", "message"),
+    [
+        ([], "non-empty"),
+        ([{"role": "system", "content": {"type": "text", "text": "x"}}], "'role'"),
+        ([{"role": "user", "content": {"type": "video"}}], "'type'"),
+        ([{"role": "user", "content": {"type": "text", "text": "{% load x %}"}}], "not allowed"),
+        (
+            [{"role": "user", "content": {"type": "image", "data": "not base64!", "mimeType": "image/png"}}],
+            "base64",
+        ),
+        ([{"role": "user", "content": {"type": "resource", "uri": "relative"}}], "absolute URI"),
+        ([{"role": "user", "content": {"type": "text", "text": "x"}, "extra": 1}], "unknown keys"),
+    ],
+)
+def test_pr06_malformed_prompt_messages_are_refused(messages, message):
+    assert message in refused(v.validate_prompt_messages, messages)
+
+
+@pytest.mark.parametrize("uri", ["demo://readme", "https://example.com/a", "file:///tmp/x", "urn:isbn:123"])
+def test_rs08_absolute_resource_uris_are_accepted(uri):
+    v.validate_resource_uri(uri)
+
+
+@pytest.mark.parametrize("uri", ["readme", "/abs/path", "1x://a", "demo:", "a://b c"])
+def test_rs09_relative_or_malformed_resource_uris_are_refused(uri):
+    refused(v.validate_resource_uri, uri)
+
+
+@pytest.mark.parametrize(
+    "template", ["demo://users/{user_id}/profile", "https://e.com/{+path}{?q,lang}", "x://{a.b}/{c:3}/{d*}"]
+)
+def test_rs03_rfc6570_templates_are_accepted(template):
+    v.validate_uri_template(template)
+
+
+@pytest.mark.parametrize(
+    ("template", "message"),
+    [
+        ("demo://users/{user_id", "Unclosed"),
+        ("demo://users/user_id}", "Unmatched"),
+        ("demo://{a{b}}", "Nested"),
+        ("demo://{a b}", "not a valid RFC 6570"),
+        ("demo://{!x}", "not a valid RFC 6570"),
+        ("users/{id}", "URI scheme"),
+        ("demo://static", "at least one"),
+        ("demo://a b/{id}", "spaces"),
+    ],
+)
+def test_rs03_invalid_uri_templates_are_refused(template, message):
+    assert message in refused(v.validate_uri_template, template)
+
+
+def test_template_completions_only_for_variables_the_template_has():
+    v.validate_template_completions("demo://u/{id}", {"id": ["1", "2"]})
+    assert "no such variable" in refused(v.validate_template_completions, "demo://u/{id}", {"uid": ["1"]})
+    assert "list of strings" in refused(v.validate_template_completions, "demo://u/{id}", {"id": "1"})
+
+
+@pytest.mark.django_db
+def test_model_clean_reports_every_invalid_field_at_once(tenant_a):
+    tool = Tool(
+        tenant=tenant_a,
+        name="t",
+        input_schema={"type": "array"},
+        annotations={"x": 1},
+        meta={"mcp.dev/a": 1},
+        handler="template",
+        handler_config={"nope": 1},
+    )
+    with pytest.raises(ValidationError) as info:
+        tool.full_clean()
+    assert set(info.value.message_dict) >= {"input_schema", "annotations", "meta", "handler_config"}
+
+
+@pytest.mark.django_db
+def test_resource_template_clean_checks_the_handler_kind_and_completions(tenant_a):
+    template = ResourceTemplate(
+        tenant=tenant_a,
+        uri_template="a://{id}",
+        name="t",
+        handler="http",
+        handler_config={},
+        completions={"x": []},
+    )
+    with pytest.raises(ValidationError) as info:
+        template.full_clean()
+    assert set(info.value.message_dict) >= {"handler_config", "completions"}
+
+
+@pytest.mark.django_db
+def test_prompt_clean_validates_arguments_and_messages(tenant_a):
+    prompt = Prompt(tenant=tenant_a, name="p", arguments=[{"name": 1}], messages=[{"role": "bot"}])
+    with pytest.raises(ValidationError) as info:
+        prompt.full_clean()
+    assert set(info.value.message_dict) >= {"arguments", "messages"}

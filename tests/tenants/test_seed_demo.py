@@ -1,0 +1,132 @@
+"""seed_demo: creates exactly what helpers/seed.md lists, validated, and is idempotent."""
+
+from __future__ import annotations
+
+import io
+import struct
+import zlib
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+
+from mcp_app.management.commands.seed_demo import demo_logo_png
+from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool
+from tenants.models import Tenant
+
+pytestmark = pytest.mark.django_db
+
+
+def seed(*args: str) -> str:
+    out = io.StringIO()
+    call_command("seed_demo", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_the_demo_logo_is_a_valid_16x16_png():
+    png = demo_logo_png()
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    pos, chunks = 8, {}
+    while pos < len(png):
+        (length,) = struct.unpack(">I", png[pos : pos + 4])
+        kind, data = png[pos + 4 : pos + 8], png[pos + 8 : pos + 8 + length]
+        (crc,) = struct.unpack(">I", png[pos + 8 + length : pos + 12 + length])
+        assert crc == zlib.crc32(kind + data) & 0xFFFFFFFF
+        chunks[kind] = data
+        pos += 12 + length
+    assert list(chunks) == [b"IHDR", b"IDAT", b"IEND"]
+    assert struct.unpack(">II", chunks[b"IHDR"][:8]) == (16, 16)
+    assert len(zlib.decompress(chunks[b"IDAT"])) == 16 * (1 + 16 * 3)
+
+
+def test_seed_demo_creates_the_demo_tenant_as_seed_md_lists(monkeypatch):
+    monkeypatch.delenv("MCP_ADMIN_PASSWORD", raising=False)
+    output = seed()
+    tenant = Tenant.objects.get(slug="demo")
+    assert (tenant.name, tenant.title) == ("demo", "Demo MCP server")
+    assert tenant.instructions and tenant.description
+    tools = {t.name: t for t in Tool.objects.filter(tenant=tenant)}
+    assert set(tools) == {"echo", "add", "greet", "show_logo", "count_slowly", "fetch_json"}
+    assert tools["echo"].handler_config == {"callable": "echo"}
+    assert tools["echo"].input_schema["required"] == ["message"]
+    assert tools["echo"].output_schema == {
+        "type": "object",
+        "properties": {"echo": {"type": "string"}},
+        "required": ["echo"],
+    }
+    assert tools["add"].handler_config == {"callable": "add"}
+    assert tools["greet"].handler == "template" and tools["greet"].annotations["readOnlyHint"] is True
+    assert tools["greet"].icons and tools["greet"].icons[0]["src"].startswith("data:image/png;base64,")
+    assert [b["type"] for b in tools["show_logo"].handler_config["content"]] == [
+        "text",
+        "image",
+        "resource_link",
+        "resource",
+    ]
+    assert tools["count_slowly"].input_schema["properties"]["n"]["maximum"] == 50
+    assert tools["fetch_json"].handler == "http"
+    assert tools["fetch_json"].handler_config["url"] == "http://127.0.0.1:8765/echo"
+    prompts = {p.name: p for p in Prompt.objects.filter(tenant=tenant)}
+    assert set(prompts) == {"code_review", "describe_logo"}
+    language = prompts["code_review"].arguments[1]
+    assert language["completions"] == ["python", "javascript", "typescript", "go", "rust"]
+    assert [m["content"]["type"] for m in prompts["describe_logo"].messages] == ["image", "resource"]
+    resources = {r.uri: r for r in Resource.objects.filter(tenant=tenant)}
+    assert set(resources) == {"demo://readme", "demo://logo.png", "demo://config.json"}
+    assert bytes(resources["demo://logo.png"].blob) == demo_logo_png()
+    assert resources["demo://readme"].mime_type == "text/markdown"
+    template = ResourceTemplate.objects.get(tenant=tenant)
+    assert (template.uri_template, template.name) == ("demo://users/{user_id}/profile", "user-profile")
+    assert template.completions == {"user_id": ["1", "2", "3", "42", "100"]}
+    admin = get_user_model().objects.get(username="admin")
+    assert admin.is_superuser and admin.is_staff
+    assert "Admin login: admin / " in output
+    assert "MCP URL: http://127.0.0.1:8000/t/demo/mcp" in output
+
+
+def test_every_seeded_row_passes_the_admin_validation():
+    seed("--tenant-only")
+    for model in (Tool, Prompt, Resource, ResourceTemplate):
+        for row in model.objects.all():
+            row.full_clean()
+
+
+def test_seed_demo_is_idempotent_and_a_second_run_changes_nothing(
+    monkeypatch, django_capture_on_commit_callbacks
+):
+    monkeypatch.setenv("MCP_ADMIN_PASSWORD", "demo-admin-pw")
+    with django_capture_on_commit_callbacks(execute=True):
+        first = seed()
+    version = Tenant.objects.get(slug="demo").definitions_version
+    counts = [m.objects.count() for m in (Tenant, Tool, Prompt, Resource, ResourceTemplate)]
+    with django_capture_on_commit_callbacks(execute=True):
+        second = seed()
+    assert "admin / demo-admin-pw" in first
+    assert "Admin login" not in second  # printed only when the account is created
+    assert "unchanged 13" in second
+    assert [m.objects.count() for m in (Tenant, Tool, Prompt, Resource, ResourceTemplate)] == counts
+    assert Tenant.objects.get(slug="demo").definitions_version == version
+    assert get_user_model().objects.get(username="admin").check_password("demo-admin-pw")
+
+
+def test_seed_demo_restores_an_edited_demo_definition_and_announces_it(django_capture_on_commit_callbacks):
+    seed("--tenant-only")
+    Tool.objects.filter(name="echo").update(description="edited")
+    tenant = Tenant.objects.get(slug="demo")
+    with django_capture_on_commit_callbacks(execute=True):
+        assert "updated 1" in seed("--tenant-only")
+    assert Tool.objects.get(name="echo").description == "Return the message unchanged."
+    assert Tenant.objects.get(pk=tenant.pk).definitions_version == tenant.definitions_version + 1
+
+
+def test_print_login_sets_and_prints_a_known_password_for_an_existing_admin(monkeypatch):
+    monkeypatch.delenv("MCP_ADMIN_PASSWORD", raising=False)
+    seed()
+    output = seed("--print-login")
+    password = output.split("Admin login: admin / ")[1].split()[0]
+    assert get_user_model().objects.get(username="admin").check_password(password)
+
+
+def test_tenant_only_creates_no_admin_account():
+    seed("--tenant-only")
+    assert not get_user_model().objects.filter(username="admin").exists()
