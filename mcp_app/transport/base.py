@@ -1,0 +1,184 @@
+"""What every MCP HTTP consumer shares: the error funnel, tenant lookup, body reading, SSE streams."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from channels.generic.http import AsyncHttpConsumer
+from channels.layers import get_channel_layer
+from django.conf import settings
+
+from mcp_app import catalog
+from mcp_app.protocol.context import TenantInfo
+
+from . import origin, sse
+from .wire import JSON_CONTENT, Headers, HttpError, Request
+
+logger = logging.getLogger(__name__)
+
+
+class ClientGone(Exception):
+    """The client closed the connection before the request body arrived."""
+
+
+class McpConsumer(AsyncHttpConsumer):
+    """Base of the MCP endpoints.
+
+    Channels' generic `__call__` opens a channel-layer channel and closes old database connections
+    (a thread hop) for every message; a POST needs neither, so this class runs the request itself
+    and only GET streams touch the channel layer.
+    """
+
+    allowed_methods: tuple[str, ...] = ()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        self.scope = scope
+        self.base_send = send
+        self.receive = receive
+        self.started = False  # response headers sent
+        self.finished = False  # last body chunk sent
+        self.extra_headers: Headers = []  # CORS headers, once the origin is known
+        self.request = Request.from_scope(scope)
+        try:
+            await self.handle_request()
+        except HttpError as exc:
+            await self.send_error(exc)
+        except ClientGone:
+            pass
+        except Exception:
+            logger.exception("MCP endpoint failed on %s %s", self.request.method, self.request.path)
+            # Internals never reach the wire; 503 says "try again" without a stack trace.
+            await self.send_error(
+                HttpError(503, "The MCP server could not handle this request; try again.", code=None)
+            )
+
+    async def handle_request(self) -> None:
+        raise NotImplementedError
+
+    # --- responses ------------------------------------------------------------------------------
+
+    async def send(self, message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            self.started = True
+        elif not message.get("more_body"):
+            self.finished = True
+        await self.base_send(message)
+
+    async def send_error(self, exc: HttpError) -> None:
+        if self.started:
+            if not self.finished:
+                await self.send_body(b"")
+            return
+        body, headers = exc.body()
+        await self.send_response(exc.status, body, headers=headers + exc.headers + self.extra_headers)
+
+    async def send_json(self, body: bytes, headers: Headers | None = None, status: int = 200) -> None:
+        await self.send_response(status, body, headers=[JSON_CONTENT, *(headers or []), *self.extra_headers])
+
+    async def send_empty(self, status: int, headers: Headers | None = None) -> None:
+        await self.send_response(status, b"", headers=[*(headers or []), *self.extra_headers])
+
+    async def start_sse(self, headers: Headers | None = None) -> None:
+        await self.send_headers(status=200, headers=[*sse.SSE_HEADERS, *(headers or []), *self.extra_headers])
+        # ASGI servers send the headers with the first body chunk; flush them now.
+        await self.send_body(b"", more_body=True)
+
+    async def send_chunk(self, data: bytes) -> None:
+        await self.send_body(data, more_body=True)
+
+    async def end_body(self) -> None:
+        if self.started and not self.finished:
+            await self.send_body(b"")
+
+    def method_not_allowed(self) -> HttpError:
+        allow = ", ".join(self.allowed_methods)
+        return HttpError(
+            405,
+            f"Method {self.request.method} is not allowed here; use {allow}.",
+            code=None,
+            headers=[(b"allow", allow.encode())],
+        )
+
+    # --- request --------------------------------------------------------------------------------
+
+    async def resolve_tenant(self) -> TenantInfo:
+        """Check Host, find the tenant from the URL, check Origin; 400/404/403 otherwise."""
+        origin.check_host(self.request)
+        slug = self.scope["url_route"]["kwargs"]["slug"]
+        tenant = await catalog.get_tenant(slug)
+        if tenant is None:
+            # The same answer for unknown and inactive tenants.
+            raise HttpError(404, f"No MCP server is published at {self.request.path}.", code=None)
+        allowed = origin.allowed_origin(self.request, tenant)
+        self.extra_headers = origin.cors_headers(allowed)
+        return tenant
+
+    async def read_body(self) -> bytes:
+        """Read the request body, refusing more than MCP_MAX_BODY_BYTES with 413."""
+        limit = settings.MCP_MAX_BODY_BYTES
+        too_large = HttpError(413, f"The request body is larger than {limit} bytes.", code=None)
+        declared = self.request.header("content-length")
+        if declared is not None and declared.strip().isdigit() and int(declared) > limit:
+            raise too_large
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await self.receive()
+            if message["type"] == "http.disconnect":
+                raise ClientGone
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise too_large
+            chunks.append(chunk)
+            if not message.get("more_body"):
+                return b"".join(chunks)
+
+    # --- channel-layer streams -----------------------------------------------------------------
+
+    async def run_stream(
+        self,
+        groups: list[str],
+        on_event: Callable[[dict[str, Any]], Awaitable[bool]],
+        on_idle: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        """Forward channel-layer events until the client leaves or `on_event` returns False."""
+        layer = get_channel_layer()
+        channel = await layer.new_channel()
+        for group in groups:
+            await layer.group_add(group, channel)
+        received = asyncio.ensure_future(self.receive())
+        from_layer = asyncio.ensure_future(layer.receive(channel))
+        try:
+            while True:
+                done, _ = await asyncio.wait(
+                    {received, from_layer},
+                    timeout=settings.MCP_SSE_KEEPALIVE_SECONDS,
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+                if not done:
+                    await self.send_chunk(sse.KEEPALIVE)
+                    if on_idle is not None:
+                        await on_idle()
+                    continue
+                if received in done:
+                    if received.result()["type"] == "http.disconnect":
+                        self.finished = True  # nothing more can be sent
+                        return
+                    received = asyncio.ensure_future(self.receive())
+                if from_layer in done:
+                    event = from_layer.result()
+                    from_layer = asyncio.ensure_future(layer.receive(channel))
+                    if not await on_event(event):
+                        return
+        finally:
+            for task in (received, from_layer):
+                task.cancel()
+            for group in groups:
+                try:
+                    await layer.group_discard(group, channel)
+                except Exception:
+                    logger.warning("could not leave group %s", group, exc_info=True)

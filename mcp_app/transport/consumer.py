@@ -1,0 +1,397 @@
+"""Streamable HTTP (2025-03-26 and later): one endpoint per tenant, /t/<slug>/mcp, POST/GET/DELETE."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from typing import Any
+
+from django.conf import settings
+
+from mcp_app import notify
+from mcp_app.protocol import dispatch as protocol
+from mcp_app.protocol.context import RequestContext, SessionState
+from mcp_app.protocol.jsonrpc import (
+    InvalidRequest,
+    classify,
+    error_response,
+    is_initialize,
+    notification,
+    usable_id,
+)
+from mcp_app.protocol.versions import DEFAULT_NEGOTIATED, SUPPORTED_VERSIONS, V2025_06_18, V2025_11_25
+
+from . import auth, events, inflight, origin, sessions, sse, standalone
+from .base import McpConsumer
+from .exchange import Exchange
+from .wire import HttpError, accepts, media_types, parse_json_body
+
+logger = logging.getLogger(__name__)
+
+SESSION_HEADER = "mcp-session-id"
+VERSION_HEADER = "mcp-protocol-version"
+SESSION_HEADER_OUT = b"mcp-session-id"
+
+
+async def run_dispatch(ctx: RequestContext, message: dict[str, Any]) -> dict[str, Any] | None:
+    """Hand one message to the protocol core (a seam tests may replace)."""
+    return await protocol.dispatch(ctx, message)
+
+
+def snapshot(session: SessionState | None) -> str:
+    """Freeze the session's state (to_dict shares its lists, so a copy is needed to compare later)."""
+    return "" if session is None else json.dumps(session.to_dict(), sort_keys=True)
+
+
+def session_changed(before: str, session: SessionState | None) -> bool:
+    return session is not None and snapshot(session) != before
+
+
+def progress_token(message: dict[str, Any]) -> str | int | None:
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    token = meta.get("progressToken") if isinstance(meta, dict) else None
+    return token if isinstance(token, (str, int)) and not isinstance(token, bool) else None
+
+
+class StreamableHttpConsumer(McpConsumer):
+    """POST sends messages, GET opens the session's standalone stream, DELETE ends the session."""
+
+    allowed_methods = ("GET", "POST", "DELETE", "OPTIONS")
+
+    async def handle_request(self) -> None:
+        handler = {
+            "POST": self.handle_post,
+            "GET": self.handle_get,
+            "DELETE": self.handle_delete,
+            "OPTIONS": self.handle_options,
+        }.get(self.request.method)
+        self.tenant = await self.resolve_tenant()
+        if handler is None:
+            raise self.method_not_allowed()
+        await handler()
+
+    # --- shared checks --------------------------------------------------------------------------
+
+    async def load_session(self, required: bool = True, request_id: Any = None) -> SessionState | None:
+        """Return the request's session: 400 without the header (HT-38), 404 unknown/ended/foreign (HT-39)."""
+        session_id = self.request.header(SESSION_HEADER)
+        if session_id is None:
+            if required:
+                raise HttpError(
+                    400,
+                    "Missing Mcp-Session-Id header; send initialize first to start a session.",
+                    request_id=request_id,
+                )
+            return None
+        session_id = session_id.strip()
+        not_found = HttpError(
+            404, "Session not found or ended; start a new session with initialize.", request_id=request_id
+        )
+        if not sessions.valid_session_id(session_id) or sessions.is_legacy(session_id):
+            raise not_found
+        session = await sessions.get_store().get(session_id)
+        # Another tenant's (or another user's) session gets the same answer as a missing one.
+        if session is None or session.tenant_id != self.tenant.id:
+            raise not_found
+        if session.user_id is not None and session.user_id != self.caller.user_id:
+            raise not_found
+        return session
+
+    def check_version_header(self, session: SessionState | None, request_id: Any = None) -> str:
+        """Return the version in force: 400 when the header is unsupported (HT-47) or contradicts the session (AMB-7)."""
+        header = self.request.header(VERSION_HEADER)
+        if header is not None:
+            header = header.strip()
+            if header not in SUPPORTED_VERSIONS:
+                raise HttpError(
+                    400,
+                    f"Unsupported MCP-Protocol-Version {header!r}; supported: {', '.join(SUPPORTED_VERSIONS)}.",
+                    request_id=request_id,
+                )
+            if session is not None and header != session.protocol_version:
+                raise HttpError(
+                    400,
+                    f"MCP-Protocol-Version {header!r} differs from the session's negotiated version "
+                    f"{session.protocol_version!r}.",
+                    request_id=request_id,
+                )
+        if session is not None:
+            return session.protocol_version
+        return header or DEFAULT_NEGOTIATED  # HT-46
+
+    def context(self, session: SessionState | None, version: str, message: dict[str, Any]) -> RequestContext:
+        return RequestContext(
+            tenant=self.tenant,
+            protocol_version=version,
+            session=session,
+            client_capabilities=session.client_capabilities if session else {},
+            user_id=self.caller.user_id,
+            client_id=self.caller.client_id,
+            scopes=self.caller.scopes,
+            request_id=message.get("id"),
+            progress_token=progress_token(message),
+        )
+
+    # --- OPTIONS --------------------------------------------------------------------------------
+
+    async def handle_options(self) -> None:
+        """Answer a CORS preflight (AMB-10); the origin was checked in resolve_tenant."""
+        self.extra_headers = []
+        await self.send_empty(204, origin.preflight_headers(self.request.header("origin")))
+
+    # --- POST -----------------------------------------------------------------------------------
+
+    async def handle_post(self) -> None:
+        accept = self.request.header("accept")
+        if not (accepts(accept, "application/json") and accepts(accept, "text/event-stream")):
+            raise HttpError(406, "Accept must list both application/json and text/event-stream.")
+        if "application/json" not in media_types(self.request.header("content-type")):
+            raise HttpError(415, "Content-Type must be application/json.")
+        self.caller = await auth.authenticate(self.request, self.tenant)
+        body = parse_json_body(await self.read_body(), settings.MCP_MAX_JSON_DEPTH)
+
+        batch = isinstance(body, list)
+        if batch:
+            if not body:
+                raise HttpError(400, "Invalid request: an empty batch.")
+            messages = body
+        elif isinstance(body, dict):
+            messages = [body]
+        else:
+            raise HttpError(400, "Invalid request: the body must be a JSON-RPC message object (or a batch).")
+        first_id = None if batch else usable_id(body)
+
+        initialize = not batch and is_initialize(body)
+        if batch and any(is_initialize(m) for m in messages):
+            raise HttpError(400, "Invalid request: initialize must not be part of a batch.")  # LC-11
+
+        session = await self.load_session(required=not initialize, request_id=first_id)
+        if initialize:
+            # The header is for requests after initialize (HT-48); the body negotiates the version.
+            version = session.protocol_version if session else DEFAULT_NEGOTIATED
+        else:
+            version = self.check_version_header(session, first_id)
+        if batch and version >= V2025_06_18:
+            raise HttpError(400, f"Invalid request: batches are not supported in protocol version {version}.")
+
+        session_id = session.id if session else sessions.new_session_id()
+        self._pending_session_id = session_id
+        self._snapshot = snapshot(session)
+        exchange = Exchange(session_id, run_dispatch, self.after_request)
+        requests = 0
+        for message in messages:
+            try:
+                kind = classify(message)
+            except InvalidRequest as exc:
+                if not batch:
+                    raise HttpError(400, f"Invalid request: {exc.message}", request_id=first_id) from None
+                exchange.held.append(error_response(usable_id(message), exc))
+                continue
+            ctx = self.context(session, version, message)
+            if kind == "request":
+                requests += 1
+                exchange.start(ctx, message, cancellable=not initialize)
+            else:
+                await self.accept_message(ctx, message, kind)
+
+        if requests == 0 and not exchange.held:
+            await self.send_empty(202)  # HT-12, HT-61
+            return
+        if requests == 0:
+            await self.send_json(json.dumps(exchange.held).encode())
+            return
+        headers = [(SESSION_HEADER_OUT, session_id.encode())] if initialize else []
+        await self.respond(exchange, batch, headers, version)
+
+    async def accept_message(self, ctx: RequestContext, message: dict[str, Any], kind: str) -> None:
+        """Handle a notification or a response inline (they are answered with 202)."""
+        session = ctx.session
+        if kind == "notification" and message["method"] == "notifications/cancelled" and session is not None:
+            params = message.get("params") or {}
+            request_id = params.get("requestId")
+            if isinstance(request_id, (str, int)) and not isinstance(request_id, bool):
+                await inflight.cancel(session.id, request_id, params.get("reason"))
+        before = snapshot(session)
+        await run_dispatch(ctx, message)
+        if session_changed(before, session):
+            await sessions.get_store().update(session)
+
+    async def after_request(
+        self, ctx: RequestContext, message: dict[str, Any], response: dict[str, Any]
+    ) -> None:
+        """Create the session after a successful initialize; persist state a request changed."""
+        if is_initialize(message):
+            if ctx.session is None and isinstance(response.get("result"), dict):
+                await self.create_session(ctx, message, response["result"])
+            return
+        session = ctx.session
+        if session_changed(self._snapshot, session):
+            await sessions.get_store().update(session)
+
+    async def create_session(
+        self, ctx: RequestContext, message: dict[str, Any], result: dict[str, Any]
+    ) -> None:
+        params = message.get("params") or {}
+        state = SessionState(
+            id=self._pending_session_id,
+            tenant_id=self.tenant.id,
+            protocol_version=result.get("protocolVersion", DEFAULT_NEGOTIATED),
+            client_info=params.get("clientInfo") or {},
+            client_capabilities=params.get("capabilities") or {},
+            user_id=ctx.user_id,
+            client_id=ctx.client_id,
+            created_at=time.time(),
+        )
+        await sessions.get_store().save(state)
+
+    async def respond(self, exchange: Exchange, batch: bool, headers: list, version: str) -> None:
+        """Send the exchange's output: one JSON answer, or an SSE stream from the first emitted message."""
+        queue = exchange.queue
+        assert queue is not None
+        try:
+            item = await queue.get()
+            if item[0] == "json":
+                responses = item[1]
+                if responses:
+                    payload = responses if batch else responses[0]
+                    await self.send_json(json.dumps(payload).encode(), headers)
+                else:
+                    await self.start_sse(headers)  # every request was cancelled: no response (UT-10)
+                    await self.end_body()
+                return
+            await self.start_sse(headers)
+            if version >= V2025_11_25 and exchange.stream_id is not None:
+                await self.send_chunk(
+                    sse.priming_event(events.event_id(exchange.stream_id, 0), settings.MCP_SSE_RETRY_MS)
+                )
+            while item[0] != "end":
+                if item[0] == "event":
+                    await self.send_chunk(sse.message_event(item[2], item[1]))
+                try:
+                    item = await asyncio.wait_for(queue.get(), settings.MCP_SSE_KEEPALIVE_SECONDS)
+                except TimeoutError:
+                    await self.send_chunk(sse.KEEPALIVE)
+            await self.end_body()
+        finally:
+            exchange.detach()
+
+    # --- GET ------------------------------------------------------------------------------------
+
+    async def handle_get(self) -> None:
+        if not accepts(self.request.header("accept"), "text/event-stream"):
+            raise HttpError(406, "Accept must list text/event-stream.")
+        self.caller = await auth.authenticate(self.request, self.tenant)
+        session = await self.load_session()
+        assert session is not None
+        version = self.check_version_header(session)
+        store = events.get_store()
+
+        resume_from: tuple[str, int] | None = None
+        last_event_id = self.request.header("last-event-id")
+        if last_event_id:
+            parsed = events.parse_event_id(last_event_id)
+            info = await store.info(parsed[0]) if parsed else None
+            if info is not None and info.session_id == session.id:
+                if info.kind == "post":
+                    await self.resume_post_stream(parsed[0], parsed[1], version)
+                    return
+                resume_from = parsed
+            # An unknown, expired or foreign id opens a fresh standalone stream (AMB-4).
+
+        stream_id = resume_from[0] if resume_from else events.new_stream_id()
+        if not await standalone.acquire(session.id, stream_id):
+            raise HttpError(
+                409, "This session already has an open GET stream; only one is allowed.", code=None
+            )
+        try:
+            await store.open(stream_id, session.id, "get")
+            self.session_id = session.id
+            self.stream_id = stream_id
+            await self.start_sse()
+            if version >= V2025_11_25:
+                await self.send_chunk(
+                    sse.priming_event(events.event_id(stream_id, 0), settings.MCP_SSE_RETRY_MS)
+                )
+            if resume_from:
+                for seq, message in await store.read_after(stream_id, resume_from[1]):
+                    await self.send_chunk(sse.message_event(message, events.event_id(stream_id, seq)))
+            await self.run_stream(
+                [notify.tenant_group(self.tenant.id), notify.session_group(session.id)],
+                self.on_stream_event,
+                lambda: standalone.refresh(session.id),
+            )
+            await self.end_body()
+        finally:
+            await standalone.release(session.id, stream_id)
+
+    async def resume_post_stream(self, stream_id: str, after: int, version: str) -> None:
+        """Replay a request's stream after `after`, then wait (bounded) for the rest of it (HT-34)."""
+        store = events.get_store()
+        await self.start_sse()
+        if version >= V2025_11_25:
+            await self.send_chunk(sse.retry_field(settings.MCP_SSE_RETRY_MS))
+        deadline = time.monotonic() + settings.MCP_SSE_RESUME_WAIT_SECONDS
+        cursor = after
+        while True:
+            for seq, message in await store.read_after(stream_id, cursor):
+                await self.send_chunk(sse.message_event(message, events.event_id(stream_id, seq)))
+                cursor = seq
+            info = await store.info(stream_id)
+            remaining = deadline - time.monotonic()
+            if info is None or info.done or remaining <= 0:
+                break
+            await store.wait(stream_id, cursor, min(remaining, settings.MCP_SSE_KEEPALIVE_SECONDS))
+        await self.end_body()
+
+    async def on_stream_event(self, event: dict[str, Any]) -> bool:
+        """Forward one channel-layer event to the standalone stream; False closes it."""
+        kind = event.get("type")
+        if kind == "mcp.session_closed":
+            return False
+        if kind == "mcp.cancel":
+            inflight.cancel_local(self.session_id, event.get("request_id"), event.get("reason"))
+            return True
+        if kind == "mcp.session_message":
+            message = event.get("message")
+            if isinstance(message, dict):
+                await self.send_stream_message(message)
+            return True
+        if kind in ("mcp.list_changed", "mcp.resource_updated"):
+            # Re-read: initialized and subscriptions change through other requests, maybe elsewhere.
+            session = await sessions.get_store().peek(self.session_id)
+            if session is None:
+                return False
+            if kind == "mcp.list_changed" and session.initialized and event.get("kind") in notify.LIST_KINDS:
+                await self.send_stream_message(notification(f"notifications/{event['kind']}/list_changed"))
+            elif kind == "mcp.resource_updated" and event.get("uri") in session.subscriptions:
+                await self.send_stream_message(
+                    notification("notifications/resources/updated", {"uri": event["uri"]})
+                )
+        return True
+
+    async def send_stream_message(self, message: dict[str, Any]) -> None:
+        """Store, then send, one message on the standalone stream."""
+        try:
+            seq = await events.get_store().append(self.stream_id, self.session_id, "get", message)
+            event_id: str | None = events.event_id(self.stream_id, seq)
+        except Exception:
+            logger.exception("could not store an SSE event")
+            event_id = None
+        await self.send_chunk(sse.message_event(message, event_id))
+
+    # --- DELETE ---------------------------------------------------------------------------------
+
+    async def handle_delete(self) -> None:
+        """End the session (AMB-8: 204; open streams close, its running requests are cancelled)."""
+        self.caller = await auth.authenticate(self.request, self.tenant)
+        session = await self.load_session()
+        assert session is not None
+        self.check_version_header(session)
+        if not await sessions.get_store().delete(session.id):
+            raise HttpError(404, "Session not found or ended.")
+        inflight.cancel_session(session.id)
+        await notify.apublish_session(session.id, {"type": "mcp.session_closed", "session_id": session.id})
+        await self.send_empty(204)

@@ -1,0 +1,133 @@
+"""One POST's requests in flight: each dispatch runs in its own task and its output is routed here.
+
+JSON or SSE (AMB-2): while no request has emitted anything, results are held and the POST is
+answered with `application/json`. The first notification a request emits before the exchange
+is complete switches it to an SSE stream: from then on every message (held results first) is
+written to the event store, then handed to the connected consumer if there still is one.
+The tasks outlive the HTTP connection (HT-19), so late events still reach the store for a
+`Last-Event-ID` resume.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from typing import Any
+
+from mcp_app.protocol.context import RequestContext
+from mcp_app.protocol.jsonrpc import InternalError, error_response
+
+from . import events, inflight
+
+logger = logging.getLogger(__name__)
+
+Message = dict[str, Any]
+Dispatch = Callable[[RequestContext, Message], Awaitable[Message | None]]
+AfterHook = Callable[[RequestContext, Message, Message], Awaitable[None]]
+
+# Tasks are referenced here until done: the loop only holds them weakly.
+_tasks: set[asyncio.Task] = set()
+
+
+class Exchange:
+    """Routes the output of one POST's requests to the JSON answer or the SSE stream."""
+
+    def __init__(self, session_id: str, dispatch: Dispatch, after: AfterHook) -> None:
+        self.session_id = session_id
+        self.dispatch = dispatch
+        self.after = after
+        self.mode = "pending"  # → "json" | "sse"
+        self.stream_id: str | None = None
+        self.outstanding = 0
+        self.held: list[Message] = []
+        self.lock = asyncio.Lock()
+        # What the connected consumer reads: ("json", [responses]) | ("event", id, message) | ("end",)
+        self.queue: asyncio.Queue | None = asyncio.Queue()
+
+    def start(self, ctx: RequestContext, message: Message, cancellable: bool) -> None:
+        """Run one request in its own task."""
+        self.outstanding += 1
+        cancelled = asyncio.Event()
+
+        async def emit(notification: Message) -> None:
+            await self._emit(notification, cancelled)
+
+        ctx = replace(ctx, emit=emit, cancelled=cancelled)
+        task = asyncio.get_running_loop().create_task(self._run(ctx, message, cancellable))
+        _tasks.add(task)
+        task.add_done_callback(_tasks.discard)
+        if cancellable:
+            inflight.register(self.session_id, message["id"], task, cancelled)
+
+    def detach(self) -> None:
+        """The client went away: keep running, keep storing, stop queueing."""
+        self.queue = None
+
+    async def _run(self, ctx: RequestContext, message: Message, cancellable: bool) -> None:
+        response: Message | None
+        task = asyncio.current_task()
+        try:
+            response = await self.dispatch(ctx, message)
+            if response is not None and not ctx.cancelled.is_set():
+                await self.after(ctx, message, response)
+        except asyncio.CancelledError:
+            response = None
+        except Exception:
+            logger.exception("request %s failed in the transport", message.get("method"))
+            response = error_response(message.get("id"), InternalError())
+        finally:
+            if cancellable and task is not None:
+                inflight.unregister(self.session_id, message["id"], task)
+        if ctx.cancelled.is_set():
+            response = None  # a cancelled request gets no response (UT-10)
+        await self._finish(response)
+
+    async def _emit(self, notification: Message, cancelled: asyncio.Event) -> None:
+        if cancelled.is_set():
+            return
+        async with self.lock:
+            if self.mode == "json":
+                return  # everything was answered; nothing may follow the response (UT-23)
+            if self.mode == "pending":
+                self.mode = "sse"
+                self.stream_id = events.new_stream_id()
+                held, self.held = self.held, []
+                for response in held:
+                    await self._publish(response, final=False)
+            await self._publish(notification, final=False)
+
+    async def _finish(self, response: Message | None) -> None:
+        async with self.lock:
+            self.outstanding -= 1
+            last = self.outstanding == 0
+            if self.mode == "sse":
+                if response is not None:
+                    await self._publish(response, final=last)
+                elif last:
+                    await events.get_store().mark_done(self.stream_id)
+                if last:
+                    self._put(("end",))
+                return
+            if response is not None:
+                self.held.append(response)
+            if last:
+                self.mode = "json"
+                self._put(("json", self.held))
+
+    async def _publish(self, message: Message, final: bool) -> None:
+        assert self.stream_id is not None
+        try:
+            seq = await events.get_store().append(
+                self.stream_id, self.session_id, "post", message, final=final
+            )
+        except Exception:
+            # A store outage must not lose the live message; only resumption suffers.
+            logger.exception("could not store an SSE event")
+            seq = 0
+        self._put(("event", events.event_id(self.stream_id, seq) if seq else None, message))
+
+    def _put(self, item: tuple) -> None:
+        if self.queue is not None:
+            self.queue.put_nowait(item)

@@ -1,0 +1,170 @@
+"""Requests running in this process, so that notifications/cancelled can stop them (UT-10..14).
+
+A request runs in its own task, detached from the HTTP connection (HT-19: a disconnect is not a
+cancellation). A cancel for a request this process does not run is published to the session's
+channel-layer group as {"type": "mcp.cancel"}; the process that runs it listens there. It only
+starts listening once a request has run for LISTEN_AFTER_SECONDS, so quick requests cost nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from channels.layers import get_channel_layer
+
+from mcp_app import notify
+
+from . import redis_client
+
+logger = logging.getLogger(__name__)
+
+LISTEN_AFTER_SECONDS = 0.2
+
+
+@dataclass
+class InFlight:
+    task: asyncio.Task
+    cancelled: asyncio.Event
+
+
+_running: dict[tuple[str, str], InFlight] = {}
+
+
+def _key(request_id: Any) -> str:
+    # 1 and "1" are different JSON-RPC ids (BP-04).
+    return json.dumps(request_id)
+
+
+def register(session_id: str, request_id: Any, task: asyncio.Task, cancelled: asyncio.Event) -> None:
+    _running[(session_id, _key(request_id))] = InFlight(task, cancelled)
+    if redis_client.enabled():
+        _listener().watch(session_id)
+
+
+def unregister(session_id: str, request_id: Any, task: asyncio.Task) -> None:
+    key = (session_id, _key(request_id))
+    entry = _running.get(key)
+    if entry is not None and entry.task is task:
+        del _running[key]
+        if redis_client.enabled():
+            _listener().unwatch(session_id)
+
+
+def running(session_id: str, request_id: Any) -> bool:
+    return (session_id, _key(request_id)) in _running
+
+
+def cancel_local(session_id: str, request_id: Any, reason: Any = None) -> bool:
+    """Cancel the request if this process runs it; True when it did."""
+    entry = _running.pop((session_id, _key(request_id)), None)
+    if entry is None:
+        return False
+    logger.info("request %s of session %.8s cancelled: %s", request_id, session_id, reason)
+    entry.cancelled.set()
+    entry.task.cancel()
+    return True
+
+
+def cancel_session(session_id: str) -> int:
+    """Cancel every request of the session this process runs (the session ended)."""
+    keys = [key for key in _running if key[0] == session_id]
+    for key in keys:
+        entry = _running.pop(key)
+        entry.cancelled.set()
+        entry.task.cancel()
+    return len(keys)
+
+
+async def cancel(session_id: str, request_id: Any, reason: Any = None) -> None:
+    """Cancel the request wherever it runs; unknown or finished ids are ignored (UT-11, UT-12)."""
+    if cancel_local(session_id, request_id, reason):
+        return
+    if redis_client.enabled():
+        await notify.apublish_session(
+            session_id,
+            {"type": "mcp.cancel", "session_id": session_id, "request_id": request_id, "reason": reason},
+        )
+
+
+class _Listener:
+    """This process's channel on the session groups of its long-running requests."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.channel: str | None = None
+        self.watched: dict[str, int] = {}
+        self.joined: set[str] = set()
+        self.task: asyncio.Task | None = None
+        self.pending: set[asyncio.Task] = set()
+
+    def watch(self, session_id: str) -> None:
+        self.watched[session_id] = self.watched.get(session_id, 0) + 1
+        if self.watched[session_id] == 1:
+            self.loop.call_later(LISTEN_AFTER_SECONDS, self._maybe_join, session_id)
+
+    def unwatch(self, session_id: str) -> None:
+        count = self.watched.get(session_id, 0) - 1
+        if count > 0:
+            self.watched[session_id] = count
+            return
+        self.watched.pop(session_id, None)
+        if session_id in self.joined:
+            self.joined.discard(session_id)
+            self._spawn(self._leave(session_id))
+
+    def _spawn(self, coro: Any) -> None:
+        task = self.loop.create_task(coro)
+        self.pending.add(task)
+        task.add_done_callback(self.pending.discard)
+
+    def _maybe_join(self, session_id: str) -> None:
+        if session_id in self.watched and session_id not in self.joined:
+            self.joined.add(session_id)
+            self._spawn(self._join(session_id))
+
+    async def _join(self, session_id: str) -> None:
+        layer = get_channel_layer()
+        if layer is None:
+            return
+        if self.channel is None:
+            self.channel = await layer.new_channel()
+            self.task = self.loop.create_task(self._receive(layer))
+        await layer.group_add(notify.session_group(session_id), self.channel)
+
+    async def _leave(self, session_id: str) -> None:
+        layer = get_channel_layer()
+        if layer is not None and self.channel is not None:
+            await layer.group_discard(notify.session_group(session_id), self.channel)
+
+    async def _receive(self, layer: Any) -> None:
+        while True:
+            try:
+                event = await layer.receive(self.channel)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.exception("cancel listener failed to receive")
+                await asyncio.sleep(1)
+                continue
+            session_id = event.get("session_id")
+            if event.get("type") == "mcp.cancel" and session_id:
+                cancel_local(session_id, event.get("request_id"), event.get("reason"))
+            elif event.get("type") == "mcp.session_closed" and session_id:
+                cancel_session(session_id)
+
+
+_listeners: dict[asyncio.AbstractEventLoop, _Listener] = {}
+
+
+def _listener() -> _Listener:
+    loop = asyncio.get_running_loop()
+    found = _listeners.get(loop)
+    if found is None:
+        for old in [key for key in _listeners if key.is_closed()]:
+            del _listeners[old]
+        found = _listeners[loop] = _Listener()
+    return found

@@ -1,0 +1,222 @@
+"""The 2024-11-05 HTTP+SSE transport (HT-50..55), kept for old clients beside the MCP endpoint.
+
+GET /t/<slug>/sse opens the stream, creates the session and names the POST endpoint in its first
+`endpoint` event; POST /t/<slug>/messages?session_id=<id> takes messages and answers 202. Every
+server message, responses included, goes out on the stream as `event: message`. The POST side
+publishes them to the session's channel-layer group, so a POST served by another process still
+reaches the process that holds the stream. The session lives as long as the stream (AMB-13).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+from urllib.parse import parse_qs
+
+from django.conf import settings
+
+from mcp_app import notify
+from mcp_app.protocol.context import RequestContext, SessionState
+from mcp_app.protocol.jsonrpc import (
+    InternalError,
+    InvalidRequest,
+    classify,
+    error_response,
+    is_initialize,
+    notification,
+)
+from mcp_app.protocol.versions import V2024_11_05
+
+from . import auth, inflight, origin, sessions, sse
+from .base import McpConsumer
+from .consumer import progress_token, run_dispatch, session_changed, snapshot
+from .wire import HttpError, accepts, media_types, parse_json_body
+
+logger = logging.getLogger(__name__)
+
+_tasks: set[asyncio.Task] = set()
+
+
+class LegacySseConsumer(McpConsumer):
+    """GET /t/<slug>/sse: the server→client half of the old transport."""
+
+    allowed_methods = ("GET",)
+
+    async def handle_request(self) -> None:
+        tenant = await self.resolve_tenant()
+        if self.request.method != "GET":
+            raise self.method_not_allowed()
+        accept = self.request.header("accept")
+        if accept is not None and not accepts(accept, "text/event-stream"):
+            raise HttpError(406, "Accept must list text/event-stream.", code=None)
+        caller = await auth.authenticate(self.request, tenant)
+        session = SessionState(
+            id=sessions.new_session_id(legacy=True),
+            tenant_id=tenant.id,
+            protocol_version=V2024_11_05,
+            user_id=caller.user_id,
+            client_id=caller.client_id,
+            created_at=time.time(),
+        )
+        store = sessions.get_store()
+        await store.save(session)
+        self.session_id = session.id
+        try:
+            await self.start_sse()
+            endpoint = f"/t/{tenant.slug}/messages?session_id={session.id}"
+            await self.send_chunk(sse.event(endpoint, name="endpoint"))
+            await self.run_stream(
+                [notify.tenant_group(tenant.id), notify.session_group(session.id)],
+                self.on_stream_event,
+                lambda: store.get(session.id),  # an open stream keeps its session alive
+            )
+            await self.end_body()
+        finally:
+            await store.delete(session.id)
+            inflight.cancel_session(session.id)
+
+    async def on_stream_event(self, event: dict[str, Any]) -> bool:
+        kind = event.get("type")
+        if kind == "mcp.session_closed":
+            return False
+        if kind == "mcp.cancel":
+            inflight.cancel_local(self.session_id, event.get("request_id"), event.get("reason"))
+        elif kind == "mcp.session_message" and isinstance(event.get("message"), dict):
+            await self.send_chunk(sse.message_event(event["message"], None))
+        elif kind in ("mcp.list_changed", "mcp.resource_updated"):
+            session = await sessions.get_store().peek(self.session_id)
+            if session is None:
+                return False
+            if kind == "mcp.list_changed" and session.initialized and event.get("kind") in notify.LIST_KINDS:
+                message = notification(f"notifications/{event['kind']}/list_changed")
+                await self.send_chunk(sse.message_event(message, None))
+            elif kind == "mcp.resource_updated" and event.get("uri") in session.subscriptions:
+                message = notification("notifications/resources/updated", {"uri": event["uri"]})
+                await self.send_chunk(sse.message_event(message, None))
+        return True
+
+
+class LegacyMessagesConsumer(McpConsumer):
+    """POST /t/<slug>/messages?session_id=<id>: the client→server half of the old transport."""
+
+    allowed_methods = ("POST", "OPTIONS")
+
+    async def handle_request(self) -> None:
+        self.tenant = await self.resolve_tenant()
+        if self.request.method == "OPTIONS":
+            self.extra_headers = []
+            await self.send_empty(204, origin.preflight_headers(self.request.header("origin")))
+            return
+        if self.request.method != "POST":
+            raise self.method_not_allowed()
+        if "application/json" not in media_types(self.request.header("content-type")):
+            raise HttpError(415, "Content-Type must be application/json.")
+        self.caller = await auth.authenticate(self.request, self.tenant)
+        session_id = (parse_qs(self.request.query).get("session_id") or [""])[0]
+        if not session_id:
+            raise HttpError(400, "Missing session_id query parameter; open the SSE stream first.")
+        not_found = HttpError(404, "Session not found or ended; open a new SSE stream.")
+        if not sessions.valid_session_id(session_id) or not sessions.is_legacy(session_id):
+            raise not_found
+        session = await sessions.get_store().get(session_id)
+        if session is None or session.tenant_id != self.tenant.id:
+            raise not_found
+        if session.user_id is not None and session.user_id != self.caller.user_id:
+            raise not_found
+
+        body = parse_json_body(await self.read_body(), settings.MCP_MAX_JSON_DEPTH)
+        # 2024-11-05 does not forbid JSON-RPC batches; accept them (AMB-12), answers go out one by one.
+        messages = body if isinstance(body, list) else [body]
+        if not messages:
+            raise HttpError(400, "Invalid request: an empty batch.")
+        if isinstance(body, list) and any(is_initialize(m) for m in messages):
+            raise HttpError(400, "Invalid request: initialize must not be part of a batch.")
+        for message in messages:
+            try:
+                kind = classify(message)
+            except InvalidRequest as exc:
+                if not isinstance(body, list):
+                    raise HttpError(400, f"Invalid request: {exc.message}") from None
+                await self.publish(session.id, error_response(None, exc))
+                continue
+            if kind == "request":
+                self.start(session, message)
+            else:
+                await self.accept_message(session, message, kind)
+        await self.send_response(
+            202, b"Accepted\n", headers=[(b"content-type", b"text/plain"), *self.extra_headers]
+        )
+
+    def context(
+        self, session: SessionState, message: dict[str, Any], cancelled: asyncio.Event | None
+    ) -> RequestContext:
+        session_id = session.id
+        # The legacy session exists before initialize; the core creates nothing, it only must not see
+        # a session on the first initialize (a second one, after clientInfo is known, is refused).
+        visible = None if is_initialize(message) and not session.client_info else session
+
+        async def emit(note: dict[str, Any]) -> None:
+            if cancelled is None or not cancelled.is_set():
+                await self.publish(session_id, note)
+
+        return RequestContext(
+            tenant=self.tenant,
+            protocol_version=session.protocol_version,
+            session=visible,
+            client_capabilities=session.client_capabilities,
+            user_id=self.caller.user_id,
+            client_id=self.caller.client_id,
+            scopes=self.caller.scopes,
+            request_id=message.get("id"),
+            progress_token=progress_token(message),
+            emit=emit,
+            cancelled=cancelled,
+        )
+
+    async def publish(self, session_id: str, message: dict[str, Any]) -> None:
+        await notify.apublish_session(session_id, {"type": "mcp.session_message", "message": message})
+
+    async def accept_message(self, session: SessionState, message: dict[str, Any], kind: str) -> None:
+        if kind == "notification" and message["method"] == "notifications/cancelled":
+            request_id = (message.get("params") or {}).get("requestId")
+            if isinstance(request_id, (str, int)) and not isinstance(request_id, bool):
+                await inflight.cancel(session.id, request_id, (message.get("params") or {}).get("reason"))
+        before = snapshot(session)
+        await run_dispatch(self.context(session, message, None), message)
+        if session_changed(before, session):
+            await sessions.get_store().update(session)
+
+    def start(self, session: SessionState, message: dict[str, Any]) -> None:
+        cancelled = asyncio.Event()
+        ctx = self.context(session, message, cancelled)
+        task = asyncio.get_running_loop().create_task(self.run(ctx, session, message))
+        _tasks.add(task)
+        task.add_done_callback(_tasks.discard)
+        if not is_initialize(message):
+            inflight.register(session.id, message["id"], task, cancelled)
+
+    async def run(self, ctx: RequestContext, session: SessionState, message: dict[str, Any]) -> None:
+        before = snapshot(session)
+        response: dict[str, Any] | None
+        try:
+            response = await run_dispatch(ctx, message)
+            if response is not None and is_initialize(message) and isinstance(response.get("result"), dict):
+                params = message.get("params") or {}
+                session.protocol_version = response["result"].get("protocolVersion", V2024_11_05)
+                session.client_info = params.get("clientInfo") or {}
+                session.client_capabilities = params.get("capabilities") or {}
+            if session_changed(before, session):
+                await sessions.get_store().update(session)
+        except asyncio.CancelledError:
+            response = None
+        except Exception:
+            logger.exception("legacy request %s failed", message.get("method"))
+            response = error_response(message.get("id"), InternalError())
+        finally:
+            task = asyncio.current_task()
+            if task is not None:
+                inflight.unregister(session.id, message["id"], task)
+        if response is not None and not ctx.cancelled.is_set():
+            await self.publish(session.id, response)

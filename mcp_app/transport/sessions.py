@@ -1,0 +1,215 @@
+"""Session store: Redis when REDIS_URL is set (any process serves any session), else the database.
+
+The hot path reads a session once per HTTP request: one GETEX on Redis (which also refreshes the
+idle TTL), or a lookup in this process's cache in front of the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import secrets
+import time
+from datetime import timedelta
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+from django.utils import timezone
+
+from mcp_app.protocol.context import SessionState
+
+from . import redis_client
+
+logger = logging.getLogger(__name__)
+
+KEY_PREFIX = "mcp:session:"
+# Legacy (2024-11-05 HTTP+SSE) sessions carry this prefix; token_urlsafe never produces ".".
+LEGACY_PREFIX = "L."
+# The database store writes last_seen_at at most this often per session (reads are cached).
+TOUCH_INTERVAL_SECONDS = 60.0
+
+
+def new_session_id(legacy: bool = False) -> str:
+    """Return a fresh, unguessable session id of visible ASCII only (HT-37)."""
+    token = secrets.token_urlsafe(32)
+    return LEGACY_PREFIX + token if legacy else token
+
+
+def is_legacy(session_id: str) -> bool:
+    return session_id.startswith(LEGACY_PREFIX)
+
+
+def valid_session_id(value: str) -> bool:
+    """Refuse junk before it reaches a store key or a channel-layer group name."""
+    return 0 < len(value) <= 64 and all(c.isalnum() or c in "-_." for c in value)
+
+
+class RedisSessionStore:
+    """Sessions as JSON under mcp:session:<id>, expiring after MCP_SESSION_IDLE_SECONDS of idleness."""
+
+    def _ttl(self) -> int:
+        return settings.MCP_SESSION_IDLE_SECONDS
+
+    async def get(self, session_id: str) -> SessionState | None:
+        raw = await redis_client.client().getex(KEY_PREFIX + session_id, ex=self._ttl())
+        return None if raw is None else SessionState.from_dict(json.loads(raw))
+
+    async def peek(self, session_id: str) -> SessionState | None:
+        """Read without refreshing the idle timer (server-initiated events are not client activity)."""
+        raw = await redis_client.client().get(KEY_PREFIX + session_id)
+        return None if raw is None else SessionState.from_dict(json.loads(raw))
+
+    async def save(self, state: SessionState) -> None:
+        await redis_client.client().set(KEY_PREFIX + state.id, json.dumps(state.to_dict()), ex=self._ttl())
+
+    async def update(self, state: SessionState) -> bool:
+        """Write only if the session still exists (a DELETE may have ended it meanwhile)."""
+        result = await redis_client.client().set(
+            KEY_PREFIX + state.id, json.dumps(state.to_dict()), ex=self._ttl(), xx=True
+        )
+        return bool(result)
+
+    async def delete(self, session_id: str) -> bool:
+        return bool(await redis_client.client().delete(KEY_PREFIX + session_id))
+
+
+class DatabaseSessionStore:
+    """Sessions in mcp_app.McpSession, with a process-local cache (the embedded default is one process)."""
+
+    def __init__(self) -> None:
+        # id -> (state, last use, last time last_seen_at was written)
+        self._cache: dict[str, tuple[SessionState, float, float]] = {}
+        self._touches: set[asyncio.Task] = set()
+
+    def _idle(self) -> float:
+        return float(settings.MCP_SESSION_IDLE_SECONDS)
+
+    def clear(self) -> None:
+        self._cache.clear()
+
+    async def get(self, session_id: str) -> SessionState | None:
+        return await self._get(session_id, touch=True)
+
+    async def peek(self, session_id: str) -> SessionState | None:
+        return await self._get(session_id, touch=False)
+
+    async def _get(self, session_id: str, touch: bool) -> SessionState | None:
+        now = time.time()
+        cached = self._cache.get(session_id)
+        if cached is not None:
+            state, used, written = cached
+            if now - used > self._idle():
+                await self.delete(session_id)
+                return None
+            if touch:
+                self._cache[session_id] = (state, now, written)
+                if now - written > TOUCH_INTERVAL_SECONDS:
+                    self._cache[session_id] = (state, now, now)
+                    self._background(database_sync_to_async(_db_touch)(session_id))
+            return _copy(state)
+        data = await database_sync_to_async(_db_load)(session_id, self._idle(), touch)
+        if data is None:
+            return None
+        state = SessionState.from_dict(data)
+        self._cache[session_id] = (state, now, now)
+        return _copy(state)
+
+    def _background(self, coro: Any) -> None:
+        # Keep a reference: the loop holds tasks weakly and would drop the write otherwise.
+        task = asyncio.ensure_future(coro)
+        self._touches.add(task)
+        task.add_done_callback(self._touches.discard)
+
+    async def save(self, state: SessionState) -> None:
+        now = time.time()
+        self._cache[state.id] = (_copy(state), now, now)
+        await database_sync_to_async(_db_save)(state.to_dict())
+
+    async def update(self, state: SessionState) -> bool:
+        if await self.peek(state.id) is None:
+            return False
+        await self.save(state)
+        return True
+
+    async def delete(self, session_id: str) -> bool:
+        self._cache.pop(session_id, None)
+        return await database_sync_to_async(_db_delete)(session_id)
+
+
+def _copy(state: SessionState) -> SessionState:
+    # Callers mutate what they get (subscriptions.append); the cached copy must not change with it.
+    # A JSON round trip is several times faster than copy.deepcopy for this shape.
+    return SessionState.from_dict(json.loads(json.dumps(state.to_dict())))
+
+
+def _db_load(session_id: str, idle: float, touch: bool) -> dict[str, Any] | None:
+    from mcp_app.models import McpSession
+
+    row = McpSession.objects.filter(pk=session_id).first()
+    if row is None:
+        return None
+    now = timezone.now()
+    if row.last_seen_at < now - timedelta(seconds=idle):
+        row.delete()
+        return None
+    if touch:
+        McpSession.objects.filter(pk=session_id).update(last_seen_at=now)
+    return row.state
+
+
+def _db_touch(session_id: str) -> None:
+    from mcp_app.models import McpSession
+
+    McpSession.objects.filter(pk=session_id).update(last_seen_at=timezone.now())
+
+
+def _db_save(data: dict[str, Any]) -> None:
+    from mcp_app.models import McpSession
+
+    McpSession.objects.update_or_create(
+        pk=data["id"],
+        defaults={
+            "tenant_id": data["tenant_id"],
+            "user_id": data.get("user_id"),
+            "state": data,
+            "last_seen_at": timezone.now(),
+        },
+    )
+
+
+def _db_delete(session_id: str) -> bool:
+    from mcp_app.models import McpSession
+
+    deleted, _ = McpSession.objects.filter(pk=session_id).delete()
+    return deleted > 0
+
+
+def purge_expired() -> int:
+    """Delete database sessions idle past MCP_SESSION_IDLE_SECONDS (for a periodic task)."""
+    from mcp_app.models import McpSession
+
+    cutoff = timezone.now() - timedelta(seconds=settings.MCP_SESSION_IDLE_SECONDS)
+    deleted, _ = McpSession.objects.filter(last_seen_at__lt=cutoff).delete()
+    return deleted
+
+
+_stores: dict[bool, RedisSessionStore | DatabaseSessionStore] = {}
+
+
+def get_store() -> RedisSessionStore | DatabaseSessionStore:
+    """Return the session store the settings select (Redis when REDIS_URL is set)."""
+    use_redis = redis_client.enabled()
+    store = _stores.get(use_redis)
+    if store is None:
+        store = RedisSessionStore() if use_redis else DatabaseSessionStore()
+        _stores[use_redis] = store
+    return store
+
+
+def reset() -> None:
+    """Forget cached sessions (tests)."""
+    for store in _stores.values():
+        if isinstance(store, DatabaseSessionStore):
+            store.clear()

@@ -1,0 +1,128 @@
+"""HTTP request and response details shared by the consumers: headers, body parsing, error bodies."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp_app.protocol.jsonrpc import INVALID_REQUEST, PARSE_ERROR, RequestId
+
+Headers = list[tuple[bytes, bytes]]
+
+JSON_CONTENT = (b"content-type", b"application/json")
+TEXT_CONTENT = (b"content-type", b"text/plain; charset=utf-8")
+
+# Strings first so brackets inside them are skipped; the regex engine does the scanning in C.
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
+
+
+class HttpError(Exception):
+    """An HTTP answer other than success; raised anywhere in a consumer, sent by one funnel."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        code: int | None = INVALID_REQUEST,
+        request_id: RequestId | None = None,
+        headers: Headers | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.code = code  # None: plain-text body, no JSON-RPC answer fits
+        self.request_id = request_id
+        self.headers = headers or []
+
+    def body(self) -> tuple[bytes, Headers]:
+        if self.code is None:
+            return (self.message + "\n").encode(), [TEXT_CONTENT]
+        error = {
+            "jsonrpc": "2.0",
+            "id": self.request_id,
+            "error": {"code": self.code, "message": self.message},
+        }
+        return json.dumps(error).encode(), [JSON_CONTENT]
+
+
+@dataclass
+class Request:
+    """The parts of an HTTP request scope the transport reads, decoded once."""
+
+    method: str
+    path: str
+    query: str
+    headers: dict[str, str] = field(default_factory=dict)
+    scheme: str = "http"
+
+    @classmethod
+    def from_scope(cls, scope: dict[str, Any]) -> Request:
+        headers: dict[str, str] = {}
+        for name, value in scope.get("headers", []):
+            key = name.decode("latin-1").lower()
+            text = value.decode("latin-1")
+            # Repeated headers (e.g. two Accept lines) mean the comma-joined list (RFC 9110 §5.3).
+            headers[key] = f"{headers[key]}, {text}" if key in headers else text
+        return cls(
+            method=scope.get("method", "GET").upper(),
+            path=scope.get("path", ""),
+            query=scope.get("query_string", b"").decode("latin-1"),
+            headers=headers,
+            scheme=scope.get("scheme") or "http",
+        )
+
+    def header(self, name: str) -> str | None:
+        return self.headers.get(name)
+
+
+def media_types(header: str | None) -> set[str]:
+    """Return the media types an Accept or Content-Type header lists, lower-cased, parameters dropped."""
+    if not header:
+        return set()
+    return {part.split(";", 1)[0].strip().lower() for part in header.split(",") if part.strip()}
+
+
+def accepts(header: str | None, wanted: str) -> bool:
+    """True when the Accept header admits `wanted`, counting `*/*` and `type/*` (AMB-9)."""
+    types = media_types(header)
+    major = wanted.split("/", 1)[0]
+    return wanted in types or "*/*" in types or f"{major}/*" in types
+
+
+def json_depth_exceeds(text: str, limit: int) -> bool:
+    """True when arrays/objects nest deeper than `limit` (checked before json.loads can recurse)."""
+    # Cheap bound: nesting can't be deeper than the number of opening brackets.
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    depth = 0
+    for match in _TOKENS.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif token in "]}":
+            depth -= 1
+    return False
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def parse_json_body(body: bytes, max_depth: int) -> Any:
+    """Decode a UTF-8 JSON body; raise HttpError(400, -32700) for bad bytes, bad JSON or deep nesting."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise HttpError(400, "Parse error: the body is not valid UTF-8.", code=PARSE_ERROR) from None
+    if json_depth_exceeds(text, max_depth):
+        raise HttpError(400, f"Parse error: JSON nested deeper than {max_depth} levels.", code=PARSE_ERROR)
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
+        detail = exc.msg if isinstance(exc, json.JSONDecodeError) else "malformed JSON"
+        raise HttpError(400, f"Parse error: {detail}.", code=PARSE_ERROR) from None
