@@ -26,24 +26,29 @@ logger = logging.getLogger(__name__)
 # process (a management command, a shell) is picked up eventually; note_change makes it immediate.
 LOCAL_RECHECK_SECONDS: float = getattr(settings, "MCP_VERSION_RECHECK_SECONDS", 5.0)
 
-# Entries are keyed by the shared version observed *before* loading: the rows are then at least as
-# new as every change published up to that version. Keying by the database's own number instead
-# would make a shared counter that ran ahead (a restored database, a reused tenant id) miss forever.
-_tenants: dict[str, tuple[TenantInfo, int]] = {}  # slug -> (info, version it is valid for)
-_catalogs: dict[int, tuple[int, Catalog]] = {}  # tenant id -> (version it is valid for, catalog)
+# Entries are keyed by the change token observed *before* loading, and are valid while the token
+# is unchanged (equality, not order). With Redis the token is a shared counter that every change
+# increments after commit; it is unrelated to the database's definitions_version, so a restored or
+# recreated database can never make a stale entry look current. Without Redis the token is the
+# database's definitions_version itself, as seen by this process.
+_tenants: dict[str, tuple[TenantInfo, int]] = {}  # slug -> (info, token it is valid for)
+_catalogs: dict[int, tuple[int, Catalog]] = {}  # tenant id -> (token it is valid for, catalog)
 _local_versions: dict[int, tuple[int, float]] = {}  # tenant id -> (version, monotonic time checked)
 
-# Only ever raises the stored version: two edits committing close together may call note_change
-# out of order, and an older version must not overwrite a newer one.
-_SET_MAX = """
-local current = tonumber(redis.call('GET', KEYS[1]) or '0')
-if tonumber(ARGV[1]) > current then redis.call('SET', KEYS[1], ARGV[1]) end
-return 1
+# A missing counter (new tenant, flushed Redis) starts at the current time in microseconds, far
+# above any value an entry cached before the flush can hold; INCR then moves it on every change.
+_BUMP = """
+if not redis.call('GET', KEYS[1]) then redis.call('SET', KEYS[1], ARGV[1]) end
+return redis.call('INCR', KEYS[1])
 """
 
 
 def version_key(tenant_id: int) -> str:
-    return f"mcp:tenant:{tenant_id}:version"
+    return f"mcp:tenant:{tenant_id}:token"
+
+
+def _fresh_token() -> int:
+    return time.time_ns() // 1000
 
 
 # --- Redis clients -------------------------------------------------------------------------------
@@ -79,7 +84,7 @@ def _redis_sync() -> Any:
     return client
 
 
-# --- Versions -----------------------------------------------------------------------------------
+# --- Change tokens --------------------------------------------------------------------------------
 
 
 def _db_version(tenant_id: int) -> int:
@@ -90,57 +95,48 @@ def _db_version(tenant_id: int) -> int:
 
 
 def _remember_local(tenant_id: int, version: int) -> None:
-    known = _local_versions.get(tenant_id, (0, 0.0))[0]
-    _local_versions[tenant_id] = (max(known, version), time.monotonic())
-
-
-async def _store_version(tenant_id: int, version: int) -> None:
-    """Record a version read from the database so the next check needs no query."""
-    if settings.REDIS_URL:
-        try:
-            await _async_redis().eval(_SET_MAX, 1, version_key(tenant_id), version)
-        except Exception:
-            logger.warning("could not store tenant %s version in Redis", tenant_id, exc_info=True)
-    _remember_local(tenant_id, version)
+    # Plain assignment: the database is the truth, even when it went backwards (recreated); an
+    # out-of-order note_change is corrected by the next recheck, and it dropped the caches anyway.
+    _local_versions[tenant_id] = (version, time.monotonic())
 
 
 async def current_version(tenant_id: int) -> int:
-    """Return the tenant's current definitions_version (0 when the tenant does not exist)."""
+    """Return the tenant's change token: entries cached under another token are stale."""
     if settings.REDIS_URL:
+        client = _async_redis()
         try:
-            value = await _async_redis().get(version_key(tenant_id))
-        except Exception:
-            logger.warning(
-                "Redis unavailable; reading tenant %s version from the database", tenant_id, exc_info=True
-            )
-            return await database_sync_to_async(_db_version)(tenant_id)
-        if value is not None:
+            value = await client.get(version_key(tenant_id))
+            if value is None:
+                # First reader after a flush or for a new tenant: start the counter (NX: a
+                # concurrent start or bump wins) and use whatever is stored now.
+                await client.set(version_key(tenant_id), _fresh_token(), nx=True)
+                value = await client.get(version_key(tenant_id))
             return int(value)
-        version = await database_sync_to_async(_db_version)(tenant_id)
-        if version:
-            await _store_version(tenant_id, version)
-        return version
+        except Exception:
+            # Without the shared token nothing can be trusted as current: report a value no
+            # entry holds, so the caller reads the database.
+            logger.warning("Redis unavailable; tenant %s is read from the database", tenant_id, exc_info=True)
+            return -_fresh_token()
     entry = _local_versions.get(tenant_id)
     if entry is not None and time.monotonic() - entry[1] < LOCAL_RECHECK_SECONDS:
         return entry[0]
     version = await database_sync_to_async(_db_version)(tenant_id)
-    if version:
-        _remember_local(tenant_id, version)
+    _remember_local(tenant_id, version)
     return version
 
 
 def note_change(tenant_id: int, version: int) -> None:
-    """Drop the tenant's cached facts and catalog and publish its new version (called after commit)."""
+    """Drop the tenant's cached facts and catalog and move its change token (called after commit)."""
     _catalogs.pop(tenant_id, None)
-    for slug, (info, _version) in list(_tenants.items()):
+    for slug, (info, _token) in list(_tenants.items()):
         if info.id == tenant_id:
             _tenants.pop(slug, None)
     _remember_local(tenant_id, version)
     if settings.REDIS_URL:
         try:
-            _redis_sync().eval(_SET_MAX, 1, version_key(tenant_id), version)
+            _redis_sync().eval(_BUMP, 1, version_key(tenant_id), _fresh_token())
         except Exception:  # the edit has committed; a failed publish must not break it
-            logger.exception("could not publish tenant %s version %s to Redis", tenant_id, version)
+            logger.exception("could not move tenant %s change token in Redis", tenant_id)
 
 
 def clear_caches() -> None:
@@ -178,27 +174,28 @@ def _load_tenant(slug: str) -> tuple[TenantInfo, int] | None:
 async def get_tenant(slug: str) -> TenantInfo | None:
     """Return the active tenant with this slug, or None (unknown and inactive look the same)."""
     cached = _tenants.get(slug)
-    observed: int | None = None
     if cached is not None:
-        observed = await current_version(cached[0].id)
-        if observed == cached[1]:
+        token = await current_version(cached[0].id)
+        if token == cached[1]:
             return cached[0] if cached[0].is_active else None
-    loaded = await database_sync_to_async(_load_tenant)(slug)
+        loaded = await database_sync_to_async(_load_tenant)(slug)
+        if loaded is not None and loaded[0].id != cached[0].id:
+            token = None  # the slug now names another tenant (deleted and recreated)
+    else:
+        token = None
+        loaded = await database_sync_to_async(_load_tenant)(slug)
     if loaded is None:
         _tenants.pop(slug, None)
         return None
-    if observed is None or loaded[0].id != cached[0].id:
-        # A cold slug: its version can only be read once the id is known. When it moved past what
-        # we loaded, an edit may have landed in between: load again, now after the read.
-        observed = await current_version(loaded[0].id)
-        if observed > loaded[1]:
-            loaded = await database_sync_to_async(_load_tenant)(slug)
-            if loaded is None:
-                return None
-    info, db_version = loaded
-    if db_version > observed:
-        await _store_version(info.id, db_version)
-    _tenants[slug] = (info, max(observed, db_version))
+    if token is None:
+        # A cold slug: its token can only be read once the id is known, and the row must be read
+        # after the token to be valid under it, so read the row again.
+        token = await current_version(loaded[0].id)
+        loaded = await database_sync_to_async(_load_tenant)(slug)
+        if loaded is None:
+            return None
+    info = loaded[0]
+    _tenants[slug] = (info, token)
     return info if info.is_active else None
 
 
@@ -295,15 +292,11 @@ def _load_catalog(tenant_id: int) -> Catalog:
 
 
 async def get_catalog(tenant_id: int) -> Catalog:
-    """Return the tenant's enabled definitions, loading them only when the version moved."""
-    version = await current_version(tenant_id)
+    """Return the tenant's enabled definitions, loading them only when the change token moved."""
+    token = await current_version(tenant_id)
     cached = _catalogs.get(tenant_id)
-    if cached is not None and cached[0] == version:
+    if cached is not None and cached[0] == token:
         return cached[1]
     catalog = await database_sync_to_async(_load_catalog)(tenant_id)
-    if catalog.version > version:
-        # The shared counter lags the database (e.g. Redis was flushed): raise it, or every
-        # request would reload.
-        await _store_version(tenant_id, catalog.version)
-    _catalogs[tenant_id] = (max(version, catalog.version), catalog)
+    _catalogs[tenant_id] = (token, catalog)
     return catalog

@@ -94,10 +94,11 @@ async def test_without_redis_an_edit_by_another_process_is_seen_after_the_rechec
     assert await catalog.current_version(demo_a.id) == demo_a.definitions_version + 1
 
 
-async def test_without_redis_note_change_never_lowers_the_known_version(demo_a, no_redis):
-    catalog.note_change(demo_a.id, 50)
-    catalog.note_change(demo_a.id, 40)
+async def test_without_redis_the_token_follows_the_database_even_backwards(demo_a, monkeypatch, no_redis):
+    catalog.note_change(demo_a.id, 50)  # e.g. a database that was later recreated
     assert await catalog.current_version(demo_a.id) == 50
+    monkeypatch.setattr(catalog, "LOCAL_RECHECK_SECONDS", 0.0)
+    assert await catalog.current_version(demo_a.id) == demo_a.definitions_version
 
 
 async def test_a_shared_version_ahead_of_the_database_still_gives_cache_hits(demo_a, counted, no_redis):
@@ -111,7 +112,7 @@ async def test_a_shared_version_ahead_of_the_database_still_gives_cache_hits(dem
 
 
 @pytest.mark.services
-async def test_with_redis_the_version_is_shared_through_redis(demo_a, settings):
+async def test_with_redis_the_change_token_is_shared_and_moves_on_every_change(demo_a, settings):
     import redis.asyncio
 
     settings.REDIS_URL = os.environ["REDIS_URL"]
@@ -119,17 +120,38 @@ async def test_with_redis_the_version_is_shared_through_redis(demo_a, settings):
     key = catalog.version_key(demo_a.id)
     try:
         await client.delete(key)
-        # A miss falls back to the database and stores the value.
-        assert await catalog.current_version(demo_a.id) == demo_a.definitions_version
-        assert int(await client.get(key)) == demo_a.definitions_version
-        # Another process's note_change (here: a direct write) is seen at once.
-        await client.set(key, demo_a.definitions_version + 5)
-        assert await catalog.current_version(demo_a.id) == demo_a.definitions_version + 5
-        # note_change only ever raises the shared value.
+        # A missing counter (new tenant, flushed Redis) starts far above any earlier value.
+        first = await catalog.current_version(demo_a.id)
+        assert first > 10**15 and int(await client.get(key)) == first
+        # Another process's change (here: a direct write) is seen at once.
+        await client.set(key, first + 5)
+        assert await catalog.current_version(demo_a.id) == first + 5
+        # note_change moves the token whatever version number it is given.
         await sync_to_async(catalog.note_change)(demo_a.id, 3)
-        assert int(await client.get(key)) == demo_a.definitions_version + 5
-        await sync_to_async(catalog.note_change)(demo_a.id, demo_a.definitions_version + 9)
-        assert await catalog.current_version(demo_a.id) == demo_a.definitions_version + 9
+        assert await catalog.current_version(demo_a.id) == first + 6
+    finally:
+        await client.delete(key)
+        await client.aclose()
+        await catalog._async_redis().aclose()
+
+
+@pytest.mark.services
+async def test_with_redis_an_edit_is_seen_even_when_the_token_is_far_ahead_of_the_database(demo_a, settings):
+    import redis.asyncio
+
+    settings.REDIS_URL = os.environ["REDIS_URL"]
+    client = redis.asyncio.Redis.from_url(settings.REDIS_URL, decode_responses=True)
+    key = catalog.version_key(demo_a.id)
+    try:
+        # Redis outlived a database that had reached a much higher version (restored, recreated).
+        await client.set(key, 10**6)
+        before = await catalog.get_catalog(demo_a.id)
+        assert before.tools_by_name["echo"].description != "changed"
+        await sync_to_async(Tool.objects.filter(tenant=demo_a, name="echo").update)(description="changed")
+        await sync_to_async(Tenant(pk=demo_a.pk).bump_version)()
+        await sync_to_async(catalog.note_change)(demo_a.id, demo_a.definitions_version + 1)
+        after = await catalog.get_catalog(demo_a.id)
+        assert after.tools_by_name["echo"].description == "changed"
     finally:
         await client.delete(key)
         await client.aclose()

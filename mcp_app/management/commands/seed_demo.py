@@ -217,7 +217,8 @@ def demo_definitions(logo: bytes) -> dict[str, list[dict[str, Any]]]:
             "description": "A made-up profile of a user, by id.",
             "mime_type": "application/json",
             "handler": "template",
-            "handler_config": {"text": '{"user_id": "{{ user_id }}", "name": "User {{ user_id }}"}'},
+            # The json filter quotes and escapes: a crafted URI cannot inject keys into the document.
+            "handler_config": {"text": '{"user_id": {{ user_id|json }}, "name": {{ "User "|add:user_id|json }}}'},
             "completions": {"user_id": ["1", "2", "3", "42", "100"]},
         }
     ]

@@ -1,0 +1,534 @@
+"""A small, fast MCP Streamable HTTP load generator: asyncio + raw HTTP/1.1 keep-alive.
+
+One `McpClient` is one simulated client: one keep-alive TCP connection and one MCP session.
+Responses may be `application/json` or `text/event-stream` (read until the JSON-RPC response
+with the matching id, then drain the rest of the HTTP body so the connection can be reused).
+Plain-socket HTTP because httpx costs more CPU per request than the servers under test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import json
+import math
+import os
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+PROTOCOL_VERSION = "2025-06-18"
+REQUEST_TIMEOUT = 30.0
+
+
+class BenchError(Exception):
+    """A response that is not the success we asked for (HTTP status, JSON-RPC error, bad shape)."""
+
+
+@dataclass
+class HttpResponse:
+    status: int
+    headers: dict[str, str]
+    # The JSON-RPC message answering our request (None for 202 / no body).
+    message: dict[str, Any] | None
+    # Other JSON-RPC messages that arrived on the same SSE stream (notifications, requests).
+    others: list[dict[str, Any]] = field(default_factory=list)
+    raw_body: bytes = b""
+
+
+def _parse_head(head: bytes) -> tuple[int, dict[str, str]]:
+    lines = head.decode("latin-1").split("\r\n")
+    parts = lines[0].split(" ", 2)
+    if len(parts) < 2 or not parts[0].startswith("HTTP/"):
+        raise BenchError(f"bad status line {lines[0]!r}")
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        if not line:
+            continue
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return int(parts[1]), headers
+
+
+class SseParser:
+    """Incremental text/event-stream parser yielding (event id, data) for complete events."""
+
+    def __init__(self) -> None:
+        self._buf = b""
+
+    def feed(self, data: bytes) -> list[tuple[str | None, str]]:
+        self._buf += data
+        if b"\r" in self._buf:
+            self._buf = self._buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        events: list[tuple[str | None, str]] = []
+        while True:
+            end = self._buf.find(b"\n\n")
+            if end < 0:
+                return events
+            block, self._buf = self._buf[:end], self._buf[end + 2 :]
+            data_lines: list[str] = []
+            event_id: str | None = None
+            for line in block.decode("utf-8").split("\n"):
+                if line.startswith(":"):
+                    continue
+                name, _, value = line.partition(":")
+                if value.startswith(" "):
+                    value = value[1:]
+                if name == "data":
+                    data_lines.append(value)
+                elif name == "id":
+                    event_id = value
+            if data_lines:
+                events.append((event_id, "\n".join(data_lines)))
+
+
+class BodyReader:
+    """Read one HTTP/1.1 body (chunked, Content-Length or until close) piece by piece."""
+
+    def __init__(self, reader: asyncio.StreamReader, headers: dict[str, str]) -> None:
+        self.reader = reader
+        self.chunked = "chunked" in headers.get("transfer-encoding", "").lower()
+        length = headers.get("content-length")
+        self.remaining = int(length) if length is not None and not self.chunked else None
+        self.done = False
+
+    async def next_piece(self) -> bytes:
+        """Return the next piece of the body; b"" once the body is complete."""
+        if self.done:
+            return b""
+        if self.chunked:
+            size_line = await self.reader.readuntil(b"\r\n")
+            size = int(size_line.split(b";", 1)[0].strip(), 16)
+            if size == 0:
+                # Trailers (none expected) end with an empty line.
+                while (await self.reader.readuntil(b"\r\n")) != b"\r\n":
+                    pass
+                self.done = True
+                return b""
+            data = await self.reader.readexactly(size + 2)
+            return data[:-2]
+        if self.remaining is not None:
+            if self.remaining == 0:
+                self.done = True
+                return b""
+            data = await self.reader.read(min(self.remaining, 65536))
+            if not data:
+                raise BenchError("connection closed inside the body")
+            self.remaining -= len(data)
+            return data
+        data = await self.reader.read(65536)
+        if not data:
+            self.done = True
+        return data
+
+
+class McpClient:
+    """One simulated MCP client: a keep-alive connection and a session."""
+
+    def __init__(self, host: str, port: int, path: str, extra_headers: dict[str, str] | None = None) -> None:
+        self.host, self.port, self.path = host, port, path
+        self.extra_headers = extra_headers or {}
+        self.session_id: str | None = None
+        self.protocol_version: str | None = None
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._next_id = 0
+        self.connects = 0
+        self.notifications: list[dict[str, Any]] = []
+
+    async def _connect(self) -> None:
+        self._reader, self._writer = await asyncio.open_connection(self.host, self.port, limit=1 << 20)
+
+    async def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            with contextlib.suppress(ConnectionError, OSError):
+                await self._writer.wait_closed()
+            self._writer = self._reader = None
+
+    def _head(self, method: str, content_length: int | None, accept: str) -> bytes:
+        lines = [
+            f"{method} {self.path} HTTP/1.1",
+            f"Host: {self.host}:{self.port}",
+            f"Accept: {accept}",
+        ]
+        if content_length is not None:
+            lines.append("Content-Type: application/json")
+            lines.append(f"Content-Length: {content_length}")
+        if self.session_id:
+            lines.append(f"Mcp-Session-Id: {self.session_id}")
+        if self.protocol_version:
+            lines.append(f"MCP-Protocol-Version: {self.protocol_version}")
+        lines.extend(f"{k}: {v}" for k, v in self.extra_headers.items())
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+    async def post(self, payload: dict[str, Any]) -> HttpResponse:
+        """POST one JSON-RPC message and read the whole HTTP response."""
+        body = json.dumps(payload, separators=(",", ":")).encode()
+        for attempt in (0, 1):
+            if self._reader is not None and self._reader.at_eof():
+                # The server closed an idle keep-alive connection (uvicorn does after 5 s).
+                await self.close()
+            reused = self._writer is not None
+            if self._writer is None:
+                await self._connect()
+                self.connects += 1
+            assert self._reader is not None and self._writer is not None
+            self._writer.write(self._head("POST", len(body), "application/json, text/event-stream") + body)
+            try:
+                return await asyncio.wait_for(self._read_response(payload.get("id")), REQUEST_TIMEOUT)
+            except asyncio.IncompleteReadError as exc:
+                await self.close()
+                if reused and attempt == 0 and not exc.partial:
+                    # Closed before answering anything: the close raced our request; resend once.
+                    continue
+                raise BenchError(f"connection closed reading response to {payload.get('method')}") from exc
+            except (TimeoutError, ConnectionError, OSError) as exc:
+                await self.close()
+                raise BenchError(f"{type(exc).__name__} reading response to {payload.get('method')}") from exc
+        raise AssertionError("unreachable")
+
+    async def _read_response(self, want_id: Any) -> HttpResponse:
+        assert self._reader is not None
+        head = await self._reader.readuntil(b"\r\n\r\n")
+        status, headers = _parse_head(head)
+        body = BodyReader(self._reader, headers)
+        ctype = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        resp = HttpResponse(status=status, headers=headers, message=None)
+        if ctype == "text/event-stream":
+            parser = SseParser()
+            while True:
+                piece = await body.next_piece()
+                if not piece:
+                    break
+                for _event_id, data in parser.feed(piece):
+                    msg = json.loads(data)
+                    if (
+                        resp.message is None
+                        and "id" in msg
+                        and msg.get("id") == want_id
+                        and "method" not in msg
+                    ):
+                        resp.message = msg
+                    else:
+                        resp.others.append(msg)
+        else:
+            chunks = []
+            while True:
+                piece = await body.next_piece()
+                if not piece:
+                    break
+                chunks.append(piece)
+            raw = b"".join(chunks)
+            resp.raw_body = raw
+            if raw and ctype == "application/json":
+                msg = json.loads(raw)
+                if isinstance(msg, dict):
+                    resp.message = msg
+        if headers.get("connection", "").lower() == "close" or not (
+            body.chunked or body.remaining is not None
+        ):
+            await self.close()
+        return resp
+
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Send a request; return its result or raise BenchError."""
+        self._next_id += 1
+        payload: dict[str, Any] = {"jsonrpc": "2.0", "id": self._next_id, "method": method}
+        if params is not None:
+            payload["params"] = params
+        resp = await self.post(payload)
+        self.notifications.extend(resp.others)
+        if resp.status != 200:
+            raise BenchError(f"{method}: HTTP {resp.status} {resp.raw_body[:200]!r}")
+        if resp.message is None:
+            raise BenchError(f"{method}: no JSON-RPC response with id {self._next_id}")
+        if "error" in resp.message:
+            raise BenchError(f"{method}: JSON-RPC error {resp.message['error']}")
+        if "result" not in resp.message:
+            raise BenchError(f"{method}: response without result {resp.message}")
+        if method == "initialize":
+            self.session_id = resp.headers.get("mcp-session-id")
+        return resp.message["result"]
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send a notification; the server must answer 202."""
+        payload: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            payload["params"] = params
+        resp = await self.post(payload)
+        if resp.status != 202:
+            raise BenchError(f"{method}: expected HTTP 202, got {resp.status} {resp.raw_body[:200]!r}")
+
+    async def initialize(self) -> dict[str, Any]:
+        """Run the handshake: initialize, then notifications/initialized."""
+        result = await self.request(
+            "initialize",
+            {
+                "protocolVersion": PROTOCOL_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "mcp-bench", "version": "1.0"},
+            },
+        )
+        if result.get("protocolVersion") != PROTOCOL_VERSION:
+            raise BenchError(f"negotiated {result.get('protocolVersion')!r}, wanted {PROTOCOL_VERSION}")
+        self.protocol_version = result["protocolVersion"]
+        await self.notify("notifications/initialized")
+        return result
+
+    async def call_echo(self, message: str) -> None:
+        """Call `echo` and check it echoed."""
+        result = await self.request("tools/call", {"name": "echo", "arguments": {"message": message}})
+        if result.get("isError"):
+            raise BenchError(f"echo returned isError: {result.get('content')}")
+        content = result.get("content") or []
+        if not content or content[0].get("text") != message:
+            raise BenchError(f"echo returned {content!r}")
+        structured = result.get("structuredContent")
+        if structured is not None and structured.get("echo") != message:
+            raise BenchError(f"echo structuredContent {structured!r}")
+
+    async def list_tools(self, cursor: str | None = None) -> dict[str, Any]:
+        """Fetch one page of tools/list and check its shape."""
+        result = await self.request("tools/list", {"cursor": cursor} if cursor else {})
+        if not isinstance(result.get("tools"), list):
+            raise BenchError(f"tools/list without a tools array: {str(result)[:200]}")
+        return result
+
+    async def delete_session(self) -> None:
+        """End the session (best effort)."""
+        if self._writer is None:
+            await self._connect()
+        assert self._reader is not None and self._writer is not None
+        self._writer.write(self._head("DELETE", None, "application/json, text/event-stream"))
+        try:
+            await asyncio.wait_for(self._read_response(None), 5)
+        except (TimeoutError, asyncio.IncompleteReadError, ConnectionError, OSError, BenchError):
+            await self.close()
+
+
+class GetStream:
+    """A GET SSE stream for an existing session, on its own connection, counting messages."""
+
+    def __init__(self, client: McpClient) -> None:
+        self.client = client
+        self.status: int | None = None
+        self.messages: list[dict[str, Any]] = []
+        self.got = asyncio.Event()
+        self.want_method: str | None = None
+        self.error: str | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def open(self) -> None:
+        """Open the stream and wait for the response head (200 + text/event-stream)."""
+        c = self.client
+        reader, self._writer = await asyncio.open_connection(c.host, c.port, limit=1 << 20)
+        self._writer.write(c._head("GET", None, "text/event-stream"))
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), REQUEST_TIMEOUT)
+        self.status, headers = _parse_head(head)
+        if self.status != 200 or not headers.get("content-type", "").startswith("text/event-stream"):
+            raise BenchError(f"GET stream: HTTP {self.status} {headers.get('content-type')}")
+        self._task = asyncio.create_task(self._pump(reader, headers))
+
+    async def _pump(self, reader: asyncio.StreamReader, headers: dict[str, str]) -> None:
+        body = BodyReader(reader, headers)
+        parser = SseParser()
+        try:
+            while True:
+                piece = await body.next_piece()
+                if not piece:
+                    self.error = "stream ended"
+                    return
+                for _event_id, data in parser.feed(piece):
+                    msg = json.loads(data)
+                    self.messages.append(msg)
+                    if self.want_method and msg.get("method") == self.want_method:
+                        self.got.set()
+        except (asyncio.IncompleteReadError, ConnectionError, OSError, ValueError) as exc:
+            self.error = f"{type(exc).__name__}: {exc}"
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+        if self._writer is not None:
+            self._writer.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# Measurement
+
+
+@dataclass
+class PhaseResult:
+    name: str
+    concurrency: int
+    requests: int
+    seconds: float
+    latencies: list[float]
+    errors: collections.Counter[str]
+    loadgen_cpu: float  # fraction of one core used by this process during the window
+    server_cpu: float | None  # fraction of one core used by the server process during the window
+    other_cpu: float | None = None  # cores used by everything else on the machine during the window
+
+    @property
+    def rps(self) -> float:
+        return self.requests / self.seconds if self.seconds else 0.0
+
+    def pct(self, q: float) -> float:
+        """Latency percentile in milliseconds (nearest rank)."""
+        if not self.latencies:
+            return float("nan")
+        ordered = sorted(self.latencies)
+        idx = min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))
+        return ordered[idx] * 1000.0
+
+
+def proc_cpu_seconds(pid: int) -> float | None:
+    """User+system CPU seconds of a process from /proc (None if unavailable)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        # utime and stime are fields 14 and 15 (1-based) of the whole line; fields[0] is field 3.
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def machine_busy_seconds() -> float | None:
+    """CPU seconds all cores spent not idle since boot, from /proc/stat."""
+    try:
+        with open("/proc/stat") as f:
+            values = [int(v) for v in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = values[3] + (values[4] if len(values) > 4 else 0)
+    # guest time is already counted in user time.
+    return (sum(values[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def merge(results: list[PhaseResult]) -> PhaseResult:
+    """Combine rounds of the same phase: total requests over total time, all latencies."""
+    first = results[0]
+    seconds = sum(r.seconds for r in results)
+    errors: collections.Counter[str] = collections.Counter()
+    latencies: list[float] = []
+    for r in results:
+        errors.update(r.errors)
+        latencies.extend(r.latencies)
+
+    def weighted(attr: str) -> float | None:
+        vals = [(getattr(r, attr), r.seconds) for r in results]
+        if any(v is None for v, _ in vals) or not seconds:
+            return None
+        return sum(v * w for v, w in vals) / seconds
+
+    return PhaseResult(
+        first.name,
+        first.concurrency,
+        sum(r.requests for r in results),
+        seconds,
+        latencies,
+        errors,
+        weighted("loadgen_cpu") or 0.0,
+        weighted("server_cpu"),
+        weighted("other_cpu"),
+    )
+
+
+def proc_rss_kib(pid: int) -> int | None:
+    """VmRSS of a process in KiB from /proc/<pid>/status."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+async def run_phase(
+    name: str,
+    clients: list[McpClient],
+    op: Callable[[McpClient, int], Awaitable[None]],
+    duration: float,
+    warmup: float,
+    server_pid: int | None = None,
+    max_requests: int | None = None,
+) -> PhaseResult:
+    """Drive `op` in a closed loop on every client; record only the window after the warm-up."""
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    rec_start = start + warmup
+    rec_end = rec_start + duration
+    latencies: list[float] = []
+    errors: collections.Counter[str] = collections.Counter()
+    counted = 0
+    marks: dict[str, float | None] = {}
+
+    async def mark_start() -> None:
+        await asyncio.sleep(max(0.0, rec_start - loop.time()))
+        marks["cpu0"] = time.process_time()
+        marks["srv0"] = proc_cpu_seconds(server_pid) if server_pid else None
+        marks["all0"] = machine_busy_seconds()
+        marks["t0"] = time.perf_counter()
+
+    async def worker(client: McpClient, wid: int) -> None:
+        nonlocal counted
+        seq = 0
+        while True:
+            now = loop.time()
+            if now >= rec_end or (max_requests is not None and counted >= max_requests):
+                return
+            seq += 1
+            t0 = time.perf_counter()
+            try:
+                await op(client, wid * 1_000_000 + seq)
+                ok = True
+            except BenchError as exc:
+                ok = False
+                err = str(exc)[:300]
+            t1 = time.perf_counter()
+            if now >= rec_start and loop.time() <= rec_end:
+                if ok:
+                    latencies.append(t1 - t0)
+                    counted += 1
+                else:
+                    errors[err] += 1
+            elif not ok:
+                errors[f"(warm-up) {err}"] += 1
+
+    marker = asyncio.create_task(mark_start())
+    await asyncio.gather(*(worker(c, i) for i, c in enumerate(clients)))
+    await marker
+    t_end = time.perf_counter()
+    window = t_end - (marks["t0"] or t_end)
+    cpu = (time.process_time() - (marks["cpu0"] or 0.0)) / window if window > 0 else 0.0
+    srv_cpu = None
+    if server_pid and marks.get("srv0") is not None:
+        now_srv = proc_cpu_seconds(server_pid)
+        if now_srv is not None:
+            srv_cpu = (now_srv - marks["srv0"]) / window  # type: ignore[operator]
+    other = None
+    busy = machine_busy_seconds()
+    if busy is not None and marks.get("all0") is not None and window > 0:
+        other = max(0.0, (busy - marks["all0"]) / window - cpu - (srv_cpu or 0.0))  # type: ignore[operator]
+    return PhaseResult(name, len(clients), counted, window, latencies, errors, cpu, srv_cpu, other)
+
+
+async def make_clients(
+    n: int, host: str, port: int, path: str, parallel: int = 32, extra_headers: dict[str, str] | None = None
+) -> list[McpClient]:
+    """Create and initialize `n` clients (one session each), `parallel` handshakes at a time."""
+    sem = asyncio.Semaphore(parallel)
+    clients = [McpClient(host, port, path, extra_headers) for _ in range(n)]
+
+    async def init(c: McpClient) -> None:
+        async with sem:
+            await c.initialize()
+
+    await asyncio.gather(*(init(c) for c in clients))
+    return clients

@@ -1,0 +1,939 @@
+"""Benchmark our MCP server (Daphne) against the official SDK's server (uvicorn), side by side.
+
+    .venv/bin/python bench/run.py [--quick] [--only ours|reference] [--skip-scale] [--skip-streams]
+
+Prints figures; it is not a test. See bench/README.md for what is measured and how to read it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import contextlib
+import datetime
+import json
+import os
+import platform
+import resource
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from loadgen import (  # noqa: E402
+    BenchError,
+    GetStream,
+    McpClient,
+    PhaseResult,
+    make_clients,
+    merge,
+    proc_rss_kib,
+    run_phase,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+HOST = "127.0.0.1"
+DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/mcp_bench"
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/2"
+CONCURRENCIES = (1, 16, 64)
+LIST_CONCURRENCY = 16
+STARTUP_TIMEOUT = 60.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Processes
+
+
+def log(msg: str) -> None:
+    """Progress line on stderr, so stdout keeps only the figures."""
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Affinity:
+    server: set[int] | None
+    loadgen: set[int] | None
+    note: str
+
+
+def plan_affinity() -> Affinity:
+    """Give the server the first allowed core and the load generator the others."""
+    if not hasattr(os, "sched_getaffinity"):
+        return Affinity(None, None, "no CPU pinning (sched_setaffinity unavailable)")
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        return Affinity(None, None, f"no CPU pinning (only {len(cores)} core available)")
+    server, loadgen = {cores[0]}, set(cores[1:])
+    os.sched_setaffinity(0, loadgen)
+    return Affinity(
+        server,
+        loadgen,
+        f"server pinned to core {cores[0]}, load generator to core(s) {','.join(map(str, sorted(loadgen)))} "
+        "(os.sched_setaffinity); PostgreSQL and Redis are not pinned",
+    )
+
+
+LOCK_PATH = Path("/tmp/mcp-bench.lock")
+
+
+def hold_bench_lock() -> object:
+    """Wait (bounded) until no other bench run is going: two runs would drop each other's
+    databases and load the same two cores. The lock lasts as long as the returned file is open."""
+    import fcntl
+
+    f = open(LOCK_PATH, "w")  # noqa: SIM115 - kept open for the whole run
+    deadline = time.monotonic() + 900
+    waited = False
+    while True:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return f
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise SystemExit(
+                    "another bench run has held /tmp/mcp-bench.lock for 15 minutes; giving up"
+                ) from None
+            if not waited:
+                log("another bench run is in progress; waiting for it to finish")
+                waited = True
+            time.sleep(1)
+
+
+def raise_fd_limit(want: int = 65536) -> int:
+    """Raise the soft fd limit (children inherit it) and return the new value."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = want if hard == resource.RLIM_INFINITY else min(want, hard)
+    if soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def run_checked(cmd: list[str], env: dict[str, str], what: str, timeout: float = 600) -> str:
+    """Run a setup command; stop the bench with its output if it fails."""
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise SystemExit(
+            f"{what} failed (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        )
+    return proc.stdout
+
+
+class Server:
+    """A server process under test, pinned to the server core."""
+
+    def __init__(
+        self, label: str, cmd: list[str], env: dict[str, str], port: int, path: str, cores: set[int] | None
+    ):
+        self.label, self.cmd, self.env, self.port, self.path, self.cores = label, cmd, env, port, path, cores
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path = Path(f"/tmp/mcp-bench-{label}-{port}.log")
+
+    def start(self) -> None:
+        cores = self.cores
+
+        def pin() -> None:
+            if cores:
+                os.sched_setaffinity(0, cores)
+
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            self.cmd, cwd=ROOT, env=self.env, stdout=self._log, stderr=subprocess.STDOUT, preexec_fn=pin
+        )
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    async def wait_ready(self) -> None:
+        """Wait until an initialize succeeds (bounded)."""
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        last = "not started"
+        while time.monotonic() < deadline:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise SystemExit(f"{self.label} exited with {self.proc.returncode}:\n{self.tail()}")
+            client = McpClient(HOST, self.port, self.path)
+            try:
+                await client.initialize()
+                await client.delete_session()
+                return
+            except (BenchError, OSError) as exc:
+                last = str(exc)
+            finally:
+                await client.close()
+            await asyncio.sleep(0.2)
+        raise SystemExit(f"{self.label} not ready after {STARTUP_TIMEOUT}s: {last}\n{self.tail()}")
+
+    def tail(self, n: int = 4000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-n:]
+        except OSError:
+            return ""
+
+    def stop(self, sig_int: bool = False) -> None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            if sig_int:
+                self.proc.send_signal(2)
+            else:
+                self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self._log.close()
+
+
+def with_db_name(url: str, name: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, parts.fragment))
+
+
+def recreate_database(url: str) -> None:
+    """Drop and create the PostgreSQL database named in `url` (a fresh, known state)."""
+    import psycopg
+
+    parts = urlsplit(url)
+    name = parts.path.lstrip("/")
+    admin = with_db_name(url, "postgres").replace("postgres://", "postgresql://", 1)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def django_env(database_url: str, redis_url: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        DATABASE_URL=database_url,
+        REDIS_URL=redis_url,
+        DJANGO_SETTINGS_MODULE="mcpsite.settings",
+        DEBUG="0",
+        PYTHONUNBUFFERED="1",
+        # The per-session tool-call rate limit (TL-13) would cap one client at 20 calls/s; the
+        # reference has none, and this measures capacity, so it is off for the bench.
+        MCP_TOOL_CALLS_PER_MINUTE="0",
+    )
+    return env
+
+
+def forget_redis_versions(redis_url: str) -> None:
+    """Delete the per-tenant version counters a previous bench database left in Redis.
+
+    Tenant ids restart at 1 in a recreated database; a higher counter left over from an earlier
+    run would never match the new rows' version and every request would miss the catalog cache.
+    """
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    keys = list(client.scan_iter(match="mcp:*", count=1000))
+    if keys:
+        client.delete(*keys)
+    client.close()
+
+
+def prepare_database(database_url: str, redis_url: str, seed: bool = True) -> dict[str, str]:
+    """Create the database, migrate it and seed the demo tenant, each in a subprocess."""
+    env = django_env(database_url, redis_url)
+    recreate_database(database_url)
+    forget_redis_versions(redis_url)
+    run_checked([PYTHON, "manage.py", "migrate", "--noinput", "-v", "0"], env, "migrate")
+    # Apps without migration files yet get their tables from --run-syncdb; that step runs
+    # before migrations, hence after a first plain migrate (a no-op once every app has them).
+    run_checked(
+        [PYTHON, "manage.py", "migrate", "--run-syncdb", "--noinput", "-v", "0"], env, "migrate --run-syncdb"
+    )
+    if seed:
+        run_checked([PYTHON, "manage.py", "seed_demo"], env, "seed_demo")
+    return env
+
+
+def daphne_server(
+    env: dict[str, str], cores: set[int] | None, label: str = "ours", profile: Path | None = None
+) -> Server:
+    port = free_port()
+    # One process; Daphne writes no access log unless --access-log is given.
+    cmd = [PYTHON]
+    if profile is not None:
+        cmd += ["-m", "cProfile", "-o", str(profile)]
+    cmd += ["-m", "daphne", "-b", HOST, "-p", str(port), "-v", "0", "mcpsite.asgi:application"]
+    env = dict(env, MCP_PUBLIC_URL=f"http://{HOST}:{port}")
+    return Server(label, cmd, env, port, "/t/demo/mcp", cores)
+
+
+def reference_server(json_response: bool, cores: set[int] | None) -> Server:
+    port = free_port()
+    cmd = [PYTHON, str(ROOT / "bench" / "reference_server.py"), "--port", str(port)]
+    if json_response:
+        cmd.append("--json-response")
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    return Server("ref-json" if json_response else "ref-sse", cmd, env, port, "/mcp", cores)
+
+
+@contextlib.contextmanager
+def running(server: Server) -> Iterator[Server]:
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+# ---------------------------------------------------------------------------------------------
+# Throughput / latency
+
+
+@dataclass
+class Timing:
+    warmup: float
+    duration: float
+
+
+async def op_echo(client: McpClient, n: int) -> None:
+    await client.call_echo(f"hello {n}")
+
+
+async def op_list(client: McpClient, n: int) -> None:
+    await client.list_tools()
+
+
+PHASES = [(f"tools/call c={c}", op_echo, c) for c in CONCURRENCIES] + [
+    (f"tools/list c={LIST_CONCURRENCY}", op_list, LIST_CONCURRENCY)
+]
+
+
+async def drive(servers: list[Server], timing: Timing, rounds: int) -> dict[str, dict[str, PhaseResult]]:
+    """Run every load phase against every server, one server at a time, interleaved in rounds.
+
+    All servers stay up but only one is loaded at any moment; each phase is split into
+    `rounds` slices that alternate between the servers (in alternating order), so drift in
+    background load on the machine hits every server alike.
+    """
+    clients: dict[str, list[McpClient]] = {}
+    for server in servers:
+        await server.wait_ready()
+        clients[server.label] = await make_clients(max(CONCURRENCIES), HOST, server.port, server.path)
+        # Warm every path once before measuring (imports, caches, lazy initialisation).
+        await asyncio.gather(*(c.call_echo("warm") for c in clients[server.label]))
+        await asyncio.gather(*(c.list_tools() for c in clients[server.label][:LIST_CONCURRENCY]))
+    raw: dict[str, dict[str, list[PhaseResult]]] = collections.defaultdict(
+        lambda: collections.defaultdict(list)
+    )
+    try:
+        for name, op, conc in PHASES:
+            for rnd in range(rounds):
+                order = servers if rnd % 2 == 0 else list(reversed(servers))
+                for server in order:
+                    log(f"{server.label}: {name} (round {rnd + 1}/{rounds})")
+                    raw[server.label][name].append(
+                        await run_phase(
+                            name,
+                            clients[server.label][:conc],
+                            op,
+                            timing.duration / rounds,
+                            timing.warmup,
+                            server_pid=server.pid,
+                        )
+                    )
+    finally:
+        for server in servers:
+            cs = clients.get(server.label, [])
+            await asyncio.gather(*(c.delete_session() for c in cs), return_exceptions=True)
+            await asyncio.gather(*(c.close() for c in cs), return_exceptions=True)
+    return {label: {name: merge(rs) for name, rs in phases.items()} for label, phases in raw.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# Tenant scale
+
+
+SCALE_SETUPS = {
+    # label: (database suffix, tenants in the database, tools of the measured tenant)
+    "small": ("scale_small", 10, 10),
+    "large": ("scale_large", 10_000, 1_000),
+}
+# 10 = every page of both tenants holds the same number of tools (a like-for-like page);
+# None = the server's default page size (the large tenant's pages are then bigger).
+SCALE_PAGE_SIZES = (10, None)
+
+ScaleResult = dict[tuple[int | None, str], tuple[PhaseResult, int, list[int]]]
+
+
+async def measure_pages(
+    servers: dict[str, Server], seconds: float, rounds: int
+) -> dict[str, tuple[PhaseResult, int, list[int]]]:
+    """From one client per server, fetch the tenant's tools/list pages in a loop; time each page.
+
+    The servers are loaded one at a time, in alternating slices, like the main comparison.
+    """
+    clients: dict[str, McpClient] = {}
+    shape: dict[str, tuple[int, list[int]]] = {}
+    for label, server in servers.items():
+        await server.wait_ready()
+        client = clients[label] = McpClient(HOST, server.port, server.path)
+        await client.initialize()
+        # Walk all pages once: warms the catalog and learns the page sizes.
+        sizes: list[int] = []
+        cursor: str | None = None
+        while True:
+            page = await client.list_tools(cursor)
+            sizes.append(len(page["tools"]))
+            cursor = page.get("nextCursor")
+            if not cursor or len(sizes) > 10_000:
+                break
+        shape[label] = (sum(sizes), sizes)
+    cursors: dict[int, str | None] = {}
+
+    async def op(c: McpClient, n: int) -> None:
+        # Cycle through every page: page 1, 2, ..., last, 1, ...
+        page = await c.list_tools(cursors.get(id(c)))
+        cursors[id(c)] = page.get("nextCursor")
+
+    raw: dict[str, list[PhaseResult]] = collections.defaultdict(list)
+    labels = list(servers)
+    for rnd in range(rounds):
+        for label in labels if rnd % 2 == 0 else list(reversed(labels)):
+            raw[label].append(
+                await run_phase(
+                    "tools/list page", [clients[label]], op, seconds / rounds, 0.5, servers[label].pid
+                )
+            )
+    for client in clients.values():
+        await client.delete_session()
+        await client.close()
+    return {label: (merge(rs), *shape[label]) for label, rs in raw.items()}
+
+
+def scale_bench(
+    base_url: str, redis_url: str, affinity: Affinity, seconds: float, rounds: int
+) -> ScaleResult:
+    """Fill one database per setup, then time tools/list pages of each at each page size."""
+    envs: dict[str, dict[str, str]] = {}
+    for label, (suffix, tenants, tools) in SCALE_SETUPS.items():
+        url = with_db_name(base_url, f"{urlsplit(base_url).path.lstrip('/')}_{suffix}")
+        log(f"scale {label}: preparing {tenants} tenants, measured tenant with {tools} tools")
+        env = prepare_database(url, redis_url)
+        t0 = time.monotonic()
+        out = run_checked(
+            [
+                PYTHON,
+                str(ROOT / "bench" / "scale_setup.py"),
+                "--tenants",
+                str(tenants),
+                "--tools",
+                str(tools),
+            ],
+            env,
+            f"scale setup {label}",
+        )
+        log(f"scale {label}: {out.strip()} (bulk_create {time.monotonic() - t0:.1f}s)")
+        envs[label] = env
+    results: ScaleResult = {}
+    for page_size in SCALE_PAGE_SIZES:
+        servers: dict[str, Server] = {}
+        for label, env in envs.items():
+            if page_size is not None:
+                env = dict(env, MCP_PAGE_SIZE=str(page_size))
+            server = daphne_server(env, affinity.server, label=f"scale-{label}")
+            server.path = "/t/scale-target/mcp"
+            servers[label] = server
+        with contextlib.ExitStack() as stack:
+            for server in servers.values():
+                stack.enter_context(running(server))
+            log(f"scale: timing pages (page size {page_size or 'default'})")
+            for label, value in asyncio.run(measure_pages(servers, seconds, rounds)).items():
+                results[(page_size, label)] = value
+    return results
+
+
+# ---------------------------------------------------------------------------------------------
+# 1,000 open GET streams
+
+
+@dataclass
+class StreamResult:
+    streams: int
+    opened: int
+    open_errors: collections.Counter[str]
+    rss_start_kib: int
+    rss_sessions_kib: int
+    rss_streams_kib: int
+    delivered: int
+    deliver_seconds: float
+    first_ms: float | None
+    last_ms: float | None
+    trigger: str
+
+
+# Saving a tool unchanged is an edit as far as the signals go; it leaves the demo data as it was.
+# Prints the wall-clock time the save returned (after commit) so delivery is timed from there.
+TRIGGER = (
+    "import time; from mcp_app.models import Tool; "
+    "t = Tool.objects.get(tenant__slug='demo', name='echo'); t.save(); print('SAVED', time.time())"
+)
+
+
+async def streams_bench(server: Server, env: dict[str, str], n: int, wait_seconds: float) -> StreamResult:
+    await server.wait_ready()
+    warm = McpClient(HOST, server.port, server.path)
+    await warm.initialize()
+    await warm.call_echo("warm")
+    await warm.delete_session()
+    await warm.close()
+    await asyncio.sleep(1.0)
+    rss0 = proc_rss_kib(server.pid) or 0
+    log(f"streams: initializing {n} sessions")
+    clients = await make_clients(n, HOST, server.port, server.path, parallel=32)
+    # The POST connections are not needed any more; only the streams stay open.
+    await asyncio.gather(*(c.close() for c in clients))
+    await asyncio.sleep(1.0)
+    rss1 = proc_rss_kib(server.pid) or 0
+    log(f"streams: opening {n} GET streams")
+    streams = [GetStream(c) for c in clients]
+    for s in streams:
+        s.want_method = "notifications/tools/list_changed"
+    errors: collections.Counter[str] = collections.Counter()
+    sem = asyncio.Semaphore(64)
+
+    async def open_one(s: GetStream) -> bool:
+        async with sem:
+            try:
+                await s.open()
+                return True
+            except (TimeoutError, BenchError, OSError, asyncio.IncompleteReadError) as exc:
+                errors[f"{type(exc).__name__}: {exc}"[:200]] += 1
+                return False
+
+    opened_flags = await asyncio.gather(*(open_one(s) for s in streams))
+    opened = [s for s, ok in zip(streams, opened_flags, strict=True) if ok]
+    await asyncio.sleep(2.0)
+    rss2 = proc_rss_kib(server.pid) or 0
+    log(f"streams: {len(opened)} open; triggering list_changed with an edit in a subprocess")
+    t0 = time.time()
+    arrival: dict[int, float] = {}
+
+    async def watch(i: int, s: GetStream) -> None:
+        await s.got.wait()
+        arrival[i] = time.time()
+
+    watchers = [asyncio.create_task(watch(i, s)) for i, s in enumerate(opened)]
+    trigger = await asyncio.create_subprocess_exec(
+        PYTHON,
+        "manage.py",
+        "shell",
+        "-c",
+        TRIGGER,
+        cwd=ROOT,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    trigger_out, _ = await trigger.communicate()
+    t_trigger = time.time() - t0
+    saved = [
+        line.split()[1]
+        for line in trigger_out.decode(errors="replace").splitlines()
+        if line.startswith("SAVED ")
+    ]
+    t_saved = float(saved[0]) if saved else None
+    with contextlib.suppress(asyncio.TimeoutError):
+        await asyncio.wait_for(asyncio.gather(*watchers), wait_seconds)
+    elapsed = time.time() - t0
+    for w in watchers:
+        w.cancel()
+    for s in opened:
+        if s.error:
+            errors[f"stream: {s.error}"[:200]] += 1
+    if trigger.returncode != 0:
+        errors[f"trigger exit {trigger.returncode}: {trigger_out.decode(errors='replace')[-300:]}"] += 1
+    times = sorted(arrival.values())
+    await asyncio.gather(*(s.close() for s in streams))
+    await asyncio.gather(*(c.delete_session() for c in clients), return_exceptions=True)
+    await asyncio.gather(*(c.close() for c in clients), return_exceptions=True)
+    return StreamResult(
+        streams=n,
+        opened=len(opened),
+        open_errors=errors,
+        rss_start_kib=rss0,
+        rss_sessions_kib=rss1,
+        rss_streams_kib=rss2,
+        delivered=len(arrival),
+        deliver_seconds=elapsed,
+        first_ms=(times[0] - t_saved) * 1000 if times and t_saved else None,
+        last_ms=(times[-1] - t_saved) * 1000 if times and t_saved else None,
+        trigger=f"Tool.save() of demo/echo in a `manage.py shell` subprocess ({t_trigger:.1f}s incl. Django start)",
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Output
+
+
+def fmt_ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}x" if b else "n/a"
+
+
+def print_load_table(results: dict[str, dict[str, PhaseResult]]) -> list[str]:
+    """Print one row per (phase, server) and the ratios; return markdown lines."""
+    labels = {"ours": "ours (Daphne)", "ref-sse": "SDK default (SSE)", "ref-json": "SDK json_response"}
+    lines = [
+        "| workload | server | req/s | p50 ms | p99 ms | errors | server CPU | loadgen CPU | other CPU |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    phases = list(next(iter(results.values())).keys()) if results else []
+    for phase in phases:
+        for key, label in labels.items():
+            r = results.get(key, {}).get(phase)
+            if r is None:
+                continue
+            srv = f"{r.server_cpu * 100:.0f}%" if r.server_cpu is not None else "?"
+            oth = f"{r.other_cpu * 100:.0f}%" if r.other_cpu is not None else "?"
+            lines.append(
+                f"| {phase} | {label} | {r.rps:,.0f} | {r.pct(0.5):.2f} | {r.pct(0.99):.2f} | "
+                f"{sum(r.errors.values())} | {srv} | {r.loadgen_cpu * 100:.0f}% | {oth} |"
+            )
+    ratio_lines = []
+    if "ours" in results:
+        ratio_lines += [
+            "",
+            "| workload | vs | throughput ours/ref | p50 ours/ref | p99 ours/ref |",
+            "|---|---|---:|---:|---:|",
+        ]
+        for phase in phases:
+            ours = results["ours"].get(phase)
+            for key in ("ref-sse", "ref-json"):
+                ref = results.get(key, {}).get(phase)
+                if ours is None or ref is None:
+                    continue
+                ratio_lines.append(
+                    f"| {phase} | {labels[key]} | {fmt_ratio(ours.rps, ref.rps)} | "
+                    f"{fmt_ratio(ours.pct(0.5), ref.pct(0.5))} | {fmt_ratio(ours.pct(0.99), ref.pct(0.99))} |"
+                )
+    for line in lines + ratio_lines:
+        print(line)
+    return lines + ratio_lines
+
+
+def print_goal(results: dict[str, dict[str, PhaseResult]]) -> list[str]:
+    phase = "tools/call c=16"
+    ours = results.get("ours", {}).get(phase)
+    lines = []
+    for key, label in (("ref-sse", "reference default (SSE)"), ("ref-json", "reference json_response")):
+        ref = results.get(key, {}).get(phase)
+        if ours is None or ref is None:
+            continue
+        tput, p99 = ours.rps / ref.rps, ours.pct(0.99) / ref.pct(0.99)
+        verdict = "MET" if tput >= 1.0 and p99 <= 1.0 else "NOT MET"
+        goal = " (goal: throughput >= 1.0x and p99 <= 1.0x)" if key == "ref-sse" else " (for information)"
+        lines.append(f"- c=16 vs {label}: throughput {tput:.2f}x, p99 {p99:.2f}x -> {verdict}{goal}")
+    for line in lines:
+        print(line)
+    return lines
+
+
+def print_errors(results: dict[str, dict[str, PhaseResult]]) -> None:
+    for key, phases in results.items():
+        for phase, r in phases.items():
+            for err, count in r.errors.most_common(5):
+                print(f"  ERROR {key} {phase}: {count} x {err}")
+
+
+def print_scale(scale: ScaleResult) -> list[str]:
+    lines = [
+        "| page size | setup | tenants in DB | tools of tenant | pages (tools per page) | page fetches | p50 ms | p99 ms | errors |",
+        "|---|---|---:|---:|---|---:|---:|---:|---:|",
+    ]
+    verdicts = []
+    for page_size in SCALE_PAGE_SIZES:
+        for label, (_, tenants, _) in SCALE_SETUPS.items():
+            if (page_size, label) not in scale:
+                continue
+            r, total, sizes = scale[(page_size, label)]
+            per_page = f"{sizes[0]}" if len(set(sizes)) == 1 else f"{sizes[0]}, last {sizes[-1]}"
+            lines.append(
+                f"| {page_size or 'default'} | {label} | {tenants:,} | {total:,} | {len(sizes)} ({per_page}) | "
+                f"{r.requests:,} | {r.pct(0.5):.2f} | {r.pct(0.99):.2f} | {sum(r.errors.values())} |"
+            )
+        small, large = scale.get((page_size, "small")), scale.get((page_size, "large"))
+        if small and large:
+            p50, p99 = large[0].pct(0.5) / small[0].pct(0.5), large[0].pct(0.99) / small[0].pct(0.99)
+            verdict = "MET" if p50 <= 1.2 and p99 <= 1.2 else "NOT MET"
+            verdicts.append(
+                f"- page size {page_size or 'default'}: per-page large/small p50 {p50:.2f}x, p99 {p99:.2f}x "
+                f"-> {verdict} (goal: within 20%)"
+                + (
+                    ""
+                    if page_size
+                    else "; pages of the large tenant hold more tools, so this is not like for like"
+                )
+            )
+    lines.append("")
+    lines.extend(verdicts)
+    for line in lines:
+        print(line)
+    for key, (r, _, _) in scale.items():
+        for err, count in r.errors.most_common(5):
+            print(f"  ERROR scale {key}: {count} x {err}")
+    return lines
+
+
+def print_streams(s: StreamResult) -> list[str]:
+    per_stream = (s.rss_streams_kib - s.rss_sessions_kib) / max(1, s.opened)
+    per_session = (s.rss_sessions_kib - s.rss_start_kib) / max(1, s.streams)
+    lines = [
+        f"- streams requested / opened: {s.streams} / {s.opened}",
+        f"- server RSS: start {s.rss_start_kib / 1024:.1f} MiB, after {s.streams} sessions "
+        f"{s.rss_sessions_kib / 1024:.1f} MiB, with the streams open {s.rss_streams_kib / 1024:.1f} MiB",
+        f"- memory per session {per_session:.1f} KiB, per open GET stream {per_stream:.1f} KiB",
+        f"- list_changed delivered to {s.delivered} / {s.opened} streams within {s.deliver_seconds:.1f}s "
+        f"(after save() returned: first {s.first_ms if s.first_ms is None else round(s.first_ms)} ms, "
+        f"last {s.last_ms if s.last_ms is None else round(s.last_ms)} ms)",
+        f"- trigger: {s.trigger}",
+    ]
+    for line in lines:
+        print(line)
+    for err, count in s.open_errors.most_common(5):
+        print(f"  ERROR streams: {count} x {err}")
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="short phases, for a smoke run")
+    parser.add_argument("--only", choices=["ours", "reference"], help="benchmark one side only")
+    parser.add_argument("--skip-scale", action="store_true", help="skip the tenant scale comparison")
+    parser.add_argument("--skip-streams", action="store_true", help="skip the 1,000 GET streams test")
+    parser.add_argument("--streams", type=int, default=1000, help="GET streams to hold open (default 1000)")
+    parser.add_argument("--duration", type=float, help="seconds measured per phase")
+    parser.add_argument(
+        "--profile", action="store_true", help="also run ours under cProfile at c=16, print hot spots"
+    )
+    parser.add_argument("--json", type=Path, help="also write the raw figures to this file")
+    args = parser.parse_args()
+
+    timing = Timing(warmup=0.5, duration=2.0) if args.quick else Timing(warmup=1.0, duration=8.0)
+    rounds = 1 if args.quick else 2
+    if args.duration:
+        timing.duration = args.duration
+    database_url = os.environ.get("DATABASE_URL", DEFAULT_DATABASE_URL)
+    redis_url = os.environ.get("REDIS_URL", DEFAULT_REDIS_URL)
+    lock = hold_bench_lock()  # noqa: F841 - held until the process exits
+    affinity = plan_affinity()
+    fd_limit = raise_fd_limit()
+    started = time.monotonic()
+
+    header = [
+        f"date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}",
+        f"machine: {os.cpu_count()} cores, {platform.processor() or platform.machine()}, "
+        f"Python {platform.python_version()}, {platform.system()} {platform.release()}",
+        f"pinning: {affinity.note}",
+        f"fd limit: {fd_limit}",
+        f"phases: {timing.duration:g}s measured per phase and server, in {rounds} slice(s) each after a "
+        f"{timing.warmup:g}s warm-up; closed loop; one keep-alive connection and one MCP session "
+        "(protocol 2025-06-18, initialize + notifications/initialized) per simulated client",
+        "servers are all started, but loaded one at a time: slices alternate ours / SDK default / SDK json "
+        "(reversed every other round); never two loaded at once",
+        f"load average before start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
+        f"ours: Daphne, 1 process, DATABASE_URL={database_url}, REDIS_URL={redis_url}, "
+        "MCP_TOOL_CALLS_PER_MINUTE=0 (per-session rate limit off)",
+        "reference: mcp SDK MCPServer, stateful Streamable HTTP, uvicorn 1 process (asyncio loop, h11), "
+        "access log off",
+    ]
+    for line in header:
+        print(line)
+    print()
+
+    ours_env: dict[str, str] | None = None
+    servers: list[Server] = []
+    if args.only != "reference":
+        log("ours: preparing the database (create, migrate, seed_demo)")
+        ours_env = prepare_database(database_url, redis_url)
+        servers.append(daphne_server(ours_env, affinity.server))
+    if args.only != "ours":
+        servers += [reference_server(False, affinity.server), reference_server(True, affinity.server)]
+    with contextlib.ExitStack() as stack:
+        for server in servers:
+            log(f"{server.label}: starting")
+            stack.enter_context(running(server))
+        results = asyncio.run(drive(servers, timing, rounds))
+
+    print("## Throughput and latency (tools/call of echo; tools/list)")
+    print()
+    print_load_table(results)
+    print()
+    print_goal(results)
+    print_errors(results)
+
+    if ours_env is not None and not args.skip_scale:
+        print()
+        print("## Tenant scale: tools/list page fetch latency, one client")
+        print()
+        scale = scale_bench(database_url, redis_url, affinity, 3.0 if args.quick else 6.0, rounds)
+        print_scale(scale)
+
+    if ours_env is not None and not args.skip_streams:
+        print()
+        print(f"## {args.streams} open GET streams on one Daphne process")
+        print()
+        server = daphne_server(ours_env, affinity.server, label="streams")
+        with running(server):
+            sres = asyncio.run(streams_bench(server, ours_env, args.streams, 10.0 if args.quick else 20.0))
+        print_streams(sres)
+
+    if ours_env is not None and args.profile:
+        print()
+        print("## Profile of ours (py-spy, tools/call c=16)")
+        profile_ours(ours_env, affinity, timing)
+
+    if args.json:
+        args.json.write_text(
+            json.dumps(
+                {
+                    k: {
+                        p: {
+                            "rps": r.rps,
+                            "p50_ms": r.pct(0.5),
+                            "p99_ms": r.pct(0.99),
+                            "errors": dict(r.errors),
+                        }
+                        for p, r in v.items()
+                    }
+                    for k, v in results.items()
+                },
+                indent=2,
+            )
+        )
+    print()
+    print(f"total bench time: {time.monotonic() - started:.0f}s")
+
+
+def summarize_collapsed(path: Path, top: int = 30) -> list[str]:
+    """Self and inclusive sample shares per function from py-spy's raw (collapsed) output."""
+    self_counts: collections.Counter[str] = collections.Counter()
+    incl_counts: collections.Counter[str] = collections.Counter()
+    total = 0
+    for line in path.read_text(errors="replace").splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        if not stack or not count_text.isdigit():
+            continue
+        count = int(count_text)
+        total += count
+        frames = [f.strip() for f in stack.split(";")]
+        # Drop the thread/process header frame that py-spy puts first.
+        frames = [f for f in frames if f and not f.startswith(("process ", "thread "))]
+        if not frames:
+            continue
+        self_counts[frames[-1]] += count
+        for frame in set(frames):
+            incl_counts[frame] += count
+    lines = [f"{total} samples (active time only, every thread)", "", "self %  function"]
+    lines += [f"{100 * n / total:5.1f}  {name}" for name, n in self_counts.most_common(top)]
+    lines += ["", "incl %  function (project code and the main libraries)"]
+    keep = (
+        "mcp_app",
+        "mcpsite",
+        "tenants",
+        "channels",
+        "daphne",
+        "django",
+        "redis",
+        "twisted",
+        "json",
+        "psycopg",
+        "asgiref",
+    )
+    shown = 0
+    for name, n in incl_counts.most_common():
+        if any(k in name for k in keep):
+            lines.append(f"{100 * n / total:5.1f}  {name}")
+            shown += 1
+            if shown >= top:
+                break
+    return lines
+
+
+def profile_ours(env: dict[str, str], affinity: Affinity, timing: Timing) -> None:
+    """Sample ours with py-spy (cProfile if py-spy is missing) under tools/call c=16; print hot spots."""
+    import shutil
+
+    pyspy = shutil.which("py-spy") or str(Path(PYTHON).parent / "py-spy")
+    use_pyspy = Path(pyspy).exists()
+    out = Path("/tmp/mcp-bench-ours.prof")
+    raw = Path("/tmp/mcp-bench-ours.pyspy.txt")
+    server = daphne_server(env, affinity.server, label="profile", profile=None if use_pyspy else out)
+    server.start()
+    seconds = max(4.0, timing.duration)
+    try:
+
+        async def go() -> PhaseResult:
+            await server.wait_ready()
+            clients = await make_clients(16, HOST, server.port, server.path)
+            await asyncio.gather(*(c.call_echo("warm") for c in clients))
+            sampler = None
+            if use_pyspy:
+                sampler = await asyncio.create_subprocess_exec(
+                    pyspy,
+                    "record",
+                    "--format",
+                    "raw",
+                    "--threads",
+                    "--nonblocking",
+                    "-r",
+                    "200",
+                    "-d",
+                    str(int(seconds)),
+                    "-o",
+                    str(raw),
+                    "-p",
+                    str(server.pid),
+                    stdout=asyncio.subprocess.DEVNULL,
+                    stderr=asyncio.subprocess.PIPE,
+                )
+            r = await run_phase("profile", clients, op_echo, seconds, 0.5, server_pid=server.pid)
+            if sampler is not None:
+                _, err = await asyncio.wait_for(sampler.communicate(), 30)
+                if sampler.returncode != 0:
+                    print("py-spy failed:", err.decode(errors="replace")[-500:])
+            await asyncio.gather(*(c.delete_session() for c in clients), return_exceptions=True)
+            await asyncio.gather(*(c.close() for c in clients))
+            return r
+
+        r = asyncio.run(go())
+        print(f"(while sampled: {r.rps:,.0f} req/s, server CPU {100 * (r.server_cpu or 0):.0f}%)")
+    finally:
+        server.stop(sig_int=True)
+    if use_pyspy and raw.exists():
+        print("\n".join(summarize_collapsed(raw)))
+        print(f"(raw collapsed stacks: {raw}; render with any flame graph tool)")
+    elif out.exists():
+        import pstats
+
+        stats = pstats.Stats(str(out))
+        stats.sort_stats("tottime").print_stats(25)
+    else:
+        print("no profile written:", server.tail())
+
+
+if __name__ == "__main__":
+    main()

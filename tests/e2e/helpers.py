@@ -1,0 +1,305 @@
+"""Client-side tools for the end-to-end tests: an MCP client with an inbox, an admin browser, raw JSON-RPC."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from typing import Any
+from urllib.parse import urlencode
+
+import anyio
+import httpx
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+# Upper bound for one MCP request; a hung server fails the test instead of the suite.
+REQUEST_SECONDS = 20.0
+# Upper bound for a server-initiated notification to arrive.
+NOTIFY_SECONDS = 15.0
+POLL_SECONDS = 0.05
+
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+@dataclass
+class Upstream:
+    """What the `fetch_json` tool's upstream received (filled from the server thread)."""
+
+    url: str
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def record(self, path: str, headers: dict[str, str], body: bytes) -> None:
+        with self._lock:
+            self.requests.append({"path": path, "headers": headers, "body": body})
+
+    def reply_for(self, body: bytes) -> bytes:
+        try:
+            received: Any = json.loads(body or b"null")
+        except ValueError:
+            received = body.decode("utf-8", "replace")
+        return json.dumps({"upstream": "e2e", "received": received}).encode()
+
+
+async def wait_until(predicate: Callable[[], Any], what: str, timeout: float = NOTIFY_SECONDS) -> Any:
+    """Poll `predicate` until it returns something truthy; fail the test after `timeout` seconds."""
+    try:
+        with anyio.fail_after(timeout):
+            while not (found := predicate()):
+                await anyio.sleep(POLL_SECONDS)
+            return found
+    except TimeoutError:
+        pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}", pytrace=False)
+
+
+class Inbox:
+    """Everything the server pushed to one SDK client: notifications, log messages, GET stream state."""
+
+    def __init__(self) -> None:
+        self.notifications: list[Any] = []
+        self.logs: list[Any] = []
+        self.errors: list[Exception] = []
+        self.get_stream_open = anyio.Event()
+
+    async def on_message(self, message: Any) -> None:
+        if isinstance(message, Exception):
+            self.errors.append(message)
+        else:
+            self.notifications.append(message)
+
+    async def on_log(self, params: Any) -> None:
+        self.logs.append(params)
+
+    async def on_response(self, response: httpx2.Response) -> None:
+        if response.request.method == "GET" and response.status_code == 200:
+            self.get_stream_open.set()
+
+    def methods(self) -> list[str]:
+        return [n.method for n in self.notifications]
+
+    def find(self, method: str, predicate: Callable[[Any], bool] = lambda n: True) -> Any:
+        return next((n for n in self.notifications if n.method == method and predicate(n)), None)
+
+    async def wait_for(self, method: str, predicate: Callable[[Any], bool] = lambda n: True) -> Any:
+        return await wait_until(
+            lambda: self.find(method, predicate), f"{method} (received so far: {self.methods()})"
+        )
+
+    async def edit_until(
+        self, method: str, edit: Callable[[], Awaitable[None]], attempts: int = 3, seconds_each: float = 5.0
+    ) -> Any:
+        """Make `edit` until notification `method` arrives; fail after `attempts` bounded waits.
+
+        An edit that lands before the server has subscribed the client's GET stream (the SDK opens
+        it in the background) is legitimately not delivered, so a later edit may be needed.
+        """
+        for _ in range(attempts):
+            await edit()
+            with anyio.move_on_after(seconds_each):
+                while not (found := self.find(method)):
+                    await anyio.sleep(POLL_SECONDS)
+                return found
+        pytest.fail(
+            f"no {method} after {attempts} edits, {seconds_each:.0f} s each (received: {self.methods()})",
+            pytrace=False,
+        )
+
+    async def wait_for_get_stream(self) -> None:
+        # The SDK opens its GET stream in the background after notifications/initialized.
+        try:
+            with anyio.fail_after(NOTIFY_SECONDS):
+                await self.get_stream_open.wait()
+        except TimeoutError:
+            pytest.fail("the client's GET stream was not open (HTTP 200) within the timeout", pytrace=False)
+
+
+@asynccontextmanager
+async def mcp_client(url: str, inbox: Inbox | None = None) -> AsyncIterator[Client]:
+    """Connect the official SDK client (default `auto` mode: server/discover probe, then initialize)."""
+    inbox = inbox or Inbox()
+    http = httpx2.AsyncClient(
+        timeout=httpx2.Timeout(REQUEST_SECONDS, read=120.0), event_hooks={"response": [inbox.on_response]}
+    )
+    async with http:
+        client = Client(
+            streamable_http_client(url, http_client=http),
+            message_handler=inbox.on_message,
+            logging_callback=inbox.on_log,
+            # Bounds every request, the initialize handshake included.
+            read_timeout_seconds=REQUEST_SECONDS,
+            # Every call must reach the server: the tests are about the server's answers.
+            cache=None,
+        )
+        async with client:
+            yield client
+
+
+# --- raw JSON-RPC over Streamable HTTP ---------------------------------------------------------
+
+
+def parse_sse(text: str) -> list[dict[str, Any]]:
+    """Return the JSON payloads of the `message` events in an SSE body."""
+    messages: list[dict[str, Any]] = []
+    for block in text.replace("\r\n", "\n").split("\n\n"):
+        event, data = "message", []
+        for line in block.split("\n"):
+            if line.startswith("event:"):
+                event = line[6:].strip()
+            elif line.startswith("data:"):
+                data.append(line[5:].removeprefix(" "))
+        if data and event == "message" and "".join(data).strip():
+            messages.append(json.loads("\n".join(data)))
+    return messages
+
+
+def rpc_reply(response: httpx.Response, request_id: int | str) -> dict[str, Any]:
+    """Return the JSON-RPC response to `request_id` from a JSON or SSE answer."""
+    assert response.status_code == 200, f"HTTP {response.status_code}: {response.text[:500]}"
+    content_type = response.headers.get("content-type", "")
+    if content_type.startswith("application/json"):
+        messages = [response.json()]
+    else:
+        assert content_type.startswith("text/event-stream"), content_type
+        messages = parse_sse(response.text)
+    for message in messages:
+        if message.get("id") == request_id and ("result" in message or "error" in message):
+            return message
+    raise AssertionError(f"no response to id {request_id!r} in {messages!r}")
+
+
+INITIALIZE_PARAMS = {
+    "protocolVersion": "2025-06-18",
+    "capabilities": {},
+    "clientInfo": {"name": "e2e-raw", "version": "1.0"},
+}
+
+
+# --- the Django admin, driven over HTTP ------------------------------------------------------
+
+
+class _FormFields(HTMLParser):
+    """Collect what a browser would submit for the form with a given id."""
+
+    def __init__(self, form_id: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.form_id = form_id
+        self.found = False
+        self.fields: list[tuple[str, str]] = []
+        self._inside = False
+        self._textarea: tuple[str, list[str]] | None = None
+        self._select: dict[str, Any] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {key: value if value is not None else "" for key, value in attrs}
+        if tag == "form":
+            self._inside = a.get("id") == self.form_id
+            self.found = self.found or self._inside
+            return
+        if not self._inside:
+            return
+        name = a.get("name")
+        if tag == "input" and name and "disabled" not in a:
+            kind = a.get("type", "text").lower()
+            if kind in {"submit", "button", "image", "reset", "file"}:
+                return
+            if kind in {"checkbox", "radio"}:
+                if "checked" in a:
+                    self.fields.append((name, a.get("value") or "on"))
+                return
+            self.fields.append((name, a.get("value", "")))
+        elif tag == "textarea" and name and "disabled" not in a:
+            self._textarea = (name, [])
+        elif tag == "select" and name and "disabled" not in a:
+            self._select = {"name": name, "multiple": "multiple" in a, "selected": [], "first": None}
+        elif tag == "option" and self._select is not None:
+            value = a.get("value", "")
+            if self._select["first"] is None:
+                self._select["first"] = value
+            if "selected" in a:
+                self._select["selected"].append(value)
+
+    def handle_data(self, data: str) -> None:
+        if self._textarea is not None:
+            self._textarea[1].append(data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "form":
+            self._inside = False
+        elif tag == "textarea" and self._textarea is not None:
+            name, parts = self._textarea
+            # Browsers drop the newline Django puts right after <textarea>.
+            self.fields.append((name, "".join(parts).removeprefix("\r\n").removeprefix("\n")))
+            self._textarea = None
+        elif tag == "select" and self._select is not None:
+            chosen = self._select["selected"]
+            if not chosen and not self._select["multiple"] and self._select["first"] is not None:
+                chosen = [self._select["first"]]
+            self.fields.extend((self._select["name"], value) for value in chosen)
+            self._select = None
+
+
+def form_fields(html: str, form_id: str) -> list[tuple[str, str]]:
+    """Return the (name, value) pairs a browser would post for `<form id=form_id>`."""
+    parser = _FormFields(form_id)
+    parser.feed(html)
+    assert parser.found, f"no <form id={form_id!r}> in the page"
+    return parser.fields
+
+
+class AdminBrowser:
+    """A logged-in admin user, posting the admin's own forms with their CSRF tokens."""
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
+        self.http = httpx.AsyncClient(base_url=base_url, timeout=REQUEST_SECONDS, follow_redirects=False)
+
+    async def __aenter__(self) -> AdminBrowser:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.http.aclose()
+
+    async def login(self, username: str, password: str) -> None:
+        page = await self.http.get("/admin/login/")
+        assert page.status_code == 200, page.text[:500]
+        fields = dict(form_fields(page.text, "login-form"))
+        fields.update(username=username, password=password, next="/admin/")
+        response = await self.http.post(
+            "/admin/login/?next=/admin/", data=fields, headers={"Referer": f"{self.base_url}/admin/login/"}
+        )
+        assert response.status_code == 302, (
+            f"admin login failed (HTTP {response.status_code}): {response.text[:2000]}"
+        )
+
+    async def change(self, path: str, form_id: str, updates: dict[str, str]) -> None:
+        """Open a change form, replace some fields, and save it as a browser would."""
+        page = await self.http.get(path)
+        assert page.status_code == 200, f"GET {path}: HTTP {page.status_code}: {page.text[:500]}"
+        fields = [(name, value) for name, value in form_fields(page.text, form_id) if name not in updates]
+        fields += list(updates.items()) + [("_save", "Save")]
+        # Encoded by hand: httpx's `data=` takes a dict, and a form may repeat a name (multi-selects).
+        response = await self.http.post(
+            path,
+            content=urlencode(fields),
+            headers={
+                "Referer": f"{self.base_url}{path}",
+                "Content-Type": "application/x-www-form-urlencoded",
+            },
+        )
+        assert response.status_code == 302, (
+            f"saving {path} was refused (HTTP {response.status_code}); errors: {_form_errors(response.text)}"
+        )
+
+
+def _form_errors(html: str) -> str:
+    # Good enough to show Django's error lists in an assertion message.
+    import re
+
+    errors = re.findall(r'<ul class="errorlist[^"]*"[^>]*>(.*?)</ul>', html, flags=re.S)
+    return "; ".join(re.sub(r"<[^>]+>", " ", e).strip() for e in errors) or html[:2000]
