@@ -144,12 +144,23 @@ class McpConsumer(AsyncHttpConsumer):
         groups: list[str],
         on_event: Callable[[dict[str, Any]], Awaitable[bool]],
         on_idle: Callable[[], Awaitable[None]] | None = None,
+        prelude: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
-        """Forward channel-layer events until the client leaves or `on_event` returns False."""
+        """Join `groups`, run `prelude` (headers, first events), then forward channel-layer events
+        until the client leaves or `on_event` returns False."""
         layer = get_channel_layer()
         channel = await layer.new_channel()
         for group in groups:
             await layer.group_add(group, channel)
+        # Joined before the client sees the stream open: anything published after that moment
+        # (a list_changed, the answer to a legacy client's first POST) is already queued for us.
+        if prelude is not None:
+            try:
+                await prelude()
+            except BaseException:
+                for group in groups:
+                    await layer.group_discard(group, channel)
+                raise
         received = asyncio.ensure_future(self.receive())
         from_layer = asyncio.ensure_future(layer.receive(channel))
         try:

@@ -310,18 +310,22 @@ class StreamableHttpConsumer(McpConsumer):
             await store.open(stream_id, session.id, "get")
             self.session_id = session.id
             self.stream_id = stream_id
-            await self.start_sse()
-            if version >= V2025_11_25:
-                await self.send_chunk(
-                    sse.priming_event(events.event_id(stream_id, 0), settings.MCP_SSE_RETRY_MS)
-                )
-            if resume_from:
-                for seq, message in await store.read_after(stream_id, resume_from[1]):
-                    await self.send_chunk(sse.message_event(message, events.event_id(stream_id, seq)))
+
+            async def prelude() -> None:
+                await self.start_sse()
+                if version >= V2025_11_25:
+                    await self.send_chunk(
+                        sse.priming_event(events.event_id(stream_id, 0), settings.MCP_SSE_RETRY_MS)
+                    )
+                if resume_from:
+                    for seq, message in await store.read_after(stream_id, resume_from[1]):
+                        await self.send_chunk(sse.message_event(message, events.event_id(stream_id, seq)))
+
             await self.run_stream(
                 [notify.tenant_group(self.tenant.id), notify.session_group(session.id)],
                 self.on_stream_event,
                 lambda: standalone.refresh(session.id),
+                prelude=prelude,
             )
             await self.end_body()
         finally:

@@ -64,13 +64,17 @@ class LegacySseConsumer(McpConsumer):
         await store.save(session)
         self.session_id = session.id
         try:
-            await self.start_sse()
-            endpoint = f"/t/{tenant.slug}/messages?session_id={session.id}"
-            await self.send_chunk(sse.event(endpoint, name="endpoint"))
+
+            async def prelude() -> None:
+                await self.start_sse()
+                endpoint = f"/t/{tenant.slug}/messages?session_id={session.id}"
+                await self.send_chunk(sse.event(endpoint, name="endpoint"))
+
             await self.run_stream(
                 [notify.tenant_group(tenant.id), notify.session_group(session.id)],
                 self.on_stream_event,
                 lambda: store.get(session.id),  # an open stream keeps its session alive
+                prelude=prelude,
             )
             await self.end_body()
         finally:
