@@ -103,18 +103,30 @@ def test_seed_demo_is_idempotent_and_a_second_run_changes_nothing(
         second = seed()
     assert "admin / demo-admin-pw" in first
     assert "Admin login" not in second  # printed only when the account is created
-    assert "unchanged 13" in second
+    assert "kept 13" in second
     assert [m.objects.count() for m in (Tenant, Tool, Prompt, Resource, ResourceTemplate)] == counts
     assert Tenant.objects.get(slug="demo").definitions_version == version
     assert get_user_model().objects.get(username="admin").check_password("demo-admin-pw")
 
 
-def test_seed_demo_restores_an_edited_demo_definition_and_announces_it(django_capture_on_commit_callbacks):
+def test_seed_demo_keeps_the_users_edits_to_demo_definitions_on_restart(django_capture_on_commit_callbacks):
+    seed("--tenant-only")
+    Tool.objects.filter(name="echo").update(description="edited")
+    Tool.objects.filter(name="add").delete()
+    tenant = Tenant.objects.get(slug="demo")
+    with django_capture_on_commit_callbacks(execute=True):
+        output = seed("--tenant-only")
+    assert "created 1" in output and "kept 12" in output
+    assert Tool.objects.get(name="echo").description == "edited"
+    assert Tool.objects.filter(name="add").exists()  # a missing demo row is recreated
+
+
+def test_seed_demo_reset_restores_an_edited_demo_definition_and_announces_it(django_capture_on_commit_callbacks):
     seed("--tenant-only")
     Tool.objects.filter(name="echo").update(description="edited")
     tenant = Tenant.objects.get(slug="demo")
     with django_capture_on_commit_callbacks(execute=True):
-        assert "updated 1" in seed("--tenant-only")
+        assert "updated 1" in seed("--tenant-only", "--reset")
     assert Tool.objects.get(name="echo").description == "Return the message unchanged."
     assert Tenant.objects.get(pk=tenant.pk).definitions_version == tenant.definitions_version + 1
 

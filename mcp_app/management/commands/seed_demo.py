@@ -231,12 +231,16 @@ def _same(current: Any, wanted: Any) -> bool:
     return current == wanted
 
 
-def upsert(model: type[models.Model], lookup: dict[str, Any], values: dict[str, Any]) -> tuple[Any, str]:
-    """Create or update one row, validated with full_clean; saved only when something differs."""
+def upsert(
+    model: type[models.Model], lookup: dict[str, Any], values: dict[str, Any], reset: bool
+) -> tuple[Any, str]:
+    """Create a missing row, or (reset) restore a differing one; validated with full_clean."""
     obj = model.objects.filter(**lookup).first()
     if obj is None:
         obj = model(**lookup, **values)
         state = "created"
+    elif not reset:
+        return obj, "kept"  # the user's edits to the demo survive every restart
     elif all(_same(getattr(obj, field), value) for field, value in values.items()):
         return obj, "unchanged"
     else:
@@ -249,11 +253,16 @@ def upsert(model: type[models.Model], lookup: dict[str, Any], values: dict[str, 
 
 
 class Command(BaseCommand):
-    help = "Create or update the demo tenant and the admin account (idempotent)."
+    help = "Create the demo tenant and the admin account when missing (idempotent; --reset restores edits)."
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument(
             "--tenant-only", action="store_true", help="Seed the demo tenant only, no admin account."
+        )
+        parser.add_argument(
+            "--reset",
+            action="store_true",
+            help="Restore demo rows that were edited (default: create missing rows, keep edited ones).",
         )
         parser.add_argument(
             "--print-login",
@@ -263,10 +272,15 @@ class Command(BaseCommand):
         )
 
     def handle(
-        self, *args: Any, tenant_only: bool = False, print_login: bool = False, **options: Any
+        self,
+        *args: Any,
+        tenant_only: bool = False,
+        print_login: bool = False,
+        reset: bool = False,
+        **options: Any,
     ) -> None:
         with transaction.atomic():
-            counts = self.seed_tenant()
+            counts = self.seed_tenant(reset)
             login = None if tenant_only else self.seed_admin(print_login)
         summary = ", ".join(f"{state} {n}" for state, n in sorted(counts.items()))
         self.stdout.write(f"Demo tenant '{DEMO_SLUG}': {summary}.")
@@ -278,7 +292,7 @@ class Command(BaseCommand):
             )
         self.stdout.write(f"MCP URL: {settings.MCP_PUBLIC_URL}/t/{DEMO_SLUG}/mcp")
 
-    def seed_tenant(self) -> dict[str, int]:
+    def seed_tenant(self, reset: bool) -> dict[str, int]:
         counts: dict[str, int] = {}
 
         def count(state: str) -> None:
@@ -298,15 +312,16 @@ class Command(BaseCommand):
                 ),
                 "is_active": True,
             },
+            reset,
         )
         count(state)
         definitions = demo_definitions(demo_logo_png())
         for values in definitions["tools"]:
             values = {"title": "", "icons": [], "meta": {}, "timeout_seconds": 30, "enabled": True, **values}
-            count(upsert(Tool, {"tenant": tenant, "name": values.pop("name")}, values)[1])
+            count(upsert(Tool, {"tenant": tenant, "name": values.pop("name")}, values, reset)[1])
         for values in definitions["prompts"]:
             values = {"icons": [], "meta": {}, "enabled": True, **values}
-            count(upsert(Prompt, {"tenant": tenant, "name": values.pop("name")}, values)[1])
+            count(upsert(Prompt, {"tenant": tenant, "name": values.pop("name")}, values, reset)[1])
         for values in definitions["resources"]:
             values = {
                 "description": "",
@@ -316,12 +331,12 @@ class Command(BaseCommand):
                 "enabled": True,
                 **values,
             }
-            count(upsert(Resource, {"tenant": tenant, "uri": values.pop("uri")}, values)[1])
+            count(upsert(Resource, {"tenant": tenant, "uri": values.pop("uri")}, values, reset)[1])
         for values in definitions["templates"]:
             values = {"annotations": {}, "icons": [], "meta": {}, "enabled": True, **values}
             count(
                 upsert(
-                    ResourceTemplate, {"tenant": tenant, "uri_template": values.pop("uri_template")}, values
+                    ResourceTemplate, {"tenant": tenant, "uri_template": values.pop("uri_template")}, values, reset
                 )[1]
             )
         return counts
