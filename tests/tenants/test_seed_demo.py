@@ -113,7 +113,6 @@ def test_seed_demo_keeps_the_users_edits_to_demo_definitions_on_restart(django_c
     seed("--tenant-only")
     Tool.objects.filter(name="echo").update(description="edited")
     Tool.objects.filter(name="add").delete()
-    tenant = Tenant.objects.get(slug="demo")
     with django_capture_on_commit_callbacks(execute=True):
         output = seed("--tenant-only")
     assert "created 1" in output and "kept 12" in output
