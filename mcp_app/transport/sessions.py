@@ -29,6 +29,8 @@ KEY_PREFIX = "mcp:session:"
 LEGACY_PREFIX = "L."
 # The database store writes last_seen_at at most this often per session (reads are cached).
 TOUCH_INTERVAL_SECONDS = 60.0
+# How often creating a session also forgets idle ones (cache entries and database rows).
+SWEEP_INTERVAL_SECONDS = 60.0
 
 
 def new_session_id(legacy: bool = False) -> str:
@@ -82,6 +84,7 @@ class DatabaseSessionStore:
         # id -> (state, last use, last time last_seen_at was written)
         self._cache: dict[str, tuple[SessionState, float, float]] = {}
         self._touches: set[asyncio.Task] = set()
+        self._swept = time.time()
 
     def _idle(self) -> float:
         return float(settings.MCP_SESSION_IDLE_SECONDS)
@@ -124,8 +127,18 @@ class DatabaseSessionStore:
 
     async def save(self, state: SessionState) -> None:
         now = time.time()
+        if state.id not in self._cache and now - self._swept > SWEEP_INTERVAL_SECONDS:
+            self._sweep(now)
         self._cache[state.id] = (_copy(state), now, now)
         await database_sync_to_async(_db_save)(state.to_dict())
+
+    def _sweep(self, now: float) -> None:
+        """Forget idle sessions: clients that never said DELETE must not grow memory or the table."""
+        self._swept = now
+        idle = self._idle()
+        for session_id in [k for k, (_s, used, _w) in self._cache.items() if now - used > idle]:
+            del self._cache[session_id]
+        self._background(database_sync_to_async(purge_expired)())
 
     async def update(self, state: SessionState) -> bool:
         if await self.peek(state.id) is None:
@@ -187,7 +200,7 @@ def _db_delete(session_id: str) -> bool:
 
 
 def purge_expired() -> int:
-    """Delete database sessions idle past MCP_SESSION_IDLE_SECONDS (for a periodic task)."""
+    """Delete database sessions idle past MCP_SESSION_IDLE_SECONDS (run by session creation)."""
     from mcp_app.models import McpSession
 
     cutoff = timezone.now() - timedelta(seconds=settings.MCP_SESSION_IDLE_SECONDS)
