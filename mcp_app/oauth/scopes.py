@@ -1,0 +1,27 @@
+"""Scopes the platform issues and what each one admits."""
+
+from __future__ import annotations
+
+TOOLS = "mcp:tools"
+PROMPTS = "mcp:prompts"
+RESOURCES = "mcp:resources"
+
+# Advertised in both metadata documents; a per-tool required scope (Tool.required_scope) comes on top.
+BASE_SCOPES: dict[str, str] = {
+    TOOLS: "List and call this server's tools",
+    PROMPTS: "List and use this server's prompts",
+    RESOURCES: "List, read and subscribe to this server's resources",
+}
+
+# The scope each MCP method family needs (methods not listed need only a valid token).
+METHOD_SCOPES: dict[str, str] = {
+    "tools/list": TOOLS,
+    "tools/call": TOOLS,
+    "prompts/list": PROMPTS,
+    "prompts/get": PROMPTS,
+    "resources/list": RESOURCES,
+    "resources/read": RESOURCES,
+    "resources/templates/list": RESOURCES,
+    "resources/subscribe": RESOURCES,
+    "resources/unsubscribe": RESOURCES,
+}
