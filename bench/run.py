@@ -368,6 +368,8 @@ SCALE_SETUPS = {
     "small": ("scale_small", 10, 10),
     "large": ("scale_large", 10_000, 1_000),
 }
+# Both scale servers share one Redis, where per-tenant keys are named by tenant id.
+SCALE_TARGET_IDS = {"small": 900_001, "large": 900_002}
 # 10 = every page of both tenants holds the same number of tools (a like-for-like page);
 # None = the server's default page size (the large tenant's pages are then bigger).
 SCALE_PAGE_SIZES = (10, None)
@@ -414,6 +416,7 @@ async def measure_pages(
                     "tools/list page", [clients[label]], op, seconds / rounds, 0.5, servers[label].pid
                 )
             )
+
     for client in clients.values():
         await client.delete_session()
         await client.close()
@@ -438,6 +441,8 @@ def scale_bench(
                 str(tenants),
                 "--tools",
                 str(tools),
+                "--target-id",
+                str(SCALE_TARGET_IDS[label]),
             ],
             env,
             f"scale setup {label}",
@@ -789,7 +794,7 @@ def main() -> None:
         print()
         print("## Tenant scale: tools/list page fetch latency, one client")
         print()
-        scale = scale_bench(database_url, redis_url, affinity, 3.0 if args.quick else 6.0, rounds)
+        scale = scale_bench(database_url, redis_url, affinity, 3.0 if args.quick else 6.0, rounds * 2)
         print_scale(scale)
 
     if ours_env is not None and not args.skip_streams:
@@ -828,10 +833,30 @@ def main() -> None:
     print(f"total bench time: {time.monotonic() - started:.0f}s")
 
 
-def summarize_collapsed(path: Path, top: int = 30) -> list[str]:
-    """Self and inclusive sample shares per function from py-spy's raw (collapsed) output."""
+PROFILE_GROUPS = {
+    "Redis client (redis-py)": "redis/",
+    "Twisted HTTP (Daphne's server)": "twisted/",
+    "  of which Content-Type parsing via the email package": "email/",
+    "Channels routing/consumer": "channels/",
+    "channels_redis": "channels_redis",
+    "jsonschema": "jsonschema/",
+    "json encode/decode": "json/",
+    "Django": "django/",
+    "psycopg": "psycopg",
+    "socket writes (asyncio transport.write)": "selector_events.py:1057",
+    "our code (mcp_app), inclusive": "mcp_app/",
+}
+
+
+def summarize_collapsed(path: Path, top: int = 20) -> list[str]:
+    """Shares of py-spy samples per library and per function of ours, from raw (collapsed) output.
+
+    A sample counts for a group when any frame of its stack is in it (inclusive). Stacks of
+    asyncio tasks start at the task's coroutine, so "inclusive" is a lower bound for callers.
+    """
     self_counts: collections.Counter[str] = collections.Counter()
-    incl_counts: collections.Counter[str] = collections.Counter()
+    ours: collections.Counter[str] = collections.Counter()
+    groups: collections.Counter[str] = collections.Counter()
     total = 0
     for line in path.read_text(errors="replace").splitlines():
         stack, _, count_text = line.rpartition(" ")
@@ -839,37 +864,31 @@ def summarize_collapsed(path: Path, top: int = 30) -> list[str]:
             continue
         count = int(count_text)
         total += count
-        frames = [f.strip() for f in stack.split(";")]
-        # Drop the thread/process header frame that py-spy puts first.
-        frames = [f for f in frames if f and not f.startswith(("process ", "thread "))]
+        frames = [
+            f
+            for f in (f.strip() for f in stack.split(";"))
+            if f and not f.startswith(("process ", "thread "))
+        ]
         if not frames:
             continue
         self_counts[frames[-1]] += count
-        for frame in set(frames):
-            incl_counts[frame] += count
-    lines = [f"{total} samples (active time only, every thread)", "", "self %  function"]
+        for label, needle in PROFILE_GROUPS.items():
+            if any(needle in f for f in frames):
+                groups[label] += count
+        for frame in {f for f in frames if "mcp_app/" in f}:
+            ours[frame] += count
+    if not total:
+        return ["no samples"]
+    lines = [
+        f"{total} samples of active time (py-spy, every thread)",
+        "",
+        "share  library / part (inclusive)",
+    ]
+    lines += [f"{100 * groups[label] / total:5.1f}  {label}" for label in PROFILE_GROUPS]
+    lines += ["", "self %  function (top)"]
     lines += [f"{100 * n / total:5.1f}  {name}" for name, n in self_counts.most_common(top)]
-    lines += ["", "incl %  function (project code and the main libraries)"]
-    keep = (
-        "mcp_app",
-        "mcpsite",
-        "tenants",
-        "channels",
-        "daphne",
-        "django",
-        "redis",
-        "twisted",
-        "json",
-        "psycopg",
-        "asgiref",
-    )
-    shown = 0
-    for name, n in incl_counts.most_common():
-        if any(k in name for k in keep):
-            lines.append(f"{100 * n / total:5.1f}  {name}")
-            shown += 1
-            if shown >= top:
-                break
+    lines += ["", "incl %  function of ours"]
+    lines += [f"{100 * n / total:5.1f}  {name}" for name, n in ours.most_common(top)]
     return lines
 
 

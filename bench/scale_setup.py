@@ -47,13 +47,21 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tenants", type=int, required=True, help="tenants in the database in all")
     parser.add_argument("--tools", type=int, required=True, help="tools of the measured tenant")
+    parser.add_argument(
+        "--target-id",
+        type=int,
+        required=True,
+        help="primary key of the measured tenant; distinct per database, because both servers share "
+        "one Redis and per-tenant keys there are named by id",
+    )
     args = parser.parse_args()
 
     demo = Tenant.objects.get(slug="demo")
     echo = Tool.objects.get(tenant=demo, name="echo")
     with transaction.atomic():
         target = clone_tenant(demo, "scale-target")
-        target.save()
+        target.pk = args.target_id
+        target.save(force_insert=True)
         Tool.objects.bulk_create(
             [clone_tool(echo, target, f"tool_{i:05d}") for i in range(args.tools)], batch_size=BATCH
         )

@@ -66,6 +66,7 @@ class ToolAdmin(DefinitionAdmin):
         (None, {"fields": ("tenant", "name", "title", "description", "enabled")}),
         ("Schemas", {"fields": ("input_schema", "output_schema")}),
         ("Handler", {"fields": ("handler", "python_callable", "handler_config", "timeout_seconds")}),
+        ("Authorization", {"fields": ("required_scope",)}),
         ("Secret headers", {"fields": ("stored_secrets", "secret_headers", "clear_secrets")}),
         ("Presentation", {"fields": ("annotations", "icons", "meta"), "classes": ("collapse",)}),
         ("State", {"fields": ("updated_at",)}),

@@ -8,3 +8,6 @@ class McpAppConfig(AppConfig):
 
     def ready(self) -> None:
         from . import signals  # noqa: F401  - connects definition-change notifications
+        from .oauth import resource_server
+
+        resource_server.install()  # bearer tokens on oauth tenants' MCP endpoints

@@ -150,11 +150,17 @@ def clear_caches() -> None:
 
 
 def _load_tenant(slug: str) -> tuple[TenantInfo, int] | None:
-    from tenants.models import Tenant
+    from tenants.models import AuthMode, Tenant
+
+    from .models import Tool
 
     tenant = Tenant.objects.filter(slug=slug).first()
     if tenant is None:
         return None
+    tool_scopes: tuple[tuple[str, str], ...] = ()
+    if tenant.auth_mode != AuthMode.PUBLIC:
+        rows = Tool.objects.for_tenant(tenant.pk).filter(enabled=True).exclude(required_scope="")
+        tool_scopes = tuple(rows.order_by("name").values_list("name", "required_scope"))
     info = TenantInfo(
         id=tenant.pk,
         slug=tenant.slug,
@@ -167,6 +173,8 @@ def _load_tenant(slug: str) -> tuple[TenantInfo, int] | None:
         instructions=tenant.instructions,
         allowed_origins=tuple(tenant.origin_list),
         is_active=tenant.is_active,
+        auth_mode=tenant.auth_mode,
+        tool_scopes=tool_scopes,
     )
     return info, int(tenant.definitions_version)
 
@@ -223,6 +231,7 @@ def _load_catalog(tenant_id: int) -> Catalog:
             handler_config=row.handler_config or {},
             handler_secrets=row.handler_secrets or "",
             timeout_seconds=row.timeout_seconds,
+            required_scope=row.required_scope,
         )
         for row in Tool.objects.for_tenant(tenant_id).filter(enabled=True)
     )

@@ -26,6 +26,8 @@ class ToolDef:
     # Encrypted blob as stored; handlers decrypt on use (mcp_app.handlers.secrets).
     handler_secrets: str = ""
     timeout_seconds: int = 30
+    # OAuth tenants: a scope the token must hold, besides mcp:tools, to call the tool ("" = none).
+    required_scope: str = ""
 
 
 @dataclass(frozen=True)

@@ -129,7 +129,7 @@ class ToolAdminForm(forms.ModelForm):
         model = Tool
         fields = (
             "tenant", "name", "title", "description", "enabled", "input_schema", "output_schema",
-            "handler", "handler_config", "timeout_seconds", "annotations", "icons", "meta",
+            "handler", "handler_config", "timeout_seconds", "required_scope", "annotations", "icons", "meta",
         )  # fmt: skip
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

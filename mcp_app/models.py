@@ -19,6 +19,12 @@ prompt_name_validator = RegexValidator(
     "Names are 1-128 characters of letters, digits, '_', '-' and '.'.",
 )
 
+# One RFC 6749 §3.3 scope token: visible ASCII except space, double quote and backslash.
+scope_token_validator = RegexValidator(
+    r"^[\x21\x23-\x5B\x5D-\x7E]+$",
+    "A scope is one token of visible ASCII characters without spaces, quotes or backslashes.",
+)
+
 
 def default_input_schema() -> dict:
     return {"type": "object", "properties": {}}
@@ -61,6 +67,13 @@ class Tool(Definition):
     # Fernet-encrypted JSON object of secret values (e.g. HTTP headers); never shown again.
     handler_secrets = models.TextField(blank=True, default="", editable=False)
     timeout_seconds = models.PositiveIntegerField(default=30)
+    required_scope = models.CharField(
+        max_length=100,
+        blank=True,
+        validators=[scope_token_validator],
+        help_text="OAuth tenants: a scope the caller's token must hold, besides mcp:tools, to call this tool "
+        "(e.g. billing:write). Blank: mcp:tools is enough.",
+    )
 
     class Meta:
         ordering = ["name"]

@@ -160,7 +160,9 @@ CACHES = {
 # Celery: background tools. Without a broker URL, tasks run in-process (eager).
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or REDIS_URL or "memory://"
 CELERY_RESULT_BACKEND = None
-CELERY_TASK_ALWAYS_EAGER = _env_bool("CELERY_TASK_ALWAYS_EAGER", not (os.environ.get("CELERY_BROKER_URL") or REDIS_URL))
+CELERY_TASK_ALWAYS_EAGER = _env_bool(
+    "CELERY_TASK_ALWAYS_EAGER", not (os.environ.get("CELERY_BROKER_URL") or REDIS_URL)
+)
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 
@@ -223,9 +225,65 @@ MCP_PAGE_SIZE = _env_int("MCP_PAGE_SIZE", 50, minimum=1)
 # Hosts/networks the http handler may reach although they are private or loopback
 # (comma-separated hostnames, IPs or CIDRs). Empty in production.
 MCP_HTTP_HANDLER_ALLOW = _env_list("MCP_HTTP_HANDLER_ALLOW", [])
-MCP_HTTP_HANDLER_MAX_RESPONSE_BYTES = _env_int("MCP_HTTP_HANDLER_MAX_RESPONSE_BYTES", 2 * 1024 * 1024, minimum=1024)
+MCP_HTTP_HANDLER_MAX_RESPONSE_BYTES = _env_int(
+    "MCP_HTTP_HANDLER_MAX_RESPONSE_BYTES", 2 * 1024 * 1024, minimum=1024
+)
 # Extra modules whose import registers python handlers (comma-separated).
 MCP_PYTHON_HANDLER_MODULES = _env_list("MCP_PYTHON_HANDLER_MODULES", ["mcp_app.handlers.builtin_python"])
 # Tool calls allowed per session per minute (TL-13); 0 disables the limit. Burst = bucket size.
 MCP_TOOL_CALLS_PER_MINUTE = _env_int("MCP_TOOL_CALLS_PER_MINUTE", 1200, minimum=0)
 MCP_TOOL_CALLS_BURST = _env_int("MCP_TOOL_CALLS_BURST", 120, minimum=1)
+# How long an MCP endpoint trusts its lookup of a bearer token (seconds; 0: look up every request).
+# A revocation reaches other processes within this time; the revoking process drops it at once.
+MCP_TOKEN_CACHE_SECONDS = _env_int("MCP_TOKEN_CACHE_SECONDS", 5, minimum=0)
+
+# --- OAuth authorization server (django-oauth-toolkit) ----------------------------
+from mcp_app.oauth import scopes as _oauth_scopes  # noqa: E402 - a constants module, no Django imports
+
+# One authorization server for every tenant, at the site origin (AMB-25); mcp_app.oauth binds it to tenants.
+MCP_OAUTH_ACCESS_TOKEN_SECONDS = _env_int("MCP_OAUTH_ACCESS_TOKEN_SECONDS", 3600, minimum=60)
+MCP_OAUTH_REFRESH_TOKEN_SECONDS = _env_int("MCP_OAUTH_REFRESH_TOKEN_SECONDS", 30 * 24 * 3600, minimum=60)
+# Dynamic client registrations accepted per client address per minute (0: no limit); larger bodies → 413.
+MCP_OAUTH_REGISTRATIONS_PER_MINUTE = _env_int("MCP_OAUTH_REGISTRATIONS_PER_MINUTE", 10, minimum=0)
+MCP_OAUTH_MAX_REGISTRATION_BYTES = _env_int("MCP_OAUTH_MAX_REGISTRATION_BYTES", 16 * 1024, minimum=1024)
+# Client ID metadata documents: hosts (ALLOWED_HOSTS syntax) whose documents may be fetched although
+# they resolve to private or loopback addresses, hosts never fetched, and an extra CA bundle to trust.
+# All empty in production: only public hosts with publicly trusted certificates.
+MCP_CIMD_ALLOWED_HOSTS = _env_list("MCP_CIMD_ALLOWED_HOSTS", [])
+MCP_CIMD_DENIED_HOSTS = _env_list("MCP_CIMD_DENIED_HOSTS", [])
+MCP_CIMD_CA_BUNDLE = os.environ.get("MCP_CIMD_CA_BUNDLE") or None
+
+OAUTH2_PROVIDER = {
+    "OAUTH2_SERVER_CLASS": "mcp_app.oauth.server.McpOAuthServer",
+    "OAUTH2_VALIDATOR_CLASS": "mcp_app.oauth.validators.McpOAuth2Validator",
+    "APPLICATION_ADMIN_CLASS": "mcp_app.oauth.admin.ApplicationAdmin",
+    # The advertised base scopes; per-tool scopes are accepted on top (mcp_app.oauth.validators).
+    "SCOPES": dict(_oauth_scopes.BASE_SCOPES),
+    "DEFAULT_SCOPES": list(_oauth_scopes.BASE_SCOPES),
+    "ACCESS_TOKEN_EXPIRE_SECONDS": MCP_OAUTH_ACCESS_TOKEN_SECONDS,
+    "REFRESH_TOKEN_EXPIRE_SECONDS": MCP_OAUTH_REFRESH_TOKEN_SECONDS,
+    "AUTHORIZATION_CODE_EXPIRE_SECONDS": 120,
+    "ROTATE_REFRESH_TOKEN": True,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    "PKCE_REQUIRED": True,
+    # Never approve silently because of an earlier token (the client cannot ask for "auto" either).
+    "REQUEST_APPROVAL_PROMPT": "force",
+    # RFC 8252 §7.3 port flexibility for http://localhost too, as for 127.0.0.1 and [::1] (AMB-28).
+    "ALLOW_LOCALHOST_LOOPBACK": True,
+    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
+    "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": ["none", "client_secret_basic", "client_secret_post"],
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
+    # Only the SHA-256 checksum of access and refresh tokens is stored (AU-47, AMB-29).
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    "DCR_ENABLED": True,
+    # Open registration (MCP clients register anonymously), rate-limited per address (AMB-26).
+    "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
+    "CIMD_ENABLED": True,
+    "CIMD_METADATA_FETCHER": "mcp_app.oauth.cimd.McpMetadataFetcher",
+    "CIMD_REGISTRATION_PERMISSION_CLASSES": ("mcp_app.oauth.cimd.DeniedHostsCIMDPermission",),
+}

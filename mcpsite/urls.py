@@ -1,6 +1,45 @@
 from django.contrib import admin
-from django.urls import path
+from django.contrib.auth.views import LogoutView
+from django.urls import include, path, re_path
+from oauth2_provider.views import RevokeTokenView
+
+from mcp_app.oauth.metadata import TenantResourceMetadataView
+from mcp_app.oauth.registration import RegistrationManagementView, RegistrationView
+from mcp_app.oauth.server import (
+    AuthorizeView,
+    IntrospectView,
+    McpLoginView,
+    McpTokenView,
+    ServerMetadataView,
+)
+
+# The authorization server's endpoints, named as django-oauth-toolkit expects (its metadata view
+# reverses these names in the oauth2_provider namespace).
+oauth_urlpatterns = [
+    path("authorize", AuthorizeView.as_view(), name="authorize"),
+    path("token", McpTokenView.as_view(), name="token"),
+    path("revoke", RevokeTokenView.as_view(), name="revoke-token"),
+    path("introspect", IntrospectView.as_view(), name="introspect"),
+    path("register", RegistrationView.as_view(), name="dcr-register"),
+    path("register/<str:client_id>", RegistrationManagementView.as_view(), name="dcr-register-management"),
+]
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # RFC 9728 metadata of each tenant's MCP endpoint (resource server side).
+    path(
+        ".well-known/oauth-protected-resource/t/<slug:slug>/mcp",
+        TenantResourceMetadataView.as_view(),
+        name="mcp-protected-resource-metadata",
+    ),
+    # One authorization server for every tenant, at the origin (AMB-25): RFC 8414 and OpenID discovery.
+    path(
+        ".well-known/oauth-authorization-server", ServerMetadataView.as_view(), name="oauth-server-metadata"
+    ),
+    re_path(
+        r"^\.well-known/openid-configuration/?$", ServerMetadataView.as_view(), name="openid-configuration"
+    ),
+    path("oauth/", include((oauth_urlpatterns, "oauth2_provider"))),
+    path("oauth/login", McpLoginView.as_view(), name="oauth-login"),
+    path("oauth/logout", LogoutView.as_view(), name="oauth-logout"),
 ]

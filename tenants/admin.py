@@ -135,8 +135,8 @@ class TenantScopedAdmin(MembershipPermissionsMixin, admin.ModelAdmin):
 @admin.register(Tenant)
 class TenantAdmin(MembershipPermissionsMixin, admin.ModelAdmin):
     edit_roles = frozenset({Role.OWNER})
-    list_display = ("slug", "name", "title", "is_active", "definitions_version", "mcp_url")
-    list_filter = ("is_active",)
+    list_display = ("slug", "name", "title", "is_active", "auth_mode", "definitions_version", "mcp_url")
+    list_filter = ("is_active", "auth_mode")
     search_fields = ("slug", "name", "title")
     readonly_fields = ("mcp_url", "definitions_version", "created_at", "updated_at")
     fieldsets = (
@@ -144,7 +144,7 @@ class TenantAdmin(MembershipPermissionsMixin, admin.ModelAdmin):
             None,
             {"fields": ("slug", "name", "title", "description", "server_version", "is_active", "mcp_url")},
         ),
-        ("Clients", {"fields": ("instructions", "website_url", "icons", "allowed_origins")}),
+        ("Clients", {"fields": ("auth_mode", "instructions", "website_url", "icons", "allowed_origins")}),
         ("State", {"fields": ("definitions_version", "created_at", "updated_at")}),
     )
 

@@ -16,6 +16,11 @@ class Role(models.TextChoices):
     VIEWER = "viewer", "Viewer"
 
 
+class AuthMode(models.TextChoices):
+    OAUTH = "oauth", "OAuth (bearer token of a member required)"
+    PUBLIC = "public", "Public (no authorization)"
+
+
 # Roles that may change a tenant's definitions.
 EDIT_ROLES = frozenset({Role.OWNER, Role.EDITOR})
 
@@ -41,6 +46,13 @@ class Tenant(models.Model):
         help_text="Browser origins allowed to call this endpoint, one per line (e.g. https://app.example.com).",
     )
     is_active = models.BooleanField(default=True)
+    auth_mode = models.CharField(
+        max_length=10,
+        choices=AuthMode.choices,
+        default=AuthMode.OAUTH,
+        help_text="OAuth: every MCP request needs a bearer token issued to a member for this endpoint. "
+        "Public: anyone who can reach the endpoint may use it.",
+    )
     # Bumped on every change to the tenant's definitions; drives caches and list_changed.
     definitions_version = models.PositiveBigIntegerField(default=1, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -9,12 +9,14 @@ from tenants.models import Membership, Role, Tenant
 
 @pytest.fixture
 def tenant_a(db) -> Tenant:
-    return Tenant.objects.create(slug="tenant-a", name="Tenant A", instructions="Use tenant A's tools.")
+    return Tenant.objects.create(
+        slug="tenant-a", name="Tenant A", instructions="Use tenant A's tools.", auth_mode="public"
+    )
 
 
 @pytest.fixture
 def tenant_b(db) -> Tenant:
-    return Tenant.objects.create(slug="tenant-b", name="Tenant B")
+    return Tenant.objects.create(slug="tenant-b", name="Tenant B", auth_mode="public")
 
 
 @pytest.fixture

@@ -32,6 +32,10 @@ class TenantInfo:
     instructions: str = ""
     allowed_origins: tuple[str, ...] = ()
     is_active: bool = True
+    auth_mode: str = "oauth"  # "oauth" | "public" (tenants.models.AuthMode); fails closed when unset
+    # (tool name, required scope) of enabled oauth-tenant tools that need a scope of their own; kept
+    # here, valid under the same change token, so the transport's scope check costs no catalog read.
+    tool_scopes: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass

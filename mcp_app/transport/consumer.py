@@ -93,10 +93,8 @@ class StreamableHttpConsumer(McpConsumer):
         if not sessions.valid_session_id(session_id) or sessions.is_legacy(session_id):
             raise not_found
         session = await sessions.get_store().get(session_id)
-        # Another tenant's (or another user's) session gets the same answer as a missing one.
-        if session is None or session.tenant_id != self.tenant.id:
-            raise not_found
-        if session.user_id is not None and session.user_id != self.caller.user_id:
+        # Another tenant's (or another user's or OAuth client's) session gets the same answer as a missing one.
+        if session is None or session.tenant_id != self.tenant.id or not auth.owns(session, self.caller):
             raise not_found
         return session
 
@@ -176,6 +174,7 @@ class StreamableHttpConsumer(McpConsumer):
             version = self.check_version_header(session, first_id)
         if batch and version >= V2025_06_18:
             raise HttpError(400, f"Invalid request: batches are not supported in protocol version {version}.")
+        auth.check_scopes(self.caller, self.tenant, messages)
 
         session_id = session.id if session else sessions.new_session_id()
         self._pending_session_id = session_id

@@ -125,9 +125,7 @@ class LegacyMessagesConsumer(McpConsumer):
         if not sessions.valid_session_id(session_id) or not sessions.is_legacy(session_id):
             raise not_found
         session = await sessions.get_store().get(session_id)
-        if session is None or session.tenant_id != self.tenant.id:
-            raise not_found
-        if session.user_id is not None and session.user_id != self.caller.user_id:
+        if session is None or session.tenant_id != self.tenant.id or not auth.owns(session, self.caller):
             raise not_found
 
         body = parse_json_body(await self.read_body(), settings.MCP_MAX_JSON_DEPTH)
@@ -137,6 +135,7 @@ class LegacyMessagesConsumer(McpConsumer):
             raise HttpError(400, "Invalid request: an empty batch.")
         if isinstance(body, list) and any(is_initialize(m) for m in messages):
             raise HttpError(400, "Invalid request: initialize must not be part of a batch.")
+        auth.check_scopes(self.caller, self.tenant, messages)
         for message in messages:
             try:
                 kind = classify(message)

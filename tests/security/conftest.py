@@ -22,7 +22,7 @@ def demo(transactional_db) -> Tenant:
 @pytest.fixture
 def foreign(transactional_db) -> Tenant:
     """Another tenant with two template tools, so its tools/list pages and issues cursors."""
-    tenant = Tenant.objects.create(slug="foreign", name="Foreign")
+    tenant = Tenant.objects.create(slug="foreign", name="Foreign", auth_mode="public")
     for name in ("alpha", "beta"):
         Tool.objects.create(
             tenant=tenant,
@@ -37,7 +37,7 @@ def foreign(transactional_db) -> Tenant:
 @pytest.fixture
 def sleeping(transactional_db) -> Tenant:
     """An inactive tenant with a tool: its endpoint must look exactly like a missing one."""
-    tenant = Tenant.objects.create(slug="sleeping", name="Sleeping", is_active=False)
+    tenant = Tenant.objects.create(slug="sleeping", name="Sleeping", is_active=False, auth_mode="public")
     Tool.objects.create(
         tenant=tenant,
         name="echo",

@@ -20,6 +20,7 @@ def tenant_form_data(tenant: Tenant, **overrides) -> dict:
         "description": tenant.description,
         "server_version": tenant.server_version,
         "is_active": "on",
+        "auth_mode": tenant.auth_mode,
         "instructions": tenant.instructions,
         "website_url": "",
         "icons": "[]",

@@ -15,6 +15,7 @@ from django.core.management.base import BaseCommand
 from django.db import models, transaction
 
 from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool
+from mcp_app.oauth import seed as oauth_seed
 from tenants.models import Tenant
 
 DEMO_SLUG = "demo"
@@ -218,7 +219,9 @@ def demo_definitions(logo: bytes) -> dict[str, list[dict[str, Any]]]:
             "mime_type": "application/json",
             "handler": "template",
             # The json filter quotes and escapes: a crafted URI cannot inject keys into the document.
-            "handler_config": {"text": '{"user_id": {{ user_id|json }}, "name": {{ "User "|add:user_id|json }}}'},
+            "handler_config": {
+                "text": '{"user_id": {{ user_id|json }}, "name": {{ "User "|add:user_id|json }}}'
+            },
             "completions": {"user_id": ["1", "2", "3", "42", "100"]},
         }
     ]
@@ -281,7 +284,9 @@ class Command(BaseCommand):
     ) -> None:
         with transaction.atomic():
             counts = self.seed_tenant(reset)
+            secure_counts = oauth_seed.seed_secure_tenant(upsert, reset)
             login = None if tenant_only else self.seed_admin(print_login)
+            secure_password = None if tenant_only else oauth_seed.seed_secure_user(print_login)
         summary = ", ".join(f"{state} {n}" for state, n in sorted(counts.items()))
         self.stdout.write(f"Demo tenant '{DEMO_SLUG}': {summary}.")
         if login:
@@ -291,6 +296,21 @@ class Command(BaseCommand):
                 )
             )
         self.stdout.write(f"MCP URL: {settings.MCP_PUBLIC_URL}/t/{DEMO_SLUG}/mcp")
+        secure_summary = ", ".join(f"{state} {n}" for state, n in sorted(secure_counts.items()))
+        self.stdout.write(f"OAuth tenant '{oauth_seed.SECURE_SLUG}': {secure_summary}.")
+        if secure_password:
+            self.stdout.write(
+                self.style.SUCCESS(f"Secure tenant login: {oauth_seed.SECURE_USERNAME} / {secure_password}")
+            )
+        elif not tenant_only:
+            self.stdout.write(
+                f"Secure tenant login: {oauth_seed.SECURE_USERNAME} (password unchanged; --print-login sets "
+                "and prints a new one, or set MCP_SECURE_USER_PASSWORD)"
+            )
+        self.stdout.write(
+            f"MCP URL (OAuth, sign in as {oauth_seed.SECURE_USERNAME}): "
+            f"{settings.MCP_PUBLIC_URL}/t/{oauth_seed.SECURE_SLUG}/mcp"
+        )
 
     def seed_tenant(self, reset: bool) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -311,6 +331,7 @@ class Command(BaseCommand):
                     "progress notifications."
                 ),
                 "is_active": True,
+                "auth_mode": "public",  # the demo is for trying a client at once, without OAuth
             },
             reset,
         )
@@ -336,7 +357,10 @@ class Command(BaseCommand):
             values = {"annotations": {}, "icons": [], "meta": {}, "enabled": True, **values}
             count(
                 upsert(
-                    ResourceTemplate, {"tenant": tenant, "uri_template": values.pop("uri_template")}, values, reset
+                    ResourceTemplate,
+                    {"tenant": tenant, "uri_template": values.pop("uri_template")},
+                    values,
+                    reset,
                 )[1]
             )
         return counts

@@ -1,0 +1,170 @@
+"""django-oauth-toolkit's OAuth2Validator bound to tenants: audiences, grantable scopes, membership.
+
+Every grant and token names exactly one tenant endpoint (its canonical URI, RFC 8707), only a member
+of that tenant can approve a grant, and the scopes a client may ask for are the base scopes plus the
+required scopes of that tenant's tools.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from oauth2_provider.oauth2_validators import OAuth2Validator
+from oauthlib.common import Request
+from oauthlib.oauth2.rfc6749 import errors
+
+from mcp_app.models import Tool
+from tenants.access import role_of
+from tenants.models import AuthMode, Membership, Tenant
+
+from . import resources, scopes
+
+# Accepted when asked for but not advertised: refresh tokens are issued to every code-flow client anyway.
+OFFLINE_ACCESS = "offline_access"
+SCOPE_TOKEN = re.compile(r"^[\x21\x23-\x5B\x5D-\x7E]{1,100}$")
+MAX_SCOPES = 50
+CODE_CHALLENGE = re.compile(r"^[A-Za-z0-9._~-]{43,128}$")  # RFC 7636 §4.2: BASE64URL(SHA256) is 43
+MAX_NONCE_LENGTH = 255  # the grant's column width
+
+
+def oauth_tenant_for_resource(uri: Any) -> Tenant | None:
+    """The active OAuth-mode tenant whose canonical URI this resource indicator names, or None."""
+    slug = resources.slug_for_resource(uri) if isinstance(uri, str) else None
+    if slug is None:
+        return None
+    return Tenant.objects.filter(slug=slug, is_active=True, auth_mode=AuthMode.OAUTH).first()
+
+
+def oauth_tenant_by_slug(slug: Any) -> Tenant | None:
+    if not isinstance(slug, str) or not slug:
+        return None
+    return Tenant.objects.filter(slug=slug, is_active=True, auth_mode=AuthMode.OAUTH).first()
+
+
+def is_member(user: Any, tenant: Tenant) -> bool:
+    """Only a member (any role; superusers count as owners) may let a client act on a tenant."""
+    return user is not None and getattr(user, "is_active", False) and role_of(user, tenant) is not None
+
+
+def member_oauth_tenants(user: Any) -> list[Tenant]:
+    """The active OAuth-mode tenants this user may grant access to."""
+    tenants = Tenant.objects.filter(is_active=True, auth_mode=AuthMode.OAUTH)
+    if not user.is_superuser:
+        tenant_ids = Membership.objects.filter(user=user).values_list("tenant_id", flat=True)
+        tenants = tenants.filter(pk__in=tenant_ids)
+    return list(tenants.order_by("slug"))
+
+
+def tool_scopes(tenant: Tenant) -> set[str]:
+    return set(
+        Tool.objects.filter(tenant=tenant).exclude(required_scope="").values_list("required_scope", flat=True)
+    )
+
+
+def grantable_scopes(tenant: Tenant) -> set[str]:
+    """The base scopes, offline_access and every tool's required scope of this tenant."""
+    return set(scopes.BASE_SCOPES) | {OFFLINE_ACCESS} | tool_scopes(tenant)
+
+
+def requested_resources(request: Request) -> list[str]:
+    """Every `resource` value of an oauthlib request (oauthlib itself keeps only the last one)."""
+    value = getattr(request, "resource", None)
+    if isinstance(value, list):
+        return [item for item in value if isinstance(item, str)]
+    query = urlsplit(request.uri or "").query
+    values = [v for k, v in parse_qsl(query, keep_blank_values=True) if k == "resource"]
+    values += [v for k, v in (request.decoded_body or []) if k == "resource"]
+    if values:
+        return values
+    return [value] if isinstance(value, str) and value else []
+
+
+def _invalid_target(request: Request, description: str) -> errors.CustomOAuth2Error:
+    return errors.CustomOAuth2Error(
+        error="invalid_target", description=description, status_code=400, request=request
+    )
+
+
+def tenant_for_request(request: Request) -> Tenant | None:
+    """The tenant an authorization request names; None when it names none (AMB-24); invalid_target else."""
+    values = requested_resources(request)
+    if not values:
+        return None
+    if len(values) > 1:
+        raise _invalid_target(request, "Ask for one MCP server (one resource) per authorization.")
+    tenant = oauth_tenant_for_resource(values[0])
+    if tenant is None:
+        raise _invalid_target(
+            request, "The resource is not an MCP endpoint of this server that uses OAuth (/t/<tenant>/mcp)."
+        )
+    return tenant
+
+
+class McpOAuth2Validator(OAuth2Validator):
+    """DOT's validator with tenant audiences, tenant scopes and membership checks."""
+
+    def validate_authorization_extras(self, request: Request) -> dict[str, Any]:
+        """Pre-authorization checks oauthlib lacks: one known resource, a well-formed PKCE challenge."""
+        challenge = request.code_challenge
+        if challenge is not None and not CODE_CHALLENGE.match(challenge):
+            raise errors.InvalidRequestError(
+                description="code_challenge must be 43-128 characters of A-Z a-z 0-9 - . _ ~ (RFC 7636).",
+                request=request,
+            )
+        nonce = request.nonce
+        if isinstance(nonce, str) and len(nonce) > MAX_NONCE_LENGTH:
+            raise errors.InvalidRequestError(description="nonce is too long.", request=request)
+        tenant_for_request(request)
+        return {}
+
+    def validate_scopes(
+        self, client_id: str, scopes: list[str], client: Any, request: Request, *args: Any, **kwargs: Any
+    ) -> bool:
+        if len(scopes) > MAX_SCOPES or not all(SCOPE_TOKEN.match(scope) for scope in scopes):
+            return False
+        # Called only for authorization requests (the code, implicit and password flows; the last two are off).
+        tenant = tenant_for_request(request)
+        if tenant is None:
+            # No resource yet: the consent page offers only tenants that can grant all of these,
+            # and the approval re-validates against the chosen one (AMB-24).
+            return True
+        return set(scopes) <= grantable_scopes(tenant)
+
+    def save_authorization_code(
+        self, client_id: str, code: dict, request: Request, *args: Any, **kwargs: Any
+    ) -> None:
+        # The last gate before a grant exists: one tenant, named canonically, approved by its member.
+        tenant = tenant_for_request(request)
+        if tenant is None:
+            raise _invalid_target(request, "Choose the MCP server to grant access to.")
+        if not is_member(request.user, tenant):
+            raise errors.AccessDeniedError(
+                description="Only members of this MCP server can grant access to it.", request=request
+            )
+        request.resource = [resources.canonical_uri(tenant.slug)]
+        super().save_authorization_code(client_id, code, request, *args, **kwargs)
+
+    def _check_and_set_request_resource(self, request: Request) -> None:
+        raw = getattr(request, "resource", None)
+        if isinstance(raw, str):
+            values = [v for k, v in (request.decoded_body or []) if k == "resource"] or [raw]
+        elif isinstance(raw, list):
+            values = raw
+        else:
+            values = []
+        canonical = []
+        for value in values:
+            tenant = oauth_tenant_for_resource(value)
+            if tenant is None:
+                raise _invalid_target(
+                    request, "The resource is not an MCP endpoint of this server that uses OAuth."
+                )
+            canonical.append(resources.canonical_uri(tenant.slug))
+        # Compared with the grant's (canonical) resource by DOT: a different tenant is invalid_target.
+        request.resource = canonical
+        super()._check_and_set_request_resource(request)
+        if not request.resource:
+            # Tokens without an audience are never issued (the resource server would refuse them anyway).
+            raise _invalid_target(request, "This grant is not bound to an MCP endpoint.")
