@@ -64,6 +64,16 @@ def _services_required() -> None:
 
 
 @pytest.fixture(autouse=True)
+def _fresh_catalog():
+    # Tenant ids repeat across transactional tests; a cached catalog must not leak between them.
+    from mcp_app import catalog
+
+    catalog.clear_caches()
+    yield
+    catalog.clear_caches()
+
+
+@pytest.fixture(autouse=True)
 def _fresh_rate_limits() -> None:
     # Tenant and session ids repeat across tests; a bucket emptied by one must not throttle the next.
     from mcp_app.protocol import ratelimit

@@ -15,7 +15,6 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.db import connections
 
-from mcp_app import catalog
 from mcp_app.catalog_types import TemplateDef, ToolDef
 from mcp_app.models import Resource
 from mcp_app.protocol.context import RequestContext, SessionState, TenantInfo
@@ -25,14 +24,6 @@ PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 )
 WAV = b"RIFF\x24\x00\x00\x00WAVEfmt "
-
-
-@pytest.fixture(autouse=True)
-def _fresh_catalog() -> Iterator[None]:
-    # Tenant ids repeat across transactional tests; a cached catalog must not leak between them.
-    catalog.clear_caches()
-    yield
-    catalog.clear_caches()
 
 
 @pytest.fixture(autouse=True)

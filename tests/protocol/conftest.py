@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
 from django.db import connections
 
-from mcp_app import catalog
 from mcp_app.handlers.python import register
 from mcp_app.handlers.registry import ToolError
 from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool
@@ -67,14 +66,6 @@ async def _media(ctx: RequestContext, arguments: dict[str, Any]) -> dict[str, An
 
 
 # --- fixtures ----------------------------------------------------------------------------------------
-
-
-@pytest.fixture(autouse=True)
-def _fresh_catalog() -> Iterator[None]:
-    # Tenant ids repeat across transactional tests; a cached catalog must not leak between them.
-    catalog.clear_caches()
-    yield
-    catalog.clear_caches()
 
 
 @pytest.fixture(autouse=True)
