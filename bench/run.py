@@ -1,6 +1,7 @@
 """Benchmark our MCP server (Daphne) against the official SDK's server (uvicorn), side by side.
 
     .venv/bin/python bench/run.py [--quick] [--only ours|reference] [--skip-scale] [--skip-streams]
+    .venv/bin/python bench/run.py --only-oauth   # tools/call on an oauth tenant (token) vs a public one
 
 Prints figures; it is not a test. See bench/README.md for what is measured and how to read it.
 """
@@ -16,6 +17,7 @@ import json
 import os
 import platform
 import resource
+import secrets
 import socket
 import subprocess
 import sys
@@ -357,6 +359,141 @@ async def drive(servers: list[Server], timing: Timing, rounds: int) -> dict[str,
             await asyncio.gather(*(c.delete_session() for c in cs), return_exceptions=True)
             await asyncio.gather(*(c.close() for c in cs), return_exceptions=True)
     return {label: {name: merge(rs) for name, rs in phases.items()} for label, phases in raw.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# OAuth: the same tools/call on an `oauth` tenant (with a valid token) and on a `public` one
+
+
+OAUTH_CONCURRENCY = 16
+OAUTH_GOAL = 0.9  # oauth throughput at least 0.9x the public tenant's
+
+# Run in `manage.py shell` with the server's environment (its MCP_PUBLIC_URL makes the canonical URI).
+OAUTH_SETUP = """
+import datetime
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+from oauth2_provider.models import AccessToken, Application
+from mcp_app.models import Tool
+from mcp_app.oauth import resources
+from tenants.models import Tenant
+secure = Tenant.objects.get(slug="secure")
+if not Tool.objects.filter(tenant=secure, name="echo").exists():
+    echo = Tool.objects.get(tenant__slug="demo", name="echo")
+    echo.pk = None
+    echo._state.adding = True
+    echo.tenant = secure
+    echo.save()
+app, _ = Application.objects.get_or_create(
+    client_id="bench-oauth", defaults=dict(name="bench", client_type="public",
+    authorization_grant_type="authorization-code", redirect_uris="http://127.0.0.1/cb", client_secret=""))
+AccessToken.objects.create(
+    user=get_user_model().objects.get(username="secure-user"), application=app, token=TOKEN,
+    scope="mcp:tools", resource=[resources.canonical_uri("secure")],
+    expires=timezone.now() + datetime.timedelta(hours=2))
+"""
+
+
+def oauth_token(server: Server) -> str:
+    """Copy the demo's `echo` to the `secure` tenant and store a token bound to it; return the token."""
+    token = secrets.token_urlsafe(32)
+    code = f"TOKEN = {token!r}\n" + OAUTH_SETUP
+    run_checked([PYTHON, "manage.py", "shell", "-c", code], server.env, "OAuth bench setup")
+    return token
+
+
+async def drive_oauth(server: Server, token: str, timing: Timing, slices: int) -> dict[str, PhaseResult]:
+    """tools/call of echo at c=16 on /t/demo/mcp (public) and /t/secure/mcp (Bearer), same process.
+
+    One server serves both tenants; slices alternate between them (order reversed each round).
+    """
+    await server.wait_ready()
+    clients = {
+        "public": await make_clients(OAUTH_CONCURRENCY, HOST, server.port, "/t/demo/mcp"),
+        "oauth": await make_clients(
+            OAUTH_CONCURRENCY,
+            HOST,
+            server.port,
+            "/t/secure/mcp",
+            extra_headers={"Authorization": f"Bearer {token}"},
+        ),
+    }
+    raw: dict[str, list[PhaseResult]] = collections.defaultdict(list)
+    try:
+        for cs in clients.values():
+            await asyncio.gather(*(c.call_echo("warm") for c in cs))
+        name = f"tools/call c={OAUTH_CONCURRENCY}"
+        for rnd in range(slices):
+            order = ["public", "oauth"] if rnd % 2 == 0 else ["oauth", "public"]
+            for key in order:
+                log(f"oauth bench: {key} tenant (slice {rnd + 1}/{slices})")
+                raw[key].append(
+                    await run_phase(
+                        name,
+                        clients[key],
+                        op_echo,
+                        timing.duration / slices,
+                        timing.warmup,
+                        server_pid=server.pid,
+                    )
+                )
+    finally:
+        for cs in clients.values():
+            await asyncio.gather(*(c.delete_session() for c in cs), return_exceptions=True)
+            await asyncio.gather(*(c.close() for c in cs), return_exceptions=True)
+    return {key: merge(rs) for key, rs in raw.items()}
+
+
+def oauth_bench(
+    env: dict[str, str], affinity: Affinity, timing: Timing, slices: int
+) -> dict[str, PhaseResult]:
+    server = daphne_server(env, affinity.server, label="oauth")
+    token = oauth_token(server)
+    with running(server):
+        return asyncio.run(drive_oauth(server, token, timing, slices))
+
+
+def print_oauth_section(env: dict[str, str], affinity: Affinity, timing: Timing, rounds: int) -> None:
+    print(
+        f"## OAuth: tools/call of echo at c={OAUTH_CONCURRENCY}, oauth tenant with a token vs public tenant"
+    )
+    print()
+    print("one Daphne process serves both tenants; the echo tool is the same row copied; slices alternate")
+    print()
+    print_oauth(oauth_bench(env, affinity, timing, rounds * 2))
+
+
+def print_oauth(results: dict[str, PhaseResult]) -> list[str]:
+    labels = {
+        "public": "`public` tenant (demo), no token",
+        "oauth": "`oauth` tenant (secure), Bearer token",
+    }
+    lines = [
+        "| workload | tenant | req/s | p50 ms | p99 ms | errors | server CPU | other CPU |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for key, label in labels.items():
+        r = results[key]
+        srv = f"{r.server_cpu * 100:.0f}%" if r.server_cpu is not None else "?"
+        oth = f"{r.other_cpu * 100:.0f}%" if r.other_cpu is not None else "?"
+        lines.append(
+            f"| tools/call c={OAUTH_CONCURRENCY} | {label} | {r.rps:,.0f} | {r.pct(0.5):.2f} | "
+            f"{r.pct(0.99):.2f} | {sum(r.errors.values())} | {srv} | {oth} |"
+        )
+    ratio = results["oauth"].rps / results["public"].rps if results["public"].rps else 0.0
+    verdict = "MET" if ratio >= OAUTH_GOAL else "NOT MET"
+    lines += [
+        "",
+        f"- oauth/public throughput {ratio:.2f}x, p99 "
+        f"{fmt_ratio(results['oauth'].pct(0.99), results['public'].pct(0.99))} -> {verdict} "
+        f"(goal: throughput >= {OAUTH_GOAL}x)",
+    ]
+    for line in lines:
+        print(line)
+    for key, r in results.items():
+        for err, count in r.errors.most_common(5):
+            print(f"  ERROR {key}: {count} x {err}")
+    return lines
 
 
 # ---------------------------------------------------------------------------------------------
@@ -735,6 +872,12 @@ def main() -> None:
         "--profile", action="store_true", help="also run ours under cProfile at c=16, print hot spots"
     )
     parser.add_argument("--json", type=Path, help="also write the raw figures to this file")
+    parser.add_argument(
+        "--only-oauth",
+        action="store_true",
+        help="only compare tools/call on an oauth tenant (Bearer token) with a public one, c=16",
+    )
+    parser.add_argument("--skip-oauth", action="store_true", help="skip the oauth vs public comparison")
     args = parser.parse_args()
 
     timing = Timing(warmup=0.5, duration=2.0) if args.quick else Timing(warmup=1.0, duration=8.0)
@@ -769,6 +912,14 @@ def main() -> None:
         print(line)
     print()
 
+    if args.only_oauth:
+        log("oauth: preparing the database (create, migrate, seed_demo)")
+        env = prepare_database(database_url, redis_url)
+        print_oauth_section(env, affinity, timing, rounds)
+        print()
+        print(f"total bench time: {time.monotonic() - started:.0f}s")
+        return
+
     ours_env: dict[str, str] | None = None
     servers: list[Server] = []
     if args.only != "reference":
@@ -789,6 +940,10 @@ def main() -> None:
     print()
     print_goal(results)
     print_errors(results)
+
+    if ours_env is not None and not args.skip_oauth:
+        print()
+        print_oauth_section(ours_env, affinity, timing, rounds)
 
     if ours_env is not None and not args.skip_scale:
         print()

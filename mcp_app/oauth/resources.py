@@ -18,7 +18,13 @@ def protected_resource_metadata_url(slug: str) -> str:
     """RFC 9728 §3.1: the well-known suffix inserted between the host and the resource's path."""
     base = urlsplit(settings.MCP_PUBLIC_URL)
     return urlunsplit(
-        (base.scheme, base.netloc, "/.well-known/oauth-protected-resource" + MCP_PATH.format(slug=slug), "", "")
+        (
+            base.scheme,
+            base.netloc,
+            "/.well-known/oauth-protected-resource" + MCP_PATH.format(slug=slug),
+            "",
+            "",
+        )
     )
 
 

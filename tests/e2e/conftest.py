@@ -24,8 +24,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import pytest
+import trustme
 
+from . import oauth_flow
 from .helpers import Upstream
+from .oauth_flow import DocumentServer
 
 ROOT = Path(__file__).resolve().parents[2]
 MANAGE = ROOT / "manage.py"
@@ -251,6 +254,7 @@ def e2e_env(e2e_database_url: str, upstream: Upstream) -> dict[str, str]:
         DEBUG="0",
         MCP_ADMIN_PASSWORD=ADMIN_PASSWORD,
         MCP_HTTP_HANDLER_ALLOW="127.0.0.1",
+        MCP_SECURE_USER_PASSWORD=oauth_flow.SECURE_PASSWORD,
         PYTHONUNBUFFERED="1",
     )
     # The same steps as bin/serve.
@@ -282,5 +286,46 @@ def server_b(
 ) -> Iterator[DaphneServer]:
     """Daphne B: a second process on the same database (and Redis, when REDIS_URL is set)."""
     daphne = start_daphne("daphne-B", e2e_env, tmp_path_factory.mktemp("daphne-b"))
+    yield daphne
+    daphne.stop()
+
+
+# --- the OAuth server: a third Daphne with the test's CIMD trust settings ---------------------
+
+
+@pytest.fixture(scope="package")
+def oauth_ca() -> trustme.CA:
+    """A throwaway certificate authority for the client ID metadata documents served on 127.0.0.1."""
+    return trustme.CA()
+
+
+@pytest.fixture(scope="package")
+def cimd_documents(oauth_ca: trustme.CA) -> Iterator[DocumentServer]:
+    """An HTTPS server on 127.0.0.1 (certificate from `oauth_ca`) serving client ID metadata documents."""
+    docs = DocumentServer(oauth_ca)
+    yield docs
+    docs.close()
+
+
+@pytest.fixture(scope="package")
+def oauth_server(
+    e2e_env: dict[str, str], oauth_ca: trustme.CA, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[DaphneServer]:
+    """Daphne for the OAuth tests: CIMD documents on 127.0.0.1 trusted through `oauth_ca`, token cache 1 s.
+
+    Besides the seeded `secure` tenant and `secure-user`, it has a second `oauth` tenant and two more
+    users (see tests/e2e/oauth_flow.py), so audience, membership and session ownership can be tested.
+    """
+    bundle = tmp_path_factory.mktemp("oauth-ca") / "ca.pem"
+    oauth_ca.cert_pem.write_to_path(str(bundle))
+    django_shell(e2e_env, oauth_flow.SETUP_CODE)
+    env = {
+        **e2e_env,
+        "MCP_CIMD_ALLOWED_HOSTS": "127.0.0.1",
+        "MCP_CIMD_CA_BUNDLE": str(bundle),
+        # A revocation made by another process (or an expiry written to the database) shows within 1 s.
+        "MCP_TOKEN_CACHE_SECONDS": "1",
+    }
+    daphne = start_daphne("daphne-oauth", env, tmp_path_factory.mktemp("daphne-oauth"))
     yield daphne
     daphne.stop()
