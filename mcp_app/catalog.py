@@ -8,10 +8,9 @@ Edits reach us through `note_change`, which the signals call after commit.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
-import weakref
+from contextvars import ContextVar
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -19,6 +18,7 @@ from django.conf import settings
 
 from .catalog_types import Catalog, PromptDef, ResourceDef, TemplateDef, ToolDef
 from .protocol.context import TenantInfo
+from .transport import redis_client
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +34,8 @@ LOCAL_RECHECK_SECONDS: float = getattr(settings, "MCP_VERSION_RECHECK_SECONDS", 
 _tenants: dict[str, tuple[TenantInfo, int]] = {}  # slug -> (info, token it is valid for)
 _catalogs: dict[int, tuple[int, Catalog]] = {}  # tenant id -> (token it is valid for, catalog)
 _local_versions: dict[int, tuple[int, float]] = {}  # tenant id -> (version, monotonic time checked)
+# Tokens already read by the current request (None outside a request: every call reads).
+_request_tokens: ContextVar[dict[int, int] | None] = ContextVar("mcp_request_tokens", default=None)
 
 # A missing counter (new tenant, flushed Redis) starts at the current time in microseconds, far
 # above any value an entry cached before the flush can hold; INCR then moves it on every change.
@@ -53,35 +55,14 @@ def _fresh_token() -> int:
 
 # --- Redis clients -------------------------------------------------------------------------------
 
-# An asyncio Redis connection belongs to the loop that opened it; tests and the Celery worker may
-# run several loops, so keep one client per loop (and per URL, which tests change).
-_async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, Any]] = (
-    weakref.WeakKeyDictionary()
-)
-_sync_clients: dict[str, Any] = {}
-
 
 def _async_redis() -> Any:
-    import redis.asyncio
-
-    clients = _async_clients.setdefault(asyncio.get_running_loop(), {})
-    client = clients.get(settings.REDIS_URL)
-    if client is None:
-        client = clients[settings.REDIS_URL] = redis.asyncio.Redis.from_url(
-            settings.REDIS_URL, decode_responses=True
-        )
-    return client
+    # Shared with the transport: one blocking pool per loop and URL (see transport.redis_client).
+    return redis_client.client()
 
 
 def _redis_sync() -> Any:
-    client = _sync_clients.get(settings.REDIS_URL)
-    if client is None:
-        import redis
-
-        client = _sync_clients[settings.REDIS_URL] = redis.Redis.from_url(
-            settings.REDIS_URL, decode_responses=True
-        )
-    return client
+    return redis_client.sync_client()
 
 
 # --- Change tokens --------------------------------------------------------------------------------
@@ -100,8 +81,39 @@ def _remember_local(tenant_id: int, version: int) -> None:
     _local_versions[tenant_id] = (version, time.monotonic())
 
 
+def begin_request() -> None:
+    """Read each tenant's change token at most once for the rest of this request.
+
+    The memo lives in a context variable, so the tasks the request starts (its dispatches) share
+    it and other requests never see it. A request then works on the definitions as of its start;
+    entries stay keyed by a token read before loading, so the next request sees any later edit.
+    """
+    _request_tokens.set({})
+
+
+def remember_token(tenant_id: int, raw: Any) -> bool:
+    """Record a token read elsewhere (a pipelined GET) for this request; False if it is unusable."""
+    memo = _request_tokens.get()
+    if memo is None or raw is None:
+        return False
+    try:
+        memo[tenant_id] = int(raw)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def cached_tenant_id(slug: str) -> int | None:
+    """The id of the tenant this process has cached under `slug`, if any (no I/O)."""
+    cached = _tenants.get(slug)
+    return None if cached is None else cached[0].id
+
+
 async def current_version(tenant_id: int) -> int:
     """Return the tenant's change token: entries cached under another token are stale."""
+    memo = _request_tokens.get()
+    if memo is not None and tenant_id in memo:
+        return memo[tenant_id]
     if settings.REDIS_URL:
         client = _async_redis()
         try:
@@ -111,6 +123,8 @@ async def current_version(tenant_id: int) -> int:
                 # concurrent start or bump wins) and use whatever is stored now.
                 await client.set(version_key(tenant_id), _fresh_token(), nx=True)
                 value = await client.get(version_key(tenant_id))
+            if memo is not None:
+                memo[tenant_id] = int(value)
             return int(value)
         except Exception:
             # Without the shared token nothing can be trusted as current: report a value no

@@ -33,6 +33,8 @@ def session_group(session_id: str) -> str:
 #   {"type": "mcp.session_message", "message": {JSON-RPC notification}}     (session group)
 #   {"type": "mcp.session_closed"}                                          (session group)
 #   {"type": "mcp.cancel", "request_id": str|int, "reason": str|None}      (session group)
+#   {"type": "mcp.session_changed", "session_id": str}                     (session group: its
+#       initialized flag or subscriptions changed; an open stream re-reads the session once)
 
 
 async def apublish_tenant(tenant_id: int, event: dict[str, Any]) -> None:

@@ -141,7 +141,8 @@ if REDIS_URL and urlsplit(REDIS_URL).scheme not in {"redis", "rediss", "unix"}:
 CHANNEL_LAYERS = {
     "default": (
         {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            # channels_redis with blocking pools and a socket timeout above BZPOPMIN's (see the module).
+            "BACKEND": "mcp_app.transport.layer.RedisChannelLayer",
             "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000, "expiry": 60},
         }
         if REDIS_URL
@@ -151,7 +152,12 @@ CHANNEL_LAYERS = {
 
 CACHES = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            # Wait for a free connection under a burst instead of failing (redis-py's default pool raises).
+            "OPTIONS": {"pool_class": "redis.BlockingConnectionPool", "max_connections": 64, "timeout": 20},
+        }
         if REDIS_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
     )

@@ -42,6 +42,7 @@ class McpConsumer(AsyncHttpConsumer):
         self.finished = False  # last body chunk sent
         self.extra_headers: Headers = []  # CORS headers, once the origin is known
         self.request = Request.from_scope(scope)
+        catalog.begin_request()
         try:
             await self.handle_request()
         except HttpError as exc:
@@ -163,6 +164,7 @@ class McpConsumer(AsyncHttpConsumer):
                 raise
         received = asyncio.ensure_future(self.receive())
         from_layer = asyncio.ensure_future(layer.receive(channel))
+        failures = 0  # consecutive failed channel-layer reads
         try:
             while True:
                 done, _ = await asyncio.wait(
@@ -173,7 +175,7 @@ class McpConsumer(AsyncHttpConsumer):
                 if not done:
                     await self.send_chunk(sse.KEEPALIVE)
                     if on_idle is not None:
-                        await on_idle()
+                        await self._guarded("keep-alive", on_idle())
                     continue
                 if received in done:
                     if received.result()["type"] == "http.disconnect":
@@ -181,9 +183,20 @@ class McpConsumer(AsyncHttpConsumer):
                         return
                     received = asyncio.ensure_future(self.receive())
                 if from_layer in done:
+                    error = from_layer.exception()
+                    if error is not None:
+                        # A Redis hiccup (timeout, reconnect) must not end the client's stream.
+                        failures += 1
+                        log = logger.warning if failures in (1, 10) else logger.debug
+                        log("stream could not read from the channel layer (%s in a row): %r", failures, error)
+                        await asyncio.sleep(min(0.05 * failures, 2.0))
+                        from_layer = asyncio.ensure_future(layer.receive(channel))
+                        continue
+                    failures = 0
                     event = from_layer.result()
                     from_layer = asyncio.ensure_future(layer.receive(channel))
-                    if not await on_event(event):
+                    keep = await self._guarded(f"event {event.get('type')!r}", on_event(event))
+                    if keep is False:
                         return
         finally:
             for task in (received, from_layer):
@@ -193,3 +206,13 @@ class McpConsumer(AsyncHttpConsumer):
                     await layer.group_discard(group, channel)
                 except Exception:
                     logger.warning("could not leave group %s", group, exc_info=True)
+
+    async def _guarded(self, what: str, step: Awaitable[Any]) -> Any:
+        """Run one step of a stream; an error is logged and the stream goes on (None returned)."""
+        try:
+            return await step
+        except ClientGone:
+            raise
+        except Exception:
+            logger.exception("stream step %s failed; the stream continues", what)
+            return None

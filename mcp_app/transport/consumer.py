@@ -10,7 +10,7 @@ from typing import Any
 
 from django.conf import settings
 
-from mcp_app import notify
+from mcp_app import catalog, notify
 from mcp_app.protocol import dispatch as protocol
 from mcp_app.protocol.context import RequestContext, SessionState
 from mcp_app.protocol.jsonrpc import (
@@ -23,7 +23,7 @@ from mcp_app.protocol.jsonrpc import (
 )
 from mcp_app.protocol.versions import DEFAULT_NEGOTIATED, SUPPORTED_VERSIONS, V2025_06_18, V2025_11_25
 
-from . import auth, events, inflight, origin, sessions, sse, standalone
+from . import auth, events, inflight, origin, redis_client, sessions, sse, standalone
 from .base import McpConsumer
 from .exchange import Exchange
 from .wire import HttpError, accepts, media_types, parse_json_body
@@ -49,6 +49,59 @@ def session_changed(before: str, session: SessionState | None) -> bool:
     return session is not None and snapshot(session) != before
 
 
+# What an open stream filters tenant-wide events on; a change to these is announced to the stream.
+STREAM_FIELDS = ("initialized", "subscriptions")
+
+
+async def persist_session(session: SessionState, before: str) -> None:
+    """Write a session a message changed; tell its open stream when a field it filters on changed."""
+    if not await sessions.get_store().update(session):
+        return
+    old = json.loads(before) if before else {}
+    if all(old.get(name) == getattr(session, name) for name in STREAM_FIELDS):
+        return
+    try:
+        await notify.apublish_session(session.id, {"type": "mcp.session_changed", "session_id": session.id})
+    except Exception:  # the change is stored; only an open stream's view of it is late
+        logger.warning("could not announce a change of session %.8s", session.id, exc_info=True)
+
+
+class StreamView:
+    """What an open stream knows about its session, so a tenant-wide event needs no session read.
+
+    `initialized` never goes back once true; until then it is re-read at each list_changed (rare).
+    Subscriptions are re-read when the session announces a change (`mcp.session_changed`, sent by
+    `persist_session` from whichever process served the subscribe).
+    """
+
+    def __init__(self, session: SessionState) -> None:
+        self.session_id = session.id
+        self.initialized = session.initialized
+        self.subscriptions = frozenset(session.subscriptions)
+
+    async def refresh(self) -> bool:
+        """Re-read the session; False when it is gone (the stream should close)."""
+        session = await sessions.get_store().peek(self.session_id)
+        if session is None:
+            return False
+        self.initialized = self.initialized or session.initialized
+        self.subscriptions = frozenset(session.subscriptions)
+        return True
+
+    async def notification_for(self, event: dict[str, Any]) -> dict[str, Any] | None | bool:
+        """The notification a channel-layer event becomes on this stream: None to skip, False to close."""
+        kind = event.get("type")
+        if kind == "mcp.session_changed":
+            return None if await self.refresh() else False
+        if kind == "mcp.list_changed" and event.get("kind") in notify.LIST_KINDS:
+            if not self.initialized and not await self.refresh():
+                return False
+            return notification(f"notifications/{event['kind']}/list_changed") if self.initialized else None
+        if kind == "mcp.resource_updated" and event.get("uri") in self.subscriptions:
+            return notification("notifications/resources/updated", {"uri": event["uri"]})
+        return None
+
+
 def progress_token(message: dict[str, Any]) -> str | int | None:
     params = message.get("params")
     meta = params.get("_meta") if isinstance(params, dict) else None
@@ -68,12 +121,39 @@ class StreamableHttpConsumer(McpConsumer):
             "DELETE": self.handle_delete,
             "OPTIONS": self.handle_options,
         }.get(self.request.method)
+        self.prefetched: tuple[str, SessionState | None] | None = None
+        if handler is not None and self.request.method != "OPTIONS":
+            await self.prefetch()
         self.tenant = await self.resolve_tenant()
         if handler is None:
             raise self.method_not_allowed()
         await handler()
 
     # --- shared checks --------------------------------------------------------------------------
+
+    async def prefetch(self) -> None:
+        """Read the tenant's change token and the session in one Redis round trip.
+
+        Only for a tenant this process has cached (its id is known without I/O) and a request that
+        names a session: the two reads a warm request needs. resolve_tenant, get_catalog and
+        load_session then find them in memory. A failure here only costs the separate reads.
+        """
+        if not redis_client.enabled():
+            return
+        tenant_id = catalog.cached_tenant_id(self.scope["url_route"]["kwargs"]["slug"])
+        session_id = (self.request.header(SESSION_HEADER) or "").strip()
+        if tenant_id is None or not sessions.valid_session_id(session_id) or sessions.is_legacy(session_id):
+            return
+        origin.check_host(self.request)  # nothing touches Redis for a request with a foreign Host
+        store = sessions.get_store()
+        assert isinstance(store, sessions.RedisSessionStore)
+        try:
+            session, (token,) = await store.get_with(session_id, [catalog.version_key(tenant_id)])
+        except Exception:
+            logger.warning("could not prefetch session and tenant token", exc_info=True)
+            return
+        catalog.remember_token(tenant_id, token)
+        self.prefetched = (session_id, session)
 
     async def load_session(self, required: bool = True, request_id: Any = None) -> SessionState | None:
         """Return the request's session: 400 without the header (HT-38), 404 unknown/ended/foreign (HT-39)."""
@@ -92,7 +172,11 @@ class StreamableHttpConsumer(McpConsumer):
         )
         if not sessions.valid_session_id(session_id) or sessions.is_legacy(session_id):
             raise not_found
-        session = await sessions.get_store().get(session_id)
+        prefetched, self.prefetched = self.prefetched, None
+        if prefetched is not None and prefetched[0] == session_id:
+            session = prefetched[1]
+        else:
+            session = await sessions.get_store().get(session_id)
         # Another tenant's (or another user's or OAuth client's) session gets the same answer as a missing one.
         if session is None or session.tenant_id != self.tenant.id or not auth.owns(session, self.caller):
             raise not_found
@@ -216,7 +300,7 @@ class StreamableHttpConsumer(McpConsumer):
         before = snapshot(session)
         await run_dispatch(ctx, message)
         if session_changed(before, session):
-            await sessions.get_store().update(session)
+            await persist_session(session, before)
 
     async def after_request(
         self, ctx: RequestContext, message: dict[str, Any], response: dict[str, Any]
@@ -228,7 +312,7 @@ class StreamableHttpConsumer(McpConsumer):
             return
         session = ctx.session
         if session_changed(self._snapshot, session):
-            await sessions.get_store().update(session)
+            await persist_session(session, self._snapshot)
 
     async def create_session(
         self, ctx: RequestContext, message: dict[str, Any], result: dict[str, Any]
@@ -309,8 +393,11 @@ class StreamableHttpConsumer(McpConsumer):
             await store.open(stream_id, session.id, "get")
             self.session_id = session.id
             self.stream_id = stream_id
+            self.view = StreamView(session)
 
             async def prelude() -> None:
+                # Groups are joined: a change made since load_session is seen now or announced later.
+                await self.view.refresh()
                 await self.start_sse()
                 if version >= V2025_11_25:
                     await self.send_chunk(
@@ -328,7 +415,12 @@ class StreamableHttpConsumer(McpConsumer):
             )
             await self.end_body()
         finally:
-            await standalone.release(session.id, stream_id)
+            try:
+                await standalone.release(session.id, stream_id)
+            except Exception:  # the slot's TTL frees it soon; the client must not see an error
+                logger.warning(
+                    "could not release the GET stream slot of session %.8s", session.id, exc_info=True
+                )
 
     async def resume_post_stream(self, stream_id: str, after: int, version: str) -> None:
         """Replay a request's stream after `after`, then wait (bounded) for the rest of it (HT-34)."""
@@ -362,17 +454,11 @@ class StreamableHttpConsumer(McpConsumer):
             if isinstance(message, dict):
                 await self.send_stream_message(message)
             return True
-        if kind in ("mcp.list_changed", "mcp.resource_updated"):
-            # Re-read: initialized and subscriptions change through other requests, maybe elsewhere.
-            session = await sessions.get_store().peek(self.session_id)
-            if session is None:
-                return False
-            if kind == "mcp.list_changed" and session.initialized and event.get("kind") in notify.LIST_KINDS:
-                await self.send_stream_message(notification(f"notifications/{event['kind']}/list_changed"))
-            elif kind == "mcp.resource_updated" and event.get("uri") in session.subscriptions:
-                await self.send_stream_message(
-                    notification("notifications/resources/updated", {"uri": event["uri"]})
-                )
+        message = await self.view.notification_for(event)
+        if message is False:
+            return False
+        if isinstance(message, dict):
+            await self.send_stream_message(message)
         return True
 
     async def send_stream_message(self, message: dict[str, Any]) -> None:

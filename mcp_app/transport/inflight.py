@@ -130,26 +130,44 @@ class _Listener:
         layer = get_channel_layer()
         if layer is None:
             return
-        if self.channel is None:
-            self.channel = await layer.new_channel()
-            self.task = self.loop.create_task(self._receive(layer))
-        await layer.group_add(notify.session_group(session_id), self.channel)
+        try:
+            if self.channel is None:
+                self.channel = await layer.new_channel()
+            if self.task is None or self.task.done():
+                self.task = self.loop.create_task(self._receive(layer, self.channel))
+            await layer.group_add(notify.session_group(session_id), self.channel)
+        except Exception as exc:
+            # Only a cancel sent from another process is lost; local cancels do not need the group.
+            self.joined.discard(session_id)
+            logger.warning("cancel listener could not join session %.8s: %r", session_id, exc)
 
     async def _leave(self, session_id: str) -> None:
         layer = get_channel_layer()
         if layer is not None and self.channel is not None:
-            await layer.group_discard(notify.session_group(session_id), self.channel)
+            try:
+                await layer.group_discard(notify.session_group(session_id), self.channel)
+            except Exception as exc:  # the group entry expires on its own (group_expiry)
+                logger.debug("cancel listener could not leave session %.8s: %r", session_id, exc)
 
-    async def _receive(self, layer: Any) -> None:
+    async def _receive(self, layer: Any, channel: str) -> None:
+        failures = 0
         while True:
             try:
-                event = await layer.receive(self.channel)
+                event = await layer.receive(channel)
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                logger.exception("cancel listener failed to receive")
-                await asyncio.sleep(1)
+            except Exception as exc:
+                if not self.joined:
+                    # Nothing to listen for: stop quietly; the next long request starts a new loop.
+                    self.task = None
+                    return
+                failures += 1
+                # A timeout under load is routine; say so once per run of failures, not every time.
+                log = logger.warning if failures == 1 else logger.debug
+                log("cancel listener could not receive (%s in a row), retrying: %r", failures, exc)
+                await asyncio.sleep(min(0.1 * failures, 2.0))
                 continue
+            failures = 0
             session_id = event.get("session_id")
             if event.get("type") == "mcp.cancel" and session_id:
                 cancel_local(session_id, event.get("request_id"), event.get("reason"))

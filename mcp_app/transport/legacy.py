@@ -25,13 +25,12 @@ from mcp_app.protocol.jsonrpc import (
     classify,
     error_response,
     is_initialize,
-    notification,
 )
 from mcp_app.protocol.versions import V2024_11_05
 
 from . import auth, inflight, origin, sessions, sse
 from .base import McpConsumer
-from .consumer import progress_token, run_dispatch, session_changed, snapshot
+from .consumer import StreamView, persist_session, progress_token, run_dispatch, session_changed, snapshot
 from .wire import HttpError, accepts, media_types, parse_json_body
 
 logger = logging.getLogger(__name__)
@@ -63,6 +62,7 @@ class LegacySseConsumer(McpConsumer):
         store = sessions.get_store()
         await store.save(session)
         self.session_id = session.id
+        self.view = StreamView(session)
         try:
 
             async def prelude() -> None:
@@ -89,15 +89,11 @@ class LegacySseConsumer(McpConsumer):
             inflight.cancel_local(self.session_id, event.get("request_id"), event.get("reason"))
         elif kind == "mcp.session_message" and isinstance(event.get("message"), dict):
             await self.send_chunk(sse.message_event(event["message"], None))
-        elif kind in ("mcp.list_changed", "mcp.resource_updated"):
-            session = await sessions.get_store().peek(self.session_id)
-            if session is None:
+        else:
+            message = await self.view.notification_for(event)
+            if message is False:
                 return False
-            if kind == "mcp.list_changed" and session.initialized and event.get("kind") in notify.LIST_KINDS:
-                message = notification(f"notifications/{event['kind']}/list_changed")
-                await self.send_chunk(sse.message_event(message, None))
-            elif kind == "mcp.resource_updated" and event.get("uri") in session.subscriptions:
-                message = notification("notifications/resources/updated", {"uri": event["uri"]})
+            if isinstance(message, dict):
                 await self.send_chunk(sse.message_event(message, None))
         return True
 
@@ -189,7 +185,7 @@ class LegacyMessagesConsumer(McpConsumer):
         before = snapshot(session)
         await run_dispatch(self.context(session, message, None), message)
         if session_changed(before, session):
-            await sessions.get_store().update(session)
+            await persist_session(session, before)
 
     def start(self, session: SessionState, message: dict[str, Any]) -> None:
         cancelled = asyncio.Event()
@@ -211,7 +207,7 @@ class LegacyMessagesConsumer(McpConsumer):
                 session.client_info = params.get("clientInfo") or {}
                 session.client_capabilities = params.get("capabilities") or {}
             if session_changed(before, session):
-                await sessions.get_store().update(session)
+                await persist_session(session, before)
         except asyncio.CancelledError:
             response = None
         except Exception:

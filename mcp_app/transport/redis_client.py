@@ -1,4 +1,9 @@
-"""One asyncio Redis client per event loop (a connection belongs to the loop that opened it)."""
+"""Redis clients: one asyncio client per event loop (a connection belongs to the loop that opened it).
+
+Every pool is a BlockingConnectionPool: when all its connections are busy (a tenant-wide event
+reaching 1,000 open streams at once) a caller waits for a free one instead of failing with
+MaxConnectionsError, which redis-py's default pool raises at 100 connections.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,12 @@ from typing import Any
 
 from django.conf import settings
 
-_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+# Connections per pool, and how long a caller waits for a free one before giving up.
+MAX_CONNECTIONS: int = getattr(settings, "MCP_REDIS_MAX_CONNECTIONS", 64)
+POOL_TIMEOUT: float = getattr(settings, "MCP_REDIS_POOL_TIMEOUT", 20.0)
+
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, Any]] = weakref.WeakKeyDictionary()
+_sync_clients: dict[str, Any] = {}
 
 
 def enabled() -> bool:
@@ -16,12 +26,29 @@ def enabled() -> bool:
 
 
 def client() -> Any:
-    """Return this loop's redis.asyncio client (decoded strings)."""
+    """Return this loop's redis.asyncio client for REDIS_URL (decoded strings)."""
     import redis.asyncio
 
-    loop = asyncio.get_running_loop()
-    found = _clients.get(loop)
+    clients = _clients.setdefault(asyncio.get_running_loop(), {})
+    url = settings.REDIS_URL
+    found = clients.get(url)
     if found is None:
-        found = redis.asyncio.Redis.from_url(settings.REDIS_URL, decode_responses=True)
-        _clients[loop] = found
+        pool = redis.asyncio.BlockingConnectionPool.from_url(
+            url, max_connections=MAX_CONNECTIONS, timeout=POOL_TIMEOUT, decode_responses=True
+        )
+        found = clients[url] = redis.asyncio.Redis(connection_pool=pool)
+    return found
+
+
+def sync_client() -> Any:
+    """Return the process's synchronous client for REDIS_URL (signal handlers, management commands)."""
+    url = settings.REDIS_URL
+    found = _sync_clients.get(url)
+    if found is None:
+        import redis
+
+        pool = redis.BlockingConnectionPool.from_url(
+            url, max_connections=MAX_CONNECTIONS, timeout=POOL_TIMEOUT, decode_responses=True
+        )
+        found = _sync_clients[url] = redis.Redis(connection_pool=pool)
     return found

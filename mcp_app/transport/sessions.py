@@ -58,6 +58,15 @@ class RedisSessionStore:
         raw = await redis_client.client().getex(KEY_PREFIX + session_id, ex=self._ttl())
         return None if raw is None else SessionState.from_dict(json.loads(raw))
 
+    async def get_with(self, session_id: str, keys: list[str]) -> tuple[SessionState | None, list[Any]]:
+        """Like get, and GET `keys` in the same round trip (a pipeline, not a transaction)."""
+        async with redis_client.client().pipeline(transaction=False) as pipe:
+            pipe.getex(KEY_PREFIX + session_id, ex=self._ttl())
+            for key in keys:
+                pipe.get(key)
+            raw, *values = await pipe.execute()
+        return (None if raw is None else SessionState.from_dict(json.loads(raw))), values
+
     async def peek(self, session_id: str) -> SessionState | None:
         """Read without refreshing the idle timer (server-initiated events are not client activity)."""
         raw = await redis_client.client().get(KEY_PREFIX + session_id)

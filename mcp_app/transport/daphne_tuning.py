@@ -1,0 +1,33 @@
+"""Switch off Twisted's form parsing of request bodies under Daphne.
+
+Twisted's `Request.requestReceived` parses the Content-Type of every POST through the `email`
+package (`EmailMessage`, ~9% of a tools/call under py-spy) to decide whether to decode a form
+body into `request.args`. Daphne never reads `args`: it hands the raw body to the application,
+which parses forms itself (Django). So the parse is pure cost, and for multipart bodies it also
+holds a second copy of the upload in memory.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+
+def disable_form_parsing() -> bool:
+    """Make Daphne's requests skip Twisted's form parsing; False when Daphne is not importable."""
+    try:
+        from daphne.http_protocol import WebRequest
+    except ImportError:
+        return False
+    original = WebRequest.__init__
+    if getattr(original, "_mcp_no_form_parsing", False):
+        return True
+
+    @functools.wraps(original)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("parsePOSTFormSubmission", False)
+        original(self, *args, **kwargs)
+
+    __init__._mcp_no_form_parsing = True  # type: ignore[attr-defined]
+    WebRequest.__init__ = __init__  # type: ignore[method-assign]
+    return True

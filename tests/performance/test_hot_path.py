@@ -1,0 +1,148 @@
+"""The warm request path: Redis round trips per POST, page cost, Daphne's request parsing."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import pytest
+import redis.asyncio.client
+from asgiref.sync import sync_to_async
+
+from mcp_app import catalog
+from mcp_app.models import Tool
+from mcp_app.protocol import pagination
+from mcp_app.protocol.context import RequestContext, TenantInfo
+from mcp_app.protocol.jsonrpc import InvalidParams
+from mcp_app.transport import redis_client
+from tests.transport.conftest import Client
+
+ECHO = {"name": "echo", "arguments": {"message": "hi"}}
+
+
+@pytest.fixture
+def round_trips(monkeypatch):
+    """Count Redis round trips made through redis.asyncio (a command or a pipeline execute)."""
+    counter = {"n": 0}
+    command = redis.asyncio.client.Redis.execute_command
+    execute = redis.asyncio.client.Pipeline.execute
+
+    async def counted_command(self, *args, **kwargs):
+        counter["n"] += 1
+        return await command(self, *args, **kwargs)
+
+    async def counted_execute(self, *args, **kwargs):
+        counter["n"] += 1
+        return await execute(self, *args, **kwargs)
+
+    monkeypatch.setattr(redis.asyncio.client.Redis, "execute_command", counted_command)
+    monkeypatch.setattr(redis.asyncio.client.Pipeline, "execute", counted_execute)
+    return counter
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+async def test_with_redis_a_warm_tools_call_costs_one_redis_round_trip(tools_a, settings, round_trips):
+    settings.REDIS_URL = os.environ["REDIS_URL"]
+    assert redis_client.enabled()
+    client = Client()
+    await client.initialize()
+    assert (await client.request("tools/call", ECHO)).status == 200  # warms tenant and catalog
+    for method, params in (("tools/call", ECHO), ("tools/list", {}), ("ping", None)):
+        round_trips["n"] = 0
+        response = await client.request(method, params)
+        assert response.status == 200 and "result" in response.json(), response.body
+        assert round_trips["n"] == 1, (method, round_trips["n"])
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+async def test_with_redis_a_change_made_between_two_requests_is_seen_by_the_second(tools_a, settings):
+    settings.REDIS_URL = os.environ["REDIS_URL"]
+    client = Client()
+    await client.initialize()
+    names = [t["name"] for t in (await client.request("tools/list", {})).json()["result"]["tools"]]
+    assert "late" not in names
+    await sync_to_async(Tool.objects.create)(
+        tenant=tools_a, name="late", handler="python", handler_config={"callable": "echo"}
+    )  # the signal moves the shared change token after commit
+    names = [t["name"] for t in (await client.request("tools/list", {})).json()["result"]["tools"]]
+    assert "late" in names
+
+
+async def test_a_token_remembered_by_one_request_is_never_seen_by_another():
+    # Outside a request nothing is memoized.
+    assert not catalog.remember_token(1, 5)
+
+    async def one_request(expected: int) -> None:
+        catalog.begin_request()
+        assert catalog.remember_token(1, expected)
+        await asyncio.sleep(0)  # let the other request run in between
+        assert await catalog.current_version(1) == expected
+
+    await asyncio.gather(asyncio.create_task(one_request(5)), asyncio.create_task(one_request(6)))
+    assert catalog._request_tokens.get() is None
+    catalog.begin_request()
+    assert not catalog.remember_token(1, "not a number")
+
+
+class Named:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def ctx() -> RequestContext:
+    return RequestContext(tenant=TenantInfo(id=1, slug="t", name="t"))
+
+
+def test_pg_a_page_after_a_cursor_costs_the_same_however_long_the_list(settings):
+    settings.MCP_PAGE_SIZE = 10
+    items = [Named(f"tool-{i:05d}") for i in range(10_000)]
+    calls = 0
+
+    def key(item: Named) -> str:
+        nonlocal calls
+        calls += 1
+        return item.name
+
+    cursor = pagination.encode_cursor(ctx(), "tools", "tool-05000")
+    calls = 0
+    page, next_cursor = pagination.paginate(ctx(), {"cursor": cursor}, "tools", items, key)
+    assert [p.name for p in page] == [f"tool-{i:05d}" for i in range(5001, 5011)]
+    assert calls < 40  # a binary search and the page's last key, not one call per tool
+    assert pagination.decode_cursor(ctx(), "tools", next_cursor) == "tool-05010"
+
+
+def test_pg_pages_cover_the_list_once_and_a_cursor_between_keys_resumes_after_it(settings):
+    items = [Named(n) for n in ("a", "b", "c", "d", "e")]
+    seen, params = [], {}
+    while True:
+        page, next_cursor = pagination.paginate(ctx(), params, "tools", items, lambda t: t.name, page_size=2)
+        seen += [p.name for p in page]
+        if next_cursor is None:
+            break
+        params = {"cursor": next_cursor}
+    assert seen == ["a", "b", "c", "d", "e"]
+    # The key a cursor names may have been deleted meanwhile (PG-04): resume after where it was.
+    gone = pagination.encode_cursor(ctx(), "tools", "bb")
+    page, _ = pagination.paginate(ctx(), {"cursor": gone}, "tools", items, lambda t: t.name, page_size=2)
+    assert [p.name for p in page] == ["c", "d"]
+    with pytest.raises(InvalidParams):
+        pagination.paginate(ctx(), {"cursor": "forged"}, "tools", items, lambda t: t.name)
+
+
+def test_daphne_requests_skip_twisteds_form_parsing_of_the_body():
+    """Twisted parsed every POST's Content-Type through the email package just to fill request.args."""
+    from daphne.http_protocol import WebRequest
+    from twisted.web.test.requesthelper import DummyChannel
+
+    import mcpsite.asgi  # noqa: F401 - installs the tuning, as Daphne's import of the app does
+
+    class Server:
+        def protocol_connected(self, request) -> None:
+            pass
+
+    channel = DummyChannel()
+    channel.factory = type("Factory", (), {"server": Server()})()
+    request = WebRequest(channel)
+    assert request._parsePOSTFormSubmission is False
