@@ -60,12 +60,12 @@ class ToolAdmin(DefinitionAdmin):
     form = ToolAdminForm
     form_only_fields = ("python_callable", "secret_headers", "clear_secrets")
     readonly_fields = ("stored_secrets", "updated_at")
-    list_display = ("name", "tenant", "title", "handler", "enabled", "updated_at")
+    list_display = ("name", "tenant", "title", "handler", "execution", "enabled", "updated_at")
     search_fields = ("name", "title", "description")
     fieldsets = (
         (None, {"fields": ("tenant", "name", "title", "description", "enabled")}),
         ("Schemas", {"fields": ("input_schema", "output_schema")}),
-        ("Handler", {"fields": ("handler", "python_callable", "handler_config", "timeout_seconds")}),
+        ("Handler", {"fields": ("handler", "python_callable", "handler_config", "timeout_seconds", "execution")}),
         ("Authorization", {"fields": ("required_scope",)}),
         ("Secret headers", {"fields": ("stored_secrets", "secret_headers", "clear_secrets")}),
         ("Presentation", {"fields": ("annotations", "icons", "meta"), "classes": ("collapse",)}),

@@ -246,6 +246,7 @@ def _load_catalog(tenant_id: int) -> Catalog:
             handler_secrets=row.handler_secrets or "",
             timeout_seconds=row.timeout_seconds,
             required_scope=row.required_scope,
+            execution=row.execution,
         )
         for row in Tool.objects.for_tenant(tenant_id).filter(enabled=True)
     )

@@ -28,6 +28,8 @@ class ToolDef:
     timeout_seconds: int = 30
     # OAuth tenants: a scope the token must hold, besides mcp:tools, to call the tool ("" = none).
     required_scope: str = ""
+    # "inline" (in the server process) or "background" (a Celery worker, mcp_app.jobs).
+    execution: str = "inline"
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,11 @@ class Definition(models.Model):
         abstract = True
 
 
+class Execution(models.TextChoices):
+    INLINE = "inline", "In the server process (quick tools)"
+    BACKGROUND = "background", "On a Celery worker (long tools)"
+
+
 class Tool(Definition):
     name = models.CharField(max_length=64, validators=[tool_name_validator])
     input_schema = models.JSONField(
@@ -67,6 +72,13 @@ class Tool(Definition):
     # Fernet-encrypted JSON object of secret values (e.g. HTTP headers); never shown again.
     handler_secrets = models.TextField(blank=True, default="", editable=False)
     timeout_seconds = models.PositiveIntegerField(default=30)
+    execution = models.CharField(
+        max_length=20,
+        choices=Execution.choices,
+        default=Execution.INLINE,
+        help_text="Where the tool runs. Background: on a Celery worker, for long tools; progress and "
+        "log messages still reach the client, and a cancellation stops the work.",
+    )
     required_scope = models.CharField(
         max_length=100,
         blank=True,

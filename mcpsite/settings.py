@@ -171,6 +171,19 @@ CELERY_TASK_ALWAYS_EAGER = _env_bool(
 )
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Background tools (mcp_app.jobs): "celery" sends them to workers, "inline" runs them in the server
+# process. Workers need the broker and the Redis channel layer (their replies travel through it).
+MCP_BACKGROUND_TOOLS = os.environ.get("MCP_BACKGROUND_TOOLS") or (
+    "celery" if REDIS_URL and not CELERY_TASK_ALWAYS_EAGER else "inline"
+)
+if MCP_BACKGROUND_TOOLS not in {"celery", "inline"}:
+    raise ImproperlyConfigured(f"MCP_BACKGROUND_TOOLS must be celery or inline, not {MCP_BACKGROUND_TOOLS!r}")
+if MCP_BACKGROUND_TOOLS == "celery" and not REDIS_URL:
+    raise ImproperlyConfigured("MCP_BACKGROUND_TOOLS=celery needs REDIS_URL (the workers reply through Redis)")
+MCP_BACKGROUND_QUEUE = os.environ.get("MCP_BACKGROUND_QUEUE", "mcp-tools")
+CELERY_TASK_DEFAULT_QUEUE = MCP_BACKGROUND_QUEUE
+# How long a background tool may wait in the queue for a worker before the caller gets an error.
+MCP_BACKGROUND_START_SECONDS: float = _env_int("MCP_BACKGROUND_START_SECONDS", 30, minimum=1)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

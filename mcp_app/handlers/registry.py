@@ -123,8 +123,25 @@ def _normalise(result: Any) -> dict[str, Any]:
     return out
 
 
+def time_limit(tool: ToolDef) -> float | None:
+    """How long a caller waits for ``tool``: None for a background tool (its wait includes the queue,
+    and mcp_app.jobs keeps its own deadlines)."""
+    from mcp_app import jobs
+
+    return None if jobs.runs_in_background(tool) else tool.timeout_seconds
+
+
 async def run_tool(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> dict[str, Any]:
-    """Run ``tool`` with ``arguments`` and return a CallToolResult dict; never raises for tool faults."""
+    """Run ``tool`` with ``arguments`` (here, or on a worker for a background tool); a CallToolResult dict."""
+    from mcp_app import jobs
+
+    if jobs.runs_in_background(tool):
+        return await jobs.run(ctx, tool, arguments)
+    return await run_inline(ctx, tool, arguments)
+
+
+async def run_inline(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Run ``tool`` in this process within its timeout; never raises for tool faults."""
     try:
         module = load_kind(tool.handler)
         async with asyncio.timeout(tool.timeout_seconds or None):

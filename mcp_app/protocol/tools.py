@@ -125,7 +125,7 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
         from ..handlers import registry  # imported on first use: the handler kinds pull in more
 
         try:
-            async with asyncio.timeout(tool.timeout_seconds):
+            async with asyncio.timeout(registry.time_limit(tool)):
                 raw = await registry.run_tool(ctx, tool, arguments)
         except TimeoutError:
             result = error_result(f"Tool {tool.name!r} timed out after {tool.timeout_seconds} seconds.")

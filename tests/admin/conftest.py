@@ -70,6 +70,7 @@ def tool_form_data(tool: Tool, **overrides: Any) -> dict[str, Any]:
         "python_callable": "",
         "handler_config": _json(tool.handler_config),
         "timeout_seconds": tool.timeout_seconds,
+        "execution": tool.execution,
         "secret_headers": "",
         "annotations": _json(tool.annotations),
         "icons": _json(tool.icons),

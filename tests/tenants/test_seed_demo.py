@@ -46,7 +46,16 @@ def test_seed_demo_creates_the_demo_tenant_as_seed_md_lists(monkeypatch):
     assert (tenant.name, tenant.title) == ("demo", "Demo MCP server")
     assert tenant.instructions and tenant.description
     tools = {t.name: t for t in Tool.objects.filter(tenant=tenant)}
-    assert set(tools) == {"echo", "add", "greet", "show_logo", "count_slowly", "fetch_json"}
+    assert set(tools) == {
+        "echo",
+        "add",
+        "greet",
+        "show_logo",
+        "count_slowly",
+        "count_in_background",
+        "fetch_json",
+    }
+    assert {name for name, tool in tools.items() if tool.execution == "background"} == {"count_in_background"}
     assert tools["echo"].handler_config == {"callable": "echo"}
     assert tools["echo"].input_schema["required"] == ["message"]
     assert tools["echo"].output_schema == {
@@ -103,7 +112,7 @@ def test_seed_demo_is_idempotent_and_a_second_run_changes_nothing(
         second = seed()
     assert "admin / demo-admin-pw" in first
     assert "Admin login" not in second  # printed only when the account is created
-    assert "kept 13" in second
+    assert "kept 14" in second
     assert [m.objects.count() for m in (Tenant, Tool, Prompt, Resource, ResourceTemplate)] == counts
     assert Tenant.objects.get(slug="demo").definitions_version == version
     assert get_user_model().objects.get(username="admin").check_password("demo-admin-pw")
@@ -115,7 +124,7 @@ def test_seed_demo_keeps_the_users_edits_to_demo_definitions_on_restart(django_c
     Tool.objects.filter(name="add").delete()
     with django_capture_on_commit_callbacks(execute=True):
         output = seed("--tenant-only")
-    assert "created 1" in output and "kept 12" in output
+    assert "created 1" in output and "kept 13" in output
     assert Tool.objects.get(name="echo").description == "edited"
     assert Tool.objects.filter(name="add").exists()  # a missing demo row is recreated
 

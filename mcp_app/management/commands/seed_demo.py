@@ -50,7 +50,7 @@ README = """# Demo MCP server
 
 This tenant shows what the platform serves without any code:
 
-- tools `echo`, `add`, `greet`, `show_logo`, `count_slowly` and `fetch_json`;
+- tools `echo`, `add`, `greet`, `show_logo`, `count_slowly`, `count_in_background` and `fetch_json`;
 - prompts `code_review` and `describe_logo`;
 - resources `demo://readme`, `demo://logo.png`, `demo://config.json`;
 - the resource template `demo://users/{user_id}/profile`.
@@ -158,6 +158,25 @@ def demo_definitions(logo: bytes) -> dict[str, list[dict[str, Any]]]:
             "handler": "python",
             "handler_config": {"callable": "count_slowly"},
             "timeout_seconds": 300,
+        },
+        {
+            "name": "count_in_background",
+            "title": "Count in the background",
+            "description": "Like count_slowly, but runs on a background worker: for long work. Cancellable.",
+            "input_schema": {
+                "type": "object",
+                "properties": {
+                    "n": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
+                    "delay": {"type": "number", "minimum": 0, "maximum": 5, "default": 0.5},
+                },
+                "additionalProperties": False,
+            },
+            "output_schema": None,
+            "annotations": {"readOnlyHint": True, "openWorldHint": False},
+            "handler": "python",
+            "handler_config": {"callable": "count_slowly"},
+            "timeout_seconds": 300,
+            "execution": "background",
         },
         {
             "name": "fetch_json",
@@ -326,9 +345,10 @@ class Command(BaseCommand):
                 "title": "Demo MCP server",
                 "description": "A demonstration tenant: tools, prompts and resources defined in the admin.",
                 "instructions": (
-                    "This demo server offers simple tools (echo, add, greet, show_logo, count_slowly, fetch_json), "
-                    "a code_review and a describe_logo prompt, and demo:// resources. Use count_slowly to see "
-                    "progress notifications."
+                    "This demo server offers simple tools (echo, add, greet, show_logo, count_slowly, "
+                    "count_in_background, fetch_json), a code_review and a describe_logo prompt, and demo:// "
+                    "resources. Use count_slowly to see progress notifications; count_in_background does the "
+                    "same on a background worker."
                 ),
                 "is_active": True,
                 "auth_mode": "public",  # the demo is for trying a client at once, without OAuth
