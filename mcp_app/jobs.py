@@ -122,7 +122,8 @@ async def request_cancel(job_id: str) -> None:
 async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> dict[str, Any]:
     """Run `tool` on a Celery worker and return its CallToolResult; relay its notifications meanwhile."""
     layer = get_channel_layer()
-    channel = await layer.new_channel(prefix="mcp.job")
+    # The default prefix: all of a process's channels share one Redis list, which one reader drains.
+    channel = await layer.new_channel()
     job = _job(ctx, tool, arguments, channel)
     try:
         # apply_async talks to the broker synchronously (and may reconnect): keep it off the loop.

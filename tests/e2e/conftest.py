@@ -37,8 +37,8 @@ ADMIN_PASSWORD = f"e2e-{secrets.token_urlsafe(12)}"
 STARTUP_SECONDS = 45.0
 COMMAND_SECONDS = 180.0
 
-# The Daphne processes running now, for the failure report.
-_SERVERS: list[DaphneServer] = []
+# The processes running now (Daphne, Celery), for the failure report.
+_SERVERS: list[ServerProcess] = []
 _LOG_OFFSETS = pytest.StashKey[dict[str, int]]()
 
 
@@ -104,19 +104,12 @@ def django_shell(env: dict[str, str], code: str) -> str:
 
 
 @dataclass
-class DaphneServer:
+class ServerProcess:
+    """A process the tests started (Daphne, a Celery worker), with its output in a log file."""
+
     name: str
-    port: int
     proc: subprocess.Popen[bytes]
     log_path: Path
-    env: dict[str, str] = field(repr=False)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def mcp_url(self, slug: str = "demo") -> str:
-        return f"{self.url}/t/{slug}/mcp"
 
     def log_size(self) -> int:
         try:
@@ -144,6 +137,50 @@ class DaphneServer:
                 self.proc.wait(timeout=10)
 
 
+@dataclass
+class DaphneServer(ServerProcess):
+    port: int = 0
+    env: dict[str, str] = field(default_factory=dict, repr=False)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def mcp_url(self, slug: str = "demo") -> str:
+        return f"{self.url}/t/{slug}/mcp"
+
+
+def start_celery_worker(name: str, env: dict[str, str], log_dir: Path) -> ServerProcess:
+    """Start a Celery worker (what runs background tools) and return once it is ready."""
+    log_path = log_dir / f"{name}.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [
+                sys.executable, "-m", "celery", "-A", "mcpsite", "worker",
+                "--loglevel=INFO", "--concurrency=2", "--hostname", f"{name}@%h",
+                # Alone on its own queue: no need to look for, or gossip with, other workers.
+                "--without-gossip", "--without-mingle",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    worker = ServerProcess(name=name, proc=proc, log_path=log_path)
+    _SERVERS.append(worker)
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            worker.stop()
+            raise RuntimeError(f"{name} exited with {proc.returncode} at startup:\n{worker.read_log()}")
+        if " ready." in worker.read_log():
+            return worker
+        time.sleep(0.1)
+    worker.stop()
+    raise RuntimeError(f"{name} was not ready within {STARTUP_SECONDS:.0f} s:\n{worker.read_log()}")
+
+
 def start_daphne(name: str, env: dict[str, str], log_dir: Path) -> DaphneServer:
     """Start Daphne on a free port and return once it serves the admin login page."""
     port = free_port()
@@ -158,7 +195,7 @@ def start_daphne(name: str, env: dict[str, str], log_dir: Path) -> DaphneServer:
             stdout=log,
             stderr=subprocess.STDOUT,
         )
-    server = DaphneServer(name=name, port=port, proc=proc, log_path=log_path, env=server_env)
+    server = DaphneServer(name=name, proc=proc, log_path=log_path, port=port, env=server_env)
     _SERVERS.append(server)
     deadline = time.monotonic() + STARTUP_SECONDS
     last_error = "no answer yet"
@@ -255,6 +292,8 @@ def e2e_env(e2e_database_url: str, upstream: Upstream) -> dict[str, str]:
         MCP_ADMIN_PASSWORD=ADMIN_PASSWORD,
         MCP_HTTP_HANDLER_ALLOW="127.0.0.1",
         MCP_SECURE_USER_PASSWORD=oauth_flow.SECURE_PASSWORD,
+        # This run's own Celery queue on the shared broker: no other run's worker takes its jobs.
+        MCP_BACKGROUND_QUEUE=f"mcp-tools-e2e-{secrets.token_hex(4)}",
         PYTHONUNBUFFERED="1",
     )
     # The same steps as bin/serve.
@@ -288,6 +327,17 @@ def server_b(
     daphne = start_daphne("daphne-B", e2e_env, tmp_path_factory.mktemp("daphne-b"))
     yield daphne
     daphne.stop()
+
+
+@pytest.fixture(scope="package")
+def celery_worker(
+    server: DaphneServer, e2e_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerProcess]:
+    """A real Celery worker on the e2e database and the Redis broker: it runs the background tools."""
+    require_services("background tools run on a Celery worker, which needs the Redis broker")
+    worker = start_celery_worker("celery-worker", e2e_env, tmp_path_factory.mktemp("celery"))
+    yield worker
+    worker.stop()
 
 
 # --- the OAuth server: a third Daphne with the test's CIMD trust settings ---------------------

@@ -1,0 +1,189 @@
+"""Background tools (mcp_app.jobs), driven through the dispatcher.
+
+With `MCP_BACKGROUND_TOOLS=inline` (embedded defaults) they run in the server process. With
+"celery", the server side enqueues a real Celery message on the Redis broker and waits on the
+Redis channel layer; these tests take that message off the broker and run the worker side
+(`jobs.work`, what the Celery task calls) in this process, so both halves talk through real Redis.
+A real worker process runs them in tests/e2e/test_background_tools.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import secrets
+import time
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+
+from mcp_app import jobs
+from mcp_app.models import Tool
+from mcp_app.transport import redis_client
+
+from .support import make_ctx, result_of
+
+
+class Recorder:
+    """Collects the notifications a request emits (what the transport would stream)."""
+
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+
+    async def __call__(self, message: dict[str, Any]) -> None:
+        self.messages.append(message)
+
+    def progress(self) -> list[float]:
+        return [m["params"]["progress"] for m in self.messages if m["method"] == "notifications/progress"]
+
+    def logs(self) -> list[str]:
+        return [m["params"]["data"] for m in self.messages if m["method"] == "notifications/message"]
+
+
+@pytest.fixture
+def background_tool(demo_a: Any) -> Tool:
+    return Tool.objects.create(
+        tenant=demo_a,
+        name="bg_count",
+        input_schema={
+            "type": "object",
+            "properties": {"n": {"type": "integer"}, "delay": {"type": "number"}},
+        },
+        handler="python",
+        handler_config={"callable": "count_slowly"},
+        timeout_seconds=20,
+        execution="background",
+    )
+
+
+@pytest.fixture
+def celery_mode(settings: Any) -> str:
+    """Background tools go to Celery, on a queue of this test's own (no worker process consumes it)."""
+    settings.MCP_BACKGROUND_TOOLS = "celery"
+    settings.MCP_BACKGROUND_QUEUE = f"mcp-test-{secrets.token_hex(4)}"
+    return settings.MCP_BACKGROUND_QUEUE
+
+
+async def take_job(queue: str, timeout: float = 10.0) -> dict[str, Any]:
+    """Pop the job the server enqueued from the Redis broker's list for `queue` (a kombu message)."""
+    redis = redis_client.client()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        raw = await redis.rpop(queue)
+        if raw is not None:
+            message = json.loads(raw)
+            assert message["headers"]["task"] == "mcp_app.run_tool_job"
+            args, _kwargs, _embed = json.loads(base64.b64decode(message["body"]))
+            return args[0]
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"no job on queue {queue} within {timeout} s")
+
+
+def call_params(n: int, delay: float) -> dict[str, Any]:
+    return {"name": "bg_count", "arguments": {"n": n, "delay": delay}, "_meta": {"progressToken": "p1"}}
+
+
+async def test_a_background_tool_runs_in_process_when_background_tools_are_inline(settings, background_tool):
+    settings.MCP_BACKGROUND_TOOLS = "inline"
+    recorder = Recorder()
+    ctx = make_ctx(background_tool.tenant, emit=recorder, progress_token="p1")
+    result = await result_of(ctx, "tools/call", call_params(3, 0))
+    assert result["structuredContent"] == {"count": 3}
+    assert recorder.progress() == [1, 2, 3]
+
+
+@pytest.mark.services
+async def test_a_background_call_runs_on_the_worker_side_and_streams_progress_logs_and_the_result(
+    celery_mode, background_tool
+):
+    recorder = Recorder()
+    ctx = make_ctx(background_tool.tenant, emit=recorder, progress_token="p1")
+    call = asyncio.create_task(result_of(ctx, "tools/call", call_params(3, 0.01)))
+    job = await take_job(celery_mode)
+    assert (job["tool_name"], job["arguments"], job["progress_token"]) == (
+        "bg_count",
+        {"n": 3, "delay": 0.01},
+        "p1",
+    )
+    assert await jobs.work(job) == "done"
+    result = await asyncio.wait_for(call, 10)
+    assert result["structuredContent"] == {"count": 3}
+    assert result["content"] == [{"type": "text", "text": "Counted to 3."}]
+    assert recorder.progress() == [1, 2, 3]
+    assert recorder.logs() == ["count 1 of 3", "count 2 of 3", "count 3 of 3"]
+
+
+@pytest.mark.services
+async def test_the_worker_honours_the_sessions_log_level(celery_mode, background_tool):
+    recorder = Recorder()
+    ctx = make_ctx(background_tool.tenant, emit=recorder, progress_token="p1")
+    ctx.session.log_level = "warning"
+    call = asyncio.create_task(result_of(ctx, "tools/call", call_params(2, 0)))
+    assert await jobs.work(await take_job(celery_mode)) == "done"
+    await asyncio.wait_for(call, 10)
+    assert recorder.logs() == []
+    assert recorder.progress() == [1, 2]
+
+
+@pytest.mark.services
+async def test_a_call_no_worker_starts_gets_an_is_error_result_and_a_late_worker_drops_it(
+    settings, celery_mode, background_tool
+):
+    settings.MCP_BACKGROUND_START_SECONDS = 0.5
+    ctx = make_ctx(background_tool.tenant, progress_token="p1")
+    started = time.monotonic()
+    result = await result_of(ctx, "tools/call", call_params(2, 0))
+    assert time.monotonic() - started < 5
+    assert result["isError"] is True
+    assert result["content"][0]["text"].startswith("No worker started tool 'bg_count' within 0.5 seconds.")
+    job = await take_job(celery_mode)
+    assert await redis_client.client().exists(jobs.cancel_key(job["id"]))
+    assert await jobs.work(job) == "expired"
+
+
+@pytest.mark.services
+async def test_ut10_cancelling_a_background_call_stops_the_job_on_the_worker_and_sends_nothing_more(
+    celery_mode, background_tool
+):
+    recorder = Recorder()
+    ctx = make_ctx(background_tool.tenant, emit=recorder, progress_token="p1")
+    call = asyncio.create_task(result_of(ctx, "tools/call", call_params(50, 0.1)))
+    job = await take_job(celery_mode)
+    worker = asyncio.create_task(jobs.work(job))
+    while len(recorder.progress()) < 2:
+        await asyncio.sleep(0.02)
+    call.cancel()  # what notifications/cancelled does to the request's task (transport.inflight)
+    cancelled_at = time.monotonic()
+    assert await asyncio.wait_for(worker, 5) == "cancelled"
+    assert time.monotonic() - cancelled_at < 1.0  # a poll interval plus the handler's own exit
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    assert len(recorder.progress()) < 50
+
+
+@pytest.mark.services
+async def test_a_job_whose_tool_was_disabled_before_it_started_gets_an_is_error_result(
+    celery_mode, background_tool
+):
+    ctx = make_ctx(background_tool.tenant, progress_token="p1")
+    call = asyncio.create_task(result_of(ctx, "tools/call", call_params(2, 0)))
+    job = await take_job(celery_mode)
+    background_tool.enabled = False
+    await sync_to_async(background_tool.save)()
+    assert await jobs.work(job) == "missing"
+    result = await asyncio.wait_for(call, 10)
+    assert result["isError"] is True
+    assert "was removed or disabled" in result["content"][0]["text"]
+
+
+@pytest.mark.services
+async def test_a_job_cancelled_before_any_worker_started_it_is_dropped_unrun(celery_mode, background_tool):
+    ctx = make_ctx(background_tool.tenant, progress_token="p1")
+    call = asyncio.create_task(result_of(ctx, "tools/call", call_params(2, 0)))
+    job = await take_job(celery_mode)
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    assert await jobs.work(job) == "cancelled"
