@@ -122,7 +122,8 @@ async def request_cancel(job_id: str) -> None:
 async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> dict[str, Any]:
     """Run `tool` on a Celery worker and return its CallToolResult; relay its notifications meanwhile."""
     layer = get_channel_layer()
-    # The default prefix: all of a process's channels share one Redis list, which one reader drains.
+    # The default prefix: channels_redis reads all of a process's "specific" channels from one Redis
+    # list under one lock; a channel of another prefix waited behind that reader (replies never came).
     channel = await layer.new_channel()
     job = _job(ctx, tool, arguments, channel)
     try:
