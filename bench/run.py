@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/run.py [--quick] [--only ours|reference] [--skip-scale] [--skip-streams]
     .venv/bin/python bench/run.py --only-oauth   # tools/call on an oauth tenant (token) vs a public one
+    .venv/bin/python bench/run.py --only-background   # echo on a Celery worker vs the same echo inline
 
 Prints figures; it is not a test. See bench/README.md for what is measured and how to read it.
 """
@@ -365,7 +366,7 @@ async def drive(servers: list[Server], timing: Timing, rounds: int) -> dict[str,
 # OAuth: the same tools/call on an `oauth` tenant (with a valid token) and on a `public` one
 
 
-OAUTH_CONCURRENCY = 16
+PAIR_CONCURRENCY = 16  # the oauth and background comparisons
 OAUTH_GOAL = 0.9  # oauth throughput at least 0.9x the public tenant's
 
 # Run in `manage.py shell` with the server's environment (its MCP_PUBLIC_URL makes the canonical URI).
@@ -402,31 +403,27 @@ def oauth_token(server: Server) -> str:
     return token
 
 
-async def drive_oauth(server: Server, token: str, timing: Timing, slices: int) -> dict[str, PhaseResult]:
-    """tools/call of echo at c=16 on /t/demo/mcp (public) and /t/secure/mcp (Bearer), same process.
+async def drive_pair(
+    server: Server, targets: dict[str, tuple[str, dict[str, str] | None]], timing: Timing, slices: int
+) -> dict[str, PhaseResult]:
+    """tools/call of echo at c=16 on two tenant paths of one server; slices alternate between them.
 
-    One server serves both tenants; slices alternate between them (order reversed each round).
+    `targets` maps a label to (path, extra headers); the order of the two is reversed each round.
     """
     await server.wait_ready()
     clients = {
-        "public": await make_clients(OAUTH_CONCURRENCY, HOST, server.port, "/t/demo/mcp"),
-        "oauth": await make_clients(
-            OAUTH_CONCURRENCY,
-            HOST,
-            server.port,
-            "/t/secure/mcp",
-            extra_headers={"Authorization": f"Bearer {token}"},
-        ),
+        key: await make_clients(PAIR_CONCURRENCY, HOST, server.port, path, extra_headers=headers)
+        for key, (path, headers) in targets.items()
     }
+    keys = list(targets)
     raw: dict[str, list[PhaseResult]] = collections.defaultdict(list)
     try:
         for cs in clients.values():
             await asyncio.gather(*(c.call_echo("warm") for c in cs))
-        name = f"tools/call c={OAUTH_CONCURRENCY}"
+        name = f"tools/call c={PAIR_CONCURRENCY}"
         for rnd in range(slices):
-            order = ["public", "oauth"] if rnd % 2 == 0 else ["oauth", "public"]
-            for key in order:
-                log(f"oauth bench: {key} tenant (slice {rnd + 1}/{slices})")
+            for key in keys if rnd % 2 == 0 else keys[::-1]:
+                log(f"{server.label} bench: {key} (slice {rnd + 1}/{slices})")
                 raw[key].append(
                     await run_phase(
                         name,
@@ -444,6 +441,15 @@ async def drive_oauth(server: Server, token: str, timing: Timing, slices: int) -
     return {key: merge(rs) for key, rs in raw.items()}
 
 
+async def drive_oauth(server: Server, token: str, timing: Timing, slices: int) -> dict[str, PhaseResult]:
+    """echo on /t/demo/mcp (public) and /t/secure/mcp (Bearer), same process."""
+    targets = {
+        "public": ("/t/demo/mcp", None),
+        "oauth": ("/t/secure/mcp", {"Authorization": f"Bearer {token}"}),
+    }
+    return await drive_pair(server, targets, timing, slices)
+
+
 def oauth_bench(
     env: dict[str, str], affinity: Affinity, timing: Timing, slices: int
 ) -> dict[str, PhaseResult]:
@@ -454,9 +460,7 @@ def oauth_bench(
 
 
 def print_oauth_section(env: dict[str, str], affinity: Affinity, timing: Timing, rounds: int) -> None:
-    print(
-        f"## OAuth: tools/call of echo at c={OAUTH_CONCURRENCY}, oauth tenant with a token vs public tenant"
-    )
+    print(f"## OAuth: tools/call of echo at c={PAIR_CONCURRENCY}, oauth tenant with a token vs public tenant")
     print()
     print("one Daphne process serves both tenants; the echo tool is the same row copied; slices alternate")
     print()
@@ -477,7 +481,7 @@ def print_oauth(results: dict[str, PhaseResult]) -> list[str]:
         srv = f"{r.server_cpu * 100:.0f}%" if r.server_cpu is not None else "?"
         oth = f"{r.other_cpu * 100:.0f}%" if r.other_cpu is not None else "?"
         lines.append(
-            f"| tools/call c={OAUTH_CONCURRENCY} | {label} | {r.rps:,.0f} | {r.pct(0.5):.2f} | "
+            f"| tools/call c={PAIR_CONCURRENCY} | {label} | {r.rps:,.0f} | {r.pct(0.5):.2f} | "
             f"{r.pct(0.99):.2f} | {sum(r.errors.values())} | {srv} | {oth} |"
         )
     ratio = results["oauth"].rps / results["public"].rps if results["public"].rps else 0.0
@@ -494,6 +498,95 @@ def print_oauth(results: dict[str, PhaseResult]) -> list[str]:
         for err, count in r.errors.most_common(5):
             print(f"  ERROR {key}: {count} x {err}")
     return lines
+
+
+# ---------------------------------------------------------------------------------------------
+# Background tools: the same echo on a Celery worker
+
+
+BACKGROUND_SETUP = """
+from mcp_app.models import Tool
+from tenants.models import Tenant
+demo = Tenant.objects.get(slug="demo")
+bg, _ = Tenant.objects.get_or_create(slug="demo-bg", defaults=dict(name="demo-bg", auth_mode="public"))
+if not Tool.objects.filter(tenant=bg, name="echo").exists():
+    echo = Tool.objects.get(tenant=demo, name="echo")
+    echo.pk = None
+    echo._state.adding = True
+    echo.tenant = bg
+    echo.execution = "background"
+    echo.save()
+"""
+
+
+def celery_worker(env: dict[str, str], cores: set[int] | None) -> Server:
+    """The worker `bin/serve` starts (prefork, concurrency 2), pinned like the server."""
+    cmd = [PYTHON, "-m", "celery", "-A", "mcpsite", "worker", "--loglevel=WARNING", "--concurrency=2"]
+    return Server("worker", cmd, env, 0, "", cores)
+
+
+def wait_worker_ready(worker: Server) -> None:
+    """Wait until the worker answers a ping (bounded)."""
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    while time.monotonic() < deadline:
+        assert worker.proc is not None
+        if worker.proc.poll() is not None:
+            raise SystemExit(f"celery worker exited with {worker.proc.returncode}:\n{worker.tail()}")
+        out = subprocess.run(
+            [PYTHON, "-m", "celery", "-A", "mcpsite", "inspect", "ping", "--timeout", "1"],
+            cwd=ROOT, env=worker.env, capture_output=True, text=True,
+        )  # fmt: skip
+        if out.returncode == 0 and "pong" in out.stdout:
+            return
+        time.sleep(0.5)
+    raise SystemExit(f"celery worker not ready after {STARTUP_TIMEOUT}s:\n{worker.tail()}")
+
+
+def background_bench(
+    env: dict[str, str], affinity: Affinity, timing: Timing, slices: int
+) -> dict[str, PhaseResult]:
+    env = dict(env, MCP_BACKGROUND_TOOLS="celery")
+    run_checked([PYTHON, "manage.py", "shell", "-c", BACKGROUND_SETUP], env, "background bench setup")
+    server = daphne_server(env, affinity.server, label="background")
+    worker = celery_worker(server.env, affinity.server)
+    with running(worker), running(server):
+        wait_worker_ready(worker)
+        targets = {"inline": ("/t/demo/mcp", None), "background": ("/t/demo-bg/mcp", None)}
+        return asyncio.run(drive_pair(server, targets, timing, slices))
+
+
+def print_background_section(env: dict[str, str], affinity: Affinity, timing: Timing, rounds: int) -> None:
+    print(f"## Background tools: tools/call of echo at c={PAIR_CONCURRENCY}, on a Celery worker vs inline")
+    print()
+    print(
+        "one Daphne process; one Celery worker (prefork, concurrency 2, as bin/serve starts it), both "
+        "pinned to the server core; broker and channel layer: Redis; the echo row copied to a tenant "
+        "where it runs in the background; slices alternate"
+    )
+    print()
+    results = background_bench(env, affinity, timing, rounds * 2)
+    lines = [
+        "| workload | where echo runs | req/s | p50 ms | p99 ms | errors |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for key, label in (("inline", "in Daphne (inline)"), ("background", "on the Celery worker")):
+        r = results[key]
+        lines.append(
+            f"| tools/call c={PAIR_CONCURRENCY} | {label} | {r.rps:,.0f} | {r.pct(0.5):.2f} | "
+            f"{r.pct(0.99):.2f} | {sum(r.errors.values())} |"
+        )
+    inline, background = results["inline"], results["background"]
+    lines += [
+        "",
+        f"- background/inline throughput {fmt_ratio(background.rps, inline.rps)}, p50 "
+        f"{fmt_ratio(background.pct(0.5), inline.pct(0.5))}, p99 {fmt_ratio(background.pct(0.99), inline.pct(0.99))} "
+        "(the price of a queue hop; background is for tools that run for seconds)",
+    ]
+    for line in lines:
+        print(line)
+    for key, r in results.items():
+        for err, count in r.errors.most_common(5):
+            print(f"  ERROR {key}: {count} x {err}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -878,6 +971,11 @@ def main() -> None:
         help="only compare tools/call on an oauth tenant (Bearer token) with a public one, c=16",
     )
     parser.add_argument("--skip-oauth", action="store_true", help="skip the oauth vs public comparison")
+    parser.add_argument(
+        "--only-background",
+        action="store_true",
+        help="only compare tools/call of echo on a Celery worker with the same echo inline, c=16",
+    )
     args = parser.parse_args()
 
     timing = Timing(warmup=0.5, duration=2.0) if args.quick else Timing(warmup=1.0, duration=8.0)
@@ -916,6 +1014,14 @@ def main() -> None:
         log("oauth: preparing the database (create, migrate, seed_demo)")
         env = prepare_database(database_url, redis_url)
         print_oauth_section(env, affinity, timing, rounds)
+        print()
+        print(f"total bench time: {time.monotonic() - started:.0f}s")
+        return
+
+    if args.only_background:
+        log("background: preparing the database (create, migrate, seed_demo)")
+        env = prepare_database(database_url, redis_url)
+        print_background_section(env, affinity, timing, rounds)
         print()
         print(f"total bench time: {time.monotonic() - started:.0f}s")
         return
