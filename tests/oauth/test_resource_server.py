@@ -426,6 +426,14 @@ async def test_sec03_a_new_token_of_the_same_user_and_client_keeps_the_session(
 # --- every request needs the token (AU-46) ------------------------------------------------------
 
 
+async def test_ht41_a_session_id_is_no_credential_a_post_without_the_token_gets_401(secured, alice_token):
+    client = AuthClient(token=alice_token)
+    await client.initialize()
+    client.token = None  # the same session, no Authorization header
+    response = await client.request("tools/list")
+    assert response.status == 401 and response.headers["www-authenticate"] == challenge(PRM_A)
+
+
 async def test_au46_get_stream_and_delete_need_the_token(secured, alice_token, bob, app_one):
     client = AuthClient(token=alice_token)
     await client.initialize()

@@ -117,7 +117,7 @@ async def test_mi01_an_unknown_method_gets_method_not_found(ctx):
     assert reply["error"]["code"] == METHOD_NOT_FOUND
 
 
-async def test_an_unexpected_exception_becomes_a_generic_internal_error_without_internals(
+async def test_lg06_an_unexpected_exception_becomes_a_generic_internal_error_without_internals(
     ctx, monkeypatch, caplog
 ):
     async def broken(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:

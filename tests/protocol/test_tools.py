@@ -70,7 +70,7 @@ async def test_tl04_a_call_without_a_name_or_with_non_object_arguments_is_invali
     assert error["code"] == INVALID_PARAMS
 
 
-async def test_tl07_a_tool_failure_is_an_is_error_result_without_internals(demo_a):
+async def test_tl07_lg06_a_tool_failure_is_an_is_error_result_without_internals(demo_a):
     result = await result_of(make_ctx(demo_a), "tools/call", {"name": "boom"})
     assert result["isError"] is True
     assert result["content"][0]["type"] == "text"
