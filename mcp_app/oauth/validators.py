@@ -7,10 +7,14 @@ required scopes of that tenant's tools.
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import re
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from django.core.cache import cache
+from oauth2_provider.models import get_access_token_model, get_refresh_token_model
 from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauthlib.common import Request
 from oauthlib.oauth2.rfc6749 import errors
@@ -27,6 +31,20 @@ SCOPE_TOKEN = re.compile(r"^[\x21\x23-\x5B\x5D-\x7E]{1,100}$")
 MAX_SCOPES = 50
 CODE_CHALLENGE = re.compile(r"^[A-Za-z0-9._~-]{43,128}$")  # RFC 7636 §4.2: BASE64URL(SHA256) is 43
 MAX_NONCE_LENGTH = 255  # the grant's column width
+# How long a spent authorization code is remembered, so that a replay revokes what it bought.
+SPENT_CODE_SECONDS = 3600
+
+logger = logging.getLogger(__name__)
+
+
+def _spent_code_key(client_id: Any, code: str) -> str:
+    digest = hashlib.sha256(f"{client_id}\x00{code}".encode()).hexdigest()
+    return f"mcp:oauth:spent-code:{digest}"
+
+
+def _checksum(raw_token: str) -> str:
+    # DOT looks tokens up by this checksum (TokenChecksumField), whether or not it stores them in clear.
+    return hashlib.sha256(raw_token.encode("utf-8")).hexdigest()
 
 
 def oauth_tenant_for_resource(uri: Any) -> Tenant | None:
@@ -145,6 +163,42 @@ class McpOAuth2Validator(OAuth2Validator):
             )
         request.resource = [resources.canonical_uri(tenant.slug)]
         super().save_authorization_code(client_id, code, request, *args, **kwargs)
+
+    def save_bearer_token(self, token: dict, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().save_bearer_token(token, request, *args, **kwargs)
+        if request.grant_type != "authorization_code" or not request.code:
+            return
+        # Remember what this code bought: a replay of the code revokes it (OAuth 2.1 §4.1.3).
+        access = get_access_token_model().objects.filter(token_checksum=_checksum(token["access_token"]))
+        refresh = get_refresh_token_model().objects.filter(
+            token_checksum=_checksum(token.get("refresh_token") or "")
+        )
+        issued = {
+            "access": list(access.values_list("pk", flat=True)),
+            "families": [str(f) for f in refresh.values_list("token_family", flat=True) if f],
+        }
+        cache.set(_spent_code_key(request.client_id, request.code), issued, SPENT_CODE_SECONDS)
+
+    def validate_code(
+        self, client_id: str, code: str, client: Any, request: Request, *args: Any, **kwargs: Any
+    ) -> bool:
+        if super().validate_code(client_id, code, client, request, *args, **kwargs):
+            return True
+        key = _spent_code_key(client_id, code)
+        issued = cache.get(key)
+        if issued:
+            cache.delete(key)
+            self._revoke_issued(issued)
+            logger.warning("authorization code of client %s replayed: its tokens are revoked", client_id)
+        return False
+
+    @staticmethod
+    def _revoke_issued(issued: dict[str, list]) -> None:
+        refresh_model = get_refresh_token_model()
+        for family in issued.get("families", []):
+            # The whole rotation family: tokens refreshed from the code's pair go too.
+            refresh_model.revoke_family(family)
+        get_access_token_model().objects.filter(pk__in=issued.get("access", [])).delete()
 
     def _check_and_set_request_resource(self, request: Request) -> None:
         raw = getattr(request, "resource", None)

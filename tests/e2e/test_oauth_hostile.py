@@ -568,6 +568,24 @@ async def _(ctx: Ctx) -> tuple[httpx.Response, Expect]:
     return await redeem(ctx, code, verifier), Expect(400, json_error="invalid_grant")
 
 
+@row("au31_code_reuse_revokes_the_tokens_the_code_bought")
+async def _(ctx: Ctx) -> tuple[httpx.Response, Expect]:
+    code, verifier = await code_for(ctx)
+    first = (await redeem(ctx, code, verifier)).json()
+    replay = await redeem(ctx, code, verifier)
+    assert replay.status_code == 400 and replay.json()["error"] == "invalid_grant", replay.text
+    refresh = await token_request(
+        ctx.base,
+        grant_type="refresh_token",
+        refresh_token=first["refresh_token"],
+        client_id=ctx.clients["a"]["client_id"],
+        resource=ctx.canonical(),
+    )
+    assert refresh.status_code == 400 and refresh.json()["error"] == "invalid_grant", refresh.text
+    response = await mcp_post(ctx, initialize_body(), first["access_token"])
+    return response, Expect(401, ctx.challenge("invalid_token", UNKNOWN))
+
+
 @row("au31_wrong_code_verifier_is_invalid_grant")
 async def _(ctx: Ctx) -> tuple[httpx.Response, Expect]:
     code, _ = await code_for(ctx)

@@ -560,12 +560,25 @@ def test_au32_unknown_client_gets_an_error_page(client, dave, secure):
     assert response.status_code in (400, 401) and "Location" not in response
 
 
-def test_au31_code_reuse_is_refused(client, public_client, dave, secure):
+def test_au31_code_reuse_is_refused_and_revokes_the_tokens_the_code_bought(
+    client, public_client, dave, secure
+):
     code, verifier = _code_for(client, dave, public_client["client_id"], canonical("vault"))
-    assert exchange(client, public_client["client_id"], code, verifier).status_code == 200
+    first = exchange(client, public_client["client_id"], code, verifier)
+    assert first.status_code == 200
+    assert issued().count() == 1
     again = exchange(client, public_client["client_id"], code, verifier)
     assert again.status_code == 400 and again.json()["error"] == "invalid_grant"
-    assert issued().count() == 1
+    assert issued().count() == 0
+    assert not RefreshToken.objects.filter(user=dave, revoked__isnull=True).exists()
+
+
+def test_au31_a_third_try_of_a_replayed_code_is_still_invalid_grant(client, public_client, dave, secure):
+    code, verifier = _code_for(client, dave, public_client["client_id"], canonical("vault"))
+    assert exchange(client, public_client["client_id"], code, verifier).status_code == 200
+    for _ in range(2):
+        again = exchange(client, public_client["client_id"], code, verifier)
+        assert again.status_code == 400 and again.json()["error"] == "invalid_grant"
 
 
 def test_au31_another_clients_code_is_refused(client, public_client, dave, secure):
