@@ -126,14 +126,15 @@ async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> 
     # list under one lock; a channel of another prefix waited behind that reader (replies never came).
     channel = await layer.new_channel()
     job = _job(ctx, tool, arguments, channel)
-    try:
-        # apply_async talks to the broker synchronously (and may reconnect): keep it off the loop.
-        await sync_to_async(_enqueue, thread_sensitive=False)(job)
-    except Exception:
-        logger.exception("could not queue background tool %s of tenant %s", tool.name, ctx.tenant.slug)
-        return error_result(f"Tool {tool.name!r} could not be queued for a worker. Try again later.")
     receiver: asyncio.Task | None = None
     try:
+        try:
+            # apply_async talks to the broker synchronously (and may reconnect): keep it off the loop.
+            # A cancellation while it runs still reaches the job (below): the worker checks first.
+            await sync_to_async(_enqueue, thread_sensitive=False)(job)
+        except Exception:
+            logger.exception("could not queue background tool %s of tenant %s", tool.name, ctx.tenant.slug)
+            return error_result(f"Tool {tool.name!r} could not be queued for a worker. Try again later.")
         loop = asyncio.get_running_loop()
         start_seconds = settings.MCP_BACKGROUND_START_SECONDS
         deadline = loop.time() + start_seconds
