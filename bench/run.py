@@ -1010,18 +1010,12 @@ def main() -> None:
         print(line)
     print()
 
-    if args.only_oauth:
-        log("oauth: preparing the database (create, migrate, seed_demo)")
+    only = {"oauth": print_oauth_section, "background": print_background_section}
+    chosen = "oauth" if args.only_oauth else "background" if args.only_background else None
+    if chosen is not None:
+        log(f"{chosen}: preparing the database (create, migrate, seed_demo)")
         env = prepare_database(database_url, redis_url)
-        print_oauth_section(env, affinity, timing, rounds)
-        print()
-        print(f"total bench time: {time.monotonic() - started:.0f}s")
-        return
-
-    if args.only_background:
-        log("background: preparing the database (create, migrate, seed_demo)")
-        env = prepare_database(database_url, redis_url)
-        print_background_section(env, affinity, timing, rounds)
+        only[chosen](env, affinity, timing, rounds)
         print()
         print(f"total bench time: {time.monotonic() - started:.0f}s")
         return

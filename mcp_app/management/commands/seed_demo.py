@@ -63,6 +63,31 @@ CONFIG_JSON = (
 )
 
 
+def _count_tool(
+    name: str, title: str, description: str, n: int, delay: float, execution: str = "inline"
+) -> dict[str, Any]:
+    """A demo tool running the `count_slowly` callable, with its own defaults and execution."""
+    return {
+        "name": name,
+        "title": title,
+        "description": description,
+        "input_schema": {
+            "type": "object",
+            "properties": {
+                "n": {"type": "integer", "minimum": 1, "maximum": 50, "default": n},
+                "delay": {"type": "number", "minimum": 0, "maximum": 5, "default": delay},
+            },
+            "additionalProperties": False,
+        },
+        "output_schema": None,
+        "annotations": {"readOnlyHint": True, "openWorldHint": False},
+        "handler": "python",
+        "handler_config": {"callable": "count_slowly"},
+        "timeout_seconds": 300,
+        "execution": execution,
+    }
+
+
 def _string_schema(name: str, description: str) -> dict[str, Any]:
     return {
         "type": "object",
@@ -141,43 +166,21 @@ def demo_definitions(logo: bytes) -> dict[str, list[dict[str, Any]]]:
                 ]
             },
         },
-        {
-            "name": "count_slowly",
-            "title": "Count slowly",
-            "description": "Count to n, one step every `delay` seconds, reporting progress and log messages.",
-            "input_schema": {
-                "type": "object",
-                "properties": {
-                    "n": {"type": "integer", "minimum": 1, "maximum": 50, "default": 3},
-                    "delay": {"type": "number", "minimum": 0, "maximum": 5, "default": 0.05},
-                },
-                "additionalProperties": False,
-            },
-            "output_schema": None,
-            "annotations": {"readOnlyHint": True, "openWorldHint": False},
-            "handler": "python",
-            "handler_config": {"callable": "count_slowly"},
-            "timeout_seconds": 300,
-        },
-        {
-            "name": "count_in_background",
-            "title": "Count in the background",
-            "description": "Like count_slowly, but runs on a background worker: for long work. Cancellable.",
-            "input_schema": {
-                "type": "object",
-                "properties": {
-                    "n": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
-                    "delay": {"type": "number", "minimum": 0, "maximum": 5, "default": 0.5},
-                },
-                "additionalProperties": False,
-            },
-            "output_schema": None,
-            "annotations": {"readOnlyHint": True, "openWorldHint": False},
-            "handler": "python",
-            "handler_config": {"callable": "count_slowly"},
-            "timeout_seconds": 300,
-            "execution": "background",
-        },
+        _count_tool(
+            "count_slowly",
+            "Count slowly",
+            "Count to n, one step every `delay` seconds, reporting progress and log messages.",
+            n=3,
+            delay=0.05,
+        ),
+        _count_tool(
+            "count_in_background",
+            "Count in the background",
+            "Like count_slowly, but runs on a background worker: for long work. Cancellable.",
+            n=10,
+            delay=0.5,
+            execution="background",
+        ),
         {
             "name": "fetch_json",
             "title": "Fetch JSON",
