@@ -519,9 +519,12 @@ if not Tool.objects.filter(tenant=bg, name="echo").exists():
 """
 
 
+WORKER_POOL = os.environ.get("BENCH_WORKER_POOL", "--concurrency=2").split()
+
+
 def celery_worker(env: dict[str, str], cores: set[int] | None) -> Server:
     """The worker `bin/serve` starts (prefork, concurrency 2), pinned like the server."""
-    cmd = [PYTHON, "-m", "celery", "-A", "mcpsite", "worker", "--loglevel=WARNING", "--concurrency=2"]
+    cmd = [PYTHON, "-m", "celery", "-A", "mcpsite", "worker", "--loglevel=WARNING", *WORKER_POOL]
     return Server("worker", cmd, env, 0, "", cores)
 
 

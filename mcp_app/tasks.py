@@ -3,15 +3,32 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Any
 
 from celery import shared_task
 
 from mcp_app import jobs
 
+_local = threading.local()
+
+
+def _loop() -> asyncio.AbstractEventLoop:
+    """This worker thread's event loop, kept across jobs.
+
+    A loop per job (asyncio.run) would also mean new Redis connections per job: channels_redis and
+    our client keep one pool per loop. Created lazily, so a prefork child never inherits its
+    parent's loop.
+    """
+    loop = getattr(_local, "loop", None)
+    if loop is None or loop.is_closed():
+        loop = _local.loop = asyncio.new_event_loop()
+    return loop
+
 
 @shared_task(name="mcp_app.run_tool_job", ignore_result=True)
 def run_tool_job(job: dict[str, Any]) -> str:
     """Run one background tool call (see mcp_app.jobs); what became of it is the task's return value."""
-    # A loop per job: jobs share nothing in memory but the catalog cache, which is loop-free.
-    return asyncio.run(jobs.work(job))
+    loop = _loop()
+    asyncio.set_event_loop(loop)
+    return loop.run_until_complete(jobs.work(job))
