@@ -19,8 +19,13 @@ Deadlines, so nothing runs that nobody waits for and no caller waits forever:
     server waits that long plus REPLY_GRACE_SECONDS before reporting a worker that stopped answering.
 Progress is best effort (a full reply channel drops it); the result is retried until it is taken.
 
+Every background call has a ToolRun row (the admin lists them): the server creates it (queued),
+a worker claims it (queued → running: a job whose row moved on, because its caller gave up or
+cancelled, is dropped unrun), and whoever ends the run writes how (done, failed, cancelled, not
+started, lost). Rows older than MCP_TOOL_RUN_RETENTION_DAYS are deleted now and then.
+
 Without a broker (embedded defaults), MCP_BACKGROUND_TOOLS is "inline": the same tools run in the
-server process, exactly as inline tools do.
+server process, exactly as inline tools do, without ToolRun rows.
 """
 
 from __future__ import annotations
@@ -28,14 +33,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import secrets
+import socket
 import time
+from datetime import timedelta
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from channels.exceptions import ChannelFull
 from channels.layers import get_channel_layer
 from django.conf import settings
+from django.utils import timezone
 
 from mcp_app import catalog as catalogs
 from mcp_app.catalog_types import ToolDef
@@ -71,6 +81,72 @@ def cancel_key(job_id: str) -> str:
 
 def error_result(text: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
+# --- ToolRun rows (synchronous: called through database_sync_to_async) ----------------------
+
+PURGE_EVERY_SECONDS = 3600.0
+_last_purge: float | None = None  # monotonic time of this process's last purge
+
+
+def _record_queued(job: dict[str, Any]) -> None:
+    from mcp_app.models import ToolRun
+
+    ToolRun.objects.create(
+        job_id=job["id"],
+        tenant_id=job["tenant_id"],
+        tool_id=job["tool_id"],
+        tool_name=job["tool_name"],
+        user_id=job.get("user_id"),
+        client_id=job.get("client_id") or "",
+        session_id=job.get("session_id") or "",
+    )
+    _maybe_purge()
+
+
+def _maybe_purge() -> None:
+    global _last_purge
+    now = time.monotonic()
+    if _last_purge is not None and now - _last_purge < PURGE_EVERY_SECONDS:
+        return
+    _last_purge = now
+    from mcp_app.models import ToolRun
+
+    cutoff = timezone.now() - timedelta(days=settings.MCP_TOOL_RUN_RETENTION_DAYS)
+    ToolRun.objects.filter(queued_at__lt=cutoff).delete()
+
+
+def _claim(job_id: str, worker: str) -> bool:
+    """Move the run from queued to running; False when it is no longer queued (given up, cancelled)."""
+    from mcp_app.models import ToolRun
+
+    return bool(
+        ToolRun.objects.filter(job_id=job_id, status=ToolRun.Status.QUEUED).update(
+            status=ToolRun.Status.RUNNING, started_at=timezone.now(), worker=worker[:255]
+        )
+    )
+
+
+def _close(job_id: str, from_statuses: tuple[str, ...], status: str, detail: str = "") -> bool:
+    from mcp_app.models import ToolRun
+
+    return bool(
+        ToolRun.objects.filter(job_id=job_id, status__in=from_statuses).update(
+            status=status, finished_at=timezone.now(), detail=detail[:2000]
+        )
+    )
+
+
+async def close_run(job_id: str, from_statuses: tuple[str, ...], status: str, detail: str = "") -> bool:
+    """Record how a run ended, if it is still in one of `from_statuses`; never raises."""
+    try:
+        return await database_sync_to_async(_close)(job_id, from_statuses, status, detail)
+    except Exception:
+        logger.exception("could not record the end (%s) of background job %s", status, job_id)
+        return False
+
+
+QUEUED, RUNNING = "queued", "running"
 
 
 # --- the server side ----------------------------------------------------------------------
@@ -126,6 +202,14 @@ async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> 
     # list under one lock; a channel of another prefix waited behind that reader (replies never came).
     channel = await layer.new_channel()
     job = _job(ctx, tool, arguments, channel)
+    not_queued = error_result(f"Tool {tool.name!r} could not be queued for a worker. Try again later.")
+    try:
+        await database_sync_to_async(_record_queued)(job)
+    except Exception:
+        logger.exception(
+            "could not record background job of tool %s of tenant %s", tool.name, ctx.tenant.slug
+        )
+        return not_queued
     receiver: asyncio.Task | None = None
     try:
         try:
@@ -134,7 +218,8 @@ async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> 
             await sync_to_async(_enqueue, thread_sensitive=False)(job)
         except Exception:
             logger.exception("could not queue background tool %s of tenant %s", tool.name, ctx.tenant.slug)
-            return error_result(f"Tool {tool.name!r} could not be queued for a worker. Try again later.")
+            await close_run(job["id"], (QUEUED,), "not_started", "The broker did not accept the job.")
+            return not_queued
         loop = asyncio.get_running_loop()
         start_seconds = settings.MCP_BACKGROUND_START_SECONDS
         deadline = loop.time() + start_seconds
@@ -148,10 +233,23 @@ async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> 
             if not done:
                 await asyncio.shield(request_cancel(job["id"]))
                 if not started:
+                    await asyncio.shield(
+                        close_run(
+                            job["id"],
+                            (QUEUED,),
+                            "not_started",
+                            f"No worker started it within {start_seconds:g} s.",
+                        )
+                    )
                     return error_result(
                         f"No worker started tool {tool.name!r} within {start_seconds:g} seconds. "
                         "The server is busy or its workers are down; try again later."
                     )
+                await asyncio.shield(
+                    close_run(
+                        job["id"], (RUNNING,), "lost", "The worker stopped answering; the caller gave up."
+                    )
+                )
                 return error_result(f"The worker running tool {tool.name!r} stopped answering.")
             event, receiver = receiver.result(), None
             if event.get("job") != job["id"]:
@@ -169,6 +267,10 @@ async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> 
                 return result
     except asyncio.CancelledError:
         await asyncio.shield(request_cancel(job["id"]))
+        # A running job records its own end when the worker stops it.
+        await asyncio.shield(
+            close_run(job["id"], (QUEUED,), "cancelled", "Cancelled before a worker started it.")
+        )
         raise
     finally:
         if receiver is not None:
@@ -266,6 +368,18 @@ async def _watch_cancel(job_id: str, cancelled: asyncio.Event, handler: asyncio.
     handler.cancel()
 
 
+def _worker_name() -> str:
+    # At call time: a prefork child imported this module in its parent, before the fork.
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _first_text(result: dict[str, Any]) -> str:
+    for block in result.get("content") or []:
+        if isinstance(block, dict) and block.get("type") == "text":
+            return str(block.get("text", ""))
+    return "The tool returned an error."
+
+
 async def work(job: dict[str, Any]) -> str:
     """Run one job on a worker; return what became of it (for the worker's log and the tests)."""
     from mcp_app.handlers import registry
@@ -273,17 +387,22 @@ async def work(job: dict[str, Any]) -> str:
     job_id = job["id"]
     if time.time() > job["start_by"]:
         logger.warning("job %s (tool %s) dropped: its caller stopped waiting", job_id, job["tool_name"])
+        await close_run(job_id, (QUEUED,), "not_started", "A worker received it after its caller gave up.")
         return "expired"
     if await redis_client.client().exists(cancel_key(job_id)):
         logger.info("job %s (tool %s) dropped: cancelled before it started", job_id, job["tool_name"])
+        await close_run(job_id, (QUEUED,), "cancelled", "Cancelled before a worker started it.")
         return "cancelled"
+    if not await database_sync_to_async(_claim)(job_id, _worker_name()):
+        logger.info("job %s (tool %s) dropped: no longer queued", job_id, job["tool_name"])
+        return "expired"
     replies = _Replies(job)
     await replies.send("mcp.job.started")
     tenant, tool = await _find_tool(job)
     if tool is None:
-        await replies.result(
-            error_result(f"Tool {job['tool_name']!r} was removed or disabled before a worker could run it.")
-        )
+        message = f"Tool {job['tool_name']!r} was removed or disabled before a worker could run it."
+        await close_run(job_id, (RUNNING,), "failed", message)
+        await replies.result(error_result(message))
         return "missing"
     cancelled = asyncio.Event()
 
@@ -306,8 +425,13 @@ async def work(job: dict[str, Any]) -> str:
     elapsed = time.monotonic() - started
     if cancelled.is_set():
         logger.info("job %s (tool %s) stopped after %.2f s: cancelled", job_id, tool.name, elapsed)
+        await close_run(job_id, (RUNNING,), "cancelled", f"Cancelled by the client after {elapsed:.1f} s.")
         return "cancelled"
     assert result is not None
+    if result.get("isError"):
+        await close_run(job_id, (RUNNING,), "failed", _first_text(result))
+    else:
+        await close_run(job_id, (RUNNING,), "done")
     await replies.result(result)
     logger.info("job %s (tool %s) finished in %.2f s", job_id, tool.name, elapsed)
     return "done"

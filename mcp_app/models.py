@@ -196,3 +196,44 @@ class McpSession(models.Model):
 
     def __str__(self) -> str:
         return self.id
+
+
+class ToolRun(models.Model):
+    """One background execution of a tool (mcp_app.jobs): when it was queued, ran, and how it ended.
+
+    The row is also the arbiter between the waiting server and a worker: a worker starts a job only
+    by moving its row from queued to running, so a job the caller gave up on never runs.
+    """
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "queued"
+        RUNNING = "running", "running"
+        DONE = "done", "done"
+        FAILED = "failed", "failed (isError result)"
+        CANCELLED = "cancelled", "cancelled"
+        NOT_STARTED = "not_started", "not started (no worker in time)"
+        LOST = "lost", "lost (the worker stopped answering)"
+
+    job_id = models.CharField(max_length=64, unique=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    tool = models.ForeignKey(Tool, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
+    tool_name = models.CharField(max_length=64)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    client_id = models.CharField(max_length=255, blank=True)
+    session_id = models.CharField(max_length=64, blank=True)
+    queued_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    worker = models.CharField(max_length=255, blank=True, help_text="Host and process that ran it.")
+    detail = models.TextField(blank=True, help_text="The error a failed run returned, or why it stopped.")
+
+    objects = TenantQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-queued_at"]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} ({self.status})"

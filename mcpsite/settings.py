@@ -184,6 +184,8 @@ MCP_BACKGROUND_QUEUE = os.environ.get("MCP_BACKGROUND_QUEUE", "mcp-tools")
 CELERY_TASK_DEFAULT_QUEUE = MCP_BACKGROUND_QUEUE
 # How long a background tool may wait in the queue for a worker before the caller gets an error.
 MCP_BACKGROUND_START_SECONDS: float = _env_int("MCP_BACKGROUND_START_SECONDS", 30, minimum=1)
+# Background runs (ToolRun rows, listed in the admin) older than this are deleted.
+MCP_TOOL_RUN_RETENTION_DAYS = _env_int("MCP_TOOL_RUN_RETENTION_DAYS", 30, minimum=1)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -20,7 +20,7 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from mcp_app import jobs
-from mcp_app.models import Tool
+from mcp_app.models import Tool, ToolRun
 from mcp_app.transport import redis_client
 
 from .support import make_ctx, result_of
@@ -81,6 +81,10 @@ async def take_job(queue: str, timeout: float = 10.0) -> dict[str, Any]:
     raise AssertionError(f"no job on queue {queue} within {timeout} s")
 
 
+async def run_of(job_id: str) -> ToolRun:
+    return await sync_to_async(ToolRun.objects.get)(job_id=job_id)
+
+
 def call_params(n: int, delay: float) -> dict[str, Any]:
     return {"name": "bg_count", "arguments": {"n": n, "delay": delay}, "_meta": {"progressToken": "p1"}}
 
@@ -107,7 +111,11 @@ async def test_a_background_call_runs_on_the_worker_side_and_streams_progress_lo
         {"n": 3, "delay": 0.01},
         "p1",
     )
+    assert (await run_of(job["id"])).status == "queued"
     assert await jobs.work(job) == "done"
+    run = await run_of(job["id"])
+    assert (run.status, run.tool_id, run.tenant_id) == ("done", background_tool.id, background_tool.tenant_id)
+    assert run.queued_at <= run.started_at <= run.finished_at and run.worker
     result = await asyncio.wait_for(call, 10)
     assert result["structuredContent"] == {"count": 3}
     assert result["content"] == [{"type": "text", "text": "Counted to 3."}]
@@ -140,6 +148,9 @@ async def test_a_call_no_worker_starts_gets_an_is_error_result_and_a_late_worker
     assert result["content"][0]["text"].startswith("No worker started tool 'bg_count' within 0.5 seconds.")
     job = await take_job(celery_mode)
     assert await redis_client.client().exists(jobs.cancel_key(job["id"]))
+    run = await run_of(job["id"])
+    assert (run.status, run.started_at) == ("not_started", None)
+    assert run.detail == "No worker started it within 0.5 s."
     assert await jobs.work(job) == "expired"
 
 
@@ -158,6 +169,8 @@ async def test_ut10_cancelling_a_background_call_stops_the_job_on_the_worker_and
     cancelled_at = time.monotonic()
     assert await asyncio.wait_for(worker, 5) == "cancelled"
     assert time.monotonic() - cancelled_at < 1.0  # a poll interval plus the handler's own exit
+    run = await run_of(job["id"])
+    assert run.status == "cancelled" and run.detail.startswith("Cancelled by the client after")
     with pytest.raises(asyncio.CancelledError):
         await call
     assert len(recorder.progress()) < 50
@@ -176,6 +189,8 @@ async def test_a_job_whose_tool_was_disabled_before_it_started_gets_an_is_error_
     result = await asyncio.wait_for(call, 10)
     assert result["isError"] is True
     assert "was removed or disabled" in result["content"][0]["text"]
+    run = await run_of(job["id"])
+    assert run.status == "failed" and "was removed or disabled" in run.detail
 
 
 @pytest.mark.services
@@ -186,4 +201,29 @@ async def test_a_job_cancelled_before_any_worker_started_it_is_dropped_unrun(cel
     call.cancel()
     with pytest.raises(asyncio.CancelledError):
         await call
+    assert (await run_of(job["id"])).status == "cancelled"
     assert await jobs.work(job) == "cancelled"
+
+
+@pytest.mark.services
+async def test_a_worker_runs_a_job_only_by_claiming_its_queued_row(celery_mode, background_tool):
+    ctx = make_ctx(background_tool.tenant, progress_token="p1")
+    call = asyncio.create_task(result_of(ctx, "tools/call", call_params(2, 0)))
+    job = await take_job(celery_mode)
+    # As if the server had just given up on it (e.g. a start timeout racing this worker).
+    await sync_to_async(ToolRun.objects.filter(job_id=job["id"]).update)(status="not_started")
+    assert await jobs.work(job) == "expired"
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+
+
+@pytest.mark.services
+async def test_a_tool_error_on_the_worker_is_recorded_as_a_failed_run(celery_mode, background_tool):
+    ctx = make_ctx(background_tool.tenant, progress_token="p1")
+    call = asyncio.create_task(result_of(ctx, "tools/call", call_params(999, 0)))  # n above the maximum
+    assert await jobs.work(await take_job(celery_mode)) == "done"
+    result = await asyncio.wait_for(call, 10)
+    assert result["isError"] is True
+    runs = await sync_to_async(list)(ToolRun.objects.filter(tool=background_tool))
+    assert [r.status for r in runs] == ["failed"] and runs[0].detail == result["content"][0]["text"]
