@@ -257,6 +257,8 @@ MCP_TOOL_CALLS_BURST = _env_int("MCP_TOOL_CALLS_BURST", 120, minimum=1)
 # How long an MCP endpoint trusts its lookup of a bearer token (seconds; 0: look up every request).
 # A revocation reaches other processes within this time; the revoking process drops it at once.
 MCP_TOKEN_CACHE_SECONDS = _env_int("MCP_TOKEN_CACHE_SECONDS", 5, minimum=0)
+# With Redis, every serving process subscribes to token revocations and evicts at once (oauth.tokens).
+MCP_TOKEN_EVICTION_SUBSCRIBER = _env_bool("MCP_TOKEN_EVICTION_SUBSCRIBER", True)
 
 # --- OAuth authorization server (django-oauth-toolkit) ----------------------------
 from mcp_app.oauth import scopes as _oauth_scopes  # noqa: E402 - a constants module, no Django imports

@@ -79,3 +79,10 @@ def _fresh_rate_limits() -> None:
     from mcp_app.protocol import ratelimit
 
     ratelimit.reset()
+
+
+@pytest.fixture(autouse=True)
+def _no_token_eviction_subscriber(settings) -> None:
+    # Each test has its own event loop, which must not close with a Redis subscriber running in it;
+    # the tests of the subscriber (tests/oauth/test_token_evictions.py) switch it on and stop it.
+    settings.MCP_TOKEN_EVICTION_SUBSCRIBER = False

@@ -5,13 +5,20 @@ unique and indexed; DOT computes it on save). The same query tells whether the t
 active member of the tenant, so a cache miss costs one query and a hit none. Entries live
 MCP_TOKEN_CACHE_SECONDS (default 5) and are keyed by that checksum, never by the token itself
 (AU-47). Expiry is checked on every use, cached or not. Deleting or changing a token, a membership or
-a user evicts the entries concerned in this process at once; other processes notice within the TTL.
+a user evicts the entries concerned in this process at once, and, with Redis, in every other process
+within milliseconds: the change is published on a Redis pub/sub channel (after the transaction
+commits) to a subscriber each serving process runs. A message lost with a broken subscription is
+covered twice: the subscriber clears the whole cache whenever it (re)subscribes, and entries still
+expire after the TTL.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
+import json
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -20,10 +27,17 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
+from django.db import transaction
 
 from mcp_app.protocol.context import TenantInfo
+from mcp_app.transport import redis_client
 
 from . import resources
+
+logger = logging.getLogger(__name__)
+
+# Redis pub/sub channel of cache evictions: {"key": checksum} or {"user": user id}.
+EVICT_CHANNEL = "mcp:oauth:evict"
 
 # Why a token is refused; the wording reaches the client as error_description.
 UNKNOWN = "The access token is unknown, revoked or malformed."
@@ -203,6 +217,7 @@ async def _lookup(key: str, tenant: TenantInfo, use_cache: bool = True) -> Token
 
 async def verify(token: str, tenant: TenantInfo) -> Grant | str:
     """Return the grant a bearer token gives at this tenant, or why it is refused."""
+    ensure_subscriber()
     key = checksum(token)
     record = await _lookup(key, tenant)
     if not record.found:
@@ -226,19 +241,104 @@ async def verify(token: str, tenant: TenantInfo) -> Grant | str:
 
 
 def on_token_changed(sender: Any, instance: Any, **kwargs: Any) -> None:
-    """A saved or deleted AccessToken (revocation, refresh rotation) drops its cached entry."""
+    """A saved or deleted AccessToken (revocation, refresh rotation) drops its cached entry everywhere."""
     key = getattr(instance, "token_checksum", "") or ""
     if not key and getattr(instance, "token", ""):
         key = checksum(instance.token)
     if key:
         cache.evict(key)
+        if not kwargs.get("created"):  # a new token is in no cache: nothing to tell the others
+            _publish({"key": key})
 
 
 def on_user_changed(sender: Any, instance: Any, **kwargs: Any) -> None:
-    """A changed membership or user (deactivated, removed) drops the user's cached tokens."""
+    """A changed membership or user (deactivated, removed) drops the user's cached tokens everywhere."""
     user_id = getattr(instance, "user_id", None) if hasattr(instance, "tenant_id") else instance.pk
     if user_id is not None:
         cache.evict_user(user_id)
+        _publish({"user": user_id})
+
+
+def _publish(message: dict[str, Any]) -> None:
+    """Tell the other processes, once the change is committed (before, they could re-read the old row)."""
+    if not redis_client.enabled():
+        return
+
+    def send() -> None:
+        try:
+            redis_client.sync_client().publish(EVICT_CHANNEL, json.dumps(message))
+        except Exception:  # the other processes still drop the entry when its TTL ends
+            logger.warning("could not publish a token cache eviction", exc_info=True)
+
+    transaction.on_commit(send)
+
+
+def _apply(raw: Any) -> None:
+    try:
+        message = json.loads(raw)
+    except (TypeError, ValueError):
+        return
+    if isinstance(message, dict) and isinstance(message.get("key"), str):
+        cache.evict(message["key"])
+    elif isinstance(message, dict) and isinstance(message.get("user"), int):
+        cache.evict_user(message["user"])
+
+
+_subscribers: dict[asyncio.AbstractEventLoop, asyncio.Task] = {}
+
+
+def ensure_subscriber() -> None:
+    """Run this loop's eviction subscriber (Redis only, and only while tokens are cached)."""
+    if (
+        not redis_client.enabled()
+        or float(settings.MCP_TOKEN_CACHE_SECONDS) <= 0
+        or not settings.MCP_TOKEN_EVICTION_SUBSCRIBER
+    ):
+        return
+    loop = asyncio.get_running_loop()
+    task = _subscribers.get(loop)
+    if task is not None and not task.done():
+        return
+    for old in [key for key in _subscribers if key.is_closed()]:
+        del _subscribers[old]
+    _subscribers[loop] = loop.create_task(_subscribe())
+
+
+async def _subscribe() -> None:
+    failures = 0
+    while True:
+        pubsub = redis_client.client().pubsub()
+        try:
+            await pubsub.subscribe(EVICT_CHANNEL)
+            # Whatever was published while this process was not subscribed is lost: start clean.
+            cache.clear()
+            failures = 0
+            while True:
+                # A bounded wait: redis-py's socket timeout would fail an unbounded one on a quiet channel.
+                message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
+                if message is not None and message.get("type") == "message":
+                    _apply(message.get("data"))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            failures += 1
+            (logger.warning if failures == 1 else logger.debug)(
+                "token eviction subscriber lost Redis (%s in a row), retrying: %r", failures, exc
+            )
+            cache.clear()
+            await asyncio.sleep(min(0.2 * failures, 5.0))
+        finally:
+            with contextlib.suppress(Exception):
+                await pubsub.aclose()
+
+
+async def stop_subscriber() -> None:
+    """Stop this loop's subscriber (tests: a loop must not close with it running)."""
+    task = _subscribers.pop(asyncio.get_running_loop(), None)
+    if task is not None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 def reset() -> None:

@@ -6,12 +6,16 @@ Tokens are made directly with django-oauth-toolkit's models, as the authorizatio
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 
 import pytest
+import redis
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import connection
+from django.db import connection, transaction
 from oauth2_provider.models import get_access_token_model
 
 from mcp_app import catalog
@@ -524,3 +528,115 @@ def test_a_required_scope_must_be_one_scope_token(secured):
         assert "required_scope" in excinfo.value.message_dict
     tool.required_scope = "billing:write"
     tool.full_clean()
+
+
+# --- revocations reach every process at once (Redis pub/sub), not after the cache TTL -------------
+
+
+@pytest.fixture
+async def subscriber(settings):
+    """A long cache, so only an eviction message can explain a refusal; the subscriber stops after."""
+    settings.MCP_TOKEN_CACHE_SECONDS = 3600
+    settings.MCP_TOKEN_EVICTION_SUBSCRIBER = True
+    tokens.reset()
+    yield
+    await tokens.stop_subscriber()
+    tokens.reset()
+
+
+def publish(message: dict) -> None:
+    """What another process's signal handler sends after its transaction commits."""
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    try:
+        client.publish(tokens.EVICT_CHANNEL, json.dumps(message))
+    finally:
+        client.close()
+
+
+async def eventually_refused(client, seconds: float = 2.0):
+    deadline = time.monotonic() + seconds
+    while True:
+        response = await client.request("tools/list")
+        if response.status != 200 or time.monotonic() > deadline:
+            return response
+        await asyncio.sleep(0.02)
+
+
+def sql(statement: str, params: list) -> None:
+    """Change a row without Django's signals: what this process sees when another process changes it."""
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+
+
+@pytest.mark.services
+@pytest.mark.usefixtures("subscriber")
+async def test_au42_a_token_revoked_by_another_process_is_refused_at_once_despite_a_long_cache(
+    secured, alice_token
+):
+    client = await connected(alice_token)
+    assert (await client.request("tools/list")).status == 200
+    await asyncio.sleep(0.2)  # the subscriber (started by the first check) has subscribed
+    table = get_access_token_model()._meta.db_table
+    key = tokens.checksum(alice_token)
+    await sync_to_async(sql)(f"DELETE FROM {table} WHERE token_checksum = %s", [key])
+    assert (await client.request("tools/list")).status == 200  # still cached: nothing told us yet
+    publish({"key": key})
+    response = await eventually_refused(client)
+    assert response.status == 401
+    assert response.headers["www-authenticate"] == challenge(PRM_A, "invalid_token", tokens.UNKNOWN)
+
+
+@pytest.mark.services
+@pytest.mark.usefixtures("subscriber")
+async def test_au44_a_membership_removed_by_another_process_refuses_the_users_tokens_at_once(
+    secured, alice, alice_token
+):
+    client = await connected(alice_token)
+    assert (await client.request("tools/list")).status == 200
+    await asyncio.sleep(0.2)
+    await sync_to_async(sql)(
+        f"DELETE FROM {Membership._meta.db_table} WHERE user_id = %s AND tenant_id = %s",
+        [alice.pk, secured.pk],
+    )
+    publish({"user": alice.pk})
+    response = await eventually_refused(client)
+    assert response.status == 401
+    assert response.headers["www-authenticate"] == challenge(PRM_A, "invalid_token", tokens.NOT_MEMBER)
+
+
+@pytest.mark.services
+@pytest.mark.usefixtures("subscriber")
+def test_revoking_a_token_publishes_its_checksum_after_the_commit(secured, alice_token):
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    pubsub = client.pubsub()
+    try:
+        pubsub.subscribe(tokens.EVICT_CHANNEL)
+        assert pubsub.get_message(timeout=2)["type"] == "subscribe"
+        token = get_access_token_model().objects.get(token_checksum=tokens.checksum(alice_token))
+        with transaction.atomic():
+            token.revoke()
+            # Not yet: another process reading the row now would still find it and cache it again.
+            assert pubsub.get_message(timeout=0.2) is None
+        message = pubsub.get_message(timeout=2)
+        assert json.loads(message["data"]) == {"key": tokens.checksum(alice_token)}
+    finally:
+        pubsub.close()
+        client.close()
+
+
+@pytest.mark.services
+@pytest.mark.usefixtures("subscriber")
+async def test_a_garbled_eviction_message_is_ignored_and_the_subscriber_keeps_working(secured, alice_token):
+    client = await connected(alice_token)
+    assert (await client.request("tools/list")).status == 200
+    await asyncio.sleep(0.2)
+    publish({"key": 42})
+    client_redis = redis.Redis.from_url(settings.REDIS_URL)
+    client_redis.publish(tokens.EVICT_CHANNEL, b"\xff not json")
+    client_redis.close()
+    assert (await client.request("tools/list")).status == 200
+    table = get_access_token_model()._meta.db_table
+    key = tokens.checksum(alice_token)
+    await sync_to_async(sql)(f"DELETE FROM {table} WHERE token_checksum = %s", [key])
+    publish({"key": key})
+    assert (await eventually_refused(client)).status == 401
