@@ -5,14 +5,20 @@ Saving any of them announces the change to connected clients (mcp_app.signals).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from asgiref.sync import async_to_sync
 from django.contrib import admin
+from django.core.exceptions import PermissionDenied
 from django.db import models
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import path
 
 from tenants.admin import TenantScopedAdmin
 
+from . import admin_try
 from .forms import (
     PrettyJSONField,
     ResourceAdminForm,
@@ -21,6 +27,7 @@ from .forms import (
     secret_summary,
 )
 from .models import McpSession, Prompt, Resource, ResourceTemplate, Tool, ToolRun
+from .oauth.resources import canonical_uri
 
 
 def json_formfield(db_field: models.JSONField, **kwargs: Any) -> Any:
@@ -75,6 +82,44 @@ class ToolAdmin(DefinitionAdmin):
     @admin.display(description="stored secret headers")
     def stored_secrets(self, obj: Tool) -> str:
         return secret_summary(obj)
+
+    def get_urls(self) -> list[Any]:
+        try_url = path(
+            "<path:object_id>/try/", self.admin_site.admin_view(self.try_view), name="mcp_app_tool_try"
+        )
+        return [try_url, *super().get_urls()]
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict | None = None
+    ) -> HttpResponse:
+        obj = self.get_object(request, object_id)
+        extra = {**(extra_context or {}), "can_try": self.has_change_permission(request, obj)}
+        return super().change_view(request, object_id, form_url, extra)
+
+    def try_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """Run the tool once with arguments typed in the admin (editors and owners: it really runs)."""
+        tool = self.get_object(request, object_id)
+        if not self.has_change_permission(request, tool):
+            raise PermissionDenied
+        context: dict[str, Any] = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": f"Try {tool.name}",
+            "tool": tool,
+            "version": admin_try.LATEST,
+            "mcp_url": canonical_uri(tool.tenant.slug),
+            "arguments": json.dumps(admin_try.example_arguments(tool.input_schema), indent=2),
+        }
+        if request.method == "POST":
+            context["arguments"] = request.POST.get("arguments", "")
+            try:
+                arguments = admin_try.parse_arguments(context["arguments"])
+                context["outcome"] = async_to_sync(admin_try.run)(
+                    tool.tenant.slug, tool.name, request.user.pk, arguments
+                )
+            except admin_try.TryError as exc:
+                context["problem"] = str(exc)
+        return TemplateResponse(request, "admin/mcp_app/tool/try_tool.html", context)
 
 
 @admin.register(Prompt)
