@@ -364,7 +364,8 @@ async def _watch_cancel(job_id: str, cancelled: asyncio.Event, handler: asyncio.
     logger.info("job %s cancelled", job_id)
     cancelled.set()
     with contextlib.suppress(TimeoutError, asyncio.CancelledError):
-        await asyncio.wait_for(asyncio.shield(handler), CANCEL_GRACE_SECONDS)
+        async with asyncio.timeout(CANCEL_GRACE_SECONDS):
+            await asyncio.shield(handler)
     handler.cancel()
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from tenants.models import Membership, Role, Tenant
@@ -35,7 +37,9 @@ def bob(django_user_model, tenant_a):
 
 @pytest.fixture
 def charlie(django_user_model, tenant_b):
-    user = django_user_model.objects.create_user("charlie", "charlie@example.com", "charlie-pw-123", is_staff=True)
+    user = django_user_model.objects.create_user(
+        "charlie", "charlie@example.com", "charlie-pw-123", is_staff=True
+    )
     Membership.objects.create(user=user, tenant=tenant_b, role=Role.OWNER)
     return user
 
@@ -86,3 +90,31 @@ def _no_token_eviction_subscriber(settings) -> None:
     # Each test has its own event loop, which must not close with a Redis subscriber running in it;
     # the tests of the subscriber (tests/oauth/test_token_evictions.py) switch it on and stop it.
     settings.MCP_TOKEN_EVICTION_SUBSCRIBER = False
+
+
+@pytest.fixture(autouse=True)
+def _hang_watchdog(request):
+    """If a test (teardown included) runs over 90 s, print every unfinished asyncio task's stack.
+
+    A task that ignores cancellation would otherwise hang the suite silently in the event loop's
+    teardown; this names it. Set up first (autouse, no dependencies), so it is torn down last.
+    """
+    import gc
+    import sys
+    import threading
+
+    finished = threading.Event()
+
+    def watch() -> None:
+        if finished.wait(90):
+            return
+        print(f"\n=== {request.node.nodeid} still running after 90 s; unfinished tasks:", file=sys.stderr)
+        for obj in gc.get_objects():
+            if isinstance(obj, asyncio.Task) and not obj.done():
+                print(f"--- {obj!r}", file=sys.stderr)
+                obj.print_stack(file=sys.stderr)
+        sys.stderr.flush()
+
+    threading.Thread(target=watch, name="hang-watchdog", daemon=True).start()
+    yield
+    finished.set()

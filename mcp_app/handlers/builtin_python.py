@@ -53,7 +53,8 @@ async def count_slowly(ctx: RequestContext, arguments: dict[str, Any]) -> dict[s
         if cancelled is not None:
             # Sleep on the event itself so a cancellation wakes us at once.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(cancelled.wait(), timeout=delay)
+                async with asyncio.timeout(delay):
+                    await cancelled.wait()
             if cancelled.is_set():
                 await utilities.log(ctx, "info", f"cancelled after {done} of {n}", logger="count_slowly")
                 return {

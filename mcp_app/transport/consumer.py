@@ -354,7 +354,10 @@ class StreamableHttpConsumer(McpConsumer):
                 if item[0] == "event":
                     await self.send_chunk(sse.message_event(item[2], item[1]))
                 try:
-                    item = await asyncio.wait_for(queue.get(), settings.MCP_SSE_KEEPALIVE_SECONDS)
+                    # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancellation
+                    # that lands as the queue yields, and this loop would then outlive its connection.
+                    async with asyncio.timeout(settings.MCP_SSE_KEEPALIVE_SECONDS):
+                        item = await queue.get()
                 except TimeoutError:
                     await self.send_chunk(sse.KEEPALIVE)
             await self.end_body()

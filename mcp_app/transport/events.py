@@ -131,7 +131,8 @@ class MemoryEventStore:
         if stream.changed is None:
             stream.changed = asyncio.Event()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stream.changed.wait(), timeout)
+            async with asyncio.timeout(timeout):  # not wait_for: see consumer.handle_post
+                await stream.changed.wait()
 
 
 class RedisEventStore:
