@@ -97,7 +97,8 @@ def _hang_watchdog(request):
     """If a test (teardown included) runs over 90 s, print every unfinished asyncio task's stack.
 
     A task that ignores cancellation would otherwise hang the suite silently in the event loop's
-    teardown; this names it. Set up first (autouse, no dependencies), so it is torn down last.
+    teardown; this names it (and cancels it again). Set up first (autouse, no dependencies), so it
+    is torn down last.
     """
     import gc
     import sys
@@ -106,14 +107,20 @@ def _hang_watchdog(request):
     finished = threading.Event()
 
     def watch() -> None:
-        if finished.wait(90):
-            return
-        print(f"\n=== {request.node.nodeid} still running after 90 s; unfinished tasks:", file=sys.stderr)
-        for obj in gc.get_objects():
-            if isinstance(obj, asyncio.Task) and not obj.done():
-                print(f"--- {obj!r}", file=sys.stderr)
-                obj.print_stack(file=sys.stderr)
-        sys.stderr.flush()
+        waited = 90
+        while not finished.wait(waited):
+            print(f"\n=== {request.node.nodeid} still running after 90 s; unfinished tasks:", file=sys.stderr)
+            for obj in gc.get_objects():
+                if isinstance(obj, asyncio.Task) and not obj.done():
+                    print(f"--- {obj!r}", file=sys.stderr)
+                    obj.print_stack(file=sys.stderr)
+                    loop = obj.get_loop()
+                    if loop.is_running():
+                        # A task that swallowed one cancellation (the loop's teardown sends only one)
+                        # gets another, so one such task cannot stall the rest of the suite.
+                        loop.call_soon_threadsafe(obj.cancel)
+            sys.stderr.flush()
+            waited = 30
 
     threading.Thread(target=watch, name="hang-watchdog", daemon=True).start()
     yield
