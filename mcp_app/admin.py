@@ -72,7 +72,10 @@ class ToolAdmin(DefinitionAdmin):
     fieldsets = (
         (None, {"fields": ("tenant", "name", "title", "description", "enabled")}),
         ("Schemas", {"fields": ("input_schema", "output_schema")}),
-        ("Handler", {"fields": ("handler", "python_callable", "handler_config", "timeout_seconds", "execution")}),
+        (
+            "Handler",
+            {"fields": ("handler", "python_callable", "handler_config", "timeout_seconds", "execution")},
+        ),
         ("Authorization", {"fields": ("required_scope",)}),
         ("Secret headers", {"fields": ("stored_secrets", "secret_headers", "clear_secrets")}),
         ("Presentation", {"fields": ("annotations", "icons", "meta"), "classes": ("collapse",)}),
@@ -177,13 +180,8 @@ class ResourceTemplateAdmin(DefinitionAdmin):
     )
 
 
-@admin.register(McpSession)
-class McpSessionAdmin(TenantScopedAdmin):
-    """Read-only view of open sessions, for troubleshooting."""
-
-    list_display = ("id", "tenant", "user", "created_at", "last_seen_at")
-    readonly_fields = ("id", "tenant", "user", "state", "created_at", "last_seen_at")
-    ordering = ("-last_seen_at",)
+class ReadOnlyTenantAdmin(TenantScopedAdmin):
+    """Rows the system writes (sessions, runs): members of the tenant read them, nobody edits them."""
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
@@ -195,8 +193,17 @@ class McpSessionAdmin(TenantScopedAdmin):
         return False
 
 
+@admin.register(McpSession)
+class McpSessionAdmin(ReadOnlyTenantAdmin):
+    """Read-only view of open sessions, for troubleshooting."""
+
+    list_display = ("id", "tenant", "user", "created_at", "last_seen_at")
+    readonly_fields = ("id", "tenant", "user", "state", "created_at", "last_seen_at")
+    ordering = ("-last_seen_at",)
+
+
 @admin.register(ToolRun)
-class ToolRunAdmin(TenantScopedAdmin):
+class ToolRunAdmin(ReadOnlyTenantAdmin):
     """Read-only history of background tool runs: what is queued or running now, and how runs ended."""
 
     list_display = ("tool_name", "tenant", "status", "queued_at", "wait_display", "duration_display", "user")
@@ -228,12 +235,3 @@ class ToolRunAdmin(TenantScopedAdmin):
         if obj.started_at and obj.finished_at:
             return f"{(obj.finished_at - obj.started_at).total_seconds():.2f} s"
         return "-"
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
