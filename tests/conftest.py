@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+import pytest_asyncio
 
 from tenants.models import Membership, Role, Tenant
 
@@ -125,3 +126,21 @@ def _hang_watchdog(request):
     threading.Thread(target=watch, name="hang-watchdog", daemon=True).start()
     yield
     finished.set()
+
+
+@pytest_asyncio.fixture(autouse=True)
+async def _cancel_leftover_tasks():
+    """Cancel what a test left running in its event loop, more than once if a task ignores the first.
+
+    The loop's own teardown cancels each task once and then waits without bound. A task parked in
+    channels_redis's receive (the cancel listener's) was seen to survive that single cancellation.
+    """
+    yield
+    current = asyncio.current_task()
+    for _ in range(3):
+        pending = [task for task in asyncio.all_tasks() if task is not current and not task.done()]
+        if not pending:
+            return
+        for task in pending:
+            task.cancel()
+        await asyncio.wait(pending, timeout=1.0)

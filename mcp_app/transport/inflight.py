@@ -4,6 +4,9 @@ A request runs in its own task, detached from the HTTP connection (HT-19: a disc
 cancellation). A cancel for a request this process does not run is published to the session's
 channel-layer group as {"type": "mcp.cancel"}; the process that runs it listens there. It only
 starts listening once a request has run for LISTEN_AFTER_SECONDS, so quick requests cost nothing.
+A cancel published before it listens would be lost, so the cancel is also left in Redis for a
+minute (PENDING_KEY) and the listener reads it right after joining the group: published before the
+join, the key was set before it too; published after, the group delivers it.
 """
 
 from __future__ import annotations
@@ -23,6 +26,11 @@ from . import redis_client
 logger = logging.getLogger(__name__)
 
 LISTEN_AFTER_SECONDS = 0.2
+PENDING_SECONDS = 60
+
+
+def _pending_key(session_id: str, key: str) -> str:
+    return f"mcp:cancel:{session_id}:{key}"
 
 
 @dataclass
@@ -60,10 +68,14 @@ def running(session_id: str, request_id: Any) -> bool:
 
 def cancel_local(session_id: str, request_id: Any, reason: Any = None) -> bool:
     """Cancel the request if this process runs it; True when it did."""
-    entry = _running.pop((session_id, _key(request_id)), None)
+    return _cancel_key(session_id, _key(request_id), reason)
+
+
+def _cancel_key(session_id: str, key: str, reason: Any = None) -> bool:
+    entry = _running.pop((session_id, key), None)
     if entry is None:
         return False
-    logger.info("request %s of session %.8s cancelled: %s", request_id, session_id, reason)
+    logger.info("request %s of session %.8s cancelled: %s", key, session_id, reason)
     entry.cancelled.set()
     entry.task.cancel()
     return True
@@ -84,10 +96,17 @@ async def cancel(session_id: str, request_id: Any, reason: Any = None) -> None:
     if cancel_local(session_id, request_id, reason):
         return
     if redis_client.enabled():
-        await notify.apublish_session(
-            session_id,
-            {"type": "mcp.cancel", "session_id": session_id, "request_id": request_id, "reason": reason},
-        )
+        await announce(session_id, request_id, reason)
+
+
+async def announce(session_id: str, request_id: Any, reason: Any = None) -> None:
+    """Tell the process that runs the request (if any): first the key, read by a process that starts
+    listening later, then the message, for one that listens already."""
+    await redis_client.client().set(_pending_key(session_id, _key(request_id)), "1", ex=PENDING_SECONDS)
+    await notify.apublish_session(
+        session_id,
+        {"type": "mcp.cancel", "session_id": session_id, "request_id": request_id, "reason": reason},
+    )
 
 
 class _Listener:
@@ -136,6 +155,13 @@ class _Listener:
             if self.task is None or self.task.done():
                 self.task = self.loop.create_task(self._receive(layer, self.channel))
             await layer.group_add(notify.session_group(session_id), self.channel)
+            # A cancel published before the join: its key was set before the publish (see cancel()).
+            keys = [key for sid, key in list(_running) if sid == session_id]
+            if keys:
+                found = await redis_client.client().mget([_pending_key(session_id, key) for key in keys])
+                for key, value in zip(keys, found, strict=True):
+                    if value is not None:
+                        _cancel_key(session_id, key, "cancelled before this process listened")
         except Exception as exc:
             # Only a cancel sent from another process is lost; local cancels do not need the group.
             self.joined.discard(session_id)

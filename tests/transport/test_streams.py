@@ -9,6 +9,7 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from mcp_app import notify
+from mcp_app.transport import inflight
 
 from .conftest import BOTH, Client, call, messages, open_stream
 
@@ -313,6 +314,20 @@ async def test_cancel_published_on_the_session_group_stops_the_request_where_it_
     rest = [json.loads(e["data"]) for e in await post.read_to_end() if e.get("event") == "message"]
     assert all(m.get("id") != 11 for m in rest)
     await get.disconnect()
+
+
+@pytest.mark.services
+async def test_ut10_a_cancel_from_another_process_before_this_one_listens_still_stops_the_request(tools_a):
+    """The runner joins the session group only after 0.2 s; a cancel announced earlier waits in Redis."""
+    client = Client()
+    await client.initialize()
+    post = await post_stream(client, count_call(request_id=21, n=50, delay=0.05))
+    await post.next_message()  # ~0.05 s in: this process does not listen on the group yet
+    assert not inflight._listener().joined
+    await inflight.announce(client.session_id, 21, "from another process")  # what that process sends
+    rest = [json.loads(e["data"]) for e in await post.read_to_end() if e.get("event") == "message"]
+    assert all(m.get("id") != 21 for m in rest)
+    assert len(rest) < 20
 
 
 async def test_amb8_delete_cancels_the_sessions_running_requests(tools_a):
