@@ -73,6 +73,12 @@ if _public.scheme not in {"http", "https"} or not _public.hostname:
 
 ALLOWED_HOSTS = _env_list("ALLOWED_HOSTS", [_public.hostname, "127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = _env_list("CSRF_TRUSTED_ORIGINS", [f"{_public.scheme}://{_public.netloc}"])
+# The authorization pages carry `state`, `code_challenge` and the client's redirect URI in their URL: never
+# send it to another site, but do send our own origin to ourselves. `no-referrer` made browsers post forms
+# with `Origin: null`, which Django's CSRF check refuses, so nobody could sign in (issue 8).
+SECURE_REFERRER_POLICY = "same-origin"
+# A refused form (stale tab, cookies blocked) gets a page that says what to do, not a bare 403.
+CSRF_FAILURE_VIEW = "mcpsite.views.csrf_failure"
 
 INSTALLED_APPS = [
     "daphne",

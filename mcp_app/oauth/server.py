@@ -133,6 +133,13 @@ class AuthorizeView(AuthorizationView):
     login_url = reverse_lazy("oauth-login")
 
     def handle_no_permission(self) -> HttpResponse:
+        if self.request.method == "POST":
+            # Allow or Deny pressed after the sign-in ended (expired, or signed out in another tab). The form
+            # posts to the authorization URL itself, so after signing in again the person is back at this
+            # same request, validated afresh by the GET; the login page says why it is asked again.
+            response = super().handle_no_permission()
+            response["Location"] += "&session=ended"
+            return response
         # Check the request before asking anyone to log in: a forged one never reaches the login page.
         try:
             self.validate_authorization_request(self.request)
@@ -254,6 +261,7 @@ class McpLoginView(LoginView):
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
+        context["session_ended"] = self.request.GET.get("session") == "ended"
         query = urlsplit(self.get_redirect_url() or "")
         if query.path == reverse("oauth2_provider:authorize"):
             params = dict(parse_qsl(query.query))

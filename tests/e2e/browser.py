@@ -1,0 +1,149 @@
+"""A real browser for the end-to-end tests: Debian's Chromium driven by Playwright, and a loopback callback.
+
+Playwright never downloads a browser here: it starts the system's `chromium` (MCP_TEST_CHROMIUM, default
+/usr/bin/chromium). Without it the browser tests skip saying so, and fail instead under
+MCP_E2E_REQUIRE_SERVICES=1 (what .ci/run sets, after installing the package). Every page a test shows a
+person is screenshotted into test-artifacts/screenshots/<test>/ (not committed), to be looked at.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from playwright.async_api import Browser, Page, async_playwright
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = os.environ.get("MCP_TEST_CHROMIUM", "/usr/bin/chromium")
+ARTIFACTS = Path(os.environ.get("MCP_TEST_ARTIFACTS", ROOT / "test-artifacts")) / "screenshots"
+# One navigation or click; a hung page fails the test instead of the suite.
+PAGE_MS = 20_000
+# This machine has no outside network: keep Chromium from trying (and from waiting on) Google's hosts.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+
+
+def require_browser() -> None:
+    """Skip when no browser can run here; fail instead under MCP_E2E_REQUIRE_SERVICES=1 (CI installs one)."""
+    if Path(CHROMIUM).is_file() and os.access(CHROMIUM, os.X_OK):
+        return
+    message = f"needs Chromium at {CHROMIUM} (apt-get install chromium, or set MCP_TEST_CHROMIUM)"
+    if os.environ.get("MCP_E2E_REQUIRE_SERVICES") == "1":
+        pytest.fail(f"{message} (MCP_E2E_REQUIRE_SERVICES=1 turns this skip into a failure)", pytrace=False)
+    pytest.skip(message)
+
+
+@asynccontextmanager
+async def chromium() -> AsyncIterator[Browser]:
+    """A headless Chromium of the system's, closed at the end."""
+    require_browser()
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            yield browser
+        finally:
+            await browser.close()
+
+
+class Screenshots:
+    """Numbered full-page screenshots of one test, in test-artifacts/screenshots/<test name>/."""
+
+    def __init__(self, test_name: str) -> None:
+        self.folder = ARTIFACTS / re.sub(r"[^A-Za-z0-9_.-]+", "_", test_name)[:120]
+        shutil.rmtree(self.folder, ignore_errors=True)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.taken: list[Path] = []
+
+    async def take(self, page: Page, name: str) -> Path:
+        path = self.folder / f"{len(self.taken) + 1:02d}-{name}.png"
+        await page.screenshot(path=str(path), full_page=True)
+        self.taken.append(path)
+        return path
+
+
+@dataclass
+class Callback:
+    """A native app's loopback listener: records the redirect back from the authorization server."""
+
+    url: str
+    received: list[dict[str, str]] = field(default_factory=list)
+    _arrived: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    def record(self, query: str) -> None:
+        self.received.append({key: values[0] for key, values in parse_qs(query).items()})
+        self._arrived.set()
+
+    async def next(self, timeout: float = PAGE_MS / 1000) -> dict[str, str]:
+        """The parameters of the next redirect that reached the listener."""
+        arrived = await asyncio.to_thread(self._arrived.wait, timeout)
+        assert arrived, f"no redirect reached {self.url} within {timeout:.0f} s"
+        self._arrived.clear()
+        return self.received[-1]
+
+
+@asynccontextmanager
+async def loopback_callback() -> AsyncIterator[Callback]:
+    """An HTTP listener on a free 127.0.0.1 port whose /callback answers the page a native app shows."""
+    holder: list[Callback] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            parts = urlsplit(self.path)
+            if parts.path != "/callback":
+                self.send_error(404)
+                return
+            holder[0].record(parts.query)
+            body = b"<!doctype html><title>Connected</title><p>You can close this window.</p>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - keep the output clean
+            return
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    holder.append(Callback(url=f"http://127.0.0.1:{httpd.server_address[1]}/callback"))
+    thread = threading.Thread(target=httpd.serve_forever, name="e2e-oauth-callback", daemon=True)
+    thread.start()
+    try:
+        yield holder[0]
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=5)
+
+
+async def sign_in(page: Page, username: str, password: str) -> None:
+    """Fill the authorization server's (or the admin's) sign-in form and submit it as a person would."""
+    await page.fill("input[name=username]", username)
+    await page.fill("input[name=password]", password)
+    async with page.expect_navigation(timeout=PAGE_MS):
+        await page.click("button[type=submit], input[type=submit]")
+
+
+def forbidden_by_csrf(text: str) -> bool:
+    """Django's own CSRF page (what a person saw before issue 8), as opposed to ours."""
+    return "CSRF verification failed" in text
