@@ -7,7 +7,8 @@ import sys
 
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mcpsite.settings")
-    from django.core.management import execute_from_command_line
+    # After the settings module is chosen, as Django's own manage.py does.
+    from django.core.management import execute_from_command_line  # noqa: PLC0415
 
     execute_from_command_line(sys.argv)
 

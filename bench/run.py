@@ -14,11 +14,14 @@ import asyncio
 import collections
 import contextlib
 import datetime
+import fcntl
 import json
 import os
 import platform
+import pstats
 import resource
 import secrets
+import shutil
 import socket
 import subprocess
 import sys
@@ -27,6 +30,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -96,8 +102,6 @@ LOCK_PATH = Path("/tmp/mcp-bench.lock")
 def hold_bench_lock() -> object:
     """Wait (bounded) until no other bench run is going: two runs would drop each other's
     databases and load the same two cores. The lock lasts as long as the returned file is open."""
-    import fcntl
-
     f = open(LOCK_PATH, "w")  # noqa: SIM115 - kept open for the whole run
     deadline = time.monotonic() + 900
     waited = False
@@ -211,8 +215,6 @@ def with_db_name(url: str, name: str) -> str:
 
 def recreate_database(url: str) -> None:
     """Drop and create the PostgreSQL database named in `url` (a fresh, known state)."""
-    import psycopg
-
     parts = urlsplit(url)
     name = parts.path.lstrip("/")
     admin = with_db_name(url, "postgres").replace("postgres://", "postgresql://", 1)
@@ -242,8 +244,6 @@ def forget_redis_versions(redis_url: str) -> None:
     Tenant ids restart at 1 in a recreated database; a higher counter left over from an earlier
     run would never match the new rows' version and every request would miss the catalog cache.
     """
-    import redis
-
     client = redis.Redis.from_url(redis_url)
     keys = list(client.scan_iter(match="mcp:*", count=1000))
     if keys:
@@ -1152,8 +1152,6 @@ def summarize_collapsed(path: Path, top: int = 20) -> list[str]:
 
 def profile_ours(env: dict[str, str], affinity: Affinity, timing: Timing) -> None:
     """Sample ours with py-spy (cProfile if py-spy is missing) under tools/call c=16; print hot spots."""
-    import shutil
-
     pyspy = shutil.which("py-spy") or str(Path(PYTHON).parent / "py-spy")
     use_pyspy = Path(pyspy).exists()
     out = Path("/tmp/mcp-bench-ours.prof")
@@ -1204,8 +1202,6 @@ def profile_ours(env: dict[str, str], affinity: Affinity, timing: Timing) -> Non
         print("\n".join(summarize_collapsed(raw)))
         print(f"(raw collapsed stacks: {raw}; render with any flame graph tool)")
     elif out.exists():
-        import pstats
-
         stats = pstats.Stats(str(out))
         stats.sort_stats("tottime").print_stats(25)
     else:

@@ -7,7 +7,7 @@ class McpAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import signals  # noqa: F401  - connects definition-change notifications
-        from .oauth import resource_server
-
-        resource_server.install()  # bearer tokens on oauth tenants' MCP endpoints
+        # Inside ready(), not at the top: these modules use models, which cannot be imported while
+        # Django is still populating the app registry (Django's documented place for receivers).
+        from mcp_app import signals  # noqa: F401, PLC0415 - edits announce list_changed after commit
+        from mcp_app.oauth import signals as oauth_signals  # noqa: F401, PLC0415 - token caches follow revocations

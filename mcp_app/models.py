@@ -6,9 +6,8 @@ from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
 
+from mcp_app import validation
 from tenants.models import Tenant, TenantQuerySet
-
-from . import validation
 
 tool_name_validator = RegexValidator(
     r"^[A-Za-z0-9_.-]{1,64}$",
@@ -199,7 +198,7 @@ class McpSession(models.Model):
 
 
 class ToolRun(models.Model):
-    """One background execution of a tool (mcp_app.jobs): when it was queued, ran, and how it ended.
+    """One background execution of a tool (mcp_app.background.server): when it was queued, ran, and how it ended.
 
     The row is also the arbiter between the waiting server and a worker: a worker starts a job only
     by moving its row from queued to running, so a job the caller gave up on never runs.

@@ -17,10 +17,9 @@ from django.db import transaction
 from django.db.models.signals import post_delete, post_save, pre_save
 from django.dispatch import receiver
 
+from mcp_app import catalog, notify
+from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool
 from tenants.models import Tenant
-
-from . import notify
-from .models import Prompt, Resource, ResourceTemplate, Tool
 
 logger = logging.getLogger(__name__)
 
@@ -98,8 +97,6 @@ def _announce(tenant_id: int, changes: _TenantChanges) -> None:
     if version is None:
         return  # the tenant was deleted with its definitions: nobody is left to tell
     try:
-        from . import catalog
-
         catalog.note_change(tenant_id, version)
     except Exception:
         logger.exception("could not invalidate the catalog of tenant %s", tenant_id)

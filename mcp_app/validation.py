@@ -20,6 +20,10 @@ from jsonschema.exceptions import SchemaError
 from jsonschema.validators import validator_for
 from uritemplate import URITemplate
 
+from mcp_app.content.blocks import validate_template
+from mcp_app.core.errors import ContentError
+from mcp_app.handlers import registry
+
 # AMB-17: a schema without "$schema" is checked (and later validated) as Draft 2020-12.
 DEFAULT_SCHEMA_DIALECT = Draft202012Validator
 
@@ -341,10 +345,7 @@ def _validate_base64(value: Any, where: str) -> None:
 
 
 def validate_content_spec(content: Any, where: str = "Content") -> None:
-    """Check one content spec (shapes of mcp_app.handlers.content): text template, media, resource."""
-    from .handlers.content import validate_template
-    from .handlers.registry import ContentError
-
+    """Check one content spec (shapes of mcp_app.content.blocks): text template, media, resource."""
     if not isinstance(content, dict):
         _fail(f"{where} must be an object with a 'type'.")
     kind = content.get("type")
@@ -396,15 +397,11 @@ def validate_prompt_messages(messages: Any) -> None:
 
 def validate_handler(kind: str, config: Any) -> None:
     """Check a tool's handler kind is registered and its settings are valid for it."""
-    from .handlers import registry
-
     registry.validate_config(kind, config)
 
 
 def validate_template_handler(kind: str, config: Any) -> None:
     """Check a resource template's handler kind can produce contents and its settings are valid."""
-    from .handlers import registry
-
     registry.validate_template_config(kind, config)
 
 

@@ -8,4 +8,5 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mcpsite.settings")
 
 app = Celery("mcpsite")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks()
+# The background tools' task; the caller side enqueues it by name and never imports it.
+app.autodiscover_tasks(["mcp_app.background"], related_name="job")

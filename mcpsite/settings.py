@@ -148,7 +148,7 @@ CHANNEL_LAYERS = {
     "default": (
         {
             # channels_redis with blocking pools and a socket timeout above BZPOPMIN's (see the module).
-            "BACKEND": "mcp_app.transport.layer.RedisChannelLayer",
+            "BACKEND": "mcp_app.infra.layer.RedisChannelLayer",
             "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000, "expiry": 60},
         }
         if REDIS_URL
@@ -177,7 +177,7 @@ CELERY_TASK_ALWAYS_EAGER = _env_bool(
 )
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-# Background tools (mcp_app.jobs): "celery" sends them to workers, "inline" runs them in the server
+# Background tools (mcp_app.background.server): "celery" sends them to workers, "inline" runs them in the server
 # process. Workers need the broker and the Redis channel layer (their replies travel through it).
 MCP_BACKGROUND_TOOLS = os.environ.get("MCP_BACKGROUND_TOOLS") or (
     "celery" if REDIS_URL and not CELERY_TASK_ALWAYS_EAGER else "inline"
@@ -185,7 +185,9 @@ MCP_BACKGROUND_TOOLS = os.environ.get("MCP_BACKGROUND_TOOLS") or (
 if MCP_BACKGROUND_TOOLS not in {"celery", "inline"}:
     raise ImproperlyConfigured(f"MCP_BACKGROUND_TOOLS must be celery or inline, not {MCP_BACKGROUND_TOOLS!r}")
 if MCP_BACKGROUND_TOOLS == "celery" and not REDIS_URL:
-    raise ImproperlyConfigured("MCP_BACKGROUND_TOOLS=celery needs REDIS_URL (the workers reply through Redis)")
+    raise ImproperlyConfigured(
+        "MCP_BACKGROUND_TOOLS=celery needs REDIS_URL (the workers reply through Redis)"
+    )
 MCP_BACKGROUND_QUEUE = os.environ.get("MCP_BACKGROUND_QUEUE", "mcp-tools")
 CELERY_TASK_DEFAULT_QUEUE = MCP_BACKGROUND_QUEUE
 # How long a background tool may wait in the queue for a worker before the caller gets an error.
@@ -256,7 +258,7 @@ MCP_HTTP_HANDLER_MAX_RESPONSE_BYTES = _env_int(
     "MCP_HTTP_HANDLER_MAX_RESPONSE_BYTES", 2 * 1024 * 1024, minimum=1024
 )
 # Extra modules whose import registers python handlers (comma-separated).
-MCP_PYTHON_HANDLER_MODULES = _env_list("MCP_PYTHON_HANDLER_MODULES", ["mcp_app.handlers.builtin_python"])
+MCP_PYTHON_HANDLER_MODULES = _env_list("MCP_PYTHON_HANDLER_MODULES", ["mcp_app.demo.callables"])
 # Tool calls allowed per session per minute (TL-13); 0 disables the limit. Burst = bucket size.
 MCP_TOOL_CALLS_PER_MINUTE = _env_int("MCP_TOOL_CALLS_PER_MINUTE", 1200, minimum=0)
 MCP_TOOL_CALLS_BURST = _env_int("MCP_TOOL_CALLS_BURST", 120, minimum=1)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.http import Http404
 
-from .models import EDIT_ROLES, Membership, Role, Tenant
+from tenants.models import EDIT_ROLES, Membership, Role, Tenant
 
 
 def role_of(user, tenant: Tenant) -> str | None:  # noqa: ANN001

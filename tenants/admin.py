@@ -18,7 +18,8 @@ from django.core.exceptions import PermissionDenied
 from django.db import models
 from django.http import Http404, HttpRequest
 
-from .models import EDIT_ROLES, Membership, Role, Tenant
+from mcpsite.forms import json_formfield
+from tenants.models import EDIT_ROLES, Membership, Role, Tenant
 
 
 def _memberships(request: HttpRequest) -> dict[int, str]:
@@ -175,8 +176,6 @@ class TenantAdmin(MembershipPermissionsMixin, admin.ModelAdmin):
         return _is_superuser(request)
 
     def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
-        from mcp_app.admin import json_formfield
-
         if isinstance(db_field, models.JSONField):
             return json_formfield(db_field, **kwargs)
         if isinstance(db_field, models.URLField):

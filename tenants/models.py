@@ -66,7 +66,9 @@ class Tenant(models.Model):
 
     @property
     def origin_list(self) -> list[str]:
-        return [line.strip().rstrip("/").lower() for line in self.allowed_origins.splitlines() if line.strip()]
+        return [
+            line.strip().rstrip("/").lower() for line in self.allowed_origins.splitlines() if line.strip()
+        ]
 
     def bump_version(self) -> None:
         Tenant.objects.filter(pk=self.pk).update(definitions_version=F("definitions_version") + 1)

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import gc
+import os
+import sys
+import threading
 
 import pytest
 import pytest_asyncio
 
+from mcp_app import catalog
+from mcp_app.protocol import ratelimit
 from tenants.models import Membership, Role, Tenant
 
 
@@ -47,8 +53,6 @@ def charlie(django_user_model, tenant_b):
 
 def pytest_collection_modifyitems(config, items) -> None:  # noqa: ANN001
     """Tests marked `services` need a real Redis: skip with the reason without one, fail in CI."""
-    import os
-
     if os.environ.get("REDIS_URL"):
         return
     reason = "needs REDIS_URL: this test talks to a real Redis server shared between processes"
@@ -71,7 +75,6 @@ def _services_required() -> None:
 @pytest.fixture(autouse=True)
 def _fresh_catalog():
     # Tenant ids repeat across transactional tests; a cached catalog must not leak between them.
-    from mcp_app import catalog
 
     catalog.clear_caches()
     yield
@@ -81,7 +84,6 @@ def _fresh_catalog():
 @pytest.fixture(autouse=True)
 def _fresh_rate_limits() -> None:
     # Tenant and session ids repeat across tests; a bucket emptied by one must not throttle the next.
-    from mcp_app.protocol import ratelimit
 
     ratelimit.reset()
 
@@ -101,10 +103,6 @@ def _hang_watchdog(request):
     teardown; this names it (and cancels it again). Set up first (autouse, no dependencies), so it
     is torn down last.
     """
-    import gc
-    import sys
-    import threading
-
     finished = threading.Event()
 
     def watch() -> None:

@@ -30,12 +30,11 @@ import httpx
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from mcp_app.catalog_types import ToolDef
-from mcp_app.protocol.context import RequestContext
-
-from . import ssrf
-from .registry import ToolError
-from .secrets import SecretsError, decrypt_secrets
+from mcp_app.core.context import RequestContext
+from mcp_app.core.errors import ToolError
+from mcp_app.core.types import ToolDef
+from mcp_app.handlers import ssrf
+from mcp_app.handlers.secrets import SecretsError, decrypt_secrets
 
 logger = logging.getLogger(__name__)
 

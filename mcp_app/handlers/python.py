@@ -29,10 +29,9 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from mcp_app.catalog_types import TemplateDef, ToolDef
-from mcp_app.protocol.context import RequestContext
-
-from .registry import ToolError
+from mcp_app.core.context import RequestContext
+from mcp_app.core.errors import ToolError
+from mcp_app.core.types import TemplateDef, ToolDef
 
 PythonHandler = Callable[[RequestContext, dict[str, Any]], Any]
 

@@ -17,8 +17,9 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from mcp_app.catalog_types import TemplateDef, ToolDef
-from mcp_app.protocol.context import RequestContext
+from mcp_app.core.context import RequestContext
+from mcp_app.core.errors import GENERIC_TOOL_ERROR, HandlerError, UnknownKind, error_result
+from mcp_app.core.types import TemplateDef, ToolDef
 
 logger = logging.getLogger(__name__)
 
@@ -39,28 +40,6 @@ _LABELS = {
     "http": "HTTP (POST the arguments to your HTTPS endpoint)",
     "python": "Python (a callable registered by the operator)",
 }
-
-GENERIC_TOOL_ERROR = "The tool failed with an internal error."
-
-
-class HandlerError(Exception):
-    """A failure whose message is safe to show to the client (no internals)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-
-class ToolError(HandlerError):
-    """A tool-level failure the model should see: becomes an ``isError`` result."""
-
-
-class ContentError(HandlerError):
-    """A content spec that cannot be turned into a content block (unknown resource, bad template)."""
-
-
-class UnknownKind(HandlerError):
-    """The row names a handler kind that is not registered."""
 
 
 def kind_choices() -> list[tuple[str, str]]:
@@ -104,11 +83,6 @@ def validate_template_config(kind: str, config: Any) -> None:
     check(config)
 
 
-def error_result(message: str) -> dict[str, Any]:
-    """Return a CallToolResult reporting a tool failure to the model."""
-    return {"content": [{"type": "text", "text": message}], "isError": True}
-
-
 def _normalise(result: Any) -> dict[str, Any]:
     # Kinds return CallToolResult dicts; guard the shape so a sloppy kind cannot break the wire.
     if not isinstance(result, dict) or not isinstance(result.get("content"), list):
@@ -121,23 +95,6 @@ def _normalise(result: Any) -> dict[str, Any]:
     if result.get("_meta"):
         out["_meta"] = result["_meta"]
     return out
-
-
-def time_limit(tool: ToolDef) -> float | None:
-    """How long a caller waits for ``tool``: None for a background tool (its wait includes the queue,
-    and mcp_app.jobs keeps its own deadlines)."""
-    from mcp_app import jobs
-
-    return None if jobs.runs_in_background(tool) else tool.timeout_seconds
-
-
-async def run_tool(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> dict[str, Any]:
-    """Run ``tool`` with ``arguments`` (here, or on a worker for a background tool); a CallToolResult dict."""
-    from mcp_app import jobs
-
-    if jobs.runs_in_background(tool):
-        return await jobs.run(ctx, tool, arguments)
-    return await run_inline(ctx, tool, arguments)
 
 
 async def run_inline(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> dict[str, Any]:

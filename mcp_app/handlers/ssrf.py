@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
-from .registry import ToolError
+from mcp_app.core.errors import ToolError
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network

@@ -27,11 +27,10 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from mcp_app.catalog_types import TemplateDef, ToolDef
-from mcp_app.protocol.context import RequestContext
-
-from .content import render_blocks, render_text, render_value, validate_specs, validate_template
-from .registry import ContentError
+from mcp_app.content.blocks import render_blocks, render_text, render_value, validate_specs, validate_template
+from mcp_app.core.context import RequestContext
+from mcp_app.core.errors import ContentError
+from mcp_app.core.types import TemplateDef, ToolDef
 
 _KEYS = frozenset({"content", "text", "structured", "is_error", "error_when"})
 

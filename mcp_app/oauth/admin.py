@@ -19,7 +19,7 @@ from django.utils.html import format_html, format_html_join
 from oauth2_provider.admin import ApplicationAdmin as DotApplicationAdmin
 from oauth2_provider.models import get_access_token_model, get_grant_model, get_refresh_token_model
 
-from . import registration
+from mcp_app.oauth import registration
 
 REVOKED_MARK = "[revoked] "
 

@@ -21,7 +21,7 @@ from django.conf import settings
 from django.http.request import validate_host
 from oauth2_provider import cimd as dot_cimd
 
-from . import registration
+from mcp_app.oauth import registration
 
 
 def _host_of(client_id: str) -> str:

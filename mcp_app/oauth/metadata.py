@@ -12,9 +12,9 @@ from typing import Any
 from django.http import Http404, HttpRequest, HttpResponse
 from oauth2_provider.views.metadata import OAuthProtectedResourceMetadataView
 
+from mcp_app.models import Tool
+from mcp_app.oauth import resources, scopes
 from tenants.models import AuthMode, Tenant
-
-from . import resources, scopes
 
 # Browser clients discover too; MCP clients send these on discovery requests.
 CORS_HEADERS = {
@@ -27,8 +27,6 @@ CORS_HEADERS = {
 
 def supported_scopes(tenant: Tenant | int) -> list[str]:
     """The base scopes, then every distinct scope an enabled tool of the tenant requires."""
-    from mcp_app.models import Tool
-
     extra = (
         Tool.objects.for_tenant(tenant)
         .filter(enabled=True)

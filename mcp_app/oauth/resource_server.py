@@ -1,22 +1,41 @@
 """The MCP endpoints as an OAuth 2.1 resource server: who is calling, from the bearer token.
 
-Installed as the transport's authenticator (mcp_app.apps). A `public` tenant ignores Authorization
-entirely; an `oauth` tenant needs `Authorization: Bearer <token>` on every request (AU-30, AU-46),
-where the token is a DOT access token bound to exactly this tenant's canonical URI (AU-41), unexpired,
-unrevoked, and held by an active member of the tenant.
+The transport calls `authenticate` on every request and `check_scopes` on every POST; there is no
+switch that turns them off. A `public` tenant ignores Authorization entirely; an `oauth` tenant needs
+`Authorization: Bearer <token>` on every request (AU-30, AU-46), where the token is a DOT access token
+bound to exactly this tenant's canonical URI (AU-41), unexpired, unrevoked, and held by an active
+member of the tenant. A refusal is a `Refusal` (status, message, WWW-Authenticate); the transport
+turns it into its HTTP answer.
 """
 
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
+from collections.abc import Iterable
+from typing import Any
 from urllib.parse import parse_qsl
 
-from mcp_app.protocol.context import TenantInfo
-from mcp_app.transport.auth import PUBLIC, Caller, bearer_challenge
-from mcp_app.transport.wire import HttpError, Request
+from oauth2_provider.www_authenticate import build_bearer_challenge
+
+from mcp_app.core.context import PUBLIC, Caller
+from mcp_app.core.types import TenantInfo
+from mcp_app.oauth import resources, scopes, tokens
 from tenants.models import AuthMode
 
-from . import resources, scopes, tokens
+WWW_AUTHENTICATE = b"www-authenticate"
+Header = tuple[bytes, bytes]
+
+
+class Refusal(Exception):
+    """The request may not go on: answer `status` with `message` and these headers (a challenge)."""
+
+    def __init__(self, status: int, message: str, headers: list[Header]) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.headers = headers
+
 
 # RFC 6750 §2.1 b64token; anything else after "Bearer " is not a token we could have issued.
 _B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
@@ -41,7 +60,7 @@ def bearer_token(header: str | None) -> str | None:
     return credentials
 
 
-def unauthorized(tenant: TenantInfo, description: str | None = None) -> HttpError:
+def unauthorized(tenant: TenantInfo, description: str | None = None) -> Refusal:
     """401 with the challenge (AU-13); `error="invalid_token"` only when a token was sent (RFC 6750 §3.1)."""
     error = "invalid_token" if description else None
     message = (
@@ -49,29 +68,30 @@ def unauthorized(tenant: TenantInfo, description: str | None = None) -> HttpErro
         if description
         else "Unauthorized: this MCP endpoint needs an OAuth access token (Authorization: Bearer <token>)."
     )
-    return HttpError(
+    return Refusal(
         401,
         f"{message} Discovery: {resources.protected_resource_metadata_url(tenant.slug)}",
-        code=None,
-        headers=[bearer_challenge(tenant, error, description, BASE_SCOPE)],
+        [bearer_challenge(tenant, error, description, BASE_SCOPE)],
     )
 
 
-async def authenticate(request: Request, tenant: TenantInfo) -> Caller:
-    """Return the caller a request's bearer token names; raise 400/401 for a missing or bad one."""
+async def authenticate(authorization: str | None, query: str, tenant: TenantInfo) -> Caller:
+    """Return the caller a request's bearer token names; Refusal (400/401) for a missing or bad one.
+
+    Fails closed: only a tenant whose mode is exactly `public` skips the token.
+    """
     if tenant.auth_mode == AuthMode.PUBLIC:
         return PUBLIC
-    if request.query and any(name == "access_token" for name, _ in parse_qsl(request.query, True)):
+    if query and any(name == "access_token" for name, _ in parse_qsl(query, True)):
         # OAuth 2.1 §5.2 drops RFC 6750 §2.3 (tokens in URLs end up in logs and Referer headers):
         # an unsupported way of sending a token is a malformed request (RFC 6750 §3.1 invalid_request).
         description = "Access tokens are not accepted in the query string; send Authorization: Bearer."
-        raise HttpError(
+        raise Refusal(
             400,
             f"Bad request: {description}",
-            code=None,
-            headers=[bearer_challenge(tenant, "invalid_request", description, BASE_SCOPE)],
+            [bearer_challenge(tenant, "invalid_request", description, BASE_SCOPE)],
         )
-    token = bearer_token(request.header("authorization"))
+    token = bearer_token(authorization)
     if token is None:
         raise unauthorized(tenant)
     if not token:
@@ -82,18 +102,69 @@ async def authenticate(request: Request, tenant: TenantInfo) -> Caller:
     return Caller(user_id=grant.user_id, client_id=grant.client_id, scopes=grant.scopes)
 
 
-def install() -> None:
-    """Make every MCP endpoint check bearer tokens (called once the app registry is ready)."""
-    from django.contrib.auth import get_user_model
-    from django.db.models.signals import post_delete, post_save
-    from oauth2_provider.models import get_access_token_model
+def bearer_challenge(
+    tenant: TenantInfo, error: str | None = None, description: str | None = None, scope: str | None = None
+) -> Header:
+    """Return a `WWW-Authenticate: Bearer` header naming the tenant's metadata URL (RFC 9728 §5.1)."""
+    params: OrderedDict[str, str] = OrderedDict()
+    if error:
+        params["error"] = error
+    if description:
+        params["error_description"] = description
+    if scope:
+        params["scope"] = scope
+    url = resources.protected_resource_metadata_url(tenant.slug)
+    value = build_bearer_challenge(None, params, resource_metadata_url=url)
+    return WWW_AUTHENTICATE, value.encode("latin-1", "replace")
 
-    from mcp_app.transport import auth
-    from tenants.models import Membership
 
-    auth.set_authenticator(authenticate)
-    access_token = get_access_token_model()
-    for name, signal in (("save", post_save), ("delete", post_delete)):
-        signal.connect(tokens.on_token_changed, sender=access_token, dispatch_uid=f"mcp-token-{name}")
-        signal.connect(tokens.on_user_changed, sender=Membership, dispatch_uid=f"mcp-member-{name}")
-        signal.connect(tokens.on_user_changed, sender=get_user_model(), dispatch_uid=f"mcp-user-{name}")
+def _method_scope(message: dict[str, Any]) -> str | None:
+    method = message["method"]
+    if method == "completion/complete":
+        # Completions reveal a prompt's or a template's values: they need that family's scope.
+        params = message.get("params") or {}
+        ref = params.get("ref") if isinstance(params, dict) else None
+        kind = ref.get("type") if isinstance(ref, dict) else None
+        return {"ref/prompt": scopes.PROMPTS, "ref/resource": scopes.RESOURCES}.get(kind)
+    return scopes.METHOD_SCOPES.get(method)
+
+
+def check_scopes(caller: Caller, tenant: TenantInfo, messages: Iterable[Any]) -> None:
+    """Refuse (403 insufficient_scope) a POST any of whose requests the token's scopes do not cover.
+
+    A batch is refused as a whole: the client steps up once and sends it again.
+    """
+    if caller.scopes is None:
+        return
+    needed: set[str] = set()
+    tools_needing: list[str] = []
+    tool_scopes: dict[str, str] | None = None
+    for message in messages:
+        if not isinstance(message, dict) or "id" not in message or not isinstance(message.get("method"), str):
+            continue  # notifications and responses need no scope; malformed messages get their error
+        scope = _method_scope(message)
+        if scope:
+            needed.add(scope)
+        if message["method"] == "tools/call":
+            params = message.get("params")
+            name = params.get("name") if isinstance(params, dict) else None
+            if tool_scopes is None:
+                tool_scopes = dict(tenant.tool_scopes)
+            required = tool_scopes.get(name) if isinstance(name, str) else None
+            if required:
+                needed.add(required)
+                if required not in caller.scopes:
+                    tools_needing.append(name)
+    missing = needed - caller.scopes
+    if not missing:
+        return
+    listed = " ".join(sorted(missing))
+    what = f"Calling tool {tools_needing[0][:64]!r} needs" if tools_needing else "This request needs"
+    description = f"{what} the scope(s) {listed}, which the access token lacks."
+    # The scopes granted so far are listed too, so re-authorizing does not lose them (2025-11-25).
+    wanted = " ".join(sorted(needed | caller.scopes))
+    raise Refusal(
+        403,
+        f"Insufficient scope: {description} Re-authorize with: {wanted}",
+        [bearer_challenge(tenant, "insufficient_scope", description, wanted)],
+    )

@@ -32,9 +32,8 @@ from oauthlib.oauth2 import Server
 from oauthlib.oauth2.rfc6749.grant_types.authorization_code import code_challenge_method_s256
 
 from mcp_app.models import Tool
+from mcp_app.oauth import registration, resources, scopes, validators
 from tenants.models import Tenant
-
-from . import registration, resources, scopes, validators
 
 
 class McpOAuthServer(Server):

@@ -28,11 +28,13 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Exists, OuterRef
+from oauth2_provider.models import get_access_token_model
 
-from mcp_app.protocol.context import TenantInfo
-from mcp_app.transport import redis_client
-
-from . import resources
+from mcp_app.core.types import TenantInfo
+from mcp_app.infra import redis_client
+from mcp_app.oauth import resources
+from tenants.models import Membership
 
 logger = logging.getLogger(__name__)
 
@@ -150,11 +152,6 @@ _inflight: dict[tuple[str, int], asyncio.Future[TokenRecord]] = {}
 
 def _fetch(key: str, tenant_id: int) -> TokenRecord:
     """Read the token and its user's membership of the tenant in one query."""
-    from django.db.models import Exists, OuterRef
-    from oauth2_provider.models import get_access_token_model
-
-    from tenants.models import Membership
-
     membership = Membership.objects.filter(user_id=OuterRef("user_id"), tenant_id=tenant_id)
     rows = list(
         get_access_token_model()

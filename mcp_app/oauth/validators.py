@@ -20,10 +20,9 @@ from oauthlib.common import Request
 from oauthlib.oauth2.rfc6749 import errors
 
 from mcp_app.models import Tool
+from mcp_app.oauth import resources, scopes
 from tenants.access import role_of
 from tenants.models import AuthMode, Membership, Tenant
-
-from . import resources, scopes
 
 # Accepted when asked for but not advertised: refresh tokens are issued to every code-flow client anyway.
 OFFLINE_ACCESS = "offline_access"

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import catalog as catalogs
-from .context import RequestContext
-from .jsonrpc import InvalidParams, truncate
-from .uritemplates import variable_names
-from .versions import V2025_06_18
+from mcp_app import catalog as catalogs
+from mcp_app.core.context import RequestContext
+from mcp_app.core.versions import V2025_06_18
+from mcp_app.protocol.jsonrpc import InvalidParams, truncate
+from mcp_app.protocol.uritemplates import variable_names
 
 MAX_VALUES = 100
 

@@ -11,10 +11,10 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from . import completion, lifecycle, prompts, resources, tools
-from . import logging as log_level
-from .context import RequestContext
-from .jsonrpc import (
+from mcp_app.core.context import RequestContext
+from mcp_app.protocol import completion, lifecycle, prompts, resources, tools
+from mcp_app.protocol import logging as log_level
+from mcp_app.protocol.jsonrpc import (
     InternalError,
     InvalidRequest,
     JsonRpcError,

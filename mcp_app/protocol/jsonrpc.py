@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from mcp_app.core.errors import cut
+
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
@@ -83,8 +85,8 @@ MAX_ERROR_TEXT = 500
 
 
 def truncate(text: str, limit: int = MAX_ERROR_TEXT) -> str:
-    """Cap `text` at `limit` characters, marking the cut."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """Cap `text` at `limit` characters, marking the cut (error messages default to MAX_ERROR_TEXT)."""
+    return cut(text, limit)
 
 
 def is_valid_id(value: object) -> bool:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import shaping
-from .context import RequestContext
-from .jsonrpc import InvalidParams, InvalidRequest
-from .versions import V2025_03_26, negotiate
+from mcp_app.core.context import RequestContext
+from mcp_app.core.versions import V2025_03_26, negotiate
+from mcp_app.protocol import shaping
+from mcp_app.protocol.jsonrpc import InvalidParams, InvalidRequest
 
 
 def capabilities(version: str) -> dict[str, Any]:

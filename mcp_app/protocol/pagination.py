@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 from django.conf import settings
 from django.core import signing
 
-from .context import RequestContext
-from .jsonrpc import InvalidParams
+from mcp_app.core.context import RequestContext
+from mcp_app.protocol.jsonrpc import InvalidParams
 
 T = TypeVar("T")
 

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
-from .. import catalog as catalogs
-from ..catalog_types import PromptDef
-from . import shaping
-from .context import RequestContext
-from .jsonrpc import InternalError, InvalidParams, truncate
-from .pagination import paginate, with_cursor
+from mcp_app import catalog as catalogs
+from mcp_app.content.blocks import render_blocks
+from mcp_app.core.context import RequestContext, resources_of
+from mcp_app.core.errors import HandlerError
+from mcp_app.core.types import PromptDef
+from mcp_app.protocol import shaping
+from mcp_app.protocol.jsonrpc import InternalError, InvalidParams, truncate
+from mcp_app.protocol.pagination import paginate, with_cursor
 
 ROLES = ("user", "assistant")
 
@@ -70,9 +73,7 @@ async def handle_get(ctx: RequestContext, params: dict[str, Any]) -> dict[str, A
         raise InvalidParams(truncate(f"Unknown prompt: {name}", 200))
     variables = _variables(prompt, params.get("arguments"))
 
-    from ..handlers.content import render_blocks  # imported on first use
-    from ..handlers.registry import HandlerError
-
+    ctx = dataclasses.replace(ctx, resources=resources_of(catalog.resources_by_uri))
     messages: list[dict[str, Any]] = []
     for message in prompt.messages:
         role = message.get("role") if isinstance(message, dict) else None

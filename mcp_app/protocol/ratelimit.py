@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from .context import RequestContext
-from .jsonrpc import JsonRpcError
+from mcp_app.core.context import RequestContext
+from mcp_app.protocol.jsonrpc import JsonRpcError
 
 RATE_LIMITED = -32000  # implementation-defined server error range (JSON-RPC 2.0 §5.1)
 _MAX_BUCKETS = 100_000

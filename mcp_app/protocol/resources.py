@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 from typing import Any
 
-from .. import catalog as catalogs
-from ..catalog_types import Catalog, ResourceDef, TemplateDef
-from . import shaping, uritemplates
-from .context import RequestContext
-from .jsonrpc import InternalError, InvalidParams, ResourceNotFound, truncate
-from .pagination import paginate, with_cursor
+from mcp_app import catalog as catalogs
+from mcp_app.core.context import RequestContext, resources_of
+from mcp_app.core.errors import HandlerError
+from mcp_app.core.types import Catalog, ResourceDef, TemplateDef
+from mcp_app.handlers import registry
+from mcp_app.protocol import shaping, uritemplates
+from mcp_app.protocol.jsonrpc import InternalError, InvalidParams, ResourceNotFound, truncate
+from mcp_app.protocol.pagination import paginate, with_cursor
 
 # A session's subscriptions live in its state, which every request of the session loads.
 MAX_SUBSCRIPTIONS = 1000
@@ -102,11 +105,10 @@ async def handle_read(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
         found = find_template(catalog, uri)
         if found is None:
             raise not_found(uri)
-        from ..handlers import registry  # imported on first use
-
+        ctx = dataclasses.replace(ctx, resources=resources_of(catalog.resources_by_uri))
         try:
             contents = await registry.read_template(ctx, found[0], uri, found[1])
-        except registry.HandlerError as exc:
+        except HandlerError as exc:
             raise InternalError(truncate(f"The resource could not be read: {exc.message}")) from None
     shaped = [shaping.resource_contents(c, ctx.protocol_version) for c in contents if isinstance(c, dict)]
     return {"contents": shaped}

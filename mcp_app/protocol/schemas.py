@@ -13,7 +13,7 @@ from jsonschema.exceptions import SchemaError
 from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 
-from .jsonrpc import truncate
+from mcp_app.protocol.jsonrpc import truncate
 
 MAX_REPORTED_ERRORS = 5
 MAX_ERROR_LENGTH = 200

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .versions import V2025_03_26, V2025_06_18, V2025_11_25
+from mcp_app.core.versions import V2025_03_26, V2025_06_18, V2025_11_25
 
 Obj = dict[str, Any]
 

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
+import dataclasses
 import json
 import logging
 from typing import Any
 
-from .. import catalog as catalogs
-from ..catalog_types import ToolDef
-from . import ratelimit, schemas, shaping
-from .context import RequestContext
-from .jsonrpc import InvalidParams, truncate
-from .pagination import paginate, with_cursor
+from mcp_app import catalog as catalogs
+from mcp_app.background import server as background
+from mcp_app.core.context import RequestContext, resources_of
+from mcp_app.core.errors import error_result
+from mcp_app.core.types import ToolDef
+from mcp_app.handlers import registry
+from mcp_app.protocol import ratelimit, schemas, shaping
+from mcp_app.protocol.jsonrpc import InvalidParams, truncate
+from mcp_app.protocol.pagination import paginate, with_cursor
 
 logger = logging.getLogger(__name__)
 
@@ -36,11 +39,6 @@ async def handle_list(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
     page, next_cursor = paginate(ctx, params, "tools", catalog.tools, lambda t: t.name)
     tools = [shaping.tool(describe(t), ctx.protocol_version) for t in page]
     return with_cursor({"tools": tools}, next_cursor)
-
-
-def error_result(text: str) -> dict[str, Any]:
-    """A tool execution error: a result the model can read and act on, not a protocol error (TL-07)."""
-    return {"content": [{"type": "text", "text": truncate(text, 2000)}], "isError": True}
 
 
 def _check_arguments(tool: ToolDef, arguments: dict[str, Any]) -> dict[str, Any] | None:
@@ -122,15 +120,15 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
     ratelimit.check_tool_call(ctx)
     result = _check_arguments(tool, arguments)
     if result is None:
-        from ..handlers import registry  # imported on first use: the handler kinds pull in more
-
+        # The one place where a call goes inline or to a worker; each path keeps the tool's time limit.
+        ctx = dataclasses.replace(ctx, resources=resources_of(catalog.resources_by_uri))
         try:
-            async with asyncio.timeout(registry.time_limit(tool)):
-                raw = await registry.run_tool(ctx, tool, arguments)
-        except TimeoutError:
-            result = error_result(f"Tool {tool.name!r} timed out after {tool.timeout_seconds} seconds.")
+            if background.runs_in_background(tool):
+                raw = await background.run(ctx, tool, arguments)
+            else:
+                raw = await registry.run_inline(ctx, tool, arguments)
         except Exception:
-            # run_tool turns handler faults into isError results; anything escaping it is ours.
+            # Both paths turn tool faults into isError results; anything escaping them is ours.
             logger.exception("tool %s failed outside its handler", tool.name)
             result = error_result(f"Tool {tool.name!r} failed with an internal error.")
         else:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .context import RequestContext
-from .jsonrpc import notification
+from mcp_app.core.context import RequestContext
+from mcp_app.protocol.jsonrpc import notification
 
 # RFC 5424 severities, least to most severe (the names MCP uses).
 LOG_LEVELS: tuple[str, ...] = (

@@ -12,10 +12,9 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from mcp_app import catalog
-from mcp_app.protocol.context import TenantInfo
-
-from . import origin, sse
-from .wire import JSON_CONTENT, Headers, HttpError, Request
+from mcp_app.core.types import TenantInfo
+from mcp_app.transport import origin, sse
+from mcp_app.transport.wire import JSON_CONTENT, Headers, HttpError, Request
 
 logger = logging.getLogger(__name__)
 

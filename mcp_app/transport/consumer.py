@@ -11,8 +11,10 @@ from typing import Any
 from django.conf import settings
 
 from mcp_app import catalog, notify
+from mcp_app.core.context import RequestContext, SessionState
+from mcp_app.core.versions import DEFAULT_NEGOTIATED, SUPPORTED_VERSIONS, V2025_06_18, V2025_11_25
+from mcp_app.infra import redis_client
 from mcp_app.protocol import dispatch as protocol
-from mcp_app.protocol.context import RequestContext, SessionState
 from mcp_app.protocol.jsonrpc import (
     InvalidRequest,
     classify,
@@ -21,12 +23,10 @@ from mcp_app.protocol.jsonrpc import (
     notification,
     usable_id,
 )
-from mcp_app.protocol.versions import DEFAULT_NEGOTIATED, SUPPORTED_VERSIONS, V2025_06_18, V2025_11_25
-
-from . import auth, events, inflight, origin, redis_client, sessions, sse, standalone
-from .base import McpConsumer
-from .exchange import Exchange
-from .wire import HttpError, accepts, media_types, parse_json_body
+from mcp_app.transport import auth, events, inflight, origin, sessions, sse, standalone
+from mcp_app.transport.base import McpConsumer
+from mcp_app.transport.exchange import Exchange
+from mcp_app.transport.wire import HttpError, accepts, media_types, parse_json_body
 
 logger = logging.getLogger(__name__)
 

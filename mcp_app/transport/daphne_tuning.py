@@ -12,13 +12,11 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from daphne.http_protocol import WebRequest
+
 
 def disable_form_parsing() -> bool:
-    """Make Daphne's requests skip Twisted's form parsing; False when Daphne is not importable."""
-    try:
-        from daphne.http_protocol import WebRequest
-    except ImportError:
-        return False
+    """Make Daphne's requests skip Twisted's form parsing (idempotent); True once installed."""
     original = WebRequest.__init__
     if getattr(original, "_mcp_no_form_parsing", False):
         return True

@@ -19,7 +19,7 @@ from typing import Any
 
 from django.conf import settings
 
-from . import redis_client
+from mcp_app.infra import redis_client
 
 EVENTS_PREFIX = "mcp:events:"
 META_PREFIX = "mcp:stream:"

@@ -16,10 +16,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
-from mcp_app.protocol.context import RequestContext
+from mcp_app.core.context import RequestContext
 from mcp_app.protocol.jsonrpc import InternalError, error_response
-
-from . import events, inflight
+from mcp_app.transport import events, inflight
 
 logger = logging.getLogger(__name__)
 

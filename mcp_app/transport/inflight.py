@@ -20,8 +20,7 @@ from typing import Any
 from channels.layers import get_channel_layer
 
 from mcp_app import notify
-
-from . import redis_client
+from mcp_app.infra import redis_client
 
 logger = logging.getLogger(__name__)
 

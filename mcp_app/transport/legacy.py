@@ -18,7 +18,8 @@ from urllib.parse import parse_qs
 from django.conf import settings
 
 from mcp_app import notify
-from mcp_app.protocol.context import RequestContext, SessionState
+from mcp_app.core.context import RequestContext, SessionState
+from mcp_app.core.versions import V2024_11_05
 from mcp_app.protocol.jsonrpc import (
     InternalError,
     InvalidRequest,
@@ -26,12 +27,17 @@ from mcp_app.protocol.jsonrpc import (
     error_response,
     is_initialize,
 )
-from mcp_app.protocol.versions import V2024_11_05
-
-from . import auth, inflight, origin, sessions, sse
-from .base import McpConsumer
-from .consumer import StreamView, persist_session, progress_token, run_dispatch, session_changed, snapshot
-from .wire import HttpError, accepts, media_types, parse_json_body
+from mcp_app.transport import auth, inflight, origin, sessions, sse
+from mcp_app.transport.base import McpConsumer
+from mcp_app.transport.consumer import (
+    StreamView,
+    persist_session,
+    progress_token,
+    run_dispatch,
+    session_changed,
+    snapshot,
+)
+from mcp_app.transport.wire import HttpError, accepts, media_types, parse_json_body
 
 logger = logging.getLogger(__name__)
 

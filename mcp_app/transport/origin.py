@@ -7,9 +7,8 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 
-from mcp_app.protocol.context import TenantInfo
-
-from .wire import Headers, HttpError, Request
+from mcp_app.core.types import TenantInfo
+from mcp_app.transport.wire import Headers, HttpError, Request
 
 ALLOW_METHODS = "GET, POST, DELETE, OPTIONS"
 ALLOW_HEADERS = "Authorization, Content-Type, Accept, MCP-Protocol-Version, Mcp-Session-Id, Last-Event-ID"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.urls import re_path
 
-from .consumer import StreamableHttpConsumer
-from .legacy import LegacyMessagesConsumer, LegacySseConsumer
+from mcp_app.transport.consumer import StreamableHttpConsumer
+from mcp_app.transport.legacy import LegacyMessagesConsumer, LegacySseConsumer
 
 SLUG = r"(?P<slug>[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)"
 

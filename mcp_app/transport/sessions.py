@@ -18,9 +18,9 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.utils import timezone
 
-from mcp_app.protocol.context import SessionState
-
-from . import redis_client
+from mcp_app.core.context import SessionState
+from mcp_app.infra import redis_client
+from mcp_app.models import McpSession
 
 logger = logging.getLogger(__name__)
 
@@ -167,8 +167,6 @@ def _copy(state: SessionState) -> SessionState:
 
 
 def _db_load(session_id: str, idle: float, touch: bool) -> dict[str, Any] | None:
-    from mcp_app.models import McpSession
-
     row = McpSession.objects.filter(pk=session_id).first()
     if row is None:
         return None
@@ -182,14 +180,10 @@ def _db_load(session_id: str, idle: float, touch: bool) -> dict[str, Any] | None
 
 
 def _db_touch(session_id: str) -> None:
-    from mcp_app.models import McpSession
-
     McpSession.objects.filter(pk=session_id).update(last_seen_at=timezone.now())
 
 
 def _db_save(data: dict[str, Any]) -> None:
-    from mcp_app.models import McpSession
-
     McpSession.objects.update_or_create(
         pk=data["id"],
         defaults={
@@ -202,16 +196,12 @@ def _db_save(data: dict[str, Any]) -> None:
 
 
 def _db_delete(session_id: str) -> bool:
-    from mcp_app.models import McpSession
-
     deleted, _ = McpSession.objects.filter(pk=session_id).delete()
     return deleted > 0
 
 
 def purge_expired() -> int:
     """Delete database sessions idle past MCP_SESSION_IDLE_SECONDS (run by session creation)."""
-    from mcp_app.models import McpSession
-
     cutoff = timezone.now() - timedelta(seconds=settings.MCP_SESSION_IDLE_SECONDS)
     deleted, _ = McpSession.objects.filter(last_seen_at__lt=cutoff).delete()
     return deleted

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from . import redis_client
+from mcp_app.infra import redis_client
 
 LOCK_PREFIX = "mcp:getstream:"
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from django.contrib import admin
 from django.urls import reverse
+from django.utils import timezone
 
 from mcp_app.models import McpSession, Prompt, Resource, ResourceTemplate, Tool
 from tenants.models import Membership, Role
-
-from .conftest import tool_form_data
+from tests.admin.conftest import tool_form_data
 
 pytestmark = pytest.mark.django_db
 
@@ -160,8 +161,6 @@ def test_a_superuser_sees_every_tenants_definitions(client, admin_user, tool_a, 
 
 
 def test_sessions_are_listed_read_only_and_scoped(client, alice, charlie, tenant_a):
-    from django.utils import timezone
-
     McpSession.objects.create(id="sess-a", tenant=tenant_a, last_seen_at=timezone.now())
     client.force_login(alice)
     assert "sess-a" in client.get(reverse("admin:mcp_app_mcpsession_changelist")).content.decode()
@@ -173,8 +172,6 @@ def test_sessions_are_listed_read_only_and_scoped(client, alice, charlie, tenant
 def test_prompt_resource_and_template_rows_of_tenant_a_are_hidden_from_charlie_in_querysets(
     rf, charlie, definitions_a
 ):
-    from django.contrib import admin
-
     request = rf.get("/admin/")
     request.user = charlie
     for model in (Prompt, Resource, ResourceTemplate, Tool):

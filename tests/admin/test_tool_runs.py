@@ -8,6 +8,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from mcp_app.background import runs
 from mcp_app.models import ToolRun
 
 pytestmark = pytest.mark.django_db
@@ -65,14 +66,13 @@ def test_another_tenants_run_is_a_404(client, charlie, run_a):
 def test_runs_older_than_the_retention_are_purged_when_a_run_is_recorded(
     settings, tenant_a, tool_a, monkeypatch
 ):
-    from mcp_app import jobs
 
     settings.MCP_TOOL_RUN_RETENTION_DAYS = 30
     old = ToolRun.objects.create(job_id="old", tenant=tenant_a, tool_name="x", status="done")
     ToolRun.objects.filter(pk=old.pk).update(queued_at=timezone.now() - timedelta(days=31))
     recent = ToolRun.objects.create(job_id="recent", tenant=tenant_a, tool_name="x", status="done")
-    monkeypatch.setattr(jobs, "_last_purge", None)
+    monkeypatch.setattr(runs, "_last_purge", None)
     job = {"id": "new", "tenant_id": tenant_a.id, "tool_id": tool_a.id, "tool_name": tool_a.name}
-    jobs._record_queued(job)
+    runs.record_queued(job)
     assert set(ToolRun.objects.values_list("job_id", flat=True)) == {"recent", "new"}
     assert recent.pk in ToolRun.objects.values_list("pk", flat=True)

@@ -7,7 +7,7 @@ import json
 import pytest
 from django.urls import reverse
 
-from mcp_app.admin_try import example_arguments
+from mcp_app.admin.try_tool import example_arguments
 from mcp_app.models import Tool
 
 pytestmark = pytest.mark.django_db(transaction=True)

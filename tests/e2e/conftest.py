@@ -23,12 +23,14 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
+import psycopg
 import pytest
 import trustme
+from psycopg import sql
 
-from . import oauth_flow
-from .helpers import Upstream
-from .oauth_flow import DocumentServer
+from tests.e2e import oauth_flow
+from tests.e2e.helpers import Upstream
+from tests.e2e.oauth_flow import DocumentServer
 
 ROOT = Path(__file__).resolve().parents[2]
 MANAGE = ROOT / "manage.py"
@@ -264,8 +266,6 @@ def e2e_database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if urlsplit(base).scheme not in {"postgres", "postgresql", "pgsql"}:
         yield f"sqlite:///{tmp_path_factory.mktemp('e2e-db') / 'e2e.sqlite3'}"
         return
-    import psycopg
-    from psycopg import sql
 
     parts = urlsplit(base)
     name = f"mcp_e2e_{secrets.token_hex(4)}"

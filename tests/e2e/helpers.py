@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -299,7 +300,6 @@ class AdminBrowser:
 
 def _form_errors(html: str) -> str:
     # Good enough to show Django's error lists in an assertion message.
-    import re
 
     errors = re.findall(r'<ul class="errorlist[^"]*"[^>]*>(.*?)</ul>', html, flags=re.S)
     return "; ".join(re.sub(r"<[^>]+>", " ", e).strip() for e in errors) or html[:2000]

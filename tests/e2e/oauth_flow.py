@@ -21,7 +21,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import httpx
 import trustme
 
-from .helpers import REQUEST_SECONDS, form_fields
+from tests.e2e.helpers import REQUEST_SECONDS, form_fields
 
 SECURE_SLUG = "secure"
 SECURE_USER = "secure-user"

@@ -9,9 +9,9 @@ import pytest
 from mcp import Client
 from playwright.async_api import Page
 
-from .browser import PAGE_MS, Screenshots, chromium, forbidden_by_csrf, sign_in
-from .conftest import ADMIN_PASSWORD, ADMIN_USERNAME, DaphneServer
-from .helpers import REQUEST_SECONDS
+from tests.e2e.browser import PAGE_MS, Screenshots, chromium, forbidden_by_csrf, sign_in
+from tests.e2e.conftest import ADMIN_PASSWORD, ADMIN_USERNAME, DaphneServer
+from tests.e2e.helpers import REQUEST_SECONDS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
 

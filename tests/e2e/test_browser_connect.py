@@ -20,10 +20,18 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
 from playwright.async_api import Browser, BrowserContext, Page
 
-from .browser import PAGE_MS, Callback, Screenshots, chromium, forbidden_by_csrf, loopback_callback, sign_in
-from .conftest import DaphneServer, django_shell
-from .helpers import INITIALIZE_PARAMS, MCP_HEADERS, REQUEST_SECONDS
-from .oauth_flow import (
+from tests.e2e.browser import (
+    PAGE_MS,
+    Callback,
+    Screenshots,
+    chromium,
+    forbidden_by_csrf,
+    loopback_callback,
+    sign_in,
+)
+from tests.e2e.conftest import DaphneServer, django_shell
+from tests.e2e.helpers import INITIALIZE_PARAMS, MCP_HEADERS, REQUEST_SECONDS
+from tests.e2e.oauth_flow import (
     OUTSIDER,
     OUTSIDER_PASSWORD,
     SECURE_PASSWORD,
@@ -34,7 +42,7 @@ from .oauth_flow import (
     register,
     token_request,
 )
-from .test_oauth_client import MemoryStorage
+from tests.e2e.test_oauth_client import MemoryStorage
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
 

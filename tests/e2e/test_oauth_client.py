@@ -30,9 +30,9 @@ from mcp.shared.auth import (
     OAuthToken,
 )
 
-from .conftest import DaphneServer, django_shell
-from .helpers import INITIALIZE_PARAMS, MCP_HEADERS, POLL_SECONDS, REQUEST_SECONDS
-from .oauth_flow import (
+from tests.e2e.conftest import DaphneServer, django_shell
+from tests.e2e.helpers import INITIALIZE_PARAMS, MCP_HEADERS, POLL_SECONDS, REQUEST_SECONDS
+from tests.e2e.oauth_flow import (
     REDIRECT_URI,
     SECURE_PASSWORD,
     SECURE_SLUG,

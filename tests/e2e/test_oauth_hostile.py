@@ -19,9 +19,9 @@ import anyio
 import httpx
 import pytest
 
-from .conftest import DaphneServer, django_shell
-from .helpers import INITIALIZE_PARAMS, MCP_HEADERS, REQUEST_SECONDS
-from .oauth_flow import (
+from tests.e2e.conftest import DaphneServer, django_shell
+from tests.e2e.helpers import INITIALIZE_PARAMS, MCP_HEADERS, REQUEST_SECONDS
+from tests.e2e.oauth_flow import (
     MINTING_CLIENT_ID,
     OTHER_USER,
     OUTSIDER,

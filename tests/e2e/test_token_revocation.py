@@ -12,9 +12,9 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from . import oauth_flow
-from .conftest import DaphneServer, django_shell, start_daphne
-from .helpers import INITIALIZE_PARAMS, MCP_HEADERS, REQUEST_SECONDS
+from tests.e2e import oauth_flow
+from tests.e2e.conftest import DaphneServer, django_shell, start_daphne
+from tests.e2e.helpers import INITIALIZE_PARAMS, MCP_HEADERS, REQUEST_SECONDS
 
 pytestmark = [
     pytest.mark.e2e,

@@ -9,10 +9,9 @@ import anyio
 import httpx
 import pytest
 
-from mcp_app.protocol import versions
-
-from .conftest import ADMIN_PASSWORD, ADMIN_USERNAME, DaphneServer
-from .helpers import (
+from mcp_app.core import versions
+from tests.e2e.conftest import ADMIN_PASSWORD, ADMIN_USERNAME, DaphneServer
+from tests.e2e.helpers import (
     INITIALIZE_PARAMS,
     MCP_HEADERS,
     NOTIFY_SECONDS,
@@ -21,7 +20,7 @@ from .helpers import (
     parse_sse,
     rpc_reply,
 )
-from .test_live_changes import tool_pk
+from tests.e2e.test_live_changes import tool_pk
 
 pytestmark = pytest.mark.e2e
 

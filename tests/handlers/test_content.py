@@ -6,11 +6,10 @@ import base64
 
 import pytest
 
-from mcp_app.handlers.content import render_blocks, render_text, render_value
-from mcp_app.handlers.registry import ContentError
+from mcp_app.content.blocks import render_blocks, render_text, render_value
+from mcp_app.core.errors import ContentError
 from mcp_app.models import Resource
-
-from .conftest import PNG, WAV, make_ctx
+from tests.handlers.conftest import PNG, WAV, make_ctx
 
 
 async def test_text_block_renders_django_template_without_html_escaping(ctx):
@@ -57,7 +56,7 @@ def test_padding_filters_cannot_allocate_huge_strings():
 
 
 def test_rendered_text_over_the_cap_is_an_error(monkeypatch):
-    monkeypatch.setattr("mcp_app.handlers.content.MAX_RENDERED_CHARS", 10)
+    monkeypatch.setattr("mcp_app.content.blocks.MAX_RENDERED_CHARS", 10)
     with pytest.raises(ContentError, match="longer than 10"):
         render_text("{{ x }}", {"x": "a" * 11})
 

@@ -6,14 +6,16 @@ import asyncio
 import base64
 import json
 import socket
+import ssl
+import threading
 
 import pytest
+import trustme
 from django.core.exceptions import ValidationError
 
 from mcp_app.handlers import registry
 from mcp_app.handlers.secrets import encrypt_secrets
-
-from .conftest import PNG, make_ctx, make_tool
+from tests.handlers.conftest import PNG, QuietServer, Upstream, _handler_class, make_ctx, make_tool
 
 
 def http_tool(url: str, **config):
@@ -28,7 +30,7 @@ def http_tool(url: str, **config):
 
 
 async def test_json_object_reply_becomes_structured_content_and_its_text(ctx, upstream, allow_local):
-    result = await registry.run_tool(ctx, http_tool(f"{upstream.base}/echo"), {"q": "x", "n": 2})
+    result = await registry.run_inline(ctx, http_tool(f"{upstream.base}/echo"), {"q": "x", "n": 2})
     expected = {"received": {"q": "x", "n": 2}, "path": "/echo"}
     assert result == {
         "content": [{"type": "text", "text": json.dumps(expected)}],
@@ -39,7 +41,7 @@ async def test_json_object_reply_becomes_structured_content_and_its_text(ctx, up
 
 
 async def test_get_sends_arguments_as_query_parameters(ctx, upstream, allow_local):
-    result = await registry.run_tool(
+    result = await registry.run_inline(
         ctx, http_tool(f"{upstream.base}/echo", method="GET"), {"q": "a b", "n": 2}
     )
     assert result["structuredContent"]["path"] == "/echo?q=a+b&n=2"
@@ -47,7 +49,7 @@ async def test_get_sends_arguments_as_query_parameters(ctx, upstream, allow_loca
 
 
 async def test_reply_with_a_content_list_is_used_as_the_tool_result(ctx, upstream, allow_local):
-    result = await registry.run_tool(ctx, http_tool(f"{upstream.base}/content"), {})
+    result = await registry.run_inline(ctx, http_tool(f"{upstream.base}/content"), {})
     assert result == {
         "content": [{"type": "text", "text": "from upstream"}],
         "structuredContent": {"ok": True},
@@ -55,18 +57,18 @@ async def test_reply_with_a_content_list_is_used_as_the_tool_result(ctx, upstrea
 
 
 async def test_text_reply_becomes_a_text_block(ctx, upstream, allow_local):
-    result = await registry.run_tool(ctx, http_tool(f"{upstream.base}/text"), {})
+    result = await registry.run_inline(ctx, http_tool(f"{upstream.base}/text"), {})
     assert result == {"content": [{"type": "text", "text": "plain ünïcode"}]}
 
 
 async def test_json_array_reply_is_text_without_structured_content(ctx, upstream, allow_local):
-    assert await registry.run_tool(ctx, http_tool(f"{upstream.base}/list"), {}) == {
+    assert await registry.run_inline(ctx, http_tool(f"{upstream.base}/list"), {}) == {
         "content": [{"type": "text", "text": "[1, 2, 3]"}]
     }
 
 
 async def test_image_reply_becomes_an_image_block(ctx, upstream, allow_local):
-    result = await registry.run_tool(ctx, http_tool(f"{upstream.base}/image"), {})
+    result = await registry.run_inline(ctx, http_tool(f"{upstream.base}/image"), {})
     assert result == {
         "content": [{"type": "image", "data": base64.b64encode(PNG).decode(), "mimeType": "image/png"}]
     }
@@ -76,7 +78,7 @@ async def test_image_reply_becomes_an_image_block(ctx, upstream, allow_local):
 async def test_non_2xx_reply_is_an_error_result_naming_the_status_and_not_the_body(
     ctx, upstream, allow_local, path, status
 ):
-    result = await registry.run_tool(ctx, http_tool(f"{upstream.base}{path}"), {})
+    result = await registry.run_inline(ctx, http_tool(f"{upstream.base}{path}"), {})
     assert result["isError"] is True
     assert result["content"][0]["text"].startswith(f"Upstream returned HTTP {status}")
     assert "hunter2" not in str(result)
@@ -84,7 +86,7 @@ async def test_non_2xx_reply_is_an_error_result_naming_the_status_and_not_the_bo
 
 async def test_slow_upstream_times_out_with_a_clear_error(ctx, upstream, allow_local):
     tool = http_tool(f"{upstream.base}/slow", timeout=0.3)
-    result = await asyncio.wait_for(registry.run_tool(ctx, tool, {}), timeout=5)
+    result = await asyncio.wait_for(registry.run_inline(ctx, tool, {}), timeout=5)
     assert result == {
         "content": [{"type": "text", "text": "The upstream service did not answer within 0.3 seconds."}],
         "isError": True,
@@ -93,12 +95,12 @@ async def test_slow_upstream_times_out_with_a_clear_error(ctx, upstream, allow_l
 
 async def test_tool_timeout_caps_the_configured_http_timeout(ctx, upstream, allow_local):
     tool = http_tool(f"{upstream.base}/slow", timeout=60, timeout_seconds=1)
-    result = await asyncio.wait_for(registry.run_tool(ctx, tool, {}), timeout=5)
+    result = await asyncio.wait_for(registry.run_inline(ctx, tool, {}), timeout=5)
     assert result["isError"] is True and "within 1 seconds" in result["content"][0]["text"]
 
 
 async def test_oversize_reply_is_abandoned_with_an_error(ctx, upstream, allow_local):
-    result = await registry.run_tool(ctx, http_tool(f"{upstream.base}/big"), {})
+    result = await registry.run_inline(ctx, http_tool(f"{upstream.base}/big"), {})
     assert result == {
         "content": [{"type": "text", "text": "The upstream reply is larger than 16384 bytes."}],
         "isError": True,
@@ -108,7 +110,7 @@ async def test_oversize_reply_is_abandoned_with_an_error(ctx, upstream, allow_lo
 async def test_redirect_to_a_private_address_is_not_followed(ctx, upstream_factory, allow_local):
     upstream, internal = upstream_factory(), upstream_factory()
     upstream.redirect_to = f"{internal.base}/echo"
-    result = await registry.run_tool(ctx, http_tool(f"{upstream.base}/redirect"), {})
+    result = await registry.run_inline(ctx, http_tool(f"{upstream.base}/redirect"), {})
     assert result["isError"] is True and "HTTP 302" in result["content"][0]["text"]
     assert internal.requests == []
 
@@ -117,7 +119,7 @@ async def test_unreachable_upstream_is_an_error_result(ctx, allow_local):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # bound but not listening: connections are refused
-        result = await registry.run_tool(ctx, http_tool(f"http://127.0.0.1:{port}/echo"), {})
+        result = await registry.run_inline(ctx, http_tool(f"http://127.0.0.1:{port}/echo"), {})
     assert result == {
         "content": [{"type": "text", "text": "Could not connect to the upstream service at 127.0.0.1."}],
         "isError": True,
@@ -128,7 +130,7 @@ async def test_secret_headers_are_sent_but_never_appear_in_results(ctx, upstream
     tool = http_tool(
         f"{upstream.base}/fail", headers={"X-Team": "a"}, secrets={"Authorization": "Bearer s3cr3t-upstream"}
     )
-    result = await registry.run_tool(ctx, tool, {})
+    result = await registry.run_inline(ctx, tool, {})
     headers = upstream.requests[0]["headers"]
     assert headers["Authorization"] == "Bearer s3cr3t-upstream" and headers["X-Team"] == "a"
     assert "s3cr3t" not in json.dumps(result)
@@ -137,14 +139,14 @@ async def test_secret_headers_are_sent_but_never_appear_in_results(ctx, upstream
 
 async def test_au45_client_token_is_never_forwarded_upstream(tenant_a, upstream, allow_local):
     ctx = make_ctx(tenant_a, user_id=7, client_id="client-1", scopes=frozenset({"mcp"}))
-    await registry.run_tool(ctx, http_tool(f"{upstream.base}/echo"), {})
+    await registry.run_inline(ctx, http_tool(f"{upstream.base}/echo"), {})
     headers = {k.lower() for k in upstream.requests[0]["headers"]}
     assert "authorization" not in headers and "cookie" not in headers
 
 
 async def test_http_tool_refuses_loopback_without_the_allow_list(ctx, upstream, settings):
     settings.MCP_HTTP_HANDLER_ALLOW = []
-    result = await registry.run_tool(ctx, http_tool(f"{upstream.base}/echo"), {})
+    result = await registry.run_inline(ctx, http_tool(f"{upstream.base}/echo"), {})
     assert result == {
         "content": [
             {"type": "text", "text": "The host '127.0.0.1' resolves to a loopback address; refused."}
@@ -167,7 +169,7 @@ async def test_connection_goes_to_the_vetted_address_with_the_configured_host_na
         return await real(host, port, **kwargs)
 
     monkeypatch.setattr(loop, "getaddrinfo", fake_getaddrinfo)
-    result = await registry.run_tool(
+    result = await registry.run_inline(
         ctx, http_tool(f"http://tenant-api.invalid:{upstream.port}/echo"), {"a": 1}
     )
     assert result["structuredContent"]["received"] == {"a": 1}
@@ -203,13 +205,6 @@ def test_validate_config_accepts_a_full_configuration():
 async def test_https_call_pins_the_address_and_still_verifies_the_certificate_for_the_name(
     ctx, upstream_factory, allow_local, monkeypatch
 ):
-    import ssl
-    import threading
-
-    import trustme
-
-    from .conftest import QuietServer, Upstream, _handler_class
-
     ca = trustme.CA()
     upstream = Upstream(base="", port=0)
     server = QuietServer(("127.0.0.1", 0), _handler_class(upstream))
@@ -229,10 +224,10 @@ async def test_https_call_pins_the_address_and_still_verifies_the_certificate_fo
             return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port))]
 
         monkeypatch.setattr(loop, "getaddrinfo", fake_getaddrinfo)
-        ok = await registry.run_tool(ctx, http_tool(f"https://tenant-api.test:{port}/echo"), {"a": 1})
+        ok = await registry.run_inline(ctx, http_tool(f"https://tenant-api.test:{port}/echo"), {"a": 1})
         assert ok["structuredContent"]["received"] == {"a": 1}
         # Same address, a name the certificate does not cover: verification must still fail.
-        wrong = await registry.run_tool(ctx, http_tool(f"https://other-name.test:{port}/echo"), {"a": 1})
+        wrong = await registry.run_inline(ctx, http_tool(f"https://other-name.test:{port}/echo"), {"a": 1})
         assert wrong["isError"] is True
         assert len(upstream.requests) == 1
     finally:

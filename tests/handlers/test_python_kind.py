@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from dataclasses import replace
 
 import pytest
 from django.core.exceptions import ValidationError
 
 from mcp_app.handlers import python, registry
 from mcp_app.handlers.python import register
-
-from .conftest import make_template, make_tool
+from tests.handlers.conftest import make_template, make_tool
 
 
 @register("test_sync_thread")
@@ -50,30 +50,30 @@ def test_registering_another_function_under_a_taken_name_is_refused():
 
 
 async def test_echo_returns_text_and_structured_content(ctx):
-    result = await registry.run_tool(ctx, make_tool("python", {"callable": "echo"}), {"message": "hi"})
+    result = await registry.run_inline(ctx, make_tool("python", {"callable": "echo"}), {"message": "hi"})
     assert result == {"content": [{"type": "text", "text": "hi"}], "structuredContent": {"echo": "hi"}}
 
 
 async def test_add_returns_the_sum(ctx):
-    result = await registry.run_tool(ctx, make_tool("python", {"callable": "add"}), {"a": 2, "b": 40})
+    result = await registry.run_inline(ctx, make_tool("python", {"callable": "add"}), {"a": 2, "b": 40})
     assert result == {"content": [{"type": "text", "text": "42"}], "structuredContent": {"sum": 42}}
 
 
 async def test_add_with_bad_arguments_is_a_tool_error_the_model_can_read(ctx):
-    result = await registry.run_tool(ctx, make_tool("python", {"callable": "add"}), {"a": "2", "b": 1})
+    result = await registry.run_inline(ctx, make_tool("python", {"callable": "add"}), {"a": "2", "b": 1})
     assert result == {"content": [{"type": "text", "text": "'a' and 'b' must be integers."}], "isError": True}
 
 
 async def test_sync_callable_runs_off_the_event_loop_thread(ctx):
-    result = await registry.run_tool(ctx, make_tool("python", {"callable": "test_sync_thread"}), {})
+    result = await registry.run_inline(ctx, make_tool("python", {"callable": "test_sync_thread"}), {})
     assert result["structuredContent"]["main"] is False
 
 
 async def test_string_and_list_returns_become_content_blocks(ctx):
-    assert await registry.run_tool(ctx, make_tool("python", {"callable": "test_text"}), {"who": "x"}) == {
+    assert await registry.run_inline(ctx, make_tool("python", {"callable": "test_text"}), {"who": "x"}) == {
         "content": [{"type": "text", "text": "hi x"}]
     }
-    assert (await registry.run_tool(ctx, make_tool("python", {"callable": "test_blocks"}), {}))["content"][
+    assert (await registry.run_inline(ctx, make_tool("python", {"callable": "test_blocks"}), {}))["content"][
         1
     ] == {
         "type": "text",
@@ -82,7 +82,7 @@ async def test_string_and_list_returns_become_content_blocks(ctx):
 
 
 async def test_unknown_callable_is_an_error_result_at_run_and_a_validation_error_in_admin(ctx):
-    result = await registry.run_tool(ctx, make_tool("python", {"callable": "nope"}), {})
+    result = await registry.run_inline(ctx, make_tool("python", {"callable": "nope"}), {})
     assert result == {
         "content": [{"type": "text", "text": "No python handler is registered as 'nope'."}],
         "isError": True,
@@ -94,7 +94,7 @@ async def test_unknown_callable_is_an_error_result_at_run_and_a_validation_error
 
 async def test_ut21_count_slowly_reports_progress_and_log_messages_every_step(ctx, recorder):
     tool = make_tool("python", {"callable": "count_slowly"})
-    result = await registry.run_tool(ctx, tool, {"n": 3, "delay": 0})
+    result = await registry.run_inline(ctx, tool, {"n": 3, "delay": 0})
     assert result["structuredContent"] == {"count": 3}
     progress = [m["params"] for m in recorder.messages if m["method"] == "notifications/progress"]
     assert [(p["progress"], p["total"], p["progressToken"]) for p in progress] == [
@@ -108,12 +108,10 @@ async def test_ut21_count_slowly_reports_progress_and_log_messages_every_step(ct
 
 
 async def test_count_slowly_stops_promptly_when_cancelled(ctx, recorder):
-    from dataclasses import replace
-
     cancelled = asyncio.Event()
     tool = make_tool("python", {"callable": "count_slowly"})
     task = asyncio.create_task(
-        registry.run_tool(replace(ctx, cancelled=cancelled), tool, {"n": 50, "delay": 5})
+        registry.run_inline(replace(ctx, cancelled=cancelled), tool, {"n": 50, "delay": 5})
     )
     await asyncio.sleep(0)  # let the tool start waiting
     cancelled.set()
@@ -123,7 +121,7 @@ async def test_count_slowly_stops_promptly_when_cancelled(ctx, recorder):
 
 
 async def test_count_slowly_refuses_n_above_the_maximum(ctx):
-    result = await registry.run_tool(ctx, make_tool("python", {"callable": "count_slowly"}), {"n": 51})
+    result = await registry.run_inline(ctx, make_tool("python", {"callable": "count_slowly"}), {"n": 51})
     assert result["isError"] is True and "'n' must be a number from 1 to 50" in result["content"][0]["text"]
 
 

@@ -8,11 +8,10 @@ import logging
 import pytest
 from django.core.exceptions import ValidationError
 
+from mcp_app.core.errors import GENERIC_TOOL_ERROR, ToolError
 from mcp_app.handlers import registry
 from mcp_app.handlers.python import register
-from mcp_app.handlers.registry import GENERIC_TOOL_ERROR, ToolError
-
-from .conftest import make_template, make_tool
+from tests.handlers.conftest import make_template, make_tool
 
 
 @register("test_crash")
@@ -43,26 +42,26 @@ def test_kinds_list_template_http_and_python_as_admin_choices():
 
 
 async def test_tool_error_becomes_an_is_error_result_with_its_message(ctx):
-    result = await registry.run_tool(ctx, make_tool("python", {"callable": "test_tool_error"}), {})
+    result = await registry.run_inline(ctx, make_tool("python", {"callable": "test_tool_error"}), {})
     assert result == {"content": [{"type": "text", "text": "The city is unknown."}], "isError": True}
 
 
 async def test_unexpected_exception_is_logged_and_answered_without_internals(ctx, caplog):
     with caplog.at_level(logging.ERROR, logger="mcp_app.handlers.registry"):
-        result = await registry.run_tool(ctx, make_tool("python", {"callable": "test_crash"}), {})
+        result = await registry.run_inline(ctx, make_tool("python", {"callable": "test_crash"}), {})
     assert result == {"content": [{"type": "text", "text": GENERIC_TOOL_ERROR}], "isError": True}
     assert "hunter2" not in str(result)
     assert any(record.exc_info for record in caplog.records)
 
 
 async def test_handler_returning_a_wrong_shape_is_an_internal_error_result(ctx):
-    result = await registry.run_tool(ctx, make_tool("python", {"callable": "test_bad_shape"}), {})
+    result = await registry.run_inline(ctx, make_tool("python", {"callable": "test_bad_shape"}), {})
     assert result == {"content": [{"type": "text", "text": GENERIC_TOOL_ERROR}], "isError": True}
 
 
 async def test_tool_running_past_its_timeout_gets_an_error_result(ctx):
     tool = make_tool("python", {"callable": "test_slow"}, timeout_seconds=0.1)
-    result = await asyncio.wait_for(registry.run_tool(ctx, tool, {}), timeout=3)
+    result = await asyncio.wait_for(registry.run_inline(ctx, tool, {}), timeout=3)
     assert result == {
         "content": [{"type": "text", "text": "The tool did not finish within 0.1 seconds."}],
         "isError": True,
@@ -70,12 +69,12 @@ async def test_tool_running_past_its_timeout_gets_an_error_result(ctx):
 
 
 async def test_unknown_kind_is_an_error_result_not_a_crash(ctx):
-    result = await registry.run_tool(ctx, make_tool("shell", {}), {})
+    result = await registry.run_inline(ctx, make_tool("shell", {}), {})
     assert result == {"content": [{"type": "text", "text": "Unknown handler kind 'shell'."}], "isError": True}
 
 
 async def test_cancellation_propagates_instead_of_becoming_a_result(ctx):
-    task = asyncio.create_task(registry.run_tool(ctx, make_tool("python", {"callable": "test_slow"}), {}))
+    task = asyncio.create_task(registry.run_inline(ctx, make_tool("python", {"callable": "test_slow"}), {}))
     await asyncio.sleep(0)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from cryptography.fernet import Fernet
 
 from mcp_app.handlers import secrets
 from mcp_app.handlers.secrets import SecretsError, decrypt_secrets, encrypt_secrets
@@ -28,8 +29,6 @@ def test_token_from_another_key_fails_with_a_message_that_quotes_nothing(monkeyp
 
 
 def test_mcp_secrets_key_accepts_a_fernet_key(monkeypatch):
-    from cryptography.fernet import Fernet
-
     key = Fernet.generate_key().decode()
     monkeypatch.setenv("MCP_SECRETS_KEY", key)
     token = encrypt_secrets({"A": "b"})

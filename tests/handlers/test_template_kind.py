@@ -6,12 +6,11 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from mcp_app.handlers import registry, template
-
-from .conftest import make_template, make_tool
+from tests.handlers.conftest import make_template, make_tool
 
 
 async def test_text_shorthand_renders_the_arguments(ctx):
-    result = await registry.run_tool(
+    result = await registry.run_inline(
         ctx, make_tool("template", {"text": "Hello, {{ name }}!"}), {"name": "Ada"}
     )
     assert result == {"content": [{"type": "text", "text": "Hello, Ada!"}]}
@@ -22,7 +21,7 @@ async def test_template_injection_in_arguments_is_returned_literally(ctx, settin
     tool = make_tool(
         "template", {"text": "Hello, {{ name }}!", "structured": {"name": "{{ name }}", "s": "<{{ name }}>"}}
     )
-    result = await registry.run_tool(ctx, tool, {"name": payload})
+    result = await registry.run_inline(ctx, tool, {"name": payload})
     assert result["content"][0]["text"] == f"Hello, {payload}!"
     assert result["structuredContent"] == {"name": payload, "s": f"<{payload}>"}
     assert settings.SECRET_KEY not in str(result)
@@ -30,13 +29,13 @@ async def test_template_injection_in_arguments_is_returned_literally(ctx, settin
 
 async def test_structured_config_becomes_structured_content_with_json_types_kept(ctx):
     tool = make_tool("template", {"structured": {"sum": "{{ a }}", "label": "a={{ a }}", "fixed": [1, None]}})
-    result = await registry.run_tool(ctx, tool, {"a": 5})
+    result = await registry.run_inline(ctx, tool, {"a": 5})
     assert result["structuredContent"] == {"sum": 5, "label": "a=5", "fixed": [1, None]}
     assert result["content"] == [{"type": "text", "text": '{"sum": 5, "label": "a=5", "fixed": [1, null]}'}]
 
 
 async def test_is_error_config_marks_every_result_as_error(ctx):
-    result = await registry.run_tool(ctx, make_tool("template", {"text": "retired", "is_error": True}), {})
+    result = await registry.run_inline(ctx, make_tool("template", {"text": "retired", "is_error": True}), {})
     assert result == {"content": [{"type": "text", "text": "retired"}], "isError": True}
 
 
@@ -44,17 +43,17 @@ async def test_error_when_argument_is_truthy_gives_an_error_result(ctx):
     tool = make_tool(
         "template", {"text": "{% if failed %}bad: {{ why }}{% else %}ok{% endif %}", "error_when": "failed"}
     )
-    assert await registry.run_tool(ctx, tool, {"failed": True, "why": "x"}) == {
+    assert await registry.run_inline(ctx, tool, {"failed": True, "why": "x"}) == {
         "content": [{"type": "text", "text": "bad: x"}],
         "isError": True,
     }
-    assert await registry.run_tool(ctx, tool, {"failed": False}) == {
+    assert await registry.run_inline(ctx, tool, {"failed": False}) == {
         "content": [{"type": "text", "text": "ok"}]
     }
 
 
 async def test_bad_template_at_run_time_becomes_an_error_result_naming_the_problem(ctx):
-    result = await registry.run_tool(ctx, make_tool("template", {"text": "{% debug %}"}), {})
+    result = await registry.run_inline(ctx, make_tool("template", {"text": "{% debug %}"}), {})
     assert result["isError"] is True
     assert "is not allowed" in result["content"][0]["text"]
 

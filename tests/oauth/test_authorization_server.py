@@ -11,8 +11,7 @@ from oauth2_provider.models import AccessToken, Application, Grant, RefreshToken
 from mcp_app.models import Tool
 from mcp_app.oauth import resources
 from tenants.models import Membership, Role, Tenant
-
-from .as_support import (
+from tests.oauth.as_support import (
     LOOPBACK_REDIRECT,
     authorize_params,
     authorize_url,

@@ -16,8 +16,7 @@ from oauth2_provider.models import AccessToken, Application
 
 from mcp_app.oauth import resources
 from tenants.models import Membership, Role, Tenant
-
-from .as_support import (
+from tests.oauth.as_support import (
     LOOPBACK_REDIRECT,
     authorize_params,
     authorize_url,

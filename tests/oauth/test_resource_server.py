@@ -23,9 +23,8 @@ from mcp_app.models import Prompt, Tool
 from mcp_app.oauth import tokens
 from mcp_app.transport import sessions
 from tenants.models import Membership, Role, Tenant
-
-from ..transport.conftest import BOTH, call, clean_transport_state  # noqa: F401 - autouse fixture
-from .rs_support import ALL_SCOPES, AuthClient, issue_token, make_application
+from tests.oauth.rs_support import ALL_SCOPES, AuthClient, issue_token, make_application
+from tests.transport.conftest import BOTH, call, clean_transport_state  # noqa: F401 - autouse fixture
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -7,10 +7,10 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from mcp_app.core.types import TenantInfo
 from mcp_app.models import Tool
 from mcp_app.oauth import resources
-from mcp_app.protocol.context import TenantInfo
-from mcp_app.transport.auth import bearer_challenge
+from mcp_app.oauth.resource_server import bearer_challenge
 from tenants.models import Tenant
 
 PRM = "/.well-known/oauth-protected-resource/t/{slug}/mcp"

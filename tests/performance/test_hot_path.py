@@ -8,13 +8,17 @@ import os
 import pytest
 import redis.asyncio.client
 from asgiref.sync import sync_to_async
+from daphne.http_protocol import WebRequest
+from twisted.web.test.requesthelper import DummyChannel
 
 from mcp_app import catalog
+from mcp_app.catalog import tokens
+from mcp_app.core.context import RequestContext
+from mcp_app.core.types import TenantInfo
+from mcp_app.infra import redis_client
 from mcp_app.models import Tool
 from mcp_app.protocol import pagination
-from mcp_app.protocol.context import RequestContext, TenantInfo
 from mcp_app.protocol.jsonrpc import InvalidParams
-from mcp_app.transport import redis_client
 from tests.transport.conftest import Client
 
 ECHO = {"name": "echo", "arguments": {"message": "hi"}}
@@ -81,7 +85,7 @@ async def test_a_token_remembered_by_one_request_is_never_seen_by_another():
         assert await catalog.current_version(1) == expected
 
     await asyncio.gather(asyncio.create_task(one_request(5)), asyncio.create_task(one_request(6)))
-    assert catalog._request_tokens.get() is None
+    assert tokens._request_tokens.get() is None
     catalog.begin_request()
     assert not catalog.remember_token(1, "not a number")
 
@@ -133,10 +137,8 @@ def test_pg_pages_cover_the_list_once_and_a_cursor_between_keys_resumes_after_it
 
 def test_daphne_requests_skip_twisteds_form_parsing_of_the_body():
     """Twisted parsed every POST's Content-Type through the email package just to fill request.args."""
-    from daphne.http_protocol import WebRequest
-    from twisted.web.test.requesthelper import DummyChannel
-
-    import mcpsite.asgi  # noqa: F401 - installs the tuning, as Daphne's import of the app does
+    # Imported here, in this one test: importing the ASGI app installs the tuning process-wide.
+    import mcpsite.asgi  # noqa: F401, PLC0415
 
     class Server:
         def protocol_connected(self, request) -> None:

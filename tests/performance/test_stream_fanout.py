@@ -10,7 +10,8 @@ import pytest
 from channels.layers import get_channel_layer
 
 from mcp_app import notify
-from mcp_app.transport import consumer, redis_client, sessions
+from mcp_app.infra import redis_client
+from mcp_app.transport import consumer, sessions
 from tests.transport.conftest import Client, open_stream
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -10,12 +10,11 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.db import connections
 
+from mcp_app.core.context import RequestContext
+from mcp_app.core.errors import ToolError
 from mcp_app.handlers.python import register
-from mcp_app.handlers.registry import ToolError
 from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool
-from mcp_app.protocol.context import RequestContext
-
-from .support import ICON, PNG
+from tests.protocol.support import ICON, PNG
 
 ECHO_OUTPUT = {"type": "object", "properties": {"echo": {"type": "string"}}, "required": ["echo"]}
 

@@ -6,7 +6,8 @@ import base64
 import itertools
 from typing import Any
 
-from mcp_app.protocol.context import RequestContext, SessionState, TenantInfo
+from mcp_app.core.context import RequestContext, SessionState
+from mcp_app.core.types import TenantInfo
 from mcp_app.protocol.dispatch import dispatch
 
 # A 1x1 transparent PNG.

@@ -1,9 +1,9 @@
-"""Background tools (mcp_app.jobs), driven through the dispatcher.
+"""Background tools (mcp_app.background.server), driven through the dispatcher.
 
 With `MCP_BACKGROUND_TOOLS=inline` (embedded defaults) they run in the server process. With
 "celery", the server side enqueues a real Celery message on the Redis broker and waits on the
 Redis channel layer; these tests take that message off the broker and run the worker side
-(`jobs.work`, what the Celery task calls) in this process, so both halves talk through real Redis.
+(`worker.work`, what the Celery task calls) in this process, so both halves talk through real Redis.
 A real worker process runs them in tests/e2e/test_background_tools.py.
 """
 
@@ -19,11 +19,10 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 
-from mcp_app import jobs
+from mcp_app.background import server, worker
+from mcp_app.infra import redis_client
 from mcp_app.models import Tool, ToolRun
-from mcp_app.transport import redis_client
-
-from .support import make_ctx, result_of
+from tests.protocol.support import make_ctx, result_of
 
 
 class Recorder:
@@ -112,7 +111,7 @@ async def test_a_background_call_runs_on_the_worker_side_and_streams_progress_lo
         "p1",
     )
     assert (await run_of(job["id"])).status == "queued"
-    assert await jobs.work(job) == "done"
+    assert await worker.work(job) == "done"
     run = await run_of(job["id"])
     assert (run.status, run.tool_id, run.tenant_id) == ("done", background_tool.id, background_tool.tenant_id)
     assert run.queued_at <= run.started_at <= run.finished_at and run.worker
@@ -129,7 +128,7 @@ async def test_the_worker_honours_the_sessions_log_level(celery_mode, background
     ctx = make_ctx(background_tool.tenant, emit=recorder, progress_token="p1")
     ctx.session.log_level = "warning"
     call = asyncio.create_task(result_of(ctx, "tools/call", call_params(2, 0)))
-    assert await jobs.work(await take_job(celery_mode)) == "done"
+    assert await worker.work(await take_job(celery_mode)) == "done"
     await asyncio.wait_for(call, 10)
     assert recorder.logs() == []
     assert recorder.progress() == [1, 2]
@@ -147,11 +146,11 @@ async def test_a_call_no_worker_starts_gets_an_is_error_result_and_a_late_worker
     assert result["isError"] is True
     assert result["content"][0]["text"].startswith("No worker started tool 'bg_count' within 0.5 seconds.")
     job = await take_job(celery_mode)
-    assert await redis_client.client().exists(jobs.cancel_key(job["id"]))
+    assert await redis_client.client().exists(server.cancel_key(job["id"]))
     run = await run_of(job["id"])
     assert (run.status, run.started_at) == ("not_started", None)
     assert run.detail == "No worker started it within 0.5 s."
-    assert await jobs.work(job) == "expired"
+    assert await worker.work(job) == "expired"
 
 
 @pytest.mark.services
@@ -162,12 +161,12 @@ async def test_ut10_cancelling_a_background_call_stops_the_job_on_the_worker_and
     ctx = make_ctx(background_tool.tenant, emit=recorder, progress_token="p1")
     call = asyncio.create_task(result_of(ctx, "tools/call", call_params(50, 0.1)))
     job = await take_job(celery_mode)
-    worker = asyncio.create_task(jobs.work(job))
+    running = asyncio.create_task(worker.work(job))
     while len(recorder.progress()) < 2:
         await asyncio.sleep(0.02)
     call.cancel()  # what notifications/cancelled does to the request's task (transport.inflight)
     cancelled_at = time.monotonic()
-    assert await asyncio.wait_for(worker, 5) == "cancelled"
+    assert await asyncio.wait_for(running, 5) == "cancelled"
     assert time.monotonic() - cancelled_at < 1.0  # a poll interval plus the handler's own exit
     run = await run_of(job["id"])
     assert run.status == "cancelled" and run.detail.startswith("Cancelled by the client after")
@@ -185,7 +184,7 @@ async def test_a_job_whose_tool_was_disabled_before_it_started_gets_an_is_error_
     job = await take_job(celery_mode)
     background_tool.enabled = False
     await sync_to_async(background_tool.save)()
-    assert await jobs.work(job) == "missing"
+    assert await worker.work(job) == "missing"
     result = await asyncio.wait_for(call, 10)
     assert result["isError"] is True
     assert "was removed or disabled" in result["content"][0]["text"]
@@ -202,7 +201,7 @@ async def test_a_job_cancelled_before_any_worker_started_it_is_dropped_unrun(cel
     with pytest.raises(asyncio.CancelledError):
         await call
     assert (await run_of(job["id"])).status == "cancelled"
-    assert await jobs.work(job) == "cancelled"
+    assert await worker.work(job) == "cancelled"
 
 
 @pytest.mark.services
@@ -212,7 +211,7 @@ async def test_a_worker_runs_a_job_only_by_claiming_its_queued_row(celery_mode, 
     job = await take_job(celery_mode)
     # As if the server had just given up on it (e.g. a start timeout racing this worker).
     await sync_to_async(ToolRun.objects.filter(job_id=job["id"]).update)(status="not_started")
-    assert await jobs.work(job) == "expired"
+    assert await worker.work(job) == "expired"
     call.cancel()
     with pytest.raises(asyncio.CancelledError):
         await call
@@ -222,7 +221,7 @@ async def test_a_worker_runs_a_job_only_by_claiming_its_queued_row(celery_mode, 
 async def test_a_tool_error_on_the_worker_is_recorded_as_a_failed_run(celery_mode, background_tool):
     ctx = make_ctx(background_tool.tenant, progress_token="p1")
     call = asyncio.create_task(result_of(ctx, "tools/call", call_params(999, 0)))  # n above the maximum
-    assert await jobs.work(await take_job(celery_mode)) == "done"
+    assert await worker.work(await take_job(celery_mode)) == "done"
     result = await asyncio.wait_for(call, 10)
     assert result["isError"] is True
     runs = await sync_to_async(list)(ToolRun.objects.filter(tool=background_tool))

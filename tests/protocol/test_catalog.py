@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 
 import pytest
+import redis.asyncio
 from asgiref.sync import sync_to_async
 
 from mcp_app import catalog
+from mcp_app.catalog import loader, tokens
 from mcp_app.models import Tool
 from tenants.models import Tenant
 
@@ -26,11 +28,12 @@ class Counter:
 
 @pytest.fixture
 def counted(monkeypatch) -> dict[str, Counter]:
-    counters = {
-        name: Counter(getattr(catalog, name)) for name in ("_load_tenant", "_load_catalog", "_db_version")
-    }
-    for name, counter in counters.items():
-        monkeypatch.setattr(catalog, name, counter)
+    places = {"_load_tenant": loader, "_load_catalog": loader, "_db_version": tokens}
+    counters = {}
+    for name, module in places.items():
+        attribute = name.lstrip("_") if module is tokens else name
+        counters[name] = Counter(getattr(module, attribute))
+        monkeypatch.setattr(module, attribute, counters[name])
     return counters
 
 
@@ -90,14 +93,14 @@ async def test_without_redis_an_edit_by_another_process_is_seen_after_the_rechec
     await catalog.get_catalog(demo_a.id)
     # Another process bumps the version without calling our note_change.
     await sync_to_async(Tenant(pk=demo_a.pk).bump_version)()
-    monkeypatch.setattr(catalog, "LOCAL_RECHECK_SECONDS", 0.0)
+    monkeypatch.setattr(tokens, "LOCAL_RECHECK_SECONDS", 0.0)
     assert await catalog.current_version(demo_a.id) == demo_a.definitions_version + 1
 
 
 async def test_without_redis_the_token_follows_the_database_even_backwards(demo_a, monkeypatch, no_redis):
     catalog.note_change(demo_a.id, 50)  # e.g. a database that was later recreated
     assert await catalog.current_version(demo_a.id) == 50
-    monkeypatch.setattr(catalog, "LOCAL_RECHECK_SECONDS", 0.0)
+    monkeypatch.setattr(tokens, "LOCAL_RECHECK_SECONDS", 0.0)
     assert await catalog.current_version(demo_a.id) == demo_a.definitions_version
 
 
@@ -113,8 +116,6 @@ async def test_a_shared_version_ahead_of_the_database_still_gives_cache_hits(dem
 
 @pytest.mark.services
 async def test_with_redis_the_change_token_is_shared_and_moves_on_every_change(demo_a, settings):
-    import redis.asyncio
-
     settings.REDIS_URL = os.environ["REDIS_URL"]
     client = redis.asyncio.Redis.from_url(settings.REDIS_URL, decode_responses=True)
     key = catalog.version_key(demo_a.id)
@@ -132,13 +133,11 @@ async def test_with_redis_the_change_token_is_shared_and_moves_on_every_change(d
     finally:
         await client.delete(key)
         await client.aclose()
-        await catalog._async_redis().aclose()
+        await tokens._async_redis().aclose()
 
 
 @pytest.mark.services
 async def test_with_redis_an_edit_is_seen_even_when_the_token_is_far_ahead_of_the_database(demo_a, settings):
-    import redis.asyncio
-
     settings.REDIS_URL = os.environ["REDIS_URL"]
     client = redis.asyncio.Redis.from_url(settings.REDIS_URL, decode_responses=True)
     key = catalog.version_key(demo_a.id)
@@ -155,4 +154,4 @@ async def test_with_redis_an_edit_is_seen_even_when_the_token_is_far_ahead_of_th
     finally:
         await client.delete(key)
         await client.aclose()
-        await catalog._async_redis().aclose()
+        await tokens._async_redis().aclose()

@@ -14,8 +14,7 @@ from mcp_app.protocol.jsonrpc import (
     METHOD_NOT_FOUND,
     InvalidRequest,
 )
-
-from .support import make_ctx
+from tests.protocol.support import make_ctx
 
 
 @pytest.fixture

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from mcp_app.core.versions import SUPPORTED_VERSIONS
 from mcp_app.protocol.dispatch import dispatch
 from mcp_app.protocol.jsonrpc import INVALID_PARAMS, INVALID_REQUEST
-from mcp_app.protocol.versions import SUPPORTED_VERSIONS
-
-from .support import ICON, error_of, make_ctx, result_of
+from tests.protocol.support import ICON, error_of, make_ctx, result_of
 
 
 def init_params(version: str = "2025-06-18", **overrides) -> dict:

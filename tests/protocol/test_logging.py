@@ -6,8 +6,7 @@ import pytest
 
 from mcp_app.protocol.jsonrpc import INVALID_PARAMS
 from mcp_app.protocol.utilities import LOG_LEVELS
-
-from .support import error_of, make_ctx, result_of
+from tests.protocol.support import error_of, make_ctx, result_of
 
 
 @pytest.mark.parametrize("level", LOG_LEVELS)

@@ -7,8 +7,7 @@ from asgiref.sync import sync_to_async
 
 from mcp_app.models import Tool
 from mcp_app.protocol.jsonrpc import INVALID_PARAMS
-
-from .support import error_of, make_ctx, result_of
+from tests.protocol.support import error_of, make_ctx, result_of
 
 LISTS = [
     ("tools/list", "tools", "name"),

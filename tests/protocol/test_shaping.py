@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mcp_app.protocol import shaping
-
-from .support import ICON, make_ctx, result_of
+from tests.protocol.support import ICON, make_ctx, result_of
 
 ALL_TOOL_KEYS = {
     "name",

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from types import SimpleNamespace
 
 import pytest
 from asgiref.sync import sync_to_async
 
+from mcp_app.core.context import SessionState
+from mcp_app.handlers import registry
 from mcp_app.models import Tool
-from mcp_app.protocol.context import SessionState
 from mcp_app.protocol.jsonrpc import INVALID_PARAMS
 from mcp_app.protocol.ratelimit import RATE_LIMITED
-
-from .support import call, error_of, make_ctx, result_of
+from tests.protocol.support import call, error_of, make_ctx, result_of
 
 
 async def test_tl01_tools_list_returns_the_enabled_tools_sorted_by_name(demo_a):
@@ -191,20 +193,16 @@ async def test_a_tool_running_past_its_timeout_gives_an_is_error_result(demo_a):
     assert "1 seconds" in result["content"][0]["text"]
 
 
-async def test_the_protocol_timeout_holds_even_when_the_handler_ignores_its_own(demo_a, monkeypatch):
-    import asyncio
-
-    from mcp_app.handlers import registry
-
+async def test_a_handler_that_hangs_is_cut_at_the_tool_timeout_with_an_is_error_result(demo_a, monkeypatch):
     async def stuck(ctx, tool, arguments):
         await asyncio.sleep(30)
 
-    monkeypatch.setattr(registry, "run_tool", stuck)
+    monkeypatch.setattr(registry, "load_kind", lambda name: SimpleNamespace(run=stuck))
     result = await asyncio.wait_for(
         result_of(make_ctx(demo_a), "tools/call", {"name": "count_slowly", "arguments": {}}), timeout=10
     )
     assert result == {
-        "content": [{"type": "text", "text": "Tool 'count_slowly' timed out after 1 seconds."}],
+        "content": [{"type": "text", "text": "The tool did not finish within 1 seconds."}],
         "isError": True,
     }
 
@@ -219,5 +217,7 @@ async def test_tl13_tool_calls_are_rate_limited_per_session(demo_a, settings):
     assert reply["error"]["code"] == RATE_LIMITED
     assert 0 < reply["error"]["data"]["retryAfter"] <= 1.0
     # Another session of the same tenant has its own bucket.
-    other = make_ctx(demo_a, session=SessionState(id="sess-2", tenant_id=demo_a.id, protocol_version="2025-11-25"))
+    other = make_ctx(
+        demo_a, session=SessionState(id="sess-2", tenant_id=demo_a.id, protocol_version="2025-11-25")
+    )
     await result_of(other, "tools/call", {"name": "echo", "arguments": {"message": "x"}})

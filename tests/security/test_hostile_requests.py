@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from django.conf import settings as django_settings
 
+from mcp_app.core.versions import SUPPORTED_VERSIONS
 from mcp_app.protocol.jsonrpc import (
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -24,7 +25,6 @@ from mcp_app.protocol.jsonrpc import (
     PARSE_ERROR,
     RESOURCE_NOT_FOUND,
 )
-from mcp_app.protocol.versions import SUPPORTED_VERSIONS
 from tests.transport.conftest import BOTH, Client, Response, call
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -129,7 +129,9 @@ def test_seed_demo_keeps_the_users_edits_to_demo_definitions_on_restart(django_c
     assert Tool.objects.filter(name="add").exists()  # a missing demo row is recreated
 
 
-def test_seed_demo_reset_restores_an_edited_demo_definition_and_announces_it(django_capture_on_commit_callbacks):
+def test_seed_demo_reset_restores_an_edited_demo_definition_and_announces_it(
+    django_capture_on_commit_callbacks,
+):
     seed("--tenant-only")
     Tool.objects.filter(name="echo").update(description="edited")
     tenant = Tenant.objects.get(slug="demo")

@@ -9,12 +9,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+import redis
 from channels.testing import ApplicationCommunicator
 from django.conf import settings
 
 from mcp_app import catalog
+from mcp_app.infra import redis_client
 from mcp_app.models import Resource, Tool
-from mcp_app.transport import events, redis_client, sessions, standalone
+from mcp_app.transport import events, sessions, standalone
 from mcpsite.asgi import application
 
 HOST = "127.0.0.1:8000"
@@ -30,8 +32,6 @@ def clean_transport_state():
     events.reset()
     standalone._local.clear()
     if redis_client.enabled():
-        import redis
-
         client = redis.Redis.from_url(settings.REDIS_URL)
         for pattern in ("mcp:session:*", "mcp:events:*", "mcp:stream:*", "mcp:getstream:*", "mcp:tenant:*"):
             keys = list(client.scan_iter(pattern))

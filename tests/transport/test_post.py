@@ -7,8 +7,8 @@ import json
 import pytest
 
 from mcp_app.protocol.jsonrpc import INVALID_REQUEST, PARSE_ERROR
-
-from .conftest import BOTH, Client, call
+from mcp_app.transport import sessions
+from tests.transport.conftest import BOTH, Client, call
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -241,7 +241,6 @@ async def test_state_changes_are_persisted_in_the_session(tools_a):
     subscribed = await client.request("resources/subscribe", {"uri": "file:///a.txt"})
     assert subscribed.status == 200, subscribed.body
     assert "result" in subscribed.json(), subscribed.body
-    from mcp_app.transport import sessions
 
     state = await sessions.get_store().peek(client.session_id)
     assert state.initialized is True

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import time
 from datetime import timedelta
 
 import pytest
+import redis.asyncio
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.utils import timezone
 
+from mcp_app.infra import redis_client
 from mcp_app.models import McpSession
-from mcp_app.transport import redis_client, sessions
-
-from .conftest import Client
+from mcp_app.transport import sessions
+from tests.transport.conftest import Client
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -67,10 +69,6 @@ async def test_creating_a_session_sweeps_idle_ones_from_memory_and_the_database(
 
 @pytest.mark.services
 async def test_with_redis_a_session_key_carries_the_idle_ttl(tenant_a, settings):
-    import os
-
-    import redis.asyncio
-
     settings.REDIS_URL = os.environ["REDIS_URL"]
     sessions.reset()
     assert redis_client.enabled()

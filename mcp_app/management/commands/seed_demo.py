@@ -14,8 +14,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import models, transaction
 
+from mcp_app.demo import secure as oauth_seed
 from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool
-from mcp_app.oauth import seed as oauth_seed
 from tenants.models import Tenant
 
 DEMO_SLUG = "demo"

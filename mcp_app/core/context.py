@@ -2,40 +2,38 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .versions import DEFAULT_NEGOTIATED
+from mcp_app.core.types import ResourceDef, TenantInfo
+from mcp_app.core.versions import DEFAULT_NEGOTIATED
 
 # Sends one JSON-RPC notification related to the current request (progress, log message).
 # The transport decides the stream (the request's own SSE stream).
 Emit = Callable[[dict[str, Any]], Awaitable[None]]
 
 
+# The tenant's enabled resources by URI, for content that links or embeds one. A function, so that
+# nothing is loaded for a request that never renders such content.
+ResourceLookup = Callable[[], Awaitable[Mapping[str, ResourceDef]]]
+
+
 async def _drop(_message: dict[str, Any]) -> None:
     return None
 
 
-@dataclass(frozen=True)
-class TenantInfo:
-    """The immutable facts about a tenant a request needs (no ORM object crosses threads)."""
+async def _no_resources() -> Mapping[str, ResourceDef]:
+    return {}
 
-    id: int
-    slug: str
-    name: str
-    title: str = ""
-    description: str = ""
-    server_version: str = "1.0.0"
-    website_url: str = ""
-    icons: tuple = ()
-    instructions: str = ""
-    allowed_origins: tuple[str, ...] = ()
-    is_active: bool = True
-    auth_mode: str = "oauth"  # "oauth" | "public" (tenants.models.AuthMode); fails closed when unset
-    # (tool name, required scope) of enabled oauth-tenant tools that need a scope of their own; kept
-    # here, valid under the same change token, so the transport's scope check costs no catalog read.
-    tool_scopes: tuple[tuple[str, str], ...] = ()
+
+def resources_of(by_uri: Mapping[str, ResourceDef]) -> ResourceLookup:
+    """A ResourceLookup over a mapping already loaded (the catalog a method has in hand)."""
+
+    async def lookup() -> Mapping[str, ResourceDef]:
+        return by_uri
+
+    return lookup
 
 
 @dataclass
@@ -90,3 +88,17 @@ class RequestContext:
     emit: Emit = _drop
     # Set when notifications/cancelled names this request; handlers may poll it.
     cancelled: Any = None  # asyncio.Event | None
+    # Set by the method that runs a handler (it holds the tenant's catalog); none by default.
+    resources: ResourceLookup = _no_resources
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who sent a request: the OAuth user and client, and the token's scopes (all None: public)."""
+
+    user_id: int | None = None
+    client_id: str | None = None
+    scopes: frozenset[str] | None = None  # None: public endpoint, nothing scope-limited
+
+
+PUBLIC = Caller()

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_app import catalog
-from mcp_app.protocol.context import RequestContext, SessionState
+from mcp_app.core.context import RequestContext, SessionState
+from mcp_app.core.versions import LATEST
 from mcp_app.protocol.dispatch import dispatch
-from mcp_app.protocol.versions import LATEST
 
 # The admin request waits at most this long; a longer call is cancelled (a worker stops it too).
 TRY_SECONDS = 60.0

@@ -6,11 +6,10 @@ import asyncio
 import contextlib
 from typing import Any
 
+from mcp_app.core.context import RequestContext
+from mcp_app.core.errors import ToolError
+from mcp_app.handlers.python import register
 from mcp_app.protocol import utilities
-from mcp_app.protocol.context import RequestContext
-
-from .python import register
-from .registry import ToolError
 
 COUNT_MAX = 50
 DELAY_MAX = 5.0

@@ -1,4 +1,4 @@
-"""Celery tasks (found by the app's autodiscover_tasks): the worker side of background tools."""
+"""The Celery task of background tools (imported by the worker through mcpsite.celery)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from celery import shared_task
 
-from mcp_app import jobs
+from mcp_app.background import server, worker
 
 _local = threading.local()
 
@@ -26,9 +26,9 @@ def _loop() -> asyncio.AbstractEventLoop:
     return loop
 
 
-@shared_task(name="mcp_app.run_tool_job", ignore_result=True)
+@shared_task(name=server.TASK_NAME, ignore_result=True)
 def run_tool_job(job: dict[str, Any]) -> str:
-    """Run one background tool call (see mcp_app.jobs); what became of it is the task's return value."""
+    """Run one background tool call (see mcp_app.background.server); what became of it is the task's return value."""
     loop = _loop()
     asyncio.set_event_loop(loop)
-    return loop.run_until_complete(jobs.work(job))
+    return loop.run_until_complete(worker.work(job))

@@ -11,6 +11,8 @@ import asyncio
 import weakref
 from typing import Any
 
+import redis
+import redis.asyncio
 from django.conf import settings
 
 # Connections per pool, and how long a caller waits for a free one before giving up.
@@ -27,8 +29,6 @@ def enabled() -> bool:
 
 def client() -> Any:
     """Return this loop's redis.asyncio client for REDIS_URL (decoded strings)."""
-    import redis.asyncio
-
     clients = _clients.setdefault(asyncio.get_running_loop(), {})
     url = settings.REDIS_URL
     found = clients.get(url)
@@ -45,8 +45,6 @@ def sync_client() -> Any:
     url = settings.REDIS_URL
     found = _sync_clients.get(url)
     if found is None:
-        import redis
-
         pool = redis.BlockingConnectionPool.from_url(
             url, max_connections=MAX_CONNECTIONS, timeout=POOL_TIMEOUT, decode_responses=True
         )

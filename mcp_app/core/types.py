@@ -28,7 +28,7 @@ class ToolDef:
     timeout_seconds: int = 30
     # OAuth tenants: a scope the token must hold, besides mcp:tools, to call the tool ("" = none).
     required_scope: str = ""
-    # "inline" (in the server process) or "background" (a Celery worker, mcp_app.jobs).
+    # "inline" (in the server process) or "background" (a Celery worker, mcp_app.background.server).
     execution: str = "inline"
 
 
@@ -92,3 +92,24 @@ class Catalog:
     tools_by_name: dict[str, ToolDef] = field(default_factory=dict)
     prompts_by_name: dict[str, PromptDef] = field(default_factory=dict)
     resources_by_uri: dict[str, ResourceDef] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TenantInfo:
+    """The immutable facts about a tenant a request needs (no ORM object crosses threads)."""
+
+    id: int
+    slug: str
+    name: str
+    title: str = ""
+    description: str = ""
+    server_version: str = "1.0.0"
+    website_url: str = ""
+    icons: tuple = ()
+    instructions: str = ""
+    allowed_origins: tuple[str, ...] = ()
+    is_active: bool = True
+    auth_mode: str = "oauth"  # "oauth" | "public" (tenants.models.AuthMode); fails closed when unset
+    # (tool name, required scope) of enabled oauth-tenant tools that need a scope of their own; kept
+    # here, valid under the same change token, so the transport's scope check costs no catalog read.
+    tool_scopes: tuple[tuple[str, str], ...] = ()

@@ -11,17 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import redis.asyncio
 from channels_redis.core import RedisChannelLayer as BaseRedisChannelLayer
 
-from . import redis_client
+from mcp_app.infra import redis_client
 
 
 class RedisChannelLayer(BaseRedisChannelLayer):
     """channels_redis's layer; hosts are `{"address": "redis://..."}` (extra keys go to the pool)."""
 
     def create_pool(self, index: int) -> Any:
-        import redis.asyncio
-
         host = dict(self.hosts[index])
         address = host.pop("address", None)
         if address is None:

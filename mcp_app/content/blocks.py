@@ -22,15 +22,15 @@ import binascii
 import functools
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from django.template import Context, Engine, Library, TemplateSyntaxError, Variable, VariableDoesNotExist
 from django.template.base import Lexer, TokenType
 
-from mcp_app.catalog_types import ResourceDef
-from mcp_app.protocol.context import RequestContext
-
-from .registry import ContentError
+from mcp_app.core.context import RequestContext
+from mcp_app.core.errors import ContentError
+from mcp_app.core.types import ResourceDef
 
 # Largest text one template may render; more is an error, not a truncation.
 MAX_RENDERED_CHARS = 1024 * 1024
@@ -189,14 +189,6 @@ def render_value(value: Any, variables: dict[str, Any]) -> Any:
     return value
 
 
-async def tenant_resources(ctx: RequestContext) -> dict[str, ResourceDef]:
-    """Return the tenant's enabled resources keyed by URI (from the in-memory catalog)."""
-    from mcp_app.catalog import get_catalog  # imported late: the catalog imports handlers' neighbours
-
-    catalog = await get_catalog(ctx.tenant.id)
-    return catalog.resources_by_uri
-
-
 def _annotations(spec: dict[str, Any], fallback: dict[str, Any] | None = None) -> dict[str, Any] | None:
     given = spec.get("annotations")
     if given is None:
@@ -230,7 +222,7 @@ def resource_contents(resource: ResourceDef, uri: str | None = None) -> dict[str
     return contents
 
 
-def _lookup(resources: dict[str, ResourceDef], uri: Any) -> ResourceDef:
+def _lookup(resources: Mapping[str, ResourceDef], uri: Any) -> ResourceDef:
     if not isinstance(uri, str) or not uri:
         raise ContentError("A content block that refers to a resource needs its uri.")
     try:
@@ -239,7 +231,7 @@ def _lookup(resources: dict[str, ResourceDef], uri: Any) -> ResourceDef:
         raise ContentError(f"Unknown resource {uri!r}.") from None
 
 
-def _media_block(spec: dict[str, Any], kind: str, resources: dict[str, ResourceDef]) -> dict[str, Any]:
+def _media_block(spec: dict[str, Any], kind: str, resources: Mapping[str, ResourceDef]) -> dict[str, Any]:
     if "resource" in spec:
         resource = _lookup(resources, spec["resource"])
         if resource.blob is None:
@@ -260,7 +252,7 @@ def _media_block(spec: dict[str, Any], kind: str, resources: dict[str, ResourceD
 
 
 def _link_block(
-    spec: dict[str, Any], variables: dict[str, Any], resources: dict[str, ResourceDef]
+    spec: dict[str, Any], variables: dict[str, Any], resources: Mapping[str, ResourceDef]
 ) -> dict[str, Any]:
     uri = render_text(spec["uri"], variables) if isinstance(spec.get("uri"), str) else spec.get("uri")
     resource = resources.get(uri) if isinstance(uri, str) else None
@@ -280,7 +272,7 @@ def _link_block(
     return _finish(block, spec, resource.annotations if resource else None)
 
 
-def _render_one(spec: Any, variables: dict[str, Any], resources: dict[str, ResourceDef]) -> dict[str, Any]:
+def _render_one(spec: Any, variables: dict[str, Any], resources: Mapping[str, ResourceDef]) -> dict[str, Any]:
     if not isinstance(spec, dict):
         raise ContentError("Each content entry must be an object with a 'type'.")
     kind = spec.get("type")
@@ -311,7 +303,7 @@ async def render_blocks(ctx: RequestContext, specs: list[dict], variables: dict)
     """Return MCP content blocks for ``specs`` rendered with ``variables``; ContentError on bad specs."""
     if not isinstance(specs, list):
         raise ContentError("The content must be a list of content blocks.")
-    resources = await tenant_resources(ctx) if _needs_resources(specs) else {}
+    resources = await ctx.resources() if _needs_resources(specs) else {}
     return [_render_one(spec, variables, resources) for spec in specs]
 
 

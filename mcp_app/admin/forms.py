@@ -1,4 +1,4 @@
-"""Admin forms: pretty-printed JSON editing, tool handler choices and secrets, resource uploads."""
+"""Admin forms: tool handler choices and secrets, resource uploads (JSON fields: mcpsite.forms)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,10 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.utils.html import format_html_join
 
-from .models import Resource, ResourceTemplate, Tool
+from mcp_app.handlers import python, registry
+from mcp_app.handlers.secrets import decrypt_secrets, encrypt_secrets
+from mcp_app.models import Resource, ResourceTemplate, Tool
+from mcpsite.forms import WriteOnlyTextarea
 
 # Uploaded resource contents are kept in the database and sent base64-encoded to clients.
 MAX_UPLOAD_BYTES = 10 * 1024 * 1024
@@ -18,73 +21,15 @@ MAX_UPLOAD_BYTES = 10 * 1024 * 1024
 PYTHON_CALLABLE_KEY = "callable"
 
 
-class JSONTextarea(forms.Textarea):
-    """Monospace textarea sized for JSON documents."""
-
-    def __init__(self, attrs: dict[str, Any] | None = None) -> None:
-        base = {"rows": 8, "cols": 80, "spellcheck": "false", "style": "font-family: monospace;"}
-        super().__init__({**base, **(attrs or {})})
-
-
-class WriteOnlyTextarea(JSONTextarea):
-    """A textarea that never renders a value back, not even after a validation error."""
-
-    def format_value(self, value: Any) -> None:
-        return None
-
-
-class PrettyJSONField(forms.JSONField):
-    """A JSON form field that shows indented JSON and says where a syntax error is."""
-
-    widget = JSONTextarea
-
-    def __init__(self, *args: Any, empty_value: Any = None, **kwargs: Any) -> None:
-        # A cleared textarea means "no value": the model default ([] or {}), not SQL NULL.
-        self.empty_json_value = empty_value
-        kwargs.pop("max_length", None)
-        super().__init__(*args, **kwargs)
-
-    def to_python(self, value: Any) -> Any:
-        if self.disabled:
-            return value
-        if value in self.empty_values:
-            return self.empty_json_value
-        if isinstance(value, list | dict | int | float):
-            return value
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise ValidationError(
-                "Invalid JSON: %(msg)s at line %(line)s, column %(col)s.",
-                code="invalid",
-                params={"msg": exc.msg, "line": exc.lineno, "col": exc.colno},
-            ) from None
-
-    def validate(self, value: Any) -> None:
-        if self.required and value in (None, "", [], {}):
-            raise ValidationError(self.error_messages["required"], code="required")
-
-    def prepare_value(self, value: Any) -> Any:
-        if isinstance(value, forms.fields.InvalidJSONInput):
-            return value
-        return json.dumps(value, ensure_ascii=False, indent=2)
-
-
 def _kind_choices() -> list[tuple[str, str]]:
-    from .handlers import registry
-
     return list(registry.kind_choices())
 
 
 def _template_kind_choices() -> list[tuple[str, str]]:
-    from .handlers import registry
-
     return list(registry.template_kind_choices())
 
 
 def _python_names() -> list[str]:
-    from .handlers import python
-
     return sorted(python.registered_names())
 
 
@@ -92,7 +37,6 @@ def secret_names(tool: Tool) -> list[str]:
     """Return the names of the tool's stored secret headers (the values are never shown)."""
     if not tool.handler_secrets:
         return []
-    from .handlers.secrets import decrypt_secrets
 
     try:
         return sorted(decrypt_secrets(tool.handler_secrets))
@@ -183,8 +127,6 @@ class ToolAdminForm(forms.ModelForm):
         return data
 
     def save(self, commit: bool = True) -> Tool:
-        from .handlers.secrets import encrypt_secrets
-
         if self.cleaned_data.get("clear_secrets"):
             self.instance.handler_secrets = ""
         elif self.cleaned_data.get("secret_headers"):

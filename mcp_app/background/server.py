@@ -1,0 +1,209 @@
+"""Background tools: a `tools/call` of a tool with execution "background" runs on a Celery worker.
+
+The server process that received the call (any Daphne process):
+  1. opens a channel-layer channel of its own for the job's replies;
+  2. enqueues the Celery task `mcp_app.run_tool_job` (by name; mcp_app.background.job) with a JSON job: what a worker needs to rebuild the
+     request's context (tenant, tool id, arguments, progress token, log level, caller);
+  3. relays the replies: notifications (progress, log messages) go to `ctx.emit`, that is to the
+     request's SSE stream; the result ends the wait and goes through the same checks as an inline
+     result (output schema, shaping) in `protocol.tools`.
+A cancellation (`notifications/cancelled`, or the session's DELETE) cancels the waiting task; it
+sets the job's cancel key in Redis on its way out. The worker polls that key, sets the handler's
+`ctx.cancelled` event and, if the handler does not return soon, cancels it. A cancelled job sends
+no result (UT-10).
+
+Deadlines, so nothing runs that nobody waits for and no caller waits forever:
+  - a worker must start the job within MCP_BACKGROUND_START_SECONDS of its enqueueing; otherwise the
+    caller gets an isError result naming the wait, and a worker that picks it up later drops it;
+  - once started, the worker enforces the tool's timeout (the same funnel as inline tools) and the
+    server waits that long plus REPLY_GRACE_SECONDS before reporting a worker that stopped answering.
+Progress is best effort (a full reply channel drops it); the result is retried until it is taken.
+
+Every background call has a ToolRun row (the admin lists them): the server creates it (queued),
+a worker claims it (queued → running: a job whose row moved on, because its caller gave up or
+cancelled, is dropped unrun), and whoever ends the run writes how (done, failed, cancelled, not
+started, lost). Rows older than MCP_TOOL_RUN_RETENTION_DAYS are deleted now and then.
+
+Without a broker (embedded defaults), MCP_BACKGROUND_TOOLS is "inline": the same tools run in the
+server process, exactly as inline tools do, without ToolRun rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import time
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from celery import current_app
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from django.conf import settings
+
+from mcp_app.background import runs
+from mcp_app.core.context import RequestContext
+from mcp_app.core.errors import error_result
+from mcp_app.core.types import ToolDef
+from mcp_app.infra import redis_client
+from mcp_app.models import ToolRun
+
+logger = logging.getLogger(__name__)
+
+BACKGROUND = "background"
+TASK_NAME = "mcp_app.run_tool_job"
+# How long past a started job's tool timeout the server waits for the worker's answer.
+REPLY_GRACE_SECONDS = 10.0
+# How often a worker checks whether its job was cancelled.
+CANCEL_POLL_SECONDS = 0.2
+# How long a cancelled handler may take to return after its `cancelled` event is set.
+CANCEL_GRACE_SECONDS = 2.0
+# How long a worker keeps retrying a result the server's reply channel cannot take (full).
+RESULT_SEND_SECONDS = 30.0
+CANCEL_KEY_TTL = 3600
+
+
+def enabled() -> bool:
+    """True when background tools go to Celery workers (a broker and a shared channel layer)."""
+    return settings.MCP_BACKGROUND_TOOLS == "celery"
+
+
+def runs_in_background(tool: ToolDef) -> bool:
+    return tool.execution == BACKGROUND and enabled()
+
+
+def cancel_key(job_id: str) -> str:
+    return f"mcp:job:{job_id}:cancelled"
+
+
+def _job(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any], channel: str) -> dict[str, Any]:
+    session = ctx.session
+    return {
+        "id": secrets.token_urlsafe(16),
+        "reply_to": channel,
+        "start_by": time.time() + settings.MCP_BACKGROUND_START_SECONDS,
+        "tenant_id": ctx.tenant.id,
+        "tenant_slug": ctx.tenant.slug,
+        "tool_id": tool.id,
+        "tool_name": tool.name,
+        "arguments": arguments,
+        "protocol_version": ctx.protocol_version,
+        "client_capabilities": ctx.client_capabilities,
+        "session_id": session.id if session else None,
+        "log_level": session.log_level if session else None,
+        "user_id": ctx.user_id,
+        "client_id": ctx.client_id,
+        "scopes": sorted(ctx.scopes) if ctx.scopes is not None else None,
+        "request_id": ctx.request_id,
+        "progress_token": ctx.progress_token,
+    }
+
+
+def _enqueue(job: dict[str, Any]) -> None:
+    # By name: the caller side never imports the worker side (mcp_app.background.job).
+    current_app.send_task(
+        TASK_NAME,
+        args=[job],
+        task_id=job["id"],
+        queue=settings.MCP_BACKGROUND_QUEUE,
+        # A worker that receives it later discards it unrun (the caller has had its answer).
+        expires=settings.MCP_BACKGROUND_START_SECONDS,
+    )
+
+
+async def request_cancel(job_id: str) -> None:
+    """Tell the worker (whichever runs it, now or later) to stop the job."""
+    try:
+        await redis_client.client().set(cancel_key(job_id), "1", ex=CANCEL_KEY_TTL)
+    except Exception:
+        logger.exception("could not cancel background job %s", job_id)
+
+
+async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Run `tool` on a Celery worker and return its CallToolResult; relay its notifications meanwhile."""
+    layer = get_channel_layer()
+    # The default prefix: channels_redis reads all of a process's "specific" channels from one Redis
+    # list under one lock; a channel of another prefix waited behind that reader (replies never came).
+    channel = await layer.new_channel()
+    job = _job(ctx, tool, arguments, channel)
+    not_queued = error_result(f"Tool {tool.name!r} could not be queued for a worker. Try again later.")
+    try:
+        await database_sync_to_async(runs.record_queued)(job)
+    except Exception:
+        logger.exception(
+            "could not record background job of tool %s of tenant %s", tool.name, ctx.tenant.slug
+        )
+        return not_queued
+    receiver: asyncio.Task | None = None
+    try:
+        try:
+            # apply_async talks to the broker synchronously (and may reconnect): keep it off the loop.
+            # A cancellation while it runs still reaches the job (below): the worker checks first.
+            await sync_to_async(_enqueue, thread_sensitive=False)(job)
+        except Exception:
+            logger.exception("could not queue background tool %s of tenant %s", tool.name, ctx.tenant.slug)
+            await runs.close_run(
+                job["id"], (runs.QUEUED,), ToolRun.Status.NOT_STARTED, "The broker did not accept the job."
+            )
+            return not_queued
+        loop = asyncio.get_running_loop()
+        start_seconds = settings.MCP_BACKGROUND_START_SECONDS
+        deadline = loop.time() + start_seconds
+        started = False
+        while True:
+            if receiver is None:
+                # One receive at a time, never cancelled on a timeout: channels_redis drops the
+                # channel's buffered messages when a receive is cancelled.
+                receiver = loop.create_task(layer.receive(channel))
+            done, _ = await asyncio.wait({receiver}, timeout=max(0.0, deadline - loop.time()))
+            if not done:
+                await asyncio.shield(request_cancel(job["id"]))
+                if not started:
+                    await asyncio.shield(
+                        runs.close_run(
+                            job["id"],
+                            (runs.QUEUED,),
+                            ToolRun.Status.NOT_STARTED,
+                            f"No worker started it within {start_seconds:g} s.",
+                        )
+                    )
+                    return error_result(
+                        f"No worker started tool {tool.name!r} within {start_seconds:g} seconds. "
+                        "The server is busy or its workers are down; try again later."
+                    )
+                await asyncio.shield(
+                    runs.close_run(
+                        job["id"],
+                        (runs.RUNNING,),
+                        ToolRun.Status.LOST,
+                        "The worker stopped answering; the caller gave up.",
+                    )
+                )
+                return error_result(f"The worker running tool {tool.name!r} stopped answering.")
+            event, receiver = receiver.result(), None
+            if event.get("job") != job["id"]:
+                continue
+            kind = event.get("type")
+            if kind == "mcp.job.started" and not started:
+                started = True
+                deadline = loop.time() + tool.timeout_seconds + REPLY_GRACE_SECONDS
+            elif kind == "mcp.job.emit" and isinstance(event.get("message"), dict):
+                await ctx.emit(event["message"])
+            elif kind == "mcp.job.result":
+                result = event.get("result")
+                if not isinstance(result, dict):
+                    return error_result(f"Tool {tool.name!r} failed with an internal error.")
+                return result
+    except asyncio.CancelledError:
+        await asyncio.shield(request_cancel(job["id"]))
+        # A running job records its own end when the worker stops it.
+        await asyncio.shield(
+            runs.close_run(
+                job["id"], (runs.QUEUED,), ToolRun.Status.CANCELLED, "Cancelled before a worker started it."
+            )
+        )
+        raise
+    finally:
+        if receiver is not None:
+            receiver.cancel()

@@ -1,0 +1,203 @@
+"""The worker side of background tools: run one job a Celery worker received (see background.server).
+
+The job carries what is needed to rebuild the caller's request context; the tool is looked up again
+(by tenant, name and id), so an edit or removal since the call is seen. The run goes through the same
+funnel as an inline call (handlers.registry.run_inline: timeout, error results); replies go back on
+the caller's channel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import os
+import socket
+import time
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.exceptions import ChannelFull
+from channels.layers import get_channel_layer
+
+from mcp_app import catalog as catalogs
+from mcp_app.background import runs, server
+from mcp_app.core.context import RequestContext, SessionState, resources_of
+from mcp_app.core.errors import error_result
+from mcp_app.core.types import Catalog, TenantInfo, ToolDef
+from mcp_app.handlers import registry
+from mcp_app.infra import redis_client
+from mcp_app.models import ToolRun
+
+logger = logging.getLogger(__name__)
+
+
+class _Replies:
+    """Sends a job's replies to the server process waiting for them."""
+
+    def __init__(self, job: dict[str, Any]) -> None:
+        self.job_id = job["id"]
+        self.channel = job["reply_to"]
+        self.layer = get_channel_layer()
+
+    async def send(self, kind: str, **fields: Any) -> None:
+        await self.layer.send(self.channel, {"type": kind, "job": self.job_id, **fields})
+
+    async def emit(self, message: dict[str, Any]) -> None:
+        try:
+            await self.send("mcp.job.emit", message=message)
+        except ChannelFull:
+            logger.debug("job %s: reply channel full, a notification was dropped", self.job_id)
+
+    async def result(self, result: dict[str, Any]) -> None:
+        deadline = time.monotonic() + server.RESULT_SEND_SECONDS
+        delay = 0.05
+        while True:
+            try:
+                await self.send("mcp.job.result", result=result)
+                return
+            except ChannelFull:
+                if time.monotonic() > deadline:
+                    logger.error("job %s: the server never took the result", self.job_id)
+                    return
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 1.0)
+
+
+def _context(job: dict[str, Any], tenant: Any, emit: Any, cancelled: asyncio.Event) -> RequestContext:
+    session = None
+    if job.get("session_id"):
+        session = SessionState(
+            id=job["session_id"],
+            tenant_id=tenant.id,
+            protocol_version=job["protocol_version"],
+            client_capabilities=job.get("client_capabilities") or {},
+            log_level=job.get("log_level"),
+            initialized=True,
+            user_id=job.get("user_id"),
+            client_id=job.get("client_id"),
+        )
+    scopes = job.get("scopes")
+    return RequestContext(
+        tenant=tenant,
+        protocol_version=job["protocol_version"],
+        session=session,
+        client_capabilities=job.get("client_capabilities") or {},
+        user_id=job.get("user_id"),
+        client_id=job.get("client_id"),
+        scopes=frozenset(scopes) if scopes is not None else None,
+        request_id=job.get("request_id"),
+        progress_token=job.get("progress_token"),
+        emit=emit,
+        cancelled=cancelled,
+    )
+
+
+async def _find_tool(job: dict[str, Any]) -> tuple[TenantInfo | None, Catalog | None, ToolDef | None]:
+    tenant = await catalogs.get_tenant(job["tenant_slug"])
+    if tenant is None or tenant.id != job["tenant_id"] or not tenant.is_active:
+        return tenant, None, None
+    catalog = await catalogs.get_catalog(tenant.id)
+    tool = catalog.tools_by_name.get(job["tool_name"])
+    return tenant, catalog, tool if tool is not None and tool.id == job["tool_id"] else None
+
+
+async def _watch_cancel(job_id: str, cancelled: asyncio.Event, handler: asyncio.Task) -> None:
+    redis = redis_client.client()
+    while not handler.done():
+        await asyncio.sleep(server.CANCEL_POLL_SECONDS)
+        try:
+            if await redis.exists(server.cancel_key(job_id)):
+                break
+        except Exception as exc:  # keep working; the next poll may succeed
+            logger.warning("job %s: could not check for a cancellation: %r", job_id, exc)
+    else:
+        return
+    logger.info("job %s cancelled", job_id)
+    cancelled.set()
+    with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+        async with asyncio.timeout(server.CANCEL_GRACE_SECONDS):
+            await asyncio.shield(handler)
+    handler.cancel()
+
+
+def _worker_name() -> str:
+    # At call time: a prefork child imported this module in its parent, before the fork.
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _first_text(result: dict[str, Any]) -> str:
+    for block in result.get("content") or []:
+        if isinstance(block, dict) and block.get("type") == "text":
+            return str(block.get("text", ""))
+    return "The tool returned an error."
+
+
+async def work(job: dict[str, Any]) -> str:
+    """Run one job on a worker; return what became of it (for the worker's log and the tests)."""
+    job_id = job["id"]
+    if time.time() > job["start_by"]:
+        logger.warning("job %s (tool %s) dropped: its caller stopped waiting", job_id, job["tool_name"])
+        await runs.close_run(
+            job_id,
+            (runs.QUEUED,),
+            ToolRun.Status.NOT_STARTED,
+            "A worker received it after its caller gave up.",
+        )
+        return "expired"
+    if await redis_client.client().exists(server.cancel_key(job_id)):
+        logger.info("job %s (tool %s) dropped: cancelled before it started", job_id, job["tool_name"])
+        await runs.close_run(
+            job_id, (runs.QUEUED,), ToolRun.Status.CANCELLED, "Cancelled before a worker started it."
+        )
+        return "cancelled"
+    if not await database_sync_to_async(runs.claim)(job_id, _worker_name()):
+        logger.info("job %s (tool %s) dropped: no longer queued", job_id, job["tool_name"])
+        return "expired"
+    replies = _Replies(job)
+    await replies.send("mcp.job.started")
+    tenant, catalog, tool = await _find_tool(job)
+    if tool is None or tenant is None or catalog is None:
+        message = f"Tool {job['tool_name']!r} was removed or disabled before a worker could run it."
+        await runs.close_run(job_id, (runs.RUNNING,), ToolRun.Status.FAILED, message)
+        await replies.result(error_result(message))
+        return "missing"
+    cancelled = asyncio.Event()
+
+    async def emit(message: dict[str, Any]) -> None:
+        if not cancelled.is_set():
+            await replies.emit(message)
+
+    ctx = dataclasses.replace(
+        _context(job, tenant, emit, cancelled), resources=resources_of(catalog.resources_by_uri)
+    )
+    started = time.monotonic()
+    handler = asyncio.get_running_loop().create_task(
+        registry.run_inline(ctx, tool, job.get("arguments") or {})
+    )
+    watcher = asyncio.get_running_loop().create_task(_watch_cancel(job_id, cancelled, handler))
+    try:
+        result = await handler
+    except asyncio.CancelledError:
+        result = None
+    finally:
+        watcher.cancel()
+    elapsed = time.monotonic() - started
+    if cancelled.is_set():
+        logger.info("job %s (tool %s) stopped after %.2f s: cancelled", job_id, tool.name, elapsed)
+        await runs.close_run(
+            job_id,
+            (runs.RUNNING,),
+            ToolRun.Status.CANCELLED,
+            f"Cancelled by the client after {elapsed:.1f} s.",
+        )
+        return "cancelled"
+    assert result is not None
+    if result.get("isError"):
+        await runs.close_run(job_id, (runs.RUNNING,), ToolRun.Status.FAILED, _first_text(result))
+    else:
+        await runs.close_run(job_id, (runs.RUNNING,), ToolRun.Status.DONE)
+    await replies.result(result)
+    logger.info("job %s (tool %s) finished in %.2f s", job_id, tool.name, elapsed)
+    return "done"

@@ -1,0 +1,143 @@
+"""Change tokens: one number per tenant that moves on every committed edit of its definitions.
+
+With Redis the token is a shared counter (every process sees every edit); without, it is the
+database's definitions_version as seen by this process, rechecked every few seconds and moved at
+once by `move`, which the signals call after commit. A request reads each token at most once.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from contextvars import ContextVar
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+
+from mcp_app.infra import redis_client
+from tenants.models import Tenant
+
+logger = logging.getLogger(__name__)
+
+# Without Redis, re-read the version from the database this often, so that an edit made by another
+# process (a management command, a shell) is picked up eventually; note_change makes it immediate.
+LOCAL_RECHECK_SECONDS: float = getattr(settings, "MCP_VERSION_RECHECK_SECONDS", 5.0)
+
+# Entries are keyed by the change token observed *before* loading, and are valid while the token
+# is unchanged (equality, not order). With Redis the token is a shared counter that every change
+# increments after commit; it is unrelated to the database's definitions_version, so a restored or
+# recreated database can never make a stale entry look current. Without Redis the token is the
+# database's definitions_version itself, as seen by this process.
+_local_versions: dict[int, tuple[int, float]] = {}  # tenant id -> (version, monotonic time checked)
+# Tokens already read by the current request (None outside a request: every call reads).
+_request_tokens: ContextVar[dict[int, int] | None] = ContextVar("mcp_request_tokens", default=None)
+
+# A missing counter (new tenant, flushed Redis) starts at the current time in microseconds, far
+# above any value an entry cached before the flush can hold; INCR then moves it on every change.
+_BUMP = """
+if not redis.call('GET', KEYS[1]) then redis.call('SET', KEYS[1], ARGV[1]) end
+return redis.call('INCR', KEYS[1])
+"""
+
+
+def version_key(tenant_id: int) -> str:
+    return f"mcp:tenant:{tenant_id}:token"
+
+
+def _fresh_token() -> int:
+    return time.time_ns() // 1000
+
+
+# --- Redis clients -------------------------------------------------------------------------------
+
+
+def _async_redis() -> Any:
+    # Shared with the transport: one blocking pool per loop and URL (see infra.redis_client).
+    return redis_client.client()
+
+
+def _redis_sync() -> Any:
+    return redis_client.sync_client()
+
+
+# --- Change tokens --------------------------------------------------------------------------------
+
+
+def db_version(tenant_id: int) -> int:
+    """The tenant's definitions_version as the database holds it now."""
+    version = Tenant.objects.filter(pk=tenant_id).values_list("definitions_version", flat=True).first()
+    return int(version or 0)
+
+
+def _remember_local(tenant_id: int, version: int) -> None:
+    # Plain assignment: the database is the truth, even when it went backwards (recreated); an
+    # out-of-order note_change is corrected by the next recheck, and it dropped the caches anyway.
+    _local_versions[tenant_id] = (version, time.monotonic())
+
+
+def begin_request() -> None:
+    """Read each tenant's change token at most once for the rest of this request.
+
+    The memo lives in a context variable, so the tasks the request starts (its dispatches) share
+    it and other requests never see it. A request then works on the definitions as of its start;
+    entries stay keyed by a token read before loading, so the next request sees any later edit.
+    """
+    _request_tokens.set({})
+
+
+def remember_token(tenant_id: int, raw: Any) -> bool:
+    """Record a token read elsewhere (a pipelined GET) for this request; False if it is unusable."""
+    memo = _request_tokens.get()
+    if memo is None or raw is None:
+        return False
+    try:
+        memo[tenant_id] = int(raw)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+async def current_version(tenant_id: int) -> int:
+    """Return the tenant's change token: entries cached under another token are stale."""
+    memo = _request_tokens.get()
+    if memo is not None and tenant_id in memo:
+        return memo[tenant_id]
+    if settings.REDIS_URL:
+        client = _async_redis()
+        try:
+            value = await client.get(version_key(tenant_id))
+            if value is None:
+                # First reader after a flush or for a new tenant: start the counter (NX: a
+                # concurrent start or bump wins) and use whatever is stored now.
+                await client.set(version_key(tenant_id), _fresh_token(), nx=True)
+                value = await client.get(version_key(tenant_id))
+            if memo is not None:
+                memo[tenant_id] = int(value)
+            return int(value)
+        except Exception:
+            # Without the shared token nothing can be trusted as current: report a value no
+            # entry holds, so the caller reads the database.
+            logger.warning("Redis unavailable; tenant %s is read from the database", tenant_id, exc_info=True)
+            return -_fresh_token()
+    entry = _local_versions.get(tenant_id)
+    if entry is not None and time.monotonic() - entry[1] < LOCAL_RECHECK_SECONDS:
+        return entry[0]
+    version = await database_sync_to_async(db_version)(tenant_id)
+    _remember_local(tenant_id, version)
+    return version
+
+
+def move(tenant_id: int, version: int) -> None:
+    """Record the tenant's new definitions_version here and move its shared token (after commit)."""
+    _remember_local(tenant_id, version)
+    if settings.REDIS_URL:
+        try:
+            _redis_sync().eval(_BUMP, 1, version_key(tenant_id), _fresh_token())
+        except Exception:  # the edit has committed; a failed publish must not break it
+            logger.exception("could not move tenant %s change token in Redis", tenant_id)
+
+
+def forget_local() -> None:
+    """Forget the versions this process read (tests, and after a deployment-wide reset)."""
+    _local_versions.clear()

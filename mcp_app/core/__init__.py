@@ -1,0 +1,1 @@
+"""The vocabulary every layer shares: definitions, the request context, protocol revisions."""

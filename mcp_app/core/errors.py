@@ -1,0 +1,43 @@
+"""Failures a definition's handler reports, and the tool result that carries one to the model.
+
+Shared by the handlers (which raise), the content renderer (ContentError), the protocol core and the
+background worker (which turn them into `isError` results): one place, below all of them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+GENERIC_TOOL_ERROR = "The tool failed with an internal error."
+# Longest error text put into a tool result; the rest is cut with a mark.
+MAX_RESULT_ERROR_CHARS = 2000
+
+
+class HandlerError(Exception):
+    """A failure whose message is safe to show to the client (no internals)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ToolError(HandlerError):
+    """A tool-level failure the model should see: becomes an ``isError`` result."""
+
+
+class ContentError(HandlerError):
+    """A content spec that cannot be turned into a content block (unknown resource, bad template)."""
+
+
+class UnknownKind(HandlerError):
+    """The row names a handler kind that is not registered."""
+
+
+def cut(text: str, limit: int) -> str:
+    """Cap `text` at `limit` characters, marking the cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def error_result(text: str) -> dict[str, Any]:
+    """A tool execution error: a result the model can read and act on, not a protocol error (TL-07)."""
+    return {"content": [{"type": "text", "text": cut(text, MAX_RESULT_ERROR_CHARS)}], "isError": True}
