@@ -53,6 +53,13 @@ class Execution(models.TextChoices):
     BACKGROUND = "background", "On a Celery worker (long tools)"
 
 
+class ToolQuerySet(TenantQuerySet):
+    def needing_scopes(self, tenant: Tenant | int) -> ToolQuerySet:
+        """The tenant's tools that need a scope of their own. Enabled ones only: a disabled tool cannot
+        be called, so its scope is neither offered, granted, nor checked (one rule for all three)."""
+        return self.for_tenant(tenant).filter(enabled=True).exclude(required_scope="")
+
+
 class Tool(Definition):
     name = models.CharField(max_length=64, validators=[tool_name_validator])
     input_schema = models.JSONField(
@@ -85,6 +92,8 @@ class Tool(Definition):
         help_text="OAuth tenants: a scope the caller's token must hold, besides mcp:tools, to call this tool "
         "(e.g. billing:write). Blank: mcp:tools is enough.",
     )
+
+    objects = ToolQuerySet.as_manager()
 
     class Meta:
         ordering = ["name"]

@@ -1,38 +1,51 @@
-"""Permission-checked fetches of tenants (Zulip-style access_* helpers)."""
+"""Who may see or change which tenant: the one set of visibility helpers (admin, OAuth, API use these).
+
+A user sees the tenants they are a member of, with their role there; an active superuser sees every
+tenant as an owner; an inactive or anonymous user sees none. Everything else is derived from
+`roles_of`, so the admin, the consent page and the resource server cannot disagree.
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 from django.http import Http404
 
 from tenants.models import EDIT_ROLES, Membership, Role, Tenant
 
 
-def role_of(user, tenant: Tenant) -> str | None:  # noqa: ANN001
-    """Return the user's role in the tenant, or None."""
-    if not user.is_authenticated:
+def roles_of(user: Any) -> dict[int, str] | None:
+    """Tenant id → role for `user`; None means every tenant, as owner (an active superuser)."""
+    if user is None or not user.is_authenticated or not user.is_active:
+        return {}
+    if user.is_superuser:
+        return None
+    return dict(Membership.objects.filter(user=user).values_list("tenant_id", "role"))
+
+
+def role_of(user: Any, tenant: Tenant | int) -> str | None:
+    """The user's role in the tenant, or None when they may not see it."""
+    if user is None or not user.is_authenticated or not user.is_active:
         return None
     if user.is_superuser:
         return Role.OWNER
-    return Membership.objects.filter(user=user, tenant=tenant).values_list("role", flat=True).first()
+    tenant_id = tenant if isinstance(tenant, int) else tenant.pk
+    return Membership.objects.filter(user=user, tenant_id=tenant_id).values_list("role", flat=True).first()
 
 
-def access_tenant(user, slug: str, *, edit: bool = False) -> Tenant:  # noqa: ANN001
-    """Return the tenant if the user is a member (an editor when edit=True); otherwise 404."""
+def tenant_ids_for(user: Any, *, edit: bool = False, roles: frozenset[str] = EDIT_ROLES) -> set[int] | None:
+    """Tenant ids the user may see (or, with edit=True, change with one of `roles`); None means all."""
+    known = roles_of(user)
+    if known is None:
+        return None
+    return {tenant_id for tenant_id, role in known.items() if not edit or role in roles}
+
+
+def access_tenant(user: Any, slug: str, *, edit: bool = False) -> Tenant:
+    """The tenant if the user is a member (an editor when edit=True); otherwise 404."""
     tenant = Tenant.objects.filter(slug=slug).first()
-    if tenant is None:
-        raise Http404("No such tenant.")
-    role = role_of(user, tenant)
-    if role is None or (edit and role not in EDIT_ROLES):
+    role = role_of(user, tenant) if tenant is not None else None
+    if tenant is None or role is None or (edit and role not in EDIT_ROLES):
         # Same answer as a missing tenant: no existence oracle.
         raise Http404("No such tenant.")
     return tenant
-
-
-def tenant_ids_for(user, *, edit: bool = False) -> set[int] | None:  # noqa: ANN001
-    """Tenant ids the user may see (or edit); None means all (superuser)."""
-    if user.is_superuser:
-        return None
-    qs = Membership.objects.filter(user=user)
-    if edit:
-        qs = qs.filter(role__in=list(EDIT_ROLES))
-    return set(qs.values_list("tenant_id", flat=True))

@@ -19,35 +19,33 @@ from django.db import models
 from django.http import Http404, HttpRequest
 
 from mcpsite.forms import json_formfield
+from tenants import access
 from tenants.models import EDIT_ROLES, Membership, Role, Tenant
 
 
-def _memberships(request: HttpRequest) -> dict[int, str]:
-    """Return tenant id → role for the request's user, computed once per request."""
-    cached = getattr(request, "_tenant_roles", None)
-    if cached is None:
-        user = request.user
-        cached = {}
-        if user.is_authenticated and user.is_active and user.is_staff:
-            cached = dict(Membership.objects.filter(user=user).values_list("tenant_id", "role"))
-        request._tenant_roles = cached
-    return cached
+def _roles(request: HttpRequest) -> dict[int, str] | None:
+    """tenants.access.roles_of for the request's user, computed once per request (None: every tenant)."""
+    if not hasattr(request, "_tenant_roles"):
+        request._tenant_roles = access.roles_of(request.user)
+    return request._tenant_roles
 
 
 def _is_superuser(request: HttpRequest) -> bool:
-    return bool(request.user.is_active and request.user.is_superuser)
+    return _roles(request) is None
 
 
 def viewable_tenant_ids(request: HttpRequest) -> set[int] | None:
     """Tenant ids whose rows the user may see; None means every tenant (superuser)."""
-    return None if _is_superuser(request) else set(_memberships(request))
+    roles = _roles(request)
+    return None if roles is None else set(roles)
 
 
 def editable_tenant_ids(request: HttpRequest, roles: frozenset[str] = EDIT_ROLES) -> set[int] | None:
     """Tenant ids whose rows the user may change (with one of `roles`); None means every tenant."""
-    if _is_superuser(request):
+    known = _roles(request)
+    if known is None:
         return None
-    return {tenant_id for tenant_id, role in _memberships(request).items() if role in roles}
+    return {tenant_id for tenant_id, role in known.items() if role in roles}
 
 
 def _allowed(ids: set[int] | None, tenant_id: int | None) -> bool:
@@ -63,7 +61,7 @@ class MembershipPermissionsMixin:
         return obj.tenant_id
 
     def has_module_permission(self, request: HttpRequest) -> bool:
-        return _is_superuser(request) or bool(_memberships(request))
+        return _is_superuser(request) or bool(_roles(request))
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         ids = viewable_tenant_ids(request)

@@ -91,8 +91,3 @@ class TenantQuerySet(models.QuerySet):
 
     def for_tenant(self, tenant: Tenant | int) -> Self:
         return self.filter(tenant=tenant)
-
-    def for_user(self, user) -> Self:  # noqa: ANN001 - any auth user
-        if user.is_superuser:
-            return self
-        return self.filter(tenant__memberships__user=user)

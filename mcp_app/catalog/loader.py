@@ -51,7 +51,7 @@ def _load_tenant(slug: str) -> tuple[TenantInfo, int] | None:
         return None
     tool_scopes: tuple[tuple[str, str], ...] = ()
     if tenant.auth_mode != AuthMode.PUBLIC:
-        rows = Tool.objects.for_tenant(tenant.pk).filter(enabled=True).exclude(required_scope="")
+        rows = Tool.objects.needing_scopes(tenant.pk)
         tool_scopes = tuple(rows.order_by("name").values_list("name", "required_scope"))
     info = TenantInfo(
         id=tenant.pk,

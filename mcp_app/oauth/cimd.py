@@ -21,7 +21,7 @@ from django.conf import settings
 from django.http.request import validate_host
 from oauth2_provider import cimd as dot_cimd
 
-from mcp_app.oauth import registration
+from mcp_app.oauth import dot_compat, registration
 
 
 def _host_of(client_id: str) -> str:
@@ -40,7 +40,7 @@ class McpMetadataFetcher(dot_cimd.SafeMetadataFetcher):
     """DOT's fetch (vetted IP, SNI, no redirects, deadline, size cap) with the operator's allow-list and CA."""
 
     def fetch(self, client_id: str) -> tuple[dict[str, Any], int]:
-        parsed = dot_cimd._validate_client_id_url(client_id)
+        parsed = dot_compat.validate_client_id_url(client_id)
         host = parsed.hostname.lower()
         if validate_host(host, settings.MCP_CIMD_DENIED_HOSTS):
             raise dot_cimd.CIMDError("client_id host is denied by the operator")
@@ -83,7 +83,7 @@ class McpMetadataFetcher(dot_cimd.SafeMetadataFetcher):
 
     def _resolve(self, host: str, port: int) -> list[str]:
         if not validate_host(host, settings.MCP_CIMD_ALLOWED_HOSTS):
-            return dot_cimd._resolve_and_validate(host, port)
+            return dot_compat.resolve_and_validate(host, port)
         # An allow-listed host may be private or loopback: resolve without the public-address rule.
         try:
             infos = socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)

@@ -27,13 +27,7 @@ CORS_HEADERS = {
 
 def supported_scopes(tenant: Tenant | int) -> list[str]:
     """The base scopes, then every distinct scope an enabled tool of the tenant requires."""
-    extra = (
-        Tool.objects.for_tenant(tenant)
-        .filter(enabled=True)
-        .exclude(required_scope="")
-        .values_list("required_scope", flat=True)
-        .distinct()
-    )
+    extra = Tool.objects.needing_scopes(tenant).values_list("required_scope", flat=True).distinct()
     return [*scopes.BASE_SCOPES, *sorted(set(extra) - set(scopes.BASE_SCOPES))]
 
 

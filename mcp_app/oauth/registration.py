@@ -25,14 +25,9 @@ from oauth2_provider.models import get_application_model
 from oauth2_provider.views.dynamic_client_registration import (
     DynamicClientRegistrationManagementView,
     DynamicClientRegistrationView,
-    _application_to_response,
-    _build_application_kwargs,
-    _check_permissions,
-    _error_response,
-    _issue_registration_token,
-    _parse_metadata,
-    _validation_error_description,
 )
+
+from mcp_app.oauth import dot_compat
 
 # http is allowed only to these hosts (RFC 8252 §7.3; `localhost` too, AMB-28), on any port.
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
@@ -71,7 +66,7 @@ class Refusal:
     description: str
 
     def response(self) -> HttpResponse:
-        return _error_response(self.error, self.description)
+        return dot_compat.error_response(self.error, self.description)
 
 
 def redirect_uri_problem(uri: Any) -> str | None:
@@ -229,7 +224,7 @@ def _too_many(retry_after: int) -> HttpResponse:
 
 def _too_large() -> HttpResponse:
     limit = settings.MCP_OAUTH_MAX_REGISTRATION_BYTES
-    return _error_response(
+    return dot_compat.error_response(
         "invalid_client_metadata", f"Registration metadata is limited to {limit} bytes.", 413
     )
 
@@ -252,17 +247,17 @@ class RegistrationView(DynamicClientRegistrationView):
             return _too_many(retry_after)
         if _oversized(request):
             return _too_large()
-        if not _check_permissions(request):
-            return _error_response(
+        if not dot_compat.check_permissions(request):
+            return dot_compat.error_response(
                 "access_denied", "Authentication required to register a client", status=401
             )
-        data, error = _parse_metadata(request.body)
+        data, error = dot_compat.parse_metadata(request.body)
         if error:
             return error
         refusal = metadata_problem(data)
         if refusal:
             return refusal.response()
-        app_kwargs, error = _build_application_kwargs(data)
+        app_kwargs, error = dot_compat.build_application_kwargs(data)
         if error:
             return error
         application_model = get_application_model()
@@ -275,12 +270,14 @@ class RegistrationView(DynamicClientRegistrationView):
             # which metadata_problem() has already vetted more strictly than it would.
             application.clean_fields()
         except ValidationError as exc:
-            return _error_response("invalid_client_metadata", _validation_error_description(exc))
+            return dot_compat.error_response(
+                "invalid_client_metadata", dot_compat.validation_error_description(exc)
+            )
         with transaction.atomic():
             application.save()
-            registration_token = _issue_registration_token(application, None)
+            registration_token = dot_compat.issue_registration_token(application, None)
         remember_display_metadata(application.client_id, data, None)
-        body = _application_to_response(application, registration_token, request)
+        body = dot_compat.application_to_response(application, registration_token, request)
         body["client_id_issued_at"] = int(timezone.now().timestamp())
         if raw_secret:
             body["client_secret"] = raw_secret
@@ -302,7 +299,7 @@ class RegistrationManagementView(DynamicClientRegistrationManagementView):
             return auth
         if _oversized(request):
             return _too_large()
-        data, error = _parse_metadata(request.body)
+        data, error = dot_compat.parse_metadata(request.body)
         if error:
             return error
         refusal = metadata_problem(data)

@@ -10,7 +10,6 @@ on error redirects too, and introspection limited to the client's own tokens.
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
@@ -26,13 +25,11 @@ from oauth2_provider.exceptions import OAuthToolkitError
 from oauth2_provider.forms import AllowForm
 from oauth2_provider.http import OAuth2ResponseRedirect
 from oauth2_provider.models import get_access_token_model, get_application_model
-from oauth2_provider.oauth2_backends import _add_iss_to_redirect
 from oauth2_provider.views import AuthorizationView, IntrospectTokenView, OAuthServerMetadataView, TokenView
 from oauthlib.oauth2 import Server
-from oauthlib.oauth2.rfc6749.grant_types.authorization_code import code_challenge_method_s256
 
 from mcp_app.models import Tool
-from mcp_app.oauth import registration, resources, scopes, validators
+from mcp_app.oauth import dot_compat, registration, resources, scopes, tokens, validators
 from tenants.models import Tenant
 
 
@@ -41,8 +38,7 @@ class McpOAuthServer(Server):
 
     def __init__(self, request_validator: Any, *args: Any, **kwargs: Any) -> None:
         super().__init__(request_validator, *args, **kwargs)
-        # "plain" is refused, and so is a challenge without a method (RFC 7636 reads that as plain).
-        self.auth_grant._code_challenge_methods = {"S256": code_challenge_method_s256}
+        dot_compat.allow_only_s256(self.auth_grant)
         self.auth_grant.custom_validators.pre_auth.append(request_validator.validate_authorization_extras)
 
 
@@ -84,7 +80,11 @@ def _scope_lines(scope_names: list[str], tenant: Tenant | None) -> list[dict[str
             text = "Stay connected: renew its access without asking you again"
         else:
             tools = (
-                list(Tool.objects.filter(tenant=tenant, required_scope=name).values_list("name", flat=True))
+                list(
+                    Tool.objects.needing_scopes(tenant)
+                    .filter(required_scope=name)
+                    .values_list("name", flat=True)
+                )
                 if tenant
                 else []
             )
@@ -152,7 +152,9 @@ class AuthorizeView(AuthorizationView):
             application = get_application_model().objects.filter(client_id=client_id).first()
         schemes = registration.allowed_redirect_schemes(application) if application else ["http", "https"]
         # RFC 9207: every authorization response carries iss, errors included (DOT adds it on success only).
-        return OAuth2ResponseRedirect(_add_iss_to_redirect(redirect_to, resources.issuer()), schemes)
+        return OAuth2ResponseRedirect(
+            dot_compat.add_iss_to_redirect(redirect_to, resources.issuer()), schemes
+        )
 
     def _error_redirect(self, credentials: dict[str, Any], error: str, application: Any) -> HttpResponse:
         params = {"error": error}
@@ -303,7 +305,7 @@ class IntrospectView(IntrospectTokenView):
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         token_value = request.POST.get("token")
         if token_value:
-            checksum = hashlib.sha256(token_value.encode("utf-8")).hexdigest()
+            checksum = tokens.checksum(token_value)
             owner = (
                 get_access_token_model()
                 .objects.filter(token_checksum=checksum)

@@ -282,6 +282,8 @@ def _apply(raw: Any) -> None:
 
 
 _subscribers: dict[asyncio.AbstractEventLoop, asyncio.Task] = {}
+# Set once the loop's subscriber is listening: evictions published from then on reach it.
+_listening: dict[asyncio.AbstractEventLoop, asyncio.Event] = {}
 
 
 def ensure_subscriber() -> None:
@@ -298,10 +300,25 @@ def ensure_subscriber() -> None:
         return
     for old in [key for key in _subscribers if key.is_closed()]:
         del _subscribers[old]
-    _subscribers[loop] = loop.create_task(_subscribe())
+        _listening.pop(old, None)
+    _listening[loop] = asyncio.Event()
+    _subscribers[loop] = loop.create_task(_subscribe(_listening[loop]))
 
 
-async def _subscribe() -> None:
+async def listening(timeout: float = 5.0) -> bool:
+    """Wait until this loop's subscriber listens; False if there is none or it did not within `timeout`."""
+    event = _listening.get(asyncio.get_running_loop())
+    if event is None:
+        return False
+    try:
+        async with asyncio.timeout(timeout):
+            await event.wait()
+    except TimeoutError:
+        return False
+    return True
+
+
+async def _subscribe(listening_now: asyncio.Event) -> None:
     failures = 0
     while True:
         pubsub = redis_client.client().pubsub()
@@ -309,6 +326,7 @@ async def _subscribe() -> None:
             await pubsub.subscribe(EVICT_CHANNEL)
             # Whatever was published while this process was not subscribed is lost: start clean.
             cache.clear()
+            listening_now.set()
             failures = 0
             while True:
                 # A bounded wait: redis-py's socket timeout would fail an unbounded one on a quiet channel.
@@ -318,6 +336,7 @@ async def _subscribe() -> None:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
+            listening_now.clear()
             failures += 1
             (logger.warning if failures == 1 else logger.debug)(
                 "token eviction subscriber lost Redis (%s in a row), retrying: %r", failures, exc
@@ -331,7 +350,9 @@ async def _subscribe() -> None:
 
 async def stop_subscriber() -> None:
     """Stop this loop's subscriber (tests: a loop must not close with it running)."""
-    task = _subscribers.pop(asyncio.get_running_loop(), None)
+    loop = asyncio.get_running_loop()
+    _listening.pop(loop, None)
+    task = _subscribers.pop(loop, None)
     if task is not None:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):

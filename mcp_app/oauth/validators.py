@@ -20,9 +20,9 @@ from oauthlib.common import Request
 from oauthlib.oauth2.rfc6749 import errors
 
 from mcp_app.models import Tool
-from mcp_app.oauth import resources, scopes
-from tenants.access import role_of
-from tenants.models import AuthMode, Membership, Tenant
+from mcp_app.oauth import resources, scopes, tokens
+from tenants import access
+from tenants.models import AuthMode, Tenant
 
 # Accepted when asked for but not advertised: refresh tokens are issued to every code-flow client anyway.
 OFFLINE_ACCESS = "offline_access"
@@ -41,11 +41,6 @@ def _spent_code_key(client_id: Any, code: str) -> str:
     return f"mcp:oauth:spent-code:{digest}"
 
 
-def _checksum(raw_token: str) -> str:
-    # DOT looks tokens up by this checksum (TokenChecksumField), whether or not it stores them in clear.
-    return hashlib.sha256(raw_token.encode("utf-8")).hexdigest()
-
-
 def oauth_tenant_for_resource(uri: Any) -> Tenant | None:
     """The active OAuth-mode tenant whose canonical URI this resource indicator names, or None."""
     slug = resources.slug_for_resource(uri) if isinstance(uri, str) else None
@@ -62,22 +57,20 @@ def oauth_tenant_by_slug(slug: Any) -> Tenant | None:
 
 def is_member(user: Any, tenant: Tenant) -> bool:
     """Only a member (any role; superusers count as owners) may let a client act on a tenant."""
-    return user is not None and getattr(user, "is_active", False) and role_of(user, tenant) is not None
+    return access.role_of(user, tenant) is not None
 
 
 def member_oauth_tenants(user: Any) -> list[Tenant]:
     """The active OAuth-mode tenants this user may grant access to."""
     tenants = Tenant.objects.filter(is_active=True, auth_mode=AuthMode.OAUTH)
-    if not user.is_superuser:
-        tenant_ids = Membership.objects.filter(user=user).values_list("tenant_id", flat=True)
+    tenant_ids = access.tenant_ids_for(user)
+    if tenant_ids is not None:
         tenants = tenants.filter(pk__in=tenant_ids)
     return list(tenants.order_by("slug"))
 
 
 def tool_scopes(tenant: Tenant) -> set[str]:
-    return set(
-        Tool.objects.filter(tenant=tenant).exclude(required_scope="").values_list("required_scope", flat=True)
-    )
+    return set(Tool.objects.needing_scopes(tenant).values_list("required_scope", flat=True))
 
 
 def grantable_scopes(tenant: Tenant) -> set[str]:
@@ -168,9 +161,11 @@ class McpOAuth2Validator(OAuth2Validator):
         if request.grant_type != "authorization_code" or not request.code:
             return
         # Remember what this code bought: a replay of the code revokes it (OAuth 2.1 §4.1.3).
-        access = get_access_token_model().objects.filter(token_checksum=_checksum(token["access_token"]))
+        access = get_access_token_model().objects.filter(
+            token_checksum=tokens.checksum(token["access_token"])
+        )
         refresh = get_refresh_token_model().objects.filter(
-            token_checksum=_checksum(token.get("refresh_token") or "")
+            token_checksum=tokens.checksum(token.get("refresh_token") or "")
         )
         issued = {
             "access": list(access.values_list("pk", flat=True)),

@@ -574,7 +574,7 @@ async def test_au42_a_token_revoked_by_another_process_is_refused_at_once_despit
 ):
     client = await connected(alice_token)
     assert (await client.request("tools/list")).status == 200
-    await asyncio.sleep(0.2)  # the subscriber (started by the first check) has subscribed
+    assert await tokens.listening()  # the subscriber, started by the first check, has subscribed
     table = get_access_token_model()._meta.db_table
     key = tokens.checksum(alice_token)
     await sync_to_async(sql)(f"DELETE FROM {table} WHERE token_checksum = %s", [key])
@@ -592,7 +592,7 @@ async def test_au44_a_membership_removed_by_another_process_refuses_the_users_to
 ):
     client = await connected(alice_token)
     assert (await client.request("tools/list")).status == 200
-    await asyncio.sleep(0.2)
+    assert await tokens.listening()
     await sync_to_async(sql)(
         f"DELETE FROM {Membership._meta.db_table} WHERE user_id = %s AND tenant_id = %s",
         [alice.pk, secured.pk],
@@ -628,7 +628,7 @@ def test_revoking_a_token_publishes_its_checksum_after_the_commit(secured, alice
 async def test_a_garbled_eviction_message_is_ignored_and_the_subscriber_keeps_working(secured, alice_token):
     client = await connected(alice_token)
     assert (await client.request("tools/list")).status == 200
-    await asyncio.sleep(0.2)
+    assert await tokens.listening()
     publish({"key": 42})
     client_redis = redis.Redis.from_url(settings.REDIS_URL)
     client_redis.publish(tokens.EVICT_CHANNEL, b"\xff not json")
