@@ -1,17 +1,13 @@
-"""Fixtures for admin tests: one definition of each kind in tenant A, form data, event capture."""
+"""Fixtures for admin tests: one definition of each kind in tenant A, and event capture."""
 
 from __future__ import annotations
-
-import asyncio
-import json
-from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
 from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool
-from mcp_app.notify import tenant_group
+from tests.admin.support import GroupListener
 
 
 @pytest.fixture
@@ -51,77 +47,6 @@ def template_a(tenant_a) -> ResourceTemplate:
         handler="template",
         handler_config={"text": "user {{ id }}"},
     )
-
-
-def _json(value: Any) -> str:
-    return "" if value is None else json.dumps(value)
-
-
-def tool_form_data(tool: Tool, **overrides: Any) -> dict[str, Any]:
-    """Return the POST data of the tool change form as it would be submitted unchanged."""
-    data = {
-        "tenant": tool.tenant_id,
-        "name": tool.name,
-        "title": tool.title,
-        "description": tool.description,
-        "input_schema": _json(tool.input_schema),
-        "output_schema": _json(tool.output_schema),
-        "handler": tool.handler,
-        "python_callable": "",
-        "handler_config": _json(tool.handler_config),
-        "timeout_seconds": tool.timeout_seconds,
-        "execution": tool.execution,
-        "secret_headers": "",
-        "annotations": _json(tool.annotations),
-        "icons": _json(tool.icons),
-        "meta": _json(tool.meta),
-        "_save": "Save",
-    }
-    if tool.enabled:
-        data["enabled"] = "on"
-    data.update(overrides)
-    return {k: v for k, v in data.items() if v is not None}
-
-
-def resource_form_data(resource: Resource | None, tenant_id: int, **overrides: Any) -> dict[str, Any]:
-    data = {
-        "tenant": tenant_id,
-        "uri": resource.uri if resource else "",
-        "name": resource.name if resource else "",
-        "title": "",
-        "description": "",
-        "mime_type": resource.mime_type if resource else "text/plain",
-        "enabled": "on",
-        "text": resource.text if resource else "",
-        "annotations": "{}",
-        "icons": "[]",
-        "meta": "{}",
-        "_save": "Save",
-    }
-    data.update(overrides)
-    return data
-
-
-class GroupListener:
-    """A channel in a tenant's group on the in-memory layer, read with a bounded wait."""
-
-    def __init__(self, tenant_id: int) -> None:
-        self.layer = get_channel_layer()
-        self.channel = async_to_sync(self.layer.new_channel)()
-        async_to_sync(self.layer.group_add)(tenant_group(tenant_id), self.channel)
-
-    def collect(self, timeout: float = 0.3) -> list[dict[str, Any]]:
-        """Return every event that arrives before `timeout` passes without a new one (one loop per call)."""
-
-        async def _collect() -> list[dict[str, Any]]:
-            events = []
-            while True:
-                try:
-                    events.append(await asyncio.wait_for(self.layer.receive(self.channel), timeout))
-                except TimeoutError:
-                    return events
-
-        return async_to_sync(_collect)()
 
 
 @pytest.fixture

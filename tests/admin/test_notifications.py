@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool
 from tenants.models import Tenant
-from tests.admin.conftest import resource_form_data
+from tests.admin.support import resource_form_data
 
 pytestmark = pytest.mark.django_db
 

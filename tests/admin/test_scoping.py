@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from mcp_app.models import McpSession, Prompt, Resource, ResourceTemplate, Tool
 from tenants.models import Membership, Role
-from tests.admin.conftest import tool_form_data
+from tests.admin.support import tool_form_data
 
 pytestmark = pytest.mark.django_db
 

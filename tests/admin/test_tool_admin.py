@@ -10,7 +10,7 @@ from django.urls import reverse
 from mcp_app.handlers.secrets import decrypt_secrets, encrypt_secrets
 from mcp_app.models import Tool
 from tenants.models import Tenant
-from tests.admin.conftest import tool_form_data
+from tests.admin.support import tool_form_data
 
 pytestmark = pytest.mark.django_db
 

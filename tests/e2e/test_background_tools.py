@@ -18,8 +18,8 @@ import anyio
 import httpx
 import pytest
 
-from tests.e2e.conftest import DaphneServer, ServerProcess
 from tests.e2e.helpers import INITIALIZE_PARAMS, MCP_HEADERS, REQUEST_SECONDS, Inbox, mcp_client, wait_until
+from tests.e2e.servers import DaphneServer, ServerProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
 

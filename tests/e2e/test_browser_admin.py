@@ -10,8 +10,8 @@ from mcp import Client
 from playwright.async_api import Page
 
 from tests.e2e.browser import PAGE_MS, Screenshots, chromium, forbidden_by_csrf, sign_in
-from tests.e2e.conftest import ADMIN_PASSWORD, ADMIN_USERNAME, DaphneServer
 from tests.e2e.helpers import REQUEST_SECONDS
+from tests.e2e.servers import ADMIN_PASSWORD, ADMIN_USERNAME, DaphneServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
 

@@ -29,7 +29,6 @@ from tests.e2e.browser import (
     loopback_callback,
     sign_in,
 )
-from tests.e2e.conftest import DaphneServer, django_shell
 from tests.e2e.helpers import INITIALIZE_PARAMS, MCP_HEADERS, REQUEST_SECONDS
 from tests.e2e.oauth_flow import (
     OUTSIDER,
@@ -42,6 +41,7 @@ from tests.e2e.oauth_flow import (
     register,
     token_request,
 )
+from tests.e2e.servers import DaphneServer, django_shell
 from tests.e2e.test_oauth_client import MemoryStorage
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]

@@ -7,8 +7,8 @@ import secrets
 import anyio
 import pytest
 
-from tests.e2e.conftest import ADMIN_PASSWORD, ADMIN_USERNAME, DaphneServer, django_shell
 from tests.e2e.helpers import AdminBrowser, Inbox, mcp_client
+from tests.e2e.servers import ADMIN_PASSWORD, ADMIN_USERNAME, DaphneServer, django_shell
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
 

@@ -13,8 +13,8 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from mcp_app.core import versions
 from mcp_app.protocol.jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND
-from tests.e2e.conftest import DaphneServer
 from tests.e2e.helpers import MCP_HEADERS, REQUEST_SECONDS, Inbox, Upstream, mcp_client
+from tests.e2e.servers import DaphneServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
 

@@ -30,7 +30,6 @@ from mcp.shared.auth import (
     OAuthToken,
 )
 
-from tests.e2e.conftest import DaphneServer, django_shell
 from tests.e2e.helpers import INITIALIZE_PARAMS, MCP_HEADERS, POLL_SECONDS, REQUEST_SECONDS
 from tests.e2e.oauth_flow import (
     REDIRECT_URI,
@@ -43,6 +42,7 @@ from tests.e2e.oauth_flow import (
     client_document,
     query_of,
 )
+from tests.e2e.servers import DaphneServer, django_shell
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
 

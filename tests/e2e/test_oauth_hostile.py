@@ -19,7 +19,6 @@ import anyio
 import httpx
 import pytest
 
-from tests.e2e.conftest import DaphneServer, django_shell
 from tests.e2e.helpers import INITIALIZE_PARAMS, MCP_HEADERS, REQUEST_SECONDS
 from tests.e2e.oauth_flow import (
     MINTING_CLIENT_ID,
@@ -45,6 +44,7 @@ from tests.e2e.oauth_flow import (
     token_request,
     token_spec,
 )
+from tests.e2e.servers import DaphneServer, django_shell
 
 pytestmark = [pytest.mark.e2e]
 

@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from tests.e2e import oauth_flow
-from tests.e2e.conftest import DaphneServer, django_shell, start_daphne
 from tests.e2e.helpers import INITIALIZE_PARAMS, MCP_HEADERS, REQUEST_SECONDS
+from tests.e2e.servers import DaphneServer, django_shell, start_daphne
 
 pytestmark = [
     pytest.mark.e2e,

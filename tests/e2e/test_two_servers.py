@@ -10,7 +10,6 @@ import httpx
 import pytest
 
 from mcp_app.core import versions
-from tests.e2e.conftest import ADMIN_PASSWORD, ADMIN_USERNAME, DaphneServer
 from tests.e2e.helpers import (
     INITIALIZE_PARAMS,
     MCP_HEADERS,
@@ -20,6 +19,7 @@ from tests.e2e.helpers import (
     parse_sse,
     rpc_reply,
 )
+from tests.e2e.servers import ADMIN_PASSWORD, ADMIN_USERNAME, DaphneServer
 from tests.e2e.test_live_changes import tool_pk
 
 pytestmark = pytest.mark.e2e

@@ -1,0 +1,210 @@
+"""Real server processes for the end-to-end tests: Daphne and Celery started on 127.0.0.1, `manage.py` runs,
+and the HTTP upstream the `fetch_json` tool posts to. The fixtures that use them are in conftest.py.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.e2e.helpers import Upstream
+
+ROOT = Path(__file__).resolve().parents[2]
+MANAGE = ROOT / "manage.py"
+ADMIN_USERNAME = "admin"
+ADMIN_PASSWORD = f"e2e-{secrets.token_urlsafe(12)}"
+STARTUP_SECONDS = 45.0
+COMMAND_SECONDS = 180.0
+
+# The processes running now (Daphne, Celery), for the failure report.
+RUNNING: list[ServerProcess] = []
+LOG_OFFSETS = pytest.StashKey[dict[str, int]]()
+
+
+def require_services(reason: str) -> None:
+    """Skip a test that needs Redis when REDIS_URL is unset; fail it instead under MCP_E2E_REQUIRE_SERVICES=1."""
+    if os.environ.get("REDIS_URL"):
+        return
+    message = f"needs REDIS_URL: {reason}"
+    if os.environ.get("MCP_E2E_REQUIRE_SERVICES") == "1":
+        pytest.fail(f"{message} (MCP_E2E_REQUIRE_SERVICES=1 turns this skip into a failure)", pytrace=False)
+    pytest.skip(message)
+
+
+def free_port() -> int:
+    """Return a TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def manage(env: dict[str, str], *args: str, timeout: float = COMMAND_SECONDS) -> str:
+    """Run `manage.py <args>` in a subprocess against the e2e database and return its stdout."""
+    proc = subprocess.run(
+        [sys.executable, str(MANAGE), *args],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"manage.py {' '.join(args)} exited {proc.returncode}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
+        )
+    return proc.stdout
+
+
+def django_shell(env: dict[str, str], code: str) -> str:
+    """Run Python code in `manage.py shell` (another process than any server) and return its stdout."""
+    return manage(env, "shell", "-c", code)
+
+
+@dataclass
+class ServerProcess:
+    """A process the tests started (Daphne, a Celery worker), with its output in a log file."""
+
+    name: str
+    proc: subprocess.Popen[bytes]
+    log_path: Path
+
+    def log_size(self) -> int:
+        try:
+            return self.log_path.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def read_log(self, offset: int = 0) -> str:
+        try:
+            with self.log_path.open("rb") as fh:
+                fh.seek(offset)
+                return fh.read().decode("utf-8", "replace")
+        except FileNotFoundError:
+            return ""
+
+    def stop(self) -> None:
+        if self in RUNNING:
+            RUNNING.remove(self)
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+
+
+@dataclass
+class DaphneServer(ServerProcess):
+    port: int = 0
+    env: dict[str, str] = field(default_factory=dict, repr=False)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def mcp_url(self, slug: str = "demo") -> str:
+        return f"{self.url}/t/{slug}/mcp"
+
+
+def start_celery_worker(name: str, env: dict[str, str], log_dir: Path) -> ServerProcess:
+    """Start a Celery worker (what runs background tools) and return once it is ready."""
+    log_path = log_dir / f"{name}.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [
+                sys.executable, "-m", "celery", "-A", "mcpsite", "worker",
+                "--loglevel=INFO", "--concurrency=2", "--hostname", f"{name}@%h",
+                # Alone on its own queue: no need to look for, or gossip with, other workers.
+                "--without-gossip", "--without-mingle",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    worker = ServerProcess(name=name, proc=proc, log_path=log_path)
+    RUNNING.append(worker)
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            worker.stop()
+            raise RuntimeError(f"{name} exited with {proc.returncode} at startup:\n{worker.read_log()}")
+        if " ready." in worker.read_log():
+            return worker
+        time.sleep(0.1)
+    worker.stop()
+    raise RuntimeError(f"{name} was not ready within {STARTUP_SECONDS:.0f} s:\n{worker.read_log()}")
+
+
+def start_daphne(name: str, env: dict[str, str], log_dir: Path) -> DaphneServer:
+    """Start Daphne on a free port and return once it serves the admin login page."""
+    port = free_port()
+    server_env = {**env, "MCP_PUBLIC_URL": f"http://127.0.0.1:{port}"}
+    log_path = log_dir / f"{name}.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "mcpsite.asgi:application"],
+            cwd=ROOT,
+            env=server_env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    server = DaphneServer(name=name, proc=proc, log_path=log_path, port=port, env=server_env)
+    RUNNING.append(server)
+    deadline = time.monotonic() + STARTUP_SECONDS
+    last_error = "no answer yet"
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            server.stop()
+            raise RuntimeError(f"{name} exited with {proc.returncode} at startup:\n{server.read_log()}")
+        try:
+            response = httpx.get(f"{server.url}/admin/login/", timeout=2)
+            if response.status_code == 200:
+                return server
+            last_error = f"HTTP {response.status_code}"
+        except httpx.TransportError as exc:
+            last_error = repr(exc)
+        time.sleep(0.1)
+    server.stop()
+    raise RuntimeError(
+        f"{name} did not serve /admin/login/ within {STARTUP_SECONDS:.0f} s ({last_error}):\n{server.read_log()}"
+    )
+
+
+# --- the fetch_json tool's upstream -------------------------------------------------------
+
+
+class EchoHandler(BaseHTTPRequestHandler):
+    server: UpstreamHTTPServer
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.server.upstream.record(self.path, dict(self.headers), body)
+        reply = self.server.upstream.reply_for(body)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(reply)))
+        self.end_headers()
+        self.wfile.write(reply)
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - keep the test output clean
+        return
+
+
+class UpstreamHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    upstream: Upstream
