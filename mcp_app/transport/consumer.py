@@ -14,18 +14,20 @@ from mcp_app import catalog, notify
 from mcp_app.core.context import RequestContext, SessionState
 from mcp_app.core.versions import DEFAULT_NEGOTIATED, SUPPORTED_VERSIONS, V2025_06_18, V2025_11_25
 from mcp_app.infra import redis_client
-from mcp_app.protocol import dispatch as protocol
+from mcp_app.protocol.dispatch import METHODS
 from mcp_app.protocol.jsonrpc import (
+    METHOD_NOT_FOUND,
     InvalidRequest,
     classify,
     error_response,
     is_initialize,
-    notification,
+    truncate,
     usable_id,
 )
-from mcp_app.transport import auth, events, inflight, origin, sessions, sse, standalone
+from mcp_app.transport import auth, events, inflight, origin, runner, sessions, sse, standalone
 from mcp_app.transport.base import McpConsumer
 from mcp_app.transport.exchange import Exchange
+from mcp_app.transport.stream_view import StreamView
 from mcp_app.transport.wire import HttpError, accepts, media_types, parse_json_body
 
 logger = logging.getLogger(__name__)
@@ -33,80 +35,6 @@ logger = logging.getLogger(__name__)
 SESSION_HEADER = "mcp-session-id"
 VERSION_HEADER = "mcp-protocol-version"
 SESSION_HEADER_OUT = b"mcp-session-id"
-
-
-async def run_dispatch(ctx: RequestContext, message: dict[str, Any]) -> dict[str, Any] | None:
-    """Hand one message to the protocol core (a seam tests may replace)."""
-    return await protocol.dispatch(ctx, message)
-
-
-def snapshot(session: SessionState | None) -> str:
-    """Freeze the session's state (to_dict shares its lists, so a copy is needed to compare later)."""
-    return "" if session is None else json.dumps(session.to_dict(), sort_keys=True)
-
-
-def session_changed(before: str, session: SessionState | None) -> bool:
-    return session is not None and snapshot(session) != before
-
-
-# What an open stream filters tenant-wide events on; a change to these is announced to the stream.
-STREAM_FIELDS = ("initialized", "subscriptions")
-
-
-async def persist_session(session: SessionState, before: str) -> None:
-    """Write a session a message changed; tell its open stream when a field it filters on changed."""
-    if not await sessions.get_store().update(session):
-        return
-    old = json.loads(before) if before else {}
-    if all(old.get(name) == getattr(session, name) for name in STREAM_FIELDS):
-        return
-    try:
-        await notify.apublish_session(session.id, {"type": "mcp.session_changed", "session_id": session.id})
-    except Exception:  # the change is stored; only an open stream's view of it is late
-        logger.warning("could not announce a change of session %.8s", session.id, exc_info=True)
-
-
-class StreamView:
-    """What an open stream knows about its session, so a tenant-wide event needs no session read.
-
-    `initialized` never goes back once true; until then it is re-read at each list_changed (rare).
-    Subscriptions are re-read when the session announces a change (`mcp.session_changed`, sent by
-    `persist_session` from whichever process served the subscribe).
-    """
-
-    def __init__(self, session: SessionState) -> None:
-        self.session_id = session.id
-        self.initialized = session.initialized
-        self.subscriptions = frozenset(session.subscriptions)
-
-    async def refresh(self) -> bool:
-        """Re-read the session; False when it is gone (the stream should close)."""
-        session = await sessions.get_store().peek(self.session_id)
-        if session is None:
-            return False
-        self.initialized = self.initialized or session.initialized
-        self.subscriptions = frozenset(session.subscriptions)
-        return True
-
-    async def notification_for(self, event: dict[str, Any]) -> dict[str, Any] | None | bool:
-        """The notification a channel-layer event becomes on this stream: None to skip, False to close."""
-        kind = event.get("type")
-        if kind == "mcp.session_changed":
-            return None if await self.refresh() else False
-        if kind == "mcp.list_changed" and event.get("kind") in notify.LIST_KINDS:
-            if not self.initialized and not await self.refresh():
-                return False
-            return notification(f"notifications/{event['kind']}/list_changed") if self.initialized else None
-        if kind == "mcp.resource_updated" and event.get("uri") in self.subscriptions:
-            return notification("notifications/resources/updated", {"uri": event["uri"]})
-        return None
-
-
-def progress_token(message: dict[str, Any]) -> str | int | None:
-    params = message.get("params")
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    token = meta.get("progressToken") if isinstance(meta, dict) else None
-    return token if isinstance(token, (str, int)) and not isinstance(token, bool) else None
 
 
 class StreamableHttpConsumer(McpConsumer):
@@ -182,8 +110,29 @@ class StreamableHttpConsumer(McpConsumer):
             raise not_found
         return session
 
+    def refuse_unknown_method(self, message: Any, request_id: Any) -> None:
+        """A sessionless request for a method no served revision knows: say so, not "missing session".
+
+        Typically `server/discover`, the probe of a 2026-07-28 client. The answer is a 400 whose body
+        is not one of that revision's errors, which is how such a client recognises a server of the
+        earlier era and falls back to `initialize` (2026-07-28 basic/versioning).
+        """
+        method = message.get("method") if isinstance(message, dict) else None
+        if not isinstance(method, str) or "id" not in message or method in METHODS:
+            return
+        raise HttpError(
+            400,
+            truncate(
+                f"Method {method!r} is not served here: this endpoint serves MCP revisions "
+                f"{', '.join(SUPPORTED_VERSIONS)}, which start with initialize and a session.",
+                300,
+            ),
+            code=METHOD_NOT_FOUND,
+            request_id=request_id,
+        )
+
     def check_version_header(self, session: SessionState | None, request_id: Any = None) -> str:
-        """Return the version in force: 400 when the header is unsupported (HT-47) or contradicts the session (AMB-7)."""
+        """Return the version in force (the session's, else the header's): 400 when the header is unsupported (HT-47)."""
         header = self.request.header(VERSION_HEADER)
         if header is not None:
             header = header.strip()
@@ -193,29 +142,13 @@ class StreamableHttpConsumer(McpConsumer):
                     f"Unsupported MCP-Protocol-Version {header!r}; supported: {', '.join(SUPPORTED_VERSIONS)}.",
                     request_id=request_id,
                 )
-            if session is not None and header != session.protocol_version:
-                raise HttpError(
-                    400,
-                    f"MCP-Protocol-Version {header!r} differs from the session's negotiated version "
-                    f"{session.protocol_version!r}.",
-                    request_id=request_id,
-                )
+            # A supported version other than the negotiated one is served, not refused: real clients
+            # (the official conformance harness among them) send their own newest version on every
+            # request. The session's negotiated version still decides the answers' shapes, since
+            # everything the session does (capabilities, batches, notifications) was agreed under it.
         if session is not None:
             return session.protocol_version
         return header or DEFAULT_NEGOTIATED  # HT-46
-
-    def context(self, session: SessionState | None, version: str, message: dict[str, Any]) -> RequestContext:
-        return RequestContext(
-            tenant=self.tenant,
-            protocol_version=version,
-            session=session,
-            client_capabilities=session.client_capabilities if session else {},
-            user_id=self.caller.user_id,
-            client_id=self.caller.client_id,
-            scopes=self.caller.scopes,
-            request_id=message.get("id"),
-            progress_token=progress_token(message),
-        )
 
     # --- OPTIONS --------------------------------------------------------------------------------
 
@@ -250,6 +183,8 @@ class StreamableHttpConsumer(McpConsumer):
         if batch and any(is_initialize(m) for m in messages):
             raise HttpError(400, "Invalid request: initialize must not be part of a batch.")  # LC-11
 
+        if not batch and not initialize and self.request.header(SESSION_HEADER) is None:
+            self.refuse_unknown_method(body, first_id)
         session = await self.load_session(required=not initialize, request_id=first_id)
         if initialize:
             # The header is for requests after initialize (HT-48); the body negotiates the version.
@@ -262,8 +197,8 @@ class StreamableHttpConsumer(McpConsumer):
 
         session_id = session.id if session else sessions.new_session_id()
         self._pending_session_id = session_id
-        self._snapshot = snapshot(session)
-        exchange = Exchange(session_id, run_dispatch, self.after_request)
+        self._snapshot = runner.snapshot(session)
+        exchange = Exchange(session_id, runner.run_dispatch, self.after_request)
         requests = 0
         for message in messages:
             try:
@@ -273,12 +208,12 @@ class StreamableHttpConsumer(McpConsumer):
                     raise HttpError(400, f"Invalid request: {exc.message}", request_id=first_id) from None
                 exchange.held.append(error_response(usable_id(message), exc))
                 continue
-            ctx = self.context(session, version, message)
+            ctx = runner.build_context(self.tenant, self.caller, session, version, message)
             if kind == "request":
                 requests += 1
                 exchange.start(ctx, message, cancellable=not initialize)
             else:
-                await self.accept_message(ctx, message, kind)
+                await runner.accept_message(ctx, message, session)
 
         if requests == 0 and not exchange.held:
             await self.send_empty(202)  # HT-12, HT-61
@@ -289,19 +224,6 @@ class StreamableHttpConsumer(McpConsumer):
         headers = [(SESSION_HEADER_OUT, session_id.encode())] if initialize else []
         await self.respond(exchange, batch, headers, version)
 
-    async def accept_message(self, ctx: RequestContext, message: dict[str, Any], kind: str) -> None:
-        """Handle a notification or a response inline (they are answered with 202)."""
-        session = ctx.session
-        if kind == "notification" and message["method"] == "notifications/cancelled" and session is not None:
-            params = message.get("params") or {}
-            request_id = params.get("requestId")
-            if isinstance(request_id, (str, int)) and not isinstance(request_id, bool):
-                await inflight.cancel(session.id, request_id, params.get("reason"))
-        before = snapshot(session)
-        await run_dispatch(ctx, message)
-        if session_changed(before, session):
-            await persist_session(session, before)
-
     async def after_request(
         self, ctx: RequestContext, message: dict[str, Any], response: dict[str, Any]
     ) -> None:
@@ -311,8 +233,8 @@ class StreamableHttpConsumer(McpConsumer):
                 await self.create_session(ctx, message, response["result"])
             return
         session = ctx.session
-        if session_changed(self._snapshot, session):
-            await persist_session(session, self._snapshot)
+        if runner.session_changed(self._snapshot, session):
+            await runner.persist_session(session, self._snapshot)
 
     async def create_session(
         self, ctx: RequestContext, message: dict[str, Any], result: dict[str, Any]

@@ -27,16 +27,9 @@ from mcp_app.protocol.jsonrpc import (
     error_response,
     is_initialize,
 )
-from mcp_app.transport import auth, inflight, origin, sessions, sse
+from mcp_app.transport import auth, inflight, origin, runner, sessions, sse
 from mcp_app.transport.base import McpConsumer
-from mcp_app.transport.consumer import (
-    StreamView,
-    persist_session,
-    progress_token,
-    run_dispatch,
-    session_changed,
-    snapshot,
-)
+from mcp_app.transport.stream_view import StreamView
 from mcp_app.transport.wire import HttpError, accepts, media_types, parse_json_body
 
 logger = logging.getLogger(__name__)
@@ -149,7 +142,7 @@ class LegacyMessagesConsumer(McpConsumer):
             if kind == "request":
                 self.start(session, message)
             else:
-                await self.accept_message(session, message, kind)
+                await runner.accept_message(self.context(session, message, None), message, session)
         await self.send_response(
             202, b"Accepted\n", headers=[(b"content-type", b"text/plain"), *self.extra_headers]
         )
@@ -166,32 +159,19 @@ class LegacyMessagesConsumer(McpConsumer):
             if cancelled is None or not cancelled.is_set():
                 await self.publish(session_id, note)
 
-        return RequestContext(
-            tenant=self.tenant,
-            protocol_version=session.protocol_version,
-            session=visible,
+        return runner.build_context(
+            self.tenant,
+            self.caller,
+            visible,
+            session.protocol_version,
+            message,
             client_capabilities=session.client_capabilities,
-            user_id=self.caller.user_id,
-            client_id=self.caller.client_id,
-            scopes=self.caller.scopes,
-            request_id=message.get("id"),
-            progress_token=progress_token(message),
             emit=emit,
             cancelled=cancelled,
         )
 
     async def publish(self, session_id: str, message: dict[str, Any]) -> None:
         await notify.apublish_session(session_id, {"type": "mcp.session_message", "message": message})
-
-    async def accept_message(self, session: SessionState, message: dict[str, Any], kind: str) -> None:
-        if kind == "notification" and message["method"] == "notifications/cancelled":
-            request_id = (message.get("params") or {}).get("requestId")
-            if isinstance(request_id, (str, int)) and not isinstance(request_id, bool):
-                await inflight.cancel(session.id, request_id, (message.get("params") or {}).get("reason"))
-        before = snapshot(session)
-        await run_dispatch(self.context(session, message, None), message)
-        if session_changed(before, session):
-            await persist_session(session, before)
 
     def start(self, session: SessionState, message: dict[str, Any]) -> None:
         cancelled = asyncio.Event()
@@ -203,17 +183,17 @@ class LegacyMessagesConsumer(McpConsumer):
             inflight.register(session.id, message["id"], task, cancelled)
 
     async def run(self, ctx: RequestContext, session: SessionState, message: dict[str, Any]) -> None:
-        before = snapshot(session)
+        before = runner.snapshot(session)
         response: dict[str, Any] | None
         try:
-            response = await run_dispatch(ctx, message)
+            response = await runner.run_dispatch(ctx, message)
             if response is not None and is_initialize(message) and isinstance(response.get("result"), dict):
                 params = message.get("params") or {}
                 session.protocol_version = response["result"].get("protocolVersion", V2024_11_05)
                 session.client_info = params.get("clientInfo") or {}
                 session.client_capabilities = params.get("capabilities") or {}
-            if session_changed(before, session):
-                await persist_session(session, before)
+            if runner.session_changed(before, session):
+                await runner.persist_session(session, before)
         except asyncio.CancelledError:
             response = None
         except Exception:

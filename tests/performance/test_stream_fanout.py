@@ -11,7 +11,7 @@ from channels.layers import get_channel_layer
 
 from mcp_app import notify
 from mcp_app.infra import redis_client
-from mcp_app.transport import consumer, sessions
+from mcp_app.transport import sessions, stream_view
 from tests.transport.conftest import Client, open_stream
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -141,7 +141,7 @@ async def test_an_error_while_handling_one_stream_event_is_logged_and_the_stream
     await client.initialize()
     stream = await get_stream(client)
     await stream.assert_quiet(0.1)
-    original = consumer.StreamView.notification_for
+    original = stream_view.StreamView.notification_for
     calls = 0
 
     async def flaky(self, event):
@@ -151,7 +151,7 @@ async def test_an_error_while_handling_one_stream_event_is_logged_and_the_stream
             raise RuntimeError("boom")
         return await original(self, event)
 
-    monkeypatch.setattr(consumer.StreamView, "notification_for", flaky)
+    monkeypatch.setattr(stream_view.StreamView, "notification_for", flaky)
     await notify.apublish_tenant(tools_a.id, {"type": "mcp.list_changed", "kind": "tools", "version": 2})
     await notify.apublish_tenant(tools_a.id, {"type": "mcp.list_changed", "kind": "prompts", "version": 3})
     _, message = await stream.next_message()

@@ -372,12 +372,12 @@ ROWS: list[Row] = [
         says="Unsupported",
     ),
     Row(
-        "protocol_version_mismatching_the_session",
-        rpc("ping"),
+        "a_2026_07_28_probe_without_a_session",
+        rpc("server/discover"),
         400,
-        INVALID_REQUEST,
-        headers={"mcp-protocol-version": V0326},
-        says="differs",
+        METHOD_NOT_FOUND,
+        session=None,
+        says="is not served here",
     ),
     Row("batch_in_a_2025_06_18_session", [rpc("ping")], 400, INVALID_REQUEST, says="batch"),
     Row(

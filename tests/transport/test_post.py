@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from mcp_app.protocol.jsonrpc import INVALID_REQUEST, PARSE_ERROR
+from mcp_app.models import Tool
+from mcp_app.protocol.jsonrpc import INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
 from mcp_app.transport import sessions
 from tests.transport.conftest import BOTH, Client, call
 
@@ -124,12 +125,44 @@ async def test_ht47_unsupported_version_without_session_gets_400_and_no_session(
     assert "mcp-session-id" not in response.headers
 
 
-async def test_amb7_version_header_differing_from_the_session_gets_400(tenant_a):
+async def test_a_supported_version_header_differing_from_the_session_is_served_under_the_negotiated_one(
+    tools_a,
+):
+    # Real clients (the official conformance harness among them) send their newest version on every request.
+    await Tool.objects.filter(name="echo").aupdate(title="Echo")
+    client = Client()
+    await client.initialize("2025-03-26")
+    response = await client.request("tools/list", headers={"mcp-protocol-version": "2025-11-25"})
+    assert response.status == 200
+    [echo] = [tool for tool in response.json()["result"]["tools"] if tool["name"] == "echo"]
+    # Shaped for the negotiated 2025-03-26, which has no Tool.title: the name shows in annotations.
+    assert "title" not in echo and echo["annotations"]["title"] == "Echo"
+
+
+async def test_an_unsupported_version_header_on_a_session_still_gets_400(tenant_a):
     client = Client()
     await client.initialize("2025-06-18")
-    response = await client.request("ping", headers={"mcp-protocol-version": "2025-03-26"})
+    response = await client.request("ping", headers={"mcp-protocol-version": "1999-01-01"})
     assert response.status == 400
-    assert "differs" in response.json()["error"]["message"]
+    assert "Unsupported MCP-Protocol-Version" in response.json()["error"]["message"]
+
+
+async def test_server_discover_without_a_session_is_told_which_revisions_are_served_not_missing_session(
+    tenant_a,
+):
+    response = await Client().request("server/discover", headers={"mcp-protocol-version": "2025-11-25"})
+    assert response.status == 400  # not a 2026-07-28 error body: the client falls back to initialize
+    error = response.json()["error"]
+    assert error["code"] == METHOD_NOT_FOUND
+    assert "'server/discover' is not served here" in error["message"]
+    assert "2024-11-05" in error["message"] and "initialize" in error["message"]
+    assert "Mcp-Session-Id" not in error["message"]
+
+
+async def test_a_known_method_without_a_session_still_gets_missing_session(tenant_a):
+    response = await Client().request("tools/list", headers={"mcp-protocol-version": "2025-11-25"})
+    assert response.status == 400
+    assert "Missing Mcp-Session-Id" in response.json()["error"]["message"]
 
 
 async def test_initialize_ignores_the_version_header(tenant_a):

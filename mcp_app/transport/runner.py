@@ -1,0 +1,106 @@
+"""The request runner both transports share: one message from the wire to the dispatcher and back.
+
+Streamable HTTP (consumer.py) and the 2024-11-05 HTTP+SSE transport (legacy.py) differ in how
+messages arrive and how answers leave; what happens in between is here, once: the RequestContext a
+message runs under, notifications and responses handled inline (with `notifications/cancelled`
+reaching the request it names, in whichever process runs it), and the session written back when
+a message changed it, with its open stream told when a field it filters on changed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from mcp_app import notify
+from mcp_app.core.context import Caller, RequestContext, SessionState
+from mcp_app.core.types import TenantInfo
+from mcp_app.protocol import dispatch as protocol
+from mcp_app.transport import inflight, sessions
+
+logger = logging.getLogger(__name__)
+
+
+async def run_dispatch(ctx: RequestContext, message: dict[str, Any]) -> dict[str, Any] | None:
+    """Hand one message to the protocol core (a seam tests may replace)."""
+    return await protocol.dispatch(ctx, message)
+
+
+def snapshot(session: SessionState | None) -> str:
+    """Freeze the session's state (to_dict shares its lists, so a copy is needed to compare later)."""
+    return "" if session is None else json.dumps(session.to_dict(), sort_keys=True)
+
+
+def session_changed(before: str, session: SessionState | None) -> bool:
+    return session is not None and snapshot(session) != before
+
+
+# What an open stream filters tenant-wide events on; a change to these is announced to the stream.
+STREAM_FIELDS = ("initialized", "subscriptions")
+
+
+async def persist_session(session: SessionState, before: str) -> None:
+    """Write a session a message changed; tell its open stream when a field it filters on changed."""
+    if not await sessions.get_store().update(session):
+        return
+    old = json.loads(before) if before else {}
+    if all(old.get(name) == getattr(session, name) for name in STREAM_FIELDS):
+        return
+    try:
+        await notify.apublish_session(session.id, {"type": "mcp.session_changed", "session_id": session.id})
+    except Exception:  # the change is stored; only an open stream's view of it is late
+        logger.warning("could not announce a change of session %.8s", session.id, exc_info=True)
+
+
+def progress_token(message: dict[str, Any]) -> str | int | None:
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    token = meta.get("progressToken") if isinstance(meta, dict) else None
+    return token if isinstance(token, (str, int)) and not isinstance(token, bool) else None
+
+
+def cancelled_request_id(message: dict[str, Any]) -> str | int | None:
+    """The request a `notifications/cancelled` names, when it names one usable as an id."""
+    if message.get("method") != "notifications/cancelled":
+        return None
+    params = message.get("params")
+    request_id = params.get("requestId") if isinstance(params, dict) else None
+    return request_id if isinstance(request_id, (str, int)) and not isinstance(request_id, bool) else None
+
+
+def build_context(
+    tenant: TenantInfo,
+    caller: Caller,
+    session: SessionState | None,
+    version: str,
+    message: dict[str, Any],
+    client_capabilities: dict[str, Any] | None = None,
+    **extra: Any,
+) -> RequestContext:
+    """The context one message runs under: the tenant, the negotiated version, the caller's identity."""
+    if client_capabilities is None:
+        client_capabilities = session.client_capabilities if session else {}
+    return RequestContext(
+        tenant=tenant,
+        protocol_version=version,
+        session=session,
+        client_capabilities=client_capabilities,
+        user_id=caller.user_id,
+        client_id=caller.client_id,
+        scopes=caller.scopes,
+        request_id=message.get("id"),
+        progress_token=progress_token(message),
+        **extra,
+    )
+
+
+async def accept_message(ctx: RequestContext, message: dict[str, Any], session: SessionState | None) -> None:
+    """Handle a notification or a response inline (both are answered 202 by the transport)."""
+    request_id = cancelled_request_id(message)
+    if request_id is not None and session is not None:
+        await inflight.cancel(session.id, request_id, (message.get("params") or {}).get("reason"))
+    before = snapshot(session)
+    await run_dispatch(ctx, message)
+    if session_changed(before, session):
+        await persist_session(session, before)
