@@ -3,6 +3,7 @@ from django.contrib.auth.views import LogoutView
 from django.urls import include, path, re_path
 from oauth2_provider.views import RevokeTokenView
 
+from mcp_app.demo import views as demo_views
 from mcp_app.oauth.metadata import TenantResourceMetadataView
 from mcp_app.oauth.registration import RegistrationManagementView, RegistrationView
 from mcp_app.oauth.server import (
@@ -42,4 +43,6 @@ urlpatterns = [
     path("oauth/", include((oauth_urlpatterns, "oauth2_provider"))),
     path("oauth/login", McpLoginView.as_view(), name="oauth-login"),
     path("oauth/logout", LogoutView.as_view(), name="oauth-logout"),
+    # What the demo's fetch_json tool posts to (mcp_app.demo.definitions).
+    path("demo/echo", demo_views.echo, name="demo-echo"),
 ]

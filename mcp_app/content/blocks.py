@@ -28,6 +28,7 @@ from typing import Any
 from django.template import Context, Engine, Library, TemplateSyntaxError, Variable, VariableDoesNotExist
 from django.template.base import Lexer, TokenType
 
+from mcp_app.content import fields
 from mcp_app.core.context import RequestContext
 from mcp_app.core.errors import ContentError
 from mcp_app.core.types import ResourceDef
@@ -307,25 +308,57 @@ async def render_blocks(ctx: RequestContext, specs: list[dict], variables: dict)
     return [_render_one(spec, variables, resources) for spec in specs]
 
 
+def _validate_uri(value: Any, where: str) -> None:
+    """A URI in a spec: absolute, or a template over the arguments (then it must compile)."""
+    if isinstance(value, str) and ("{{" in value or "{%" in value):
+        try:
+            validate_template(value, f"uri of {where}")
+        except ContentError as exc:
+            fields.fail(f"{where}: {exc.message}")
+        return
+    fields.validate_resource_uri(value)
+
+
+def validate_spec(spec: Any, where: str = "Content") -> None:
+    """Check one content spec (the shapes rendered above); ValidationError says what to fix.
+
+    The one validator of content specs, for tool content and prompt messages alike. A resource or
+    resource_link `uri` may be a template over the arguments (`{{ resourceUri }}`); it is checked
+    to compile, and its value once rendered is looked up when the tool or prompt runs.
+    """
+    if not isinstance(spec, dict):
+        fields.fail(f"{where} must be an object with a 'type'.")
+    kind = spec.get("type")
+    if kind not in BLOCK_TYPES:
+        fields.fail(f"{where}: 'type' must be one of {', '.join(BLOCK_TYPES)}.")
+    if "annotations" in spec:
+        fields.validate_annotations(spec["annotations"])
+    if "_meta" in spec:
+        fields.validate_meta(spec["_meta"])
+    if kind == "text":
+        try:
+            validate_template(spec.get("text"), f"text of {where.lower()}")
+        except ContentError as exc:
+            fields.fail(f"{where}: {exc.message}")
+    elif kind in _MEDIA_TYPES:
+        if "resource" in spec:
+            # Taken from one of the tenant's (binary) resources when rendered.
+            _validate_uri(spec["resource"], where)
+        else:
+            fields.validate_base64(spec.get("data"), where)
+            if not isinstance(spec.get("mimeType"), str) or not fields.MIME.match(spec["mimeType"]):
+                fields.fail(f"{where}: an {kind} block needs 'data' and 'mimeType', or a 'resource' uri.")
+    else:
+        # resource (embeds the tenant resource) and resource_link (points at any URI).
+        _validate_uri(spec.get("uri"), where)
+        for key in ("name", "title", "description", "mimeType"):
+            if key in spec and not isinstance(spec[key], str):
+                fields.fail(f"{where}: '{key}' must be a string.")
+
+
 def validate_specs(specs: Any) -> None:
-    """Raise ContentError when ``specs`` is not a list of well-formed content specs (no catalog lookups)."""
+    """Check a list of content specs (a template tool's `content`)."""
     if not isinstance(specs, list):
-        raise ContentError("'content' must be a list of content blocks.")
+        fields.fail("'content' must be a list of content blocks.")
     for i, spec in enumerate(specs, start=1):
-        where = f"content block {i}"
-        if not isinstance(spec, dict):
-            raise ContentError(f"{where} must be an object with a 'type'.")
-        kind = spec.get("type")
-        if kind not in BLOCK_TYPES:
-            raise ContentError(f"{where}: unknown type {kind!r}; use one of: {', '.join(BLOCK_TYPES)}.")
-        if kind == "text":
-            validate_template(spec.get("text"), f"text of {where}")
-        elif kind in _MEDIA_TYPES:
-            if "resource" not in spec and not (spec.get("data") and spec.get("mimeType")):
-                raise ContentError(
-                    f"{where}: an {kind} block needs 'data' and 'mimeType', or a 'resource' uri."
-                )
-        elif not isinstance(spec.get("uri"), str) or not spec["uri"]:
-            raise ContentError(f"{where}: a {kind} block needs a 'uri'.")
-        if "annotations" in spec and not isinstance(spec["annotations"], dict):
-            raise ContentError(f"{where}: annotations must be an object.")
+        validate_spec(spec, f"Content block {i}")

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Callable
 from typing import Any
 
 from django.contrib.auth import get_user_model
 
+from mcp_app.demo.upsert import Counts, upsert
 from mcp_app.models import Resource, Tool
 from tenants.models import AuthMode, Membership, Role, Tenant
 
@@ -73,15 +73,10 @@ def secure_definitions() -> dict[str, list[dict[str, Any]]]:
     return {"tools": tools, "resources": resources}
 
 
-Upsert = Callable[[type, dict[str, Any], dict[str, Any], bool], tuple[Any, str]]
-
-
-def seed_secure_tenant(upsert: Upsert, reset: bool) -> dict[str, int]:
+def seed_secure_tenant(reset: bool) -> dict[str, int]:
     """Create the missing secure tenant rows (reset: restore edited ones); count by outcome."""
-    counts: dict[str, int] = {}
-
-    def count(state: str) -> None:
-        counts[state] = counts.get(state, 0) + 1
+    counts = Counts()
+    count = counts.add
 
     tenant, state = upsert(
         Tenant,
@@ -111,7 +106,7 @@ def seed_secure_tenant(upsert: Upsert, reset: bool) -> dict[str, int]:
     for values in definitions["resources"]:
         values = {"description": "", "annotations": {}, "icons": [], "meta": {}, "enabled": True, **values}
         count(upsert(Resource, {"tenant": tenant, "uri": values.pop("uri")}, values, reset)[1])
-    return counts
+    return counts.by_state
 
 
 def seed_secure_user(print_login: bool) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import logging
@@ -57,6 +58,23 @@ def _check_arguments(tool: ToolDef, arguments: dict[str, Any]) -> dict[str, Any]
         + "; ".join(problems)
         + ". Fix the arguments and call again."
     )
+
+
+def with_defaults(schema: dict[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
+    """The arguments with the `default` of each top-level property the caller left out.
+
+    A schema that advertises a default promises it to the caller, whatever the handler kind; applied
+    after validation, so a default never hides a missing required argument.
+    """
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return arguments
+    missing = {
+        name: copy.deepcopy(spec["default"])
+        for name, spec in properties.items()
+        if name not in arguments and isinstance(spec, dict) and "default" in spec
+    }
+    return {**arguments, **missing} if missing else arguments
 
 
 def _finish_result(tool: ToolDef, result: Any) -> dict[str, Any]:
@@ -120,6 +138,7 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
     ratelimit.check_tool_call(ctx)
     result = _check_arguments(tool, arguments)
     if result is None:
+        arguments = with_defaults(tool.input_schema, arguments)
         # The one place where a call goes inline or to a worker; each path keeps the tool's time limit.
         ctx = dataclasses.replace(ctx, resources=resources_of(catalog.resources_by_uri))
         try:

@@ -230,3 +230,20 @@ def test_prompt_clean_validates_arguments_and_messages(tenant_a):
     with pytest.raises(ValidationError) as info:
         prompt.full_clean()
     assert set(info.value.message_dict) >= {"arguments", "messages"}
+
+
+@pytest.mark.parametrize("kind", ["resource", "resource_link"])
+def test_a_prompt_may_embed_a_resource_whose_uri_is_a_template_over_its_arguments(kind):
+    v.validate_prompt_messages([{"role": "user", "content": {"type": kind, "uri": "{{ resourceUri }}"}}])
+
+
+def test_a_templated_uri_that_does_not_compile_is_refused_with_its_syntax_error():
+    messages = [{"role": "user", "content": {"type": "resource", "uri": "{% if resourceUri %}demo://a"}}]
+    assert "Template syntax error" in refused(v.validate_prompt_messages, messages)
+
+
+def test_tool_content_and_prompt_messages_share_one_content_validator():
+    content = {"type": "resource", "uri": "{{ resourceUri }}", "annotations": {"priority": 7}}
+    prompt_error = refused(v.validate_prompt_messages, [{"role": "user", "content": content}])
+    tool_error = refused(v.validate_handler, "template", {"content": [content]})
+    assert "priority" in prompt_error and "priority" in tool_error

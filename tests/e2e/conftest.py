@@ -156,6 +156,12 @@ def celery_worker(
     worker.stop()
 
 
+@pytest.fixture
+def worker_if_any(request: pytest.FixtureRequest) -> Iterator[ServerProcess | None]:
+    """The Celery worker when Redis is configured; None on embedded defaults (tools run in Daphne)."""
+    yield request.getfixturevalue("celery_worker") if os.environ.get("REDIS_URL") else None
+
+
 # --- the OAuth server: a third Daphne with the test's CIMD trust settings ---------------------
 
 

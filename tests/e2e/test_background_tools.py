@@ -9,10 +9,8 @@ Without Redis (embedded defaults) the same tool runs inside Daphne; the first te
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
-from collections.abc import Iterator
 
 import anyio
 import httpx
@@ -27,12 +25,6 @@ TOOL = "count_in_background"
 NEEDS_WORKER = pytest.mark.services(
     reason="background tools run on a Celery worker, which needs the Redis broker"
 )
-
-
-@pytest.fixture
-def worker_if_any(request: pytest.FixtureRequest) -> Iterator[ServerProcess | None]:
-    """The Celery worker when Redis is configured; None on embedded defaults (tools run in Daphne)."""
-    yield request.getfixturevalue("celery_worker") if os.environ.get("REDIS_URL") else None
 
 
 def job_lines(worker: ServerProcess, outcome: str) -> list[str]:

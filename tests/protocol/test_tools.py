@@ -221,3 +221,48 @@ async def test_tl13_tool_calls_are_rate_limited_per_session(demo_a, settings):
         demo_a, session=SessionState(id="sess-2", tenant_id=demo_a.id, protocol_version="2025-11-25")
     )
     await result_of(other, "tools/call", {"name": "echo", "arguments": {"message": "x"}})
+
+
+@pytest.fixture
+def defaults_tools(transactional_db, tenant_a):
+    schema = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "default": "world"},
+            "n": {"type": "integer", "default": 2},
+            "delay": {"type": "number", "default": 0},
+        },
+    }
+    Tool.objects.create(
+        tenant=tenant_a,
+        name="hello",
+        input_schema=schema,
+        handler="template",
+        handler_config={"text": "Hello, {{ name }}!"},
+    )
+    Tool.objects.create(
+        tenant=tenant_a,
+        name="count",
+        input_schema=schema,
+        handler="python",
+        handler_config={"callable": "count_slowly"},
+    )
+    return tenant_a
+
+
+async def test_a_template_tool_gets_the_schema_default_of_a_missing_argument(defaults_tools):
+    result = await result_of(make_ctx(defaults_tools), "tools/call", {"name": "hello", "arguments": {}})
+    assert result["content"] == [{"type": "text", "text": "Hello, world!"}]
+
+
+async def test_a_python_tool_gets_the_schema_default_of_a_missing_argument(defaults_tools):
+    result = await result_of(make_ctx(defaults_tools), "tools/call", {"name": "count", "arguments": {}})
+    assert result["content"] == [{"type": "text", "text": "Counted to 2."}]  # its own default is 3
+
+
+async def test_an_argument_the_caller_gives_wins_over_the_schema_default(defaults_tools):
+    ctx = make_ctx(defaults_tools)
+    result = await result_of(ctx, "tools/call", {"name": "hello", "arguments": {"name": "Ada"}})
+    assert result["content"] == [{"type": "text", "text": "Hello, Ada!"}]
+    result = await result_of(ctx, "tools/call", {"name": "count", "arguments": {"n": 4}})
+    assert result["content"] == [{"type": "text", "text": "Counted to 4."}]

@@ -1,4 +1,4 @@
-"""seed_demo: creates exactly what helpers/seed.md lists, validated, and is idempotent."""
+"""seed_demo: creates the demo tenants as mcp_app/demo defines them, validated, and is idempotent."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ import struct
 import zlib
 
 import pytest
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from mcp_app.management.commands.seed_demo import demo_logo_png
+from mcp_app.demo.definitions import demo_logo_png
 from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool
 from tenants.models import Tenant
 
@@ -39,7 +40,7 @@ def test_the_demo_logo_is_a_valid_16x16_png():
     assert len(zlib.decompress(chunks[b"IDAT"])) == 16 * (1 + 16 * 3)
 
 
-def test_seed_demo_creates_the_demo_tenant_as_seed_md_lists(monkeypatch):
+def test_seed_demo_creates_the_demo_tenant_with_every_definition(monkeypatch):
     monkeypatch.delenv("MCP_ADMIN_PASSWORD", raising=False)
     output = seed()
     tenant = Tenant.objects.get(slug="demo")
@@ -74,7 +75,7 @@ def test_seed_demo_creates_the_demo_tenant_as_seed_md_lists(monkeypatch):
     ]
     assert tools["count_slowly"].input_schema["properties"]["n"]["maximum"] == 50
     assert tools["fetch_json"].handler == "http"
-    assert tools["fetch_json"].handler_config["url"] == "http://127.0.0.1:8765/echo"
+    assert tools["fetch_json"].handler_config["url"] == settings.MCP_PUBLIC_URL + "/demo/echo"
     prompts = {p.name: p for p in Prompt.objects.filter(tenant=tenant)}
     assert set(prompts) == {"code_review", "describe_logo"}
     language = prompts["code_review"].arguments[1]
