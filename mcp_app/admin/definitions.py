@@ -16,7 +16,7 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import path
 
-from mcp_app.admin import try_tool as admin_try
+from mcp_app.admin import try_tool
 from mcp_app.admin.forms import (
     ResourceAdminForm,
     ResourceTemplateAdminForm,
@@ -102,18 +102,18 @@ class ToolAdmin(DefinitionAdmin):
             "opts": self.model._meta,
             "title": f"Try {tool.name}",
             "tool": tool,
-            "version": admin_try.LATEST,
+            "version": try_tool.LATEST,
             "mcp_url": canonical_uri(tool.tenant.slug),
-            "arguments": json.dumps(admin_try.example_arguments(tool.input_schema), indent=2),
+            "arguments": json.dumps(try_tool.example_arguments(tool.input_schema), indent=2),
         }
         if request.method == "POST":
             context["arguments"] = request.POST.get("arguments", "")
             try:
-                arguments = admin_try.parse_arguments(context["arguments"])
-                context["outcome"] = async_to_sync(admin_try.run)(
+                arguments = try_tool.parse_arguments(context["arguments"])
+                context["outcome"] = async_to_sync(try_tool.run)(
                     tool.tenant.slug, tool.name, request.user.pk, arguments
                 )
-            except admin_try.TryError as exc:
+            except try_tool.TryError as exc:
                 context["problem"] = str(exc)
         return TemplateResponse(request, "admin/mcp_app/tool/try_tool.html", context)
 

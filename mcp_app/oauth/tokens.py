@@ -234,7 +234,7 @@ async def verify(token: str, tenant: TenantInfo) -> Grant | str:
     return Grant(user_id=record.user_id, client_id=record.client_id, scopes=record.scopes)
 
 
-# --- eviction (connected in mcp_app.apps) -------------------------------------------------------
+# --- eviction (connected in mcp_app.oauth.signals) -------------------------------------------------------
 
 
 def on_token_changed(sender: Any, instance: Any, **kwargs: Any) -> None:
