@@ -330,7 +330,7 @@ def validate_spec(spec: Any, where: str = "Content") -> None:
         fields.fail(f"{where} must be an object with a 'type'.")
     kind = spec.get("type")
     if kind not in BLOCK_TYPES:
-        fields.fail(f"{where}: 'type' must be one of {', '.join(BLOCK_TYPES)}.")
+        fields.fail(f"{where}: unknown type {kind!r}; 'type' must be one of: {', '.join(BLOCK_TYPES)}.")
     if "annotations" in spec:
         fields.validate_annotations(spec["annotations"])
     if "_meta" in spec:
@@ -345,9 +345,12 @@ def validate_spec(spec: Any, where: str = "Content") -> None:
             # Taken from one of the tenant's (binary) resources when rendered.
             _validate_uri(spec["resource"], where)
         else:
-            fields.validate_base64(spec.get("data"), where)
+            needs = f"{where}: an {kind} block needs 'data' and 'mimeType', or a 'resource' uri."
+            if "data" not in spec:
+                fields.fail(needs)
+            fields.validate_base64(spec["data"], where)
             if not isinstance(spec.get("mimeType"), str) or not fields.MIME.match(spec["mimeType"]):
-                fields.fail(f"{where}: an {kind} block needs 'data' and 'mimeType', or a 'resource' uri.")
+                fields.fail(needs)
     else:
         # resource (embeds the tenant resource) and resource_link (points at any URI).
         _validate_uri(spec.get("uri"), where)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 from typing import Any
 
 from mcp_app import catalog as catalogs
+from mcp_app.content.blocks import resource_contents
 from mcp_app.core.context import RequestContext, resources_of
 from mcp_app.core.errors import HandlerError
 from mcp_app.core.types import Catalog, ResourceDef, TemplateDef
@@ -45,18 +45,6 @@ def describe_template(template: TemplateDef) -> dict[str, Any]:
         "icons": template.icons,
         "_meta": template.meta,
     }
-
-
-def contents_of(resource: ResourceDef) -> dict[str, Any]:
-    """A static resource's contents: text, or base64 blob for binary data (RS-02)."""
-    contents: dict[str, Any] = {"uri": resource.uri}
-    if resource.mime_type:
-        contents["mimeType"] = resource.mime_type
-    if resource.blob is not None:
-        contents["blob"] = base64.b64encode(resource.blob).decode("ascii")
-    else:
-        contents["text"] = resource.text
-    return contents
 
 
 def not_found(uri: str) -> ResourceNotFound:
@@ -100,7 +88,7 @@ async def handle_read(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
     catalog = await catalogs.get_catalog(ctx.tenant.id)
     resource = catalog.resources_by_uri.get(uri)
     if resource is not None:
-        contents = [contents_of(resource)]
+        contents = [resource_contents(resource)]
     else:
         found = find_template(catalog, uri)
         if found is None:

@@ -15,10 +15,10 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.db import connections
 
-from mcp_app import catalog
-from mcp_app.core.context import RequestContext, ResourceLookup, SessionState
-from mcp_app.core.types import TemplateDef, TenantInfo, ToolDef
+from mcp_app.core.context import RequestContext
+from mcp_app.core.types import TemplateDef, ToolDef
 from mcp_app.models import Resource
+from tests.support import make_ctx
 
 # A 1x1 transparent PNG.
 PNG = base64.b64decode(
@@ -46,24 +46,6 @@ class Recorder:
 
     def methods(self) -> list[str]:
         return [m["method"] for m in self.messages]
-
-
-def tenant_resources(tenant_id: int) -> ResourceLookup:
-    """What the protocol layer hands a handler: the tenant's enabled resources, from its catalog."""
-
-    async def lookup() -> Any:
-        return (await catalog.get_catalog(tenant_id)).resources_by_uri
-
-    return lookup
-
-
-def make_ctx(tenant: Any, **kwargs: Any) -> RequestContext:
-    info = TenantInfo(id=tenant.id, slug=tenant.slug, name=tenant.name)
-    kwargs.setdefault("resources", tenant_resources(tenant.id))
-    session = SessionState(id="s1", tenant_id=tenant.id, protocol_version="2025-06-18", log_level="debug")
-    kwargs.setdefault("session", session)
-    kwargs.setdefault("protocol_version", "2025-06-18")
-    return RequestContext(tenant=info, **kwargs)
 
 
 def make_tool(handler: str, config: dict[str, Any], **kwargs: Any) -> ToolDef:
@@ -108,7 +90,7 @@ def recorder() -> Recorder:
 
 @pytest.fixture
 def ctx(tenant_a, recorder) -> RequestContext:
-    return make_ctx(tenant_a, emit=recorder, progress_token="tok-1")
+    return make_ctx(tenant_a, "2025-06-18", emit=recorder, progress_token="tok-1", log_level="debug")
 
 
 @pytest.fixture

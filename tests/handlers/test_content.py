@@ -9,7 +9,8 @@ import pytest
 from mcp_app.content.blocks import render_blocks, render_text, render_value
 from mcp_app.core.errors import ContentError
 from mcp_app.models import Resource
-from tests.handlers.conftest import PNG, WAV, make_ctx
+from tests.handlers.conftest import PNG, WAV
+from tests.support import make_ctx
 
 
 async def test_text_block_renders_django_template_without_html_escaping(ctx):

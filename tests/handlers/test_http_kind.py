@@ -15,7 +15,8 @@ from django.core.exceptions import ValidationError
 
 from mcp_app.handlers import registry
 from mcp_app.handlers.secrets import encrypt_secrets
-from tests.handlers.conftest import PNG, QuietServer, Upstream, _handler_class, make_ctx, make_tool
+from tests.handlers.conftest import PNG, QuietServer, Upstream, _handler_class, make_tool
+from tests.support import make_ctx
 
 
 def http_tool(url: str, **config):

@@ -1,4 +1,4 @@
-"""Helpers for protocol tests: contexts and one-call wrappers around dispatch."""
+"""Helpers for protocol tests: one-call wrappers around dispatch (contexts: tests.support.make_ctx)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,7 @@ import base64
 import itertools
 from typing import Any
 
-from mcp_app.core.context import RequestContext, SessionState
-from mcp_app.core.types import TenantInfo
+from mcp_app.core.context import RequestContext
 from mcp_app.protocol.dispatch import dispatch
 
 # A 1x1 transparent PNG.
@@ -15,29 +14,6 @@ PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 )
 ICON = {"src": "https://example.com/icon.png", "mimeType": "image/png", "sizes": ["48x48"]}
-
-
-def make_ctx(
-    tenant: Any,
-    version: str = "2025-11-25",
-    session: SessionState | None | bool = True,
-    **kwargs: Any,
-) -> RequestContext:
-    """A context for `tenant` at `version`; session=True makes a fresh session, None a stateless request."""
-    info = TenantInfo(
-        id=tenant.id,
-        slug=tenant.slug,
-        name=tenant.name,
-        title=tenant.title,
-        description=tenant.description,
-        server_version=tenant.server_version,
-        website_url=tenant.website_url,
-        icons=tuple(tenant.icons or ()),
-        instructions=tenant.instructions,
-    )
-    if session is True:
-        session = SessionState(id="sess-1", tenant_id=tenant.id, protocol_version=version, initialized=True)
-    return RequestContext(tenant=info, protocol_version=version, session=session or None, **kwargs)
 
 
 _ids = itertools.count(1)

@@ -22,7 +22,8 @@ from asgiref.sync import sync_to_async
 from mcp_app.background import server, worker
 from mcp_app.infra import redis_client
 from mcp_app.models import Tool, ToolRun
-from tests.protocol.support import make_ctx, result_of
+from tests.protocol.support import result_of
+from tests.support import make_ctx
 
 
 class Recorder:

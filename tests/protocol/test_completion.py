@@ -7,7 +7,8 @@ from asgiref.sync import sync_to_async
 
 from mcp_app.models import ResourceTemplate
 from mcp_app.protocol.jsonrpc import INVALID_PARAMS
-from tests.protocol.support import error_of, make_ctx, result_of
+from tests.protocol.support import error_of, result_of
+from tests.support import make_ctx
 
 PROMPT_REF = {"type": "ref/prompt", "name": "code_review"}
 TEMPLATE_REF = {"type": "ref/resource", "uri": "demo://users/{user_id}/profile"}

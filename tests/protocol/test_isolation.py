@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from mcp_app.protocol.jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND
-from tests.protocol.support import error_of, make_ctx, result_of
+from tests.protocol.support import error_of, result_of
+from tests.support import make_ctx
 
 
 async def test_tenant_b_lists_only_its_own_tools_prompts_resources_and_templates(demo_a, demo_b, charlie):

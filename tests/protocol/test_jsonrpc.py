@@ -14,7 +14,7 @@ from mcp_app.protocol.jsonrpc import (
     METHOD_NOT_FOUND,
     InvalidRequest,
 )
-from tests.protocol.support import make_ctx
+from tests.support import make_ctx
 
 
 @pytest.fixture

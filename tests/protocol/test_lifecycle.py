@@ -7,7 +7,8 @@ import pytest
 from mcp_app.core.versions import SUPPORTED_VERSIONS
 from mcp_app.protocol.dispatch import dispatch
 from mcp_app.protocol.jsonrpc import INVALID_PARAMS, INVALID_REQUEST
-from tests.protocol.support import ICON, error_of, make_ctx, result_of
+from tests.protocol.support import ICON, error_of, result_of
+from tests.support import make_ctx
 
 
 def init_params(version: str = "2025-06-18", **overrides) -> dict:

@@ -6,7 +6,8 @@ import pytest
 
 from mcp_app.protocol.jsonrpc import INVALID_PARAMS
 from mcp_app.protocol.utilities import LOG_LEVELS
-from tests.protocol.support import error_of, make_ctx, result_of
+from tests.protocol.support import error_of, result_of
+from tests.support import make_ctx
 
 
 @pytest.mark.parametrize("level", LOG_LEVELS)

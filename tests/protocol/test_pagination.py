@@ -7,7 +7,8 @@ from asgiref.sync import sync_to_async
 
 from mcp_app.models import Tool
 from mcp_app.protocol.jsonrpc import INVALID_PARAMS
-from tests.protocol.support import error_of, make_ctx, result_of
+from tests.protocol.support import error_of, result_of
+from tests.support import make_ctx
 
 LISTS = [
     ("tools/list", "tools", "name"),

@@ -9,7 +9,8 @@ from asgiref.sync import sync_to_async
 
 from mcp_app.models import Prompt
 from mcp_app.protocol.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
-from tests.protocol.support import PNG, error_of, make_ctx, result_of
+from tests.protocol.support import PNG, error_of, result_of
+from tests.support import make_ctx
 
 
 async def test_pr01_prompts_list_describes_prompts_and_arguments_without_completion_config(demo_a):

@@ -9,7 +9,8 @@ import pytest
 
 from mcp_app.protocol.jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND
 from mcp_app.protocol.resources import MAX_SUBSCRIPTIONS
-from tests.protocol.support import ICON, PNG, error_of, make_ctx, result_of
+from tests.protocol.support import ICON, PNG, error_of, result_of
+from tests.support import make_ctx
 
 
 async def test_rs01_resources_list_describes_each_resource(demo_a):

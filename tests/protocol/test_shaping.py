@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from mcp_app.protocol import shaping
-from tests.protocol.support import ICON, make_ctx, result_of
+from tests.protocol.support import ICON, result_of
+from tests.support import make_ctx
 
 ALL_TOOL_KEYS = {
     "name",

@@ -14,7 +14,8 @@ from mcp_app.handlers import registry
 from mcp_app.models import Tool
 from mcp_app.protocol.jsonrpc import INVALID_PARAMS
 from mcp_app.protocol.ratelimit import RATE_LIMITED
-from tests.protocol.support import call, error_of, make_ctx, result_of
+from tests.protocol.support import call, error_of, result_of
+from tests.support import make_ctx
 
 
 async def test_tl01_tools_list_returns_the_enabled_tools_sorted_by_name(demo_a):
