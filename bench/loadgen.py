@@ -4,6 +4,7 @@ One `McpClient` is one simulated client: one keep-alive TCP connection and one M
 Responses may be `application/json` or `text/event-stream` (read until the JSON-RPC response
 with the matching id, then drain the rest of the HTTP body so the connection can be reused).
 Plain-socket HTTP because httpx costs more CPU per request than the servers under test.
+Longer than 400 lines: the HTTP/1.1 and SSE reader, the MCP client and the load loops belong together.
 """
 
 from __future__ import annotations

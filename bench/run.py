@@ -5,6 +5,9 @@
     .venv/bin/python bench/run.py --only-background   # echo on a Celery worker vs the same echo inline
 
 Prints figures; it is not a test. See bench/README.md for what is measured and how to read it.
+
+Longer than 400 lines on purpose: one script a person reads top to bottom to see how each figure is
+made (database setup, server start, phases, tables); splitting it would scatter that story.
 """
 
 from __future__ import annotations

@@ -96,9 +96,10 @@ async def authenticate(authorization: str | None, query: str, tenant: TenantInfo
         raise unauthorized(tenant)
     if not token:
         raise unauthorized(tenant, tokens.UNKNOWN)
-    grant = await tokens.verify(token, tenant)
-    if isinstance(grant, str):
-        raise unauthorized(tenant, grant)
+    try:
+        grant = await tokens.verify(token, tenant)
+    except tokens.InvalidToken as refused:
+        raise unauthorized(tenant, refused.reason) from None
     return Caller(user_id=grant.user_id, client_id=grant.client_id, scopes=grant.scopes)
 
 

@@ -212,25 +212,33 @@ async def _lookup(key: str, tenant: TenantInfo, use_cache: bool = True) -> Token
     return record
 
 
-async def verify(token: str, tenant: TenantInfo) -> Grant | str:
-    """Return the grant a bearer token gives at this tenant, or why it is refused."""
+class InvalidToken(Exception):
+    """A bearer token that gives no access at this tenant; `reason` is safe to tell the client."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+async def verify(token: str, tenant: TenantInfo) -> Grant:
+    """Return the grant a bearer token gives at this tenant; InvalidToken says why it gives none."""
     ensure_subscriber()
     key = checksum(token)
     record = await _lookup(key, tenant)
     if not record.found:
-        return UNKNOWN
+        raise InvalidToken(UNKNOWN)
     if record.expires_at <= _wallclock():
-        return EXPIRED
+        raise InvalidToken(EXPIRED)
     # Exactly this endpoint's canonical URI: an empty resource ("unrestricted" to DOT) is refused.
     if record.audience != (resources.canonical_uri(tenant.slug),):
-        return WRONG_AUDIENCE
+        raise InvalidToken(WRONG_AUDIENCE)
     if record.tenant_id != tenant.id:
         # Membership was read for another tenant id (this slug was deleted and created again).
         record = await _lookup(key, tenant, use_cache=False)
         if not record.found:
-            return UNKNOWN
+            raise InvalidToken(UNKNOWN)
     if not record.member or record.user_id is None:
-        return NOT_MEMBER
+        raise InvalidToken(NOT_MEMBER)
     return Grant(user_id=record.user_id, client_id=record.client_id, scopes=record.scopes)
 
 
