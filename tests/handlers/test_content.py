@@ -9,7 +9,7 @@ import pytest
 from mcp_app.content.blocks import render_blocks, render_text, render_value
 from mcp_app.core.errors import ContentError
 from mcp_app.models import Resource
-from tests.handlers.conftest import PNG, WAV
+from tests.handlers.support import PNG, WAV
 from tests.support import make_ctx
 
 

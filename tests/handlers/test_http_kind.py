@@ -15,7 +15,7 @@ from django.core.exceptions import ValidationError
 
 from mcp_app.handlers import registry
 from mcp_app.handlers.secrets import encrypt_secrets
-from tests.handlers.conftest import PNG, QuietServer, Upstream, _handler_class, make_tool
+from tests.handlers.support import PNG, QuietServer, Upstream, handler_class, make_tool
 from tests.support import make_ctx
 
 
@@ -208,7 +208,7 @@ async def test_https_call_pins_the_address_and_still_verifies_the_certificate_fo
 ):
     ca = trustme.CA()
     upstream = Upstream(base="", port=0)
-    server = QuietServer(("127.0.0.1", 0), _handler_class(upstream))
+    server = QuietServer(("127.0.0.1", 0), handler_class(upstream))
     server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ca.issue_cert("tenant-api.test").configure_cert(server_ctx)
     server.socket = server_ctx.wrap_socket(server.socket, server_side=True)

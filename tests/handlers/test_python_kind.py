@@ -11,7 +11,7 @@ from django.core.exceptions import ValidationError
 
 from mcp_app.handlers import python, registry
 from mcp_app.handlers.python import register
-from tests.handlers.conftest import make_template, make_tool
+from tests.handlers.support import make_template, make_tool
 
 
 @register("test_sync_thread")

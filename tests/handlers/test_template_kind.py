@@ -6,7 +6,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from mcp_app.handlers import registry, template
-from tests.handlers.conftest import make_template, make_tool
+from tests.handlers.support import make_template, make_tool
 
 
 async def test_text_shorthand_renders_the_arguments(ctx):

@@ -12,7 +12,7 @@ from oauth2_provider.models import get_access_token_model, get_application_model
 from mcp_app.oauth import resources, scopes
 from mcp_app.transport import events, sessions, standalone
 from tenants.models import Tenant
-from tests.transport.conftest import Client
+from tests.transport.support import Client
 
 ALL_SCOPES = " ".join(scopes.BASE_SCOPES)
 

@@ -24,7 +24,8 @@ from mcp_app.oauth import tokens
 from mcp_app.transport import sessions
 from tenants.models import Membership, Role, Tenant
 from tests.oauth.rs_support import ALL_SCOPES, AuthClient, issue_token, make_application
-from tests.transport.conftest import BOTH, call, clean_transport_state  # noqa: F401 - autouse fixture
+from tests.transport.conftest import clean_transport_state  # noqa: F401 - autouse fixture
+from tests.transport.support import BOTH, call
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -19,7 +19,7 @@ from mcp_app.infra import redis_client
 from mcp_app.models import Tool
 from mcp_app.protocol import pagination
 from mcp_app.protocol.jsonrpc import InvalidParams
-from tests.transport.conftest import Client
+from tests.transport.support import Client
 
 ECHO = {"name": "echo", "arguments": {"message": "hi"}}
 

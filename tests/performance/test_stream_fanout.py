@@ -12,7 +12,7 @@ from channels.layers import get_channel_layer
 from mcp_app import notify
 from mcp_app.infra import redis_client
 from mcp_app.transport import sessions, stream_view
-from tests.transport.conftest import Client, open_stream
+from tests.transport.support import Client, open_stream
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -25,7 +25,7 @@ from mcp_app.protocol.jsonrpc import (
     PARSE_ERROR,
     RESOURCE_NOT_FOUND,
 )
-from tests.transport.conftest import BOTH, Client, Response, call
+from tests.transport.support import BOTH, Client, Response, call
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

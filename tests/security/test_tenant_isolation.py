@@ -21,7 +21,7 @@ from mcp_app import notify
 from mcp_app.models import McpSession, Prompt, Resource, ResourceTemplate, Tool
 from mcp_app.protocol.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, RESOURCE_NOT_FOUND
 from tenants.models import Membership
-from tests.transport.conftest import BOTH, Client, Response, Stream, call, open_stream
+from tests.transport.support import BOTH, Client, Response, Stream, call, open_stream
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mcp_app.protocol.jsonrpc import INVALID_REQUEST
-from tests.transport.conftest import Client, call
+from tests.transport.support import Client, call
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.transport.conftest import BOTH, Client, open_stream
+from tests.transport.support import BOTH, Client, open_stream
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -10,7 +10,7 @@ from asgiref.sync import sync_to_async
 
 from mcp_app import notify
 from mcp_app.transport import inflight
-from tests.transport.conftest import BOTH, Client, call, messages, open_stream
+from tests.transport.support import BOTH, Client, call, messages, open_stream
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
