@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from mcp_app import catalog
+from mcp_app.catalog import loader
 from mcp_app.core.context import RequestContext, ResourceLookup, SessionState
-from mcp_app.core.types import TenantInfo
 
 
 def tenant_resources(tenant_id: int) -> ResourceLookup:
@@ -30,17 +30,7 @@ def make_ctx(
     session=True makes a fresh initialized session (with `log_level` set, as after logging/setLevel),
     None a request without one; the tenant's resources come from its catalog, as tools/call gives them.
     """
-    info = TenantInfo(
-        id=tenant.id,
-        slug=tenant.slug,
-        name=tenant.name,
-        title=tenant.title,
-        description=tenant.description,
-        server_version=tenant.server_version,
-        website_url=tenant.website_url,
-        icons=tuple(tenant.icons or ()),
-        instructions=tenant.instructions,
-    )
+    info = loader.tenant_info(tenant)
     if session is True:
         session = SessionState(
             id="sess-1", tenant_id=tenant.id, protocol_version=version, initialized=True, log_level=log_level

@@ -45,15 +45,9 @@ def clear_caches() -> None:
 # --- Tenants ------------------------------------------------------------------------------------
 
 
-def _load_tenant(slug: str) -> tuple[TenantInfo, int] | None:
-    tenant = Tenant.objects.filter(slug=slug).first()
-    if tenant is None:
-        return None
-    tool_scopes: tuple[tuple[str, str], ...] = ()
-    if tenant.auth_mode != AuthMode.PUBLIC:
-        rows = Tool.objects.needing_scopes(tenant.pk)
-        tool_scopes = tuple(rows.order_by("name").values_list("name", "required_scope"))
-    info = TenantInfo(
+def tenant_info(tenant: Tenant, tool_scopes: tuple[tuple[str, str], ...] = ()) -> TenantInfo:
+    """The immutable facts a request needs about a tenant row."""
+    return TenantInfo(
         id=tenant.pk,
         slug=tenant.slug,
         name=tenant.name,
@@ -68,6 +62,17 @@ def _load_tenant(slug: str) -> tuple[TenantInfo, int] | None:
         auth_mode=tenant.auth_mode,
         tool_scopes=tool_scopes,
     )
+
+
+def _load_tenant(slug: str) -> tuple[TenantInfo, int] | None:
+    tenant = Tenant.objects.filter(slug=slug).first()
+    if tenant is None:
+        return None
+    tool_scopes: tuple[tuple[str, str], ...] = ()
+    if tenant.auth_mode != AuthMode.PUBLIC:
+        rows = Tool.objects.needing_scopes(tenant.pk)
+        tool_scopes = tuple(rows.order_by("name").values_list("name", "required_scope"))
+    info = tenant_info(tenant, tool_scopes)
     return info, int(tenant.definitions_version)
 
 
