@@ -184,7 +184,11 @@ def demo_definitions(logo: bytes) -> dict[str, list[dict[str, Any]]]:
         {
             "name": "fetch_json",
             "title": "Fetch JSON",
-            "description": "POST the arguments to an HTTP endpoint (this platform's demo echo) and return its JSON reply.",
+            "description": (
+                "POST the arguments as JSON to an HTTP endpoint and return its JSON reply. As seeded, the "
+                'endpoint is this server\'s own /demo/echo, which answers {"echo": <the arguments>}, so '
+                "the tool works with no outside network; an admin can point it at any API (its url)."
+            ),
             "input_schema": {"type": "object", "properties": {}, "additionalProperties": True},
             "output_schema": None,
             "annotations": {"readOnlyHint": False, "openWorldHint": True},

@@ -247,3 +247,17 @@ def test_tool_content_and_prompt_messages_share_one_content_validator():
     prompt_error = refused(v.validate_prompt_messages, [{"role": "user", "content": content}])
     tool_error = refused(v.validate_handler, "template", {"content": [content]})
     assert "priority" in prompt_error and "priority" in tool_error
+
+
+@pytest.mark.parametrize("kind", ["resource", "resource_link"])
+def test_tool_content_may_refer_to_a_resource_whose_uri_is_a_template_over_its_arguments(kind):
+    v.validate_handler("template", {"content": [{"type": kind, "uri": "{{ resourceUri }}"}]})
+
+
+@pytest.mark.parametrize("kind", ["resource", "resource_link"])
+def test_a_plain_uri_that_is_not_absolute_is_still_refused_in_prompts_and_tools(kind):
+    content = {"type": kind, "uri": "readme"}
+    assert "not an absolute URI" in refused(
+        v.validate_prompt_messages, [{"role": "user", "content": content}]
+    )
+    assert "not an absolute URI" in refused(v.validate_handler, "template", {"content": [content]})

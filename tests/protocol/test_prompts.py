@@ -110,3 +110,31 @@ async def test_pr04_a_prompt_that_cannot_render_is_an_internal_error_with_a_safe
     error = await error_of(make_ctx(demo_a), "prompts/get", {"name": "dangling"})
     assert error["code"] == INTERNAL_ERROR
     assert error["message"].startswith("Prompt 'dangling' could not be rendered")
+
+
+def _prompt_embedding_the_resource_it_is_given(tenant) -> Prompt:
+    prompt = Prompt(
+        tenant=tenant,
+        name="explain_resource",
+        arguments=[{"name": "resourceUri", "required": True}],
+        messages=[
+            {"role": "user", "content": {"type": "resource", "uri": "{{ resourceUri }}"}},
+            {"role": "user", "content": {"type": "resource_link", "uri": "{{ resourceUri }}"}},
+        ],
+    )
+    prompt.full_clean()  # what the admin runs: a templated uri is accepted, as in tool content
+    prompt.save()
+    return prompt
+
+
+async def test_pr02_an_embedded_resource_uri_may_be_a_template_over_the_arguments(demo_a):
+    await sync_to_async(_prompt_embedding_the_resource_it_is_given)(demo_a)
+    result = await result_of(
+        make_ctx(demo_a),
+        "prompts/get",
+        {"name": "explain_resource", "arguments": {"resourceUri": "demo://readme"}},
+    )
+    embedded, link = (m["content"] for m in result["messages"])
+    assert embedded["resource"]["uri"] == "demo://readme"
+    assert embedded["resource"]["text"] == "# Demo\nHello."
+    assert link["type"] == "resource_link" and link["uri"] == "demo://readme"

@@ -248,6 +248,14 @@ def defaults_tools(transactional_db, tenant_a):
         handler="python",
         handler_config={"callable": "count_slowly"},
     )
+    Tool.objects.create(
+        tenant=tenant_a,
+        name="count_later",
+        input_schema=schema,
+        handler="python",
+        handler_config={"callable": "count_slowly"},
+        execution="background",
+    )
     return tenant_a
 
 
@@ -267,3 +275,12 @@ async def test_an_argument_the_caller_gives_wins_over_the_schema_default(default
     assert result["content"] == [{"type": "text", "text": "Hello, Ada!"}]
     result = await result_of(ctx, "tools/call", {"name": "count", "arguments": {"n": 4}})
     assert result["content"] == [{"type": "text", "text": "Counted to 4."}]
+
+
+async def test_a_background_tool_gets_the_schema_default_of_a_missing_argument(defaults_tools):
+    # count_in_background's case: the defaults travel with the arguments to whatever runs the tool.
+    ctx = make_ctx(defaults_tools)
+    result = await result_of(ctx, "tools/call", {"name": "count_later", "arguments": {}})
+    assert result["content"] == [{"type": "text", "text": "Counted to 2."}]
+    result = await result_of(ctx, "tools/call", {"name": "count_later", "arguments": {"n": 3}})
+    assert result["content"] == [{"type": "text", "text": "Counted to 3."}]

@@ -1,0 +1,71 @@
+"""The demo tenant as `seed_demo` creates it and `./bin/serve` serves it: every tool answers, offline."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+
+from tenants.models import Tenant
+from tests.protocol.support import result_of
+from tests.support import make_ctx
+
+SERVE = Path(__file__).resolve().parents[2] / "bin" / "serve"
+
+# What a new user might send each demo tool first; every seeded tool must be listed here.
+ARGUMENTS: dict[str, dict[str, Any]] = {
+    "echo": {"message": "hi"},
+    "add": {"a": 2, "b": 3},
+    "greet": {"name": "Ada"},
+    "show_logo": {},
+    "count_slowly": {"n": 2, "delay": 0},
+    "count_in_background": {"n": 2, "delay": 0},
+    "fetch_json": {"hello": "echo"},
+}
+
+
+def serve_default(name: str) -> str:
+    """What bin/serve exports as `name` when the environment leaves it unset ('' when it exports none)."""
+    pattern = rf'^export {name}="\$\{{{name}:?-([^}}]*)\}}"$'
+    match = re.search(pattern, SERVE.read_text(), re.MULTILINE)
+    return match.group(1) if match else ""
+
+
+def test_bin_serve_gives_the_public_url_of_its_own_port():
+    assert serve_default("MCP_PUBLIC_URL") == "http://127.0.0.1:$port"
+
+
+@pytest.fixture
+def served_demo(live_server, settings) -> Tenant:
+    """The demo tenant seeded under bin/serve's settings, this platform served on 127.0.0.1 (live_server)."""
+    port = live_server.thread.port
+    settings.MCP_PUBLIC_URL = serve_default("MCP_PUBLIC_URL").replace("$port", str(port))
+    # As settings.py reads the variable: comma-separated, empty when bin/serve stops setting it.
+    allow = serve_default("MCP_HTTP_HANDLER_ALLOW")
+    settings.MCP_HTTP_HANDLER_ALLOW = [item.strip() for item in allow.split(",") if item.strip()]
+    call_command("seed_demo", "--tenant-only", stdout=io.StringIO())
+    return Tenant.objects.get(slug="demo")
+
+
+async def test_every_seeded_demo_tool_answers_without_an_error_under_bin_serve_settings(served_demo):
+    ctx = make_ctx(served_demo)
+    listed = {tool["name"] for tool in (await result_of(ctx, "tools/list"))["tools"]}
+    assert listed == set(ARGUMENTS)
+    for name, arguments in ARGUMENTS.items():
+        result = await result_of(ctx, "tools/call", {"name": name, "arguments": arguments})
+        assert not result.get("isError"), (name, result["content"])
+
+
+async def test_the_seeded_fetch_json_posts_to_this_platforms_echo_and_returns_its_reply(served_demo):
+    arguments = {"hello": "echo", "n": [1, 2]}
+    result = await result_of(
+        make_ctx(served_demo), "tools/call", {"name": "fetch_json", "arguments": arguments}
+    )
+    assert not result.get("isError"), result["content"]
+    assert result["structuredContent"]["echo"] == arguments
+    assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
