@@ -27,6 +27,7 @@ from mcp_app.content.fields import (
     validate_mime_type,
     validate_resource_uri,
 )
+from mcp_app.core.mcp_headers import invalid_x_mcp_header
 from mcp_app.handlers import registry
 
 # AMB-17: a schema without "$schema" is checked (and later validated) as Draft 2020-12.
@@ -85,6 +86,17 @@ def validate_object_schema(schema: Any, label: str = "Schema") -> None:
         fail(f"{label} is not a valid JSON Schema at {where}: {exc.message}")
     if schema.get("type") != "object":
         fail(f'{label} must have "type": "object" at the root.')
+
+
+def validate_x_mcp_headers(schema: Any, label: str = "Input schema") -> None:
+    """Check the schema's x-mcp-header annotations (2026-07-28 streamable-http, "Custom Headers").
+
+    A conforming client drops a tool whose annotations break the rules from tools/list, so a tenant
+    would publish a tool nobody can call; refuse it here, naming the offending location.
+    """
+    reason = invalid_x_mcp_header(schema)
+    if reason is not None:
+        fail(f"{label}: {reason}.")
 
 
 # --- Shared metadata ---------------------------------------------------------------------------
@@ -261,6 +273,7 @@ def clean_tool(tool: Any) -> None:
     """Validate a Tool row's JSON fields and handler (field → errors)."""
     checks = [
         ("input_schema", lambda: validate_object_schema(tool.input_schema, "Input schema")),
+        ("input_schema", lambda: validate_x_mcp_headers(tool.input_schema)),
         ("annotations", lambda: validate_tool_annotations(tool.annotations)),
         ("handler_config", lambda: validate_handler(tool.handler, tool.handler_config)),
         *_common_checks(tool),

@@ -144,6 +144,7 @@ class TenantAdmin(MembershipPermissionsMixin, admin.ModelAdmin):
             {"fields": ("slug", "name", "title", "description", "server_version", "is_active", "mcp_url")},
         ),
         ("Clients", {"fields": ("auth_mode", "instructions", "website_url", "icons", "allowed_origins")}),
+        ("Caching (2026-07-28 clients)", {"fields": ("cache_ttl_ms", "cache_scope")}),
         ("State", {"fields": ("definitions_version", "created_at", "updated_at")}),
     )
 

@@ -21,6 +21,12 @@ class AuthMode(models.TextChoices):
     PUBLIC = "public", "Public (no authorization)"
 
 
+class CacheScope(models.TextChoices):
+    AUTO = "auto", "Automatic (private for OAuth tenants, public otherwise)"
+    PUBLIC = "public", "Public (shared caches may serve any caller)"
+    PRIVATE = "private", "Private (cached per access token only)"
+
+
 # Roles that may change a tenant's definitions.
 EDIT_ROLES = frozenset({Role.OWNER, Role.EDITOR})
 
@@ -52,6 +58,19 @@ class Tenant(models.Model):
         default=AuthMode.OAUTH,
         help_text="OAuth: every MCP request needs a bearer token issued to a member for this endpoint. "
         "Public: anyone who can reach the endpoint may use it.",
+    )
+    # Caching hints of 2026-07-28 results (ttlMs, cacheScope on lists, resources/read, server/discover).
+    cache_ttl_ms = models.PositiveIntegerField(
+        default=60_000,
+        help_text="How long (milliseconds) 2026-07-28 clients may treat a list, a resource read or "
+        "server/discover as fresh. Edits still reach listening clients at once. 0: always re-fetch.",
+    )
+    cache_scope = models.CharField(
+        max_length=10,
+        choices=CacheScope.choices,
+        default=CacheScope.AUTO,
+        help_text="Who may cache those results. Automatic: private for OAuth tenants (what a caller "
+        "sees depends on the token), public for public ones.",
     )
     # Bumped on every change to the tenant's definitions; drives caches and list_changed.
     definitions_version = models.PositiveBigIntegerField(default=1, editable=False)

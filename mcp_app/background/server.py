@@ -91,7 +91,7 @@ def _job(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any], channel:
         "protocol_version": ctx.protocol_version,
         "client_capabilities": ctx.client_capabilities,
         "session_id": session.id if session else None,
-        "log_level": session.log_level if session else None,
+        "log_level": session.log_level if session else ctx.log_level,
         "user_id": ctx.user_id,
         "client_id": ctx.client_id,
         "scopes": sorted(ctx.scopes) if ctx.scopes is not None else None,

@@ -89,6 +89,7 @@ def _context(job: dict[str, Any], tenant: Any, emit: Any, cancelled: asyncio.Eve
         scopes=frozenset(scopes) if scopes is not None else None,
         request_id=job.get("request_id"),
         progress_token=job.get("progress_token"),
+        log_level=job.get("log_level"),
         emit=emit,
         cancelled=cancelled,
     )

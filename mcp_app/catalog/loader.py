@@ -10,6 +10,7 @@ from __future__ import annotations
 from channels.db import database_sync_to_async
 
 from mcp_app.catalog import tokens
+from mcp_app.core.mcp_headers import param_headers
 from mcp_app.core.types import Catalog, PromptDef, ResourceDef, TemplateDef, TenantInfo, ToolDef
 from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool
 from tenants.models import AuthMode, Tenant
@@ -61,6 +62,8 @@ def tenant_info(tenant: Tenant, tool_scopes: tuple[tuple[str, str], ...] = ()) -
         is_active=tenant.is_active,
         auth_mode=tenant.auth_mode,
         tool_scopes=tool_scopes,
+        cache_ttl_ms=tenant.cache_ttl_ms,
+        cache_scope=tenant.cache_scope,
     )
 
 
@@ -128,6 +131,7 @@ def _load_catalog(tenant_id: int) -> Catalog:
             timeout_seconds=row.timeout_seconds,
             required_scope=row.required_scope,
             execution=row.execution,
+            mirrors_headers=bool(param_headers(row.input_schema or {})),
         )
         for row in Tool.objects.for_tenant(tenant_id).filter(enabled=True)
     )

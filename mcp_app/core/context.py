@@ -74,7 +74,11 @@ class SessionState:
 
 @dataclass(frozen=True)
 class RequestContext:
-    """Everything dispatch needs about one message; the same whether it came with a session or not."""
+    """Everything dispatch needs about one message; the same whether it came with a session or not.
+
+    A modern (2026-07-28) request has no session: its version, capabilities and log level came in
+    its own `_meta`.
+    """
 
     tenant: TenantInfo
     protocol_version: str = DEFAULT_NEGOTIATED
@@ -85,6 +89,8 @@ class RequestContext:
     scopes: frozenset[str] | None = None  # None: the endpoint is public, nothing is scope-limited
     request_id: str | int | None = None
     progress_token: str | int | None = None
+    # The request's own log level (2026-07-28 `_meta`); a legacy session's level lives in the session.
+    log_level: str | None = None
     emit: Emit = _drop
     # Set when notifications/cancelled names this request; handlers may poll it.
     cancelled: Any = None  # asyncio.Event | None

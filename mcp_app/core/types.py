@@ -30,6 +30,8 @@ class ToolDef:
     required_scope: str = ""
     # "inline" (in the server process) or "background" (a Celery worker, mcp_app.background.server).
     execution: str = "inline"
+    # Arguments its input schema mirrors into Mcp-Param-* headers (x-mcp-header), checked per call.
+    mirrors_headers: bool = False
 
 
 @dataclass(frozen=True)
@@ -113,3 +115,5 @@ class TenantInfo:
     # (tool name, required scope) of enabled oauth-tenant tools that need a scope of their own; kept
     # here, valid under the same change token, so the transport's scope check costs no catalog read.
     tool_scopes: tuple[tuple[str, str], ...] = ()
+    cache_ttl_ms: int = 60_000
+    cache_scope: str = "auto"  # "auto" | "public" | "private" (tenants.models.CacheScope)

@@ -9,6 +9,7 @@ client's display metadata (logo, home page) for the consent page.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import time
 from dataclasses import dataclass
@@ -52,7 +53,9 @@ MAX_REDIRECT_URIS = 10
 MAX_URI_LENGTH = 2000
 MAX_NAME_LENGTH = 200
 GRANT_TYPES = frozenset({"authorization_code", "refresh_token"})
+# OpenID Connect Registration §2 application types (MCP clients send one since 2026-07-28); omitted or null = "web".
 APPLICATION_TYPES = frozenset({"web", "native"})
+DEFAULT_APPLICATION_TYPE = "web"
 DISPLAY_FIELDS = ("logo_uri", "client_uri", "policy_uri", "tos_uri")
 DISPLAY_CACHE_PREFIX = "mcp:oauth:client-display:"
 RATE_CACHE_PREFIX = "mcp:oauth:dcr-rate:"
@@ -137,15 +140,20 @@ def metadata_problem(data: dict[str, Any]) -> Refusal | None:
         if problem:
             return Refusal("invalid_redirect_uri", problem)
     grant_types = data.get("grant_types", ["authorization_code"])
-    if not isinstance(grant_types, list) or not set(grant_types) <= GRANT_TYPES or not grant_types:
+    if not _string_list(grant_types) or not set(grant_types) <= GRANT_TYPES or not grant_types:
         return Refusal(
             "invalid_client_metadata", "grant_types may only be authorization_code and refresh_token"
         )
     response_types = data.get("response_types", ["code"])
-    if not isinstance(response_types, list) or set(response_types) - {"code"}:
+    if not _string_list(response_types) or set(response_types) - {"code"}:
         return Refusal("invalid_client_metadata", 'response_types may only be ["code"]')
-    if "application_type" in data and data["application_type"] not in APPLICATION_TYPES:
-        return Refusal("invalid_client_metadata", 'application_type must be "web" or "native"')
+    application_type = data.get("application_type")
+    if application_type is not None and not _is_application_type(application_type):
+        return Refusal(
+            "invalid_client_metadata",
+            f'application_type {_shown(application_type)} is not supported: use "native" for desktop, '
+            'mobile, command-line and localhost apps, or "web" for browser apps served from a remote host',
+        )
     name = data.get("client_name", "")
     if not isinstance(name, str) or len(name) > MAX_NAME_LENGTH:
         return Refusal(
@@ -159,6 +167,27 @@ def metadata_problem(data: dict[str, Any]) -> Refusal | None:
     if "scope" in data and not isinstance(data["scope"], str):
         return Refusal("invalid_client_metadata", "scope must be a string")
     return None
+
+
+def _string_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _is_application_type(value: Any) -> bool:
+    # Type check first: a list or object sent by the client is unhashable in a set lookup.
+    return isinstance(value, str) and value in APPLICATION_TYPES
+
+
+def _shown(value: Any) -> str:
+    """A client-sent value, short enough to quote in an error description."""
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def application_type_of(data: dict[str, Any]) -> str:
+    """The client's application type: as registered, or OIDC's default "web" when omitted."""
+    value = data.get("application_type")
+    return DEFAULT_APPLICATION_TYPE if value is None else value
 
 
 def _display_key(client_id: str) -> str:
@@ -176,7 +205,7 @@ def remember_display_metadata(client_id: str, metadata: dict[str, Any], timeout:
             and value.startswith("https://")
         ):
             display[field] = value
-    if isinstance(metadata.get("application_type"), str):
+    if _is_application_type(metadata.get("application_type")):
         display["application_type"] = metadata["application_type"]
     cache.set(_display_key(client_id), display, timeout)
 
@@ -276,7 +305,8 @@ class RegistrationView(DynamicClientRegistrationView):
         with transaction.atomic():
             application.save()
             registration_token = dot_compat.issue_registration_token(application, None)
-        remember_display_metadata(application.client_id, data, None)
+        application_type = application_type_of(data)
+        remember_display_metadata(application.client_id, {**data, "application_type": application_type}, None)
         body = dot_compat.application_to_response(application, registration_token, request)
         body["client_id_issued_at"] = int(timezone.now().timestamp())
         if raw_secret:
@@ -284,14 +314,21 @@ class RegistrationView(DynamicClientRegistrationView):
             body["client_secret_expires_at"] = 0  # RFC 7591 §3.2.1: 0 = never expires
             if data.get("token_endpoint_auth_method") == "client_secret_post":
                 body["token_endpoint_auth_method"] = "client_secret_post"
-        for field in (*DISPLAY_FIELDS, "application_type"):
+        for field in DISPLAY_FIELDS:
             if field in data:
                 body[field] = data[field]
+        body["application_type"] = application_type
         return JsonResponse(body, status=201)
 
 
 class RegistrationManagementView(DynamicClientRegistrationManagementView):
-    """RFC 7592 read/update/delete with the registration access token; updates obey our policy."""
+    """RFC 7592 read/update/delete with the registration access token; updates obey our policy.
+
+    Reads and updates also return the stored application_type (DOT's response has no such field).
+    """
+
+    def get(self, request: HttpRequest, client_id: str, *args: Any, **kwargs: Any) -> HttpResponse:
+        return _with_application_type(super().get(request, client_id, *args, **kwargs), client_id)
 
     def put(self, request: HttpRequest, client_id: str, *args: Any, **kwargs: Any) -> HttpResponse:
         auth = self._authenticate_registration_request(request, client_id)
@@ -307,5 +344,18 @@ class RegistrationManagementView(DynamicClientRegistrationManagementView):
             return refusal.response()
         response = super().put(request, client_id, *args, **kwargs)
         if response.status_code == 200:
-            remember_display_metadata(client_id, data, None)
+            remember_display_metadata(
+                client_id, {**data, "application_type": application_type_of(data)}, None
+            )
+        return _with_application_type(response, client_id)
+
+
+def _with_application_type(response: HttpResponse, client_id: str) -> HttpResponse:
+    """Add the stored application_type to a successful RFC 7592 response (left out when unknown)."""
+    stored = display_metadata(client_id).get("application_type")
+    if response.status_code != 200 or not stored:
         return response
+    body = json.loads(response.content)
+    body["application_type"] = stored
+    response.content = json.dumps(body)
+    return response

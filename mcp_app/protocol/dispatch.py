@@ -1,8 +1,13 @@
-"""The method table and the one error funnel: one parsed JSON-RPC message in, its response out.
+"""The method tables and the one error funnel: one parsed JSON-RPC message in, its response out.
 
 Requests get exactly one response with the same id (BP-04, BP-06); notifications and client
 responses get none, not even an error (BP-08). Protocol faults raise a JsonRpcError; anything
 else is logged and answered with a bare -32603, so internals never reach the wire.
+
+The era of the request's revision picks the table: the legacy one (initialize, sessions) or the
+modern one (2026-07-28: server/discover, no handshake, ping, setLevel or resource subscriptions).
+The same handlers serve both; a modern result also gets `resultType`, the server's identity in
+`_meta` and, where cacheable, the caching hints.
 """
 
 from __future__ import annotations
@@ -12,7 +17,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mcp_app.core.context import RequestContext
-from mcp_app.protocol import completion, lifecycle, prompts, resources, tools
+from mcp_app.core.versions import META_SERVER_INFO, is_modern
+from mcp_app.protocol import caching, completion, lifecycle, prompts, resources, tools
 from mcp_app.protocol import logging as log_level
 from mcp_app.protocol.jsonrpc import (
     InternalError,
@@ -27,7 +33,7 @@ from mcp_app.protocol.jsonrpc import (
     usable_id,
 )
 
-__all__ = ["METHODS", "NOTIFICATIONS", "classify", "dispatch", "is_initialize"]
+__all__ = ["METHODS", "MODERN_METHODS", "NOTIFICATIONS", "classify", "dispatch", "is_initialize"]
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +55,38 @@ METHODS: dict[str, Handler] = {
     "completion/complete": completion.handle_complete,
     "logging/setLevel": log_level.handle_set_level,
 }
+
+
+# 2026-07-28: the same primitives; no handshake, ping, logging/setLevel or resources/(un)subscribe
+# (subscriptions/listen is a stream, served by the transport).
+MODERN_METHODS: dict[str, Handler] = {
+    "server/discover": lifecycle.handle_discover,
+    **{
+        name: METHODS[name]
+        for name in (
+            "tools/list",
+            "tools/call",
+            "prompts/list",
+            "prompts/get",
+            "resources/list",
+            "resources/templates/list",
+            "resources/read",
+            "completion/complete",
+        )
+    },
+}
+
+
+def finish_modern(ctx: RequestContext, method: str, result: dict[str, Any]) -> dict[str, Any]:
+    """Add what every 2026-07-28 result carries: resultType, serverInfo, and caching hints."""
+    result["resultType"] = "complete"
+    meta = result.get("_meta")
+    meta = dict(meta) if isinstance(meta, dict) else {}
+    meta[META_SERVER_INFO] = lifecycle.server_info(ctx, ctx.protocol_version)
+    result["_meta"] = meta
+    if method in caching.CACHEABLE_METHODS:
+        result.update(caching.hints(ctx))
+    return result
 
 
 async def _ignore(ctx: RequestContext, params: dict[str, Any]) -> None:
@@ -86,11 +124,14 @@ async def dispatch(ctx: RequestContext, message: dict[str, Any]) -> dict[str, An
         return None
 
     request_id = message["id"]
+    modern = is_modern(ctx.protocol_version)
     try:
-        handler = METHODS.get(method)
+        handler = (MODERN_METHODS if modern else METHODS).get(method)
         if handler is None:
             raise MethodNotFound(truncate(f"Method not found: {method}", 200))
         result = await handler(ctx, params)
+        if modern:
+            result = finish_modern(ctx, method, result)
     except JsonRpcError as exc:
         exc.message = truncate(exc.message)
         return error_response(request_id, exc)

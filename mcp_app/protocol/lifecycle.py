@@ -1,11 +1,13 @@
-"""initialize, ping and notifications/initialized (LC-02..09)."""
+"""initialize, ping and notifications/initialized (LC-02..09); server/discover (2026-07-28)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from mcp_app import catalog as catalogs
 from mcp_app.core.context import RequestContext
-from mcp_app.core.versions import V2025_03_26, negotiate
+from mcp_app.core.types import Catalog
+from mcp_app.core.versions import ALL_VERSIONS, V2025_03_26, negotiate
 from mcp_app.protocol import shaping
 from mcp_app.protocol.jsonrpc import InvalidParams, InvalidRequest
 
@@ -20,6 +22,24 @@ def capabilities(version: str) -> dict[str, Any]:
     }
     if version >= V2025_03_26:
         caps["completions"] = {}  # 2024-11-05 has completion/complete but no capability for it
+    return caps
+
+
+def modern_capabilities(catalog: Catalog) -> dict[str, Any]:
+    """What this tenant offers now (2026-07-28 server/discover): a primitive only when it has one.
+
+    Unlike initialize (AMB-19) the answer is cacheable and re-asked, so it can be exact; a client on
+    `subscriptions/listen` still hears of the first tool, prompt or resource an editor adds.
+    """
+    caps: dict[str, Any] = {"logging": {}}  # messages reach a request that asks with its logLevel
+    if catalog.tools:
+        caps["tools"] = {"listChanged": True}
+    if catalog.prompts:
+        caps["prompts"] = {"listChanged": True}
+    if catalog.resources or catalog.templates:
+        caps["resources"] = {"subscribe": True, "listChanged": True}
+    if catalog.prompts or catalog.templates:
+        caps["completions"] = {}
     return caps
 
 
@@ -60,6 +80,21 @@ async def handle_initialize(ctx: RequestContext, params: dict[str, Any]) -> dict
         "protocolVersion": version,
         "capabilities": capabilities(version),
         "serverInfo": server_info(ctx, version),
+    }
+    if ctx.tenant.instructions:
+        result["instructions"] = ctx.tenant.instructions
+    return result
+
+
+async def handle_discover(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """Every revision served here, what the tenant offers, its instructions (2026-07-28 server/discover).
+
+    The server's identity travels in `_meta` like on every modern result (the dispatcher adds it).
+    """
+    catalog = await catalogs.get_catalog(ctx.tenant.id)
+    result: dict[str, Any] = {
+        "supportedVersions": list(ALL_VERSIONS),
+        "capabilities": modern_capabilities(catalog),
     }
     if ctx.tenant.instructions:
         result["instructions"] = ctx.tenant.instructions

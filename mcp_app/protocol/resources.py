@@ -10,9 +10,10 @@ from mcp_app.content.blocks import resource_contents
 from mcp_app.core.context import RequestContext, resources_of
 from mcp_app.core.errors import HandlerError
 from mcp_app.core.types import Catalog, ResourceDef, TemplateDef
+from mcp_app.core.versions import is_modern
 from mcp_app.handlers import registry
 from mcp_app.protocol import shaping, uritemplates
-from mcp_app.protocol.jsonrpc import InternalError, InvalidParams, ResourceNotFound, truncate
+from mcp_app.protocol.jsonrpc import InternalError, InvalidParams, JsonRpcError, ResourceNotFound, truncate
 from mcp_app.protocol.pagination import paginate, with_cursor
 
 # A session's subscriptions live in its state, which every request of the session loads.
@@ -47,9 +48,11 @@ def describe_template(template: TemplateDef) -> dict[str, Any]:
     }
 
 
-def not_found(uri: str) -> ResourceNotFound:
+def not_found(ctx: RequestContext, uri: str) -> JsonRpcError:
+    """-32002 for legacy clients; 2026-07-28 answers -32602 (Invalid Params), both with data.uri."""
     shown = truncate(uri, MAX_ECHOED_URI)
-    return ResourceNotFound(truncate(f"Resource not found: {uri}", 300), data={"uri": shown})
+    error = InvalidParams if is_modern(ctx.protocol_version) else ResourceNotFound
+    return error(truncate(f"Resource not found: {uri}", 300), data={"uri": shown})
 
 
 def find_template(catalog: Catalog, uri: str) -> tuple[TemplateDef, dict[str, str]] | None:
@@ -92,7 +95,7 @@ async def handle_read(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
     else:
         found = find_template(catalog, uri)
         if found is None:
-            raise not_found(uri)
+            raise not_found(ctx, uri)
         ctx = dataclasses.replace(ctx, resources=resources_of(catalog.resources_by_uri))
         try:
             contents = await registry.read_template(ctx, found[0], uri, found[1])
@@ -107,7 +110,7 @@ async def handle_subscribe(ctx: RequestContext, params: dict[str, Any]) -> dict[
     uri = _uri(params)
     catalog = await catalogs.get_catalog(ctx.tenant.id)
     if uri not in catalog.resources_by_uri and find_template(catalog, uri) is None:
-        raise not_found(uri)
+        raise not_found(ctx, uri)
     session = ctx.session
     if session is not None and uri not in session.subscriptions:
         if len(session.subscriptions) >= MAX_SUBSCRIPTIONS:

@@ -11,6 +11,8 @@ What each revision adds (schema.ts of 2024-11-05, 2025-03-26, 2025-06-18, 2025-1
   `_meta` on definitions, content blocks and resource contents.
 - 2025-11-25: `icons` (Tool, Resource, ResourceTemplate, Prompt, Implementation, ResourceLink),
   Implementation.description / websiteUrl, Tool.execution.
+- 2026-07-28: Tool.execution is gone (task support moved to an extension); structuredContent may be
+  any JSON value; every result carries `resultType` (added by the dispatcher, with the caching hints).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mcp_app.core.versions import V2025_03_26, V2025_06_18, V2025_11_25
+from mcp_app.core.versions import V2025_03_26, V2025_06_18, V2025_11_25, V2026_07_28
 
 Obj = dict[str, Any]
 
@@ -86,6 +88,8 @@ def tool(obj: Obj, version: str) -> Obj:
         (V2025_06_18, {"title", "outputSchema", "_meta"}),
         (V2025_11_25, {"icons", "execution"}),
     )
+    if version >= V2026_07_28:
+        keys.discard("execution")
     shaped = _required(obj, keys, ("name", "inputSchema"))
     if "icons" in shaped:
         shaped["icons"] = icons(shaped["icons"]) or None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcp_app.core.context import RequestContext
+from mcp_app.core.versions import is_modern
 from mcp_app.protocol.jsonrpc import notification
 
 # RFC 5424 severities, least to most severe (the names MCP uses).
@@ -23,9 +24,20 @@ _RANK = {name: i for i, name in enumerate(LOG_LEVELS)}
 DEFAULT_LOG_LEVEL = "info"
 
 
+def log_threshold(ctx: RequestContext) -> str | None:
+    """The least severe level the client gets; None: no log messages at all.
+
+    A modern request opts in with `io.modelcontextprotocol/logLevel` in its `_meta`, and without it
+    gets none (2026-07-28 logging); a legacy session gets DEFAULT_LOG_LEVEL until logging/setLevel.
+    """
+    if is_modern(ctx.protocol_version):
+        return ctx.log_level
+    return (ctx.session.log_level if ctx.session else None) or ctx.log_level or DEFAULT_LOG_LEVEL
+
+
 def log_enabled(ctx: RequestContext, level: str) -> bool:
-    threshold = (ctx.session.log_level if ctx.session else None) or DEFAULT_LOG_LEVEL
-    return _RANK[level] >= _RANK[threshold]
+    threshold = log_threshold(ctx)
+    return threshold is not None and _RANK[level] >= _RANK[threshold]
 
 
 async def log(ctx: RequestContext, level: str, data: Any, logger: str | None = None) -> None:

@@ -1,4 +1,9 @@
-"""Streamable HTTP (2025-03-26 and later): one endpoint per tenant, /t/<slug>/mcp, POST/GET/DELETE."""
+"""Streamable HTTP: one endpoint per tenant, /t/<slug>/mcp, serving both eras.
+
+Legacy (2025-03-26 .. 2025-11-25): POST/GET/DELETE with sessions, here. Modern (2026-07-28): each
+POST is stateless, decided per request by `envelope.is_modern` and served by modern.py/listen.py;
+a GET or DELETE naming a modern version gets 405, as that revision's transport page says.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +17,14 @@ from django.conf import settings
 
 from mcp_app import catalog, notify
 from mcp_app.core.context import RequestContext, SessionState
-from mcp_app.core.versions import DEFAULT_NEGOTIATED, SUPPORTED_VERSIONS, V2025_06_18, V2025_11_25
+from mcp_app.core.versions import (
+    DEFAULT_NEGOTIATED,
+    META_PROTOCOL_VERSION,
+    MODERN_VERSIONS,
+    SUPPORTED_VERSIONS,
+    V2025_06_18,
+    V2025_11_25,
+)
 from mcp_app.infra import redis_client
 from mcp_app.protocol.dispatch import METHODS
 from mcp_app.protocol.jsonrpc import (
@@ -24,10 +36,21 @@ from mcp_app.protocol.jsonrpc import (
     truncate,
     usable_id,
 )
-from mcp_app.transport import auth, events, inflight, origin, runner, sessions, sse, standalone
+from mcp_app.transport import (
+    auth,
+    envelope,
+    events,
+    inflight,
+    listen,
+    modern,
+    origin,
+    runner,
+    sessions,
+    sse,
+)
 from mcp_app.transport.base import McpConsumer
 from mcp_app.transport.exchange import Exchange
-from mcp_app.transport.stream_view import StreamView
+from mcp_app.transport.session_streams import SessionStreams
 from mcp_app.transport.wire import HttpError, accepts, media_types, parse_json_body
 
 logger = logging.getLogger(__name__)
@@ -37,7 +60,7 @@ VERSION_HEADER = "mcp-protocol-version"
 SESSION_HEADER_OUT = b"mcp-session-id"
 
 
-class StreamableHttpConsumer(McpConsumer):
+class StreamableHttpConsumer(SessionStreams, McpConsumer):
     """POST sends messages, GET opens the session's standalone stream, DELETE ends the session."""
 
     allowed_methods = ("GET", "POST", "DELETE", "OPTIONS")
@@ -50,11 +73,20 @@ class StreamableHttpConsumer(McpConsumer):
             "OPTIONS": self.handle_options,
         }.get(self.request.method)
         self.prefetched: tuple[str, SessionState | None] | None = None
-        if handler is not None and self.request.method != "OPTIONS":
-            await self.prefetch()
+        modern_header = (self.request.header(VERSION_HEADER) or "").strip() in MODERN_VERSIONS
+        if handler is not None and self.request.method != "OPTIONS" and not modern_header:
+            await self.prefetch()  # a modern request reads no session
         self.tenant = await self.resolve_tenant()
         if handler is None:
             raise self.method_not_allowed()
+        if modern_header and self.request.method in ("GET", "DELETE"):
+            raise HttpError(
+                405,
+                f"{self.request.method} is not part of MCP 2026-07-28: send each request as a POST, "
+                "and subscriptions/listen for change notifications.",
+                code=None,
+                headers=[(b"allow", b"POST, OPTIONS")],
+            )
         await handler()
 
     # --- shared checks --------------------------------------------------------------------------
@@ -111,11 +143,10 @@ class StreamableHttpConsumer(McpConsumer):
         return session
 
     def refuse_unknown_method(self, message: Any, request_id: Any) -> None:
-        """A sessionless request for a method no served revision knows: say so, not "missing session".
+        """A sessionless request, without the 2026-07-28 envelope, for a method initialize does not open.
 
-        Typically `server/discover`, the probe of a 2026-07-28 client. The answer is a 400 whose body
-        is not one of that revision's errors, which is how such a client recognises a server of the
-        earlier era and falls back to `initialize` (2026-07-28 basic/versioning).
+        Typically `server/discover` sent bare: say how each era is reached instead of "missing
+        session". The 400's body is no 2026-07-28 error, as befits a request of neither era.
         """
         method = message.get("method") if isinstance(message, dict) else None
         if not isinstance(method, str) or "id" not in message or method in METHODS:
@@ -123,8 +154,9 @@ class StreamableHttpConsumer(McpConsumer):
         raise HttpError(
             400,
             truncate(
-                f"Method {method!r} is not served here: this endpoint serves MCP revisions "
-                f"{', '.join(SUPPORTED_VERSIONS)}, which start with initialize and a session.",
+                f"Method {method!r} needs the MCP 2026-07-28 envelope (params._meta with "
+                f"{META_PROTOCOL_VERSION!r}) or a session: revisions {', '.join(SUPPORTED_VERSIONS)} "
+                "start with initialize.",
                 300,
             ),
             code=METHOD_NOT_FOUND,
@@ -167,6 +199,9 @@ class StreamableHttpConsumer(McpConsumer):
             raise HttpError(415, "Content-Type must be application/json.")
         self.caller = await auth.authenticate(self.request, self.tenant)
         body = parse_json_body(await self.read_body(), settings.MCP_MAX_JSON_DEPTH)
+        if envelope.is_modern(body, self.request):
+            await self.handle_modern_post(body)
+            return
 
         batch = isinstance(body, list)
         if batch:
@@ -223,6 +258,18 @@ class StreamableHttpConsumer(McpConsumer):
             return
         headers = [(SESSION_HEADER_OUT, session_id.encode())] if initialize else []
         await self.respond(exchange, batch, headers, version)
+
+    async def handle_modern_post(self, body: Any) -> None:
+        """One stateless 2026-07-28 message: checked, authorized, then answered on this POST."""
+        checked = envelope.read(body, self.request)
+        if checked.request_id is None:
+            await self.send_empty(202)  # this revision defines no client notification over HTTP
+            return
+        await modern.authorize(self, checked, body)
+        if checked.method == envelope.LISTEN:
+            await listen.serve(self, checked)
+            return
+        await modern.serve(self, modern.context(self.tenant, self.caller, checked, body), body)
 
     async def after_request(
         self, ctx: RequestContext, message: dict[str, Any], response: dict[str, Any]
@@ -285,116 +332,6 @@ class StreamableHttpConsumer(McpConsumer):
             await self.end_body()
         finally:
             exchange.detach()
-
-    # --- GET ------------------------------------------------------------------------------------
-
-    async def handle_get(self) -> None:
-        if not accepts(self.request.header("accept"), "text/event-stream"):
-            raise HttpError(406, "Accept must list text/event-stream.")
-        self.caller = await auth.authenticate(self.request, self.tenant)
-        session = await self.load_session()
-        assert session is not None
-        version = self.check_version_header(session)
-        store = events.get_store()
-
-        resume_from: tuple[str, int] | None = None
-        last_event_id = self.request.header("last-event-id")
-        if last_event_id:
-            parsed = events.parse_event_id(last_event_id)
-            info = await store.info(parsed[0]) if parsed else None
-            if info is not None and info.session_id == session.id:
-                if info.kind == "post":
-                    await self.resume_post_stream(parsed[0], parsed[1], version)
-                    return
-                resume_from = parsed
-            # An unknown, expired or foreign id opens a fresh standalone stream (AMB-4).
-
-        stream_id = resume_from[0] if resume_from else events.new_stream_id()
-        if not await standalone.acquire(session.id, stream_id):
-            raise HttpError(
-                409, "This session already has an open GET stream; only one is allowed.", code=None
-            )
-        try:
-            await store.open(stream_id, session.id, "get")
-            self.session_id = session.id
-            self.stream_id = stream_id
-            self.view = StreamView(session)
-
-            async def prelude() -> None:
-                # Groups are joined: a change made since load_session is seen now or announced later.
-                await self.view.refresh()
-                await self.start_sse()
-                if version >= V2025_11_25:
-                    await self.send_chunk(
-                        sse.priming_event(events.event_id(stream_id, 0), settings.MCP_SSE_RETRY_MS)
-                    )
-                if resume_from:
-                    for seq, message in await store.read_after(stream_id, resume_from[1]):
-                        await self.send_chunk(sse.message_event(message, events.event_id(stream_id, seq)))
-
-            await self.run_stream(
-                [notify.tenant_group(self.tenant.id), notify.session_group(session.id)],
-                self.on_stream_event,
-                lambda: standalone.refresh(session.id),
-                prelude=prelude,
-            )
-            await self.end_body()
-        finally:
-            try:
-                await standalone.release(session.id, stream_id)
-            except Exception:  # the slot's TTL frees it soon; the client must not see an error
-                logger.warning(
-                    "could not release the GET stream slot of session %.8s", session.id, exc_info=True
-                )
-
-    async def resume_post_stream(self, stream_id: str, after: int, version: str) -> None:
-        """Replay a request's stream after `after`, then wait (bounded) for the rest of it (HT-34)."""
-        store = events.get_store()
-        await self.start_sse()
-        if version >= V2025_11_25:
-            await self.send_chunk(sse.retry_field(settings.MCP_SSE_RETRY_MS))
-        deadline = time.monotonic() + settings.MCP_SSE_RESUME_WAIT_SECONDS
-        cursor = after
-        while True:
-            for seq, message in await store.read_after(stream_id, cursor):
-                await self.send_chunk(sse.message_event(message, events.event_id(stream_id, seq)))
-                cursor = seq
-            info = await store.info(stream_id)
-            remaining = deadline - time.monotonic()
-            if info is None or info.done or remaining <= 0:
-                break
-            await store.wait(stream_id, cursor, min(remaining, settings.MCP_SSE_KEEPALIVE_SECONDS))
-        await self.end_body()
-
-    async def on_stream_event(self, event: dict[str, Any]) -> bool:
-        """Forward one channel-layer event to the standalone stream; False closes it."""
-        kind = event.get("type")
-        if kind == "mcp.session_closed":
-            return False
-        if kind == "mcp.cancel":
-            inflight.cancel_local(self.session_id, event.get("request_id"), event.get("reason"))
-            return True
-        if kind == "mcp.session_message":
-            message = event.get("message")
-            if isinstance(message, dict):
-                await self.send_stream_message(message)
-            return True
-        message = await self.view.notification_for(event)
-        if message is False:
-            return False
-        if isinstance(message, dict):
-            await self.send_stream_message(message)
-        return True
-
-    async def send_stream_message(self, message: dict[str, Any]) -> None:
-        """Store, then send, one message on the standalone stream."""
-        try:
-            seq = await events.get_store().append(self.stream_id, self.session_id, "get", message)
-            event_id: str | None = events.event_id(self.stream_id, seq)
-        except Exception:
-            logger.exception("could not store an SSE event")
-            event_id = None
-        await self.send_chunk(sse.message_event(message, event_id))
 
     # --- DELETE ---------------------------------------------------------------------------------
 

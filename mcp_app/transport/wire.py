@@ -29,6 +29,7 @@ class HttpError(Exception):
         code: int | None = INVALID_REQUEST,
         request_id: RequestId | None = None,
         headers: Headers | None = None,
+        data: Any = None,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -36,16 +37,15 @@ class HttpError(Exception):
         self.code = code  # None: plain-text body, no JSON-RPC answer fits
         self.request_id = request_id
         self.headers = headers or []
+        self.data = data  # the JSON-RPC error's `data` (e.g. -32022's supported versions)
 
     def body(self) -> tuple[bytes, Headers]:
         if self.code is None:
             return (self.message + "\n").encode(), [TEXT_CONTENT]
-        error = {
-            "jsonrpc": "2.0",
-            "id": self.request_id,
-            "error": {"code": self.code, "message": self.message},
-        }
-        return json.dumps(error).encode(), [JSON_CONTENT]
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return json.dumps({"jsonrpc": "2.0", "id": self.request_id, "error": error}).encode(), [JSON_CONTENT]
 
 
 @dataclass
@@ -57,21 +57,29 @@ class Request:
     query: str
     headers: dict[str, str] = field(default_factory=dict)
     scheme: str = "http"
+    # Names (lower-case) sent more than once: a routing header must not be (first and last differ).
+    repeated: frozenset[str] = frozenset()
 
     @classmethod
     def from_scope(cls, scope: dict[str, Any]) -> Request:
         headers: dict[str, str] = {}
+        repeated: set[str] = set()
         for name, value in scope.get("headers", []):
             key = name.decode("latin-1").lower()
             text = value.decode("latin-1")
             # Repeated headers (e.g. two Accept lines) mean the comma-joined list (RFC 9110 §5.3).
-            headers[key] = f"{headers[key]}, {text}" if key in headers else text
+            if key in headers:
+                headers[key] = f"{headers[key]}, {text}"
+                repeated.add(key)
+            else:
+                headers[key] = text
         return cls(
             method=scope.get("method", "GET").upper(),
             path=scope.get("path", ""),
             query=scope.get("query_string", b"").decode("latin-1"),
             headers=headers,
             scheme=scope.get("scheme") or "http",
+            repeated=frozenset(repeated),
         )
 
     def header(self, name: str) -> str | None:

@@ -261,3 +261,76 @@ def test_a_plain_uri_that_is_not_absolute_is_still_refused_in_prompts_and_tools(
         v.validate_prompt_messages, [{"role": "user", "content": content}]
     )
     assert "not an absolute URI" in refused(v.validate_handler, "template", {"content": [content]})
+
+
+def _header_schema(**properties):
+    return {"type": "object", "properties": properties}
+
+
+@pytest.mark.parametrize(
+    ("schema", "words"),
+    [
+        (_header_schema(a={"type": "string", "x-mcp-header": ""}), ["#/properties/a", "empty"]),
+        (_header_schema(a={"type": "string", "x-mcp-header": "A\r\nB"}), ["control characters"]),
+        (_header_schema(a={"type": "string", "x-mcp-header": "My Region"}), ["'My Region'", "token"]),
+        (
+            _header_schema(
+                a={"type": "string", "x-mcp-header": "Region"}, b={"type": "string", "x-mcp-header": "region"}
+            ),
+            ["'region'", "#/properties/b", "repeats", "#/properties/a"],
+        ),
+        (_header_schema(a={"type": "number", "x-mcp-header": "A"}), ["#/properties/a", "'number'"]),
+        (
+            _header_schema(tags={"type": "array", "items": {"type": "string", "x-mcp-header": "Tag"}}),
+            ["#/properties/tags/items", "statically reachable"],
+        ),
+        (
+            {"type": "object", "oneOf": [_header_schema(a={"type": "string", "x-mcp-header": "A"})]},
+            ["#/oneOf/0/properties/a", "statically reachable"],
+        ),
+        (
+            {"type": "object", "$defs": {"r": {"type": "string", "x-mcp-header": "R"}}},
+            ["#/$defs/r", "statically reachable"],
+        ),
+        (
+            {"type": "object", "additionalProperties": {"type": "string", "x-mcp-header": "A"}},
+            ["#/additionalProperties", "statically reachable"],
+        ),
+        ({"type": "object", "x-mcp-header": "A"}, ["schema root"]),
+    ],
+)
+def test_each_invalid_header_annotation_is_refused_in_the_admin_with_where_and_why(schema, words):
+    message = refused(v.validate_x_mcp_headers, schema)
+    assert message.startswith("Input schema: x-mcp-header")
+    for word in words:
+        assert word in message
+
+
+def test_a_header_annotation_under_items_is_refused_in_the_admin():
+    schema = _header_schema(tags={"type": "array", "items": {"type": "string", "x-mcp-header": "Tag"}})
+    v.validate_object_schema(schema)  # a valid JSON Schema: only the header rule refuses it
+    assert "statically reachable" in refused(v.validate_x_mcp_headers, schema)
+
+
+def test_valid_header_annotations_are_accepted_in_the_admin():
+    schema = _header_schema(
+        region={"type": "string", "x-mcp-header": "Region"},
+        n={"type": "integer", "x-mcp-header": "N"},
+        filter={"type": "object", "properties": {"dry": {"type": "boolean", "x-mcp-header": "Dry-Run"}}},
+    )
+    v.validate_object_schema(schema, "Input schema")
+    v.validate_x_mcp_headers(schema)
+
+
+@pytest.mark.django_db
+def test_a_tool_with_an_invalid_header_annotation_fails_clean_on_its_input_schema(tenant_a):
+    tool = Tool(
+        tenant=tenant_a,
+        name="t",
+        input_schema=_header_schema(a={"type": "number", "x-mcp-header": "A"}),
+        handler="template",
+        handler_config={"nope": 1},
+    )
+    with pytest.raises(ValidationError) as info:
+        tool.full_clean()
+    assert any("x-mcp-header 'A'" in m for m in info.value.message_dict["input_schema"])

@@ -121,8 +121,8 @@ class Inbox:
 
 
 @asynccontextmanager
-async def mcp_client(url: str, inbox: Inbox | None = None) -> AsyncIterator[Client]:
-    """Connect the official SDK client (default `auto` mode: server/discover probe, then initialize)."""
+async def mcp_client(url: str, inbox: Inbox | None = None, mode: str = "legacy") -> AsyncIterator[Client]:
+    """Connect the official SDK client: `legacy` (initialize, a session) or `auto` (2026-07-28 here)."""
     inbox = inbox or Inbox()
     http = httpx2.AsyncClient(
         timeout=httpx2.Timeout(REQUEST_SECONDS, read=120.0), event_hooks={"response": [inbox.on_response]}
@@ -130,6 +130,7 @@ async def mcp_client(url: str, inbox: Inbox | None = None) -> AsyncIterator[Clie
     async with http:
         client = Client(
             streamable_http_client(url, http_client=http),
+            mode=mode,
             message_handler=inbox.on_message,
             logging_callback=inbox.on_log,
             # Bounds every request, the initialize handshake included.

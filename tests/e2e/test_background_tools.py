@@ -62,16 +62,18 @@ async def test_a_background_tool_streams_progress_and_log_messages_and_runs_on_t
 
 
 @NEEDS_WORKER
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_ut10_cancelling_from_the_sdk_stops_the_work_on_the_worker(
-    server: DaphneServer, celery_worker: ServerProcess
+    server: DaphneServer, celery_worker: ServerProcess, mode: str
 ) -> None:
+    """legacy: the SDK sends notifications/cancelled; auto (2026-07-28): it closes the call's stream."""
     progress: list[float] = []
 
     async def on_progress(value: float, total: float | None, message: str | None) -> None:
         progress.append(value)
 
     cancelled_before = len(job_lines(celery_worker, "stopped after"))
-    async with mcp_client(server.mcp_url()) as client:
+    async with mcp_client(server.mcp_url(), mode=mode) as client:
         started = time.monotonic()
         # Leaving the scope makes the SDK send notifications/cancelled for the call.
         with anyio.move_on_after(1.5):

@@ -372,12 +372,12 @@ ROWS: list[Row] = [
         says="Unsupported",
     ),
     Row(
-        "a_2026_07_28_probe_without_a_session",
+        "server_discover_without_the_2026_07_28_envelope_nor_a_session",
         rpc("server/discover"),
         400,
         METHOD_NOT_FOUND,
         session=None,
-        says="is not served here",
+        says="needs the MCP 2026-07-28 envelope",
     ),
     Row("batch_in_a_2025_06_18_session", [rpc("ping")], 400, INVALID_REQUEST, says="batch"),
     Row(

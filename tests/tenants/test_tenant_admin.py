@@ -25,6 +25,8 @@ def tenant_form_data(tenant: Tenant, **overrides) -> dict:
         "website_url": "",
         "icons": "[]",
         "allowed_origins": "",
+        "cache_ttl_ms": "60000",
+        "cache_scope": "auto",
         "_save": "Save",
     }
     data.update(overrides)

@@ -124,8 +124,14 @@ class Client:
         return await self.post(message, **kw)
 
 
-async def call(method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None) -> Response:
-    """One whole HTTP exchange (the response must end within TIMEOUT)."""
+async def call(
+    method: str,
+    path: str,
+    body: bytes = b"",
+    headers: dict[str, str] | None = None,
+    repeated: list[tuple[bytes, bytes]] | None = None,
+) -> Response:
+    """One whole HTTP exchange (the response must end within TIMEOUT); `repeated`: extra header lines."""
     path_only, _, query = path.partition("?")
     scope = {
         "type": "http",
@@ -135,7 +141,7 @@ async def call(method: str, path: str, body: bytes = b"", headers: dict[str, str
         "raw_path": path_only.encode(),
         "query_string": query.encode(),
         "scheme": "http",
-        "headers": make_headers(headers, body if method in ("POST", "PUT") else None),
+        "headers": make_headers(headers, body if method in ("POST", "PUT") else None) + (repeated or []),
     }
     communicator = ApplicationCommunicator(application, scope)
     await communicator.send_input({"type": "http.request", "body": body})

@@ -147,14 +147,14 @@ async def test_an_unsupported_version_header_on_a_session_still_gets_400(tenant_
     assert "Unsupported MCP-Protocol-Version" in response.json()["error"]["message"]
 
 
-async def test_server_discover_without_a_session_is_told_which_revisions_are_served_not_missing_session(
+async def test_a_bare_server_discover_without_the_2026_envelope_is_told_how_each_era_is_reached(
     tenant_a,
 ):
     response = await Client().request("server/discover", headers={"mcp-protocol-version": "2025-11-25"})
-    assert response.status == 400  # not a 2026-07-28 error body: the client falls back to initialize
+    assert response.status == 400
     error = response.json()["error"]
     assert error["code"] == METHOD_NOT_FOUND
-    assert "'server/discover' is not served here" in error["message"]
+    assert "'server/discover' needs the MCP 2026-07-28 envelope" in error["message"]
     assert "2024-11-05" in error["message"] and "initialize" in error["message"]
     assert "Mcp-Session-Id" not in error["message"]
 

@@ -1,0 +1,109 @@
+"""`subscriptions/listen` (2026-07-28 basic/patterns/subscriptions): one long-lived POST SSE stream.
+
+The client opts in per kind: list changes of tools, prompts and resources, and updates of the
+resource URIs it names. The stream opens with `notifications/subscriptions/acknowledged` (what is
+honoured: every list kind asked for, and the URIs that name one of the tenant's resources or an
+expansion of one of its templates), then carries only what was asked for, each notification tagged
+with the subscription id (the listen request's JSON-RPC id). Changes arrive through the tenant's
+channel-layer group, so an edit made by any process reaches every listener; a listener joins only
+its own tenant's group (an OAuth token is bound to one tenant). Closing the stream ends it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from mcp_app import catalog, notify
+from mcp_app.core.types import Catalog
+from mcp_app.core.versions import META_SUBSCRIPTION_ID
+from mcp_app.protocol.jsonrpc import INVALID_PARAMS, RequestId, notification
+from mcp_app.protocol.resources import find_template
+from mcp_app.transport import sse
+from mcp_app.transport.envelope import Envelope
+from mcp_app.transport.wire import HttpError
+
+if TYPE_CHECKING:
+    from mcp_app.transport.base import McpConsumer
+
+# Filter field -> the list kind of notify's events.
+LIST_FIELDS = {
+    "toolsListChanged": "tools",
+    "promptsListChanged": "prompts",
+    "resourcesListChanged": "resources",
+}
+MAX_URIS = 1000
+MAX_URI_LENGTH = 2048
+
+
+def read_filter(envelope: Envelope) -> dict[str, Any]:
+    """The SubscriptionFilter of the request, checked (-32602, HTTP 400 when malformed)."""
+
+    def invalid(message: str) -> HttpError:
+        return HttpError(
+            400, f"Invalid params: {message}", code=INVALID_PARAMS, request_id=envelope.request_id
+        )
+
+    wanted = envelope.params.get("notifications")
+    if not isinstance(wanted, dict):
+        raise invalid('subscriptions/listen needs "notifications" (an object saying what to receive).')
+    for field in LIST_FIELDS:
+        if field in wanted and not isinstance(wanted[field], bool):
+            raise invalid(f"notifications.{field} must be true or false.")
+    uris = wanted.get("resourceSubscriptions", [])
+    if not isinstance(uris, list) or not all(
+        isinstance(u, str) and 0 < len(u) <= MAX_URI_LENGTH for u in uris
+    ):
+        raise invalid(
+            f"notifications.resourceSubscriptions must be a list of URIs (each at most {MAX_URI_LENGTH} characters)."
+        )
+    if len(uris) > MAX_URIS:
+        raise invalid(f"at most {MAX_URIS} resourceSubscriptions per stream.")
+    return wanted
+
+
+def honoured(wanted: dict[str, Any], definitions: Catalog) -> dict[str, Any]:
+    """What the acknowledgment promises: the list kinds asked for, and the URIs this tenant serves."""
+    agreed: dict[str, Any] = {field: True for field in LIST_FIELDS if wanted.get(field) is True}
+    uris = [
+        uri
+        for uri in dict.fromkeys(wanted.get("resourceSubscriptions", []))
+        if uri in definitions.resources_by_uri or find_template(definitions, uri) is not None
+    ]
+    if uris:
+        agreed["resourceSubscriptions"] = uris
+    return agreed
+
+
+def tagged(method: str, subscription_id: RequestId, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    return notification(method, {**(params or {}), "_meta": {META_SUBSCRIPTION_ID: subscription_id}})
+
+
+async def serve(consumer: McpConsumer, envelope: Envelope) -> None:
+    """Hold the stream open, forwarding the tenant's changes the client opted in to."""
+    wanted = read_filter(envelope)
+    agreed = honoured(wanted, await catalog.get_catalog(consumer.tenant.id))
+    subscription_id = envelope.request_id
+    assert subscription_id is not None
+    kinds = {LIST_FIELDS[field] for field in LIST_FIELDS if agreed.get(field)}
+    uris = frozenset(agreed.get("resourceSubscriptions", ()))
+
+    async def send(message: dict[str, Any]) -> None:
+        await consumer.send_chunk(sse.message_event(message, None))
+
+    async def prelude() -> None:
+        # The group is joined already: nothing published from here on is missed.
+        await consumer.start_sse()
+        await send(
+            tagged("notifications/subscriptions/acknowledged", subscription_id, {"notifications": agreed})
+        )
+
+    async def on_event(event: dict[str, Any]) -> bool:
+        kind = event.get("type")
+        if kind == "mcp.list_changed" and event.get("kind") in kinds:
+            await send(tagged(f"notifications/{event['kind']}/list_changed", subscription_id))
+        elif kind == "mcp.resource_updated" and event.get("uri") in uris:
+            await send(tagged("notifications/resources/updated", subscription_id, {"uri": event["uri"]}))
+        return True
+
+    await consumer.run_stream([notify.tenant_group(consumer.tenant.id)], on_event, prelude=prelude)
+    await consumer.end_body()

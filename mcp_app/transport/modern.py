@@ -1,0 +1,162 @@
+"""Serving one 2026-07-28 request: stateless, answered on its own POST, cancelled by a disconnect.
+
+No session is read or written. The request runs in a task while the consumer watches three things:
+the task finishing (a JSON answer), the request emitting a notification (progress, a log message at
+the level its `_meta` asked for: the answer becomes an SSE stream scoped to this request, the final
+response ends it), and the client closing the connection, which cancels the request, an inline
+handler and a background run on a Celery worker alike (2026-07-28 basic/patterns/cancellation).
+Nothing is stored for resumption: the revision has none.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+
+from mcp_app import catalog
+from mcp_app.core.context import Caller, RequestContext
+from mcp_app.core.mcp_headers import check_param_headers
+from mcp_app.core.types import TenantInfo
+from mcp_app.protocol.jsonrpc import (
+    HEADER_MISMATCH,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    PARSE_ERROR,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    truncate,
+)
+from mcp_app.transport import auth, runner, sse
+from mcp_app.transport.envelope import Envelope
+from mcp_app.transport.wire import HttpError, Request
+
+if TYPE_CHECKING:
+    from mcp_app.transport.base import McpConsumer
+
+# The HTTP status of a JSON answer carrying one of these errors (the SDK's table: intermediaries
+# see a client fault as a 4xx); any other error, or a result, is a 200.
+ERROR_STATUS = {
+    PARSE_ERROR: 400,
+    INVALID_REQUEST: 400,
+    INVALID_PARAMS: 400,
+    HEADER_MISMATCH: 400,
+    MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
+    UNSUPPORTED_PROTOCOL_VERSION: 400,
+    METHOD_NOT_FOUND: 404,
+}
+
+
+def context(
+    tenant: TenantInfo, caller: Caller, envelope: Envelope, message: dict[str, Any]
+) -> RequestContext:
+    """The context of a modern request: everything from its own envelope, no session."""
+    return runner.build_context(
+        tenant,
+        caller,
+        None,
+        envelope.version,
+        message,
+        client_capabilities=envelope.capabilities,
+        log_level=envelope.log_level,
+    )
+
+
+async def check_param_headers_of(tenant: TenantInfo, request: Request, envelope: Envelope) -> None:
+    """A tools/call's Mcp-Param-* headers mirror its arguments (x-mcp-header), else -32020.
+
+    An unknown tool is left to tools/call, which answers it like any missing tool (a header naming
+    another tenant's tool is just a header of an unknown one).
+    """
+    name = envelope.params.get("name")
+    tools = (await catalog.get_catalog(tenant.id)).tools_by_name
+    tool = tools.get(name) if isinstance(name, str) else None
+    if tool is None or not tool.mirrors_headers:
+        return
+    arguments = envelope.params.get("arguments")
+    problem = check_param_headers(
+        tool.input_schema, arguments if isinstance(arguments, dict) else {}, request.headers, request.repeated
+    )
+    if problem is not None:
+        raise HttpError(
+            400,
+            truncate(f"Header mismatch: {problem}.", 300),
+            code=HEADER_MISMATCH,
+            request_id=envelope.request_id,
+        )
+
+
+async def serve(consumer: McpConsumer, ctx: RequestContext, message: dict[str, Any]) -> None:
+    """Run one request; answer JSON, or SSE from its first notification; a disconnect cancels it."""
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    cancelled = asyncio.Event()
+
+    async def emit(notification: dict[str, Any]) -> None:
+        if not cancelled.is_set():
+            queue.put_nowait(notification)
+
+    task = loop.create_task(runner.run_dispatch(replace(ctx, emit=emit, cancelled=cancelled), message))
+    gone = loop.create_task(consumer.receive())  # the body was read: the next message is the disconnect
+    waiter = loop.create_task(queue.get())
+    streaming = False
+    try:
+        while True:
+            timeout = settings.MCP_SSE_KEEPALIVE_SECONDS if streaming else None
+            done, _ = await asyncio.wait(
+                {task, waiter, gone}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+            if gone in done and gone.result().get("type") == "http.disconnect":
+                consumer.finished = True  # nothing more can be sent
+                return  # the finally below cancels the request
+            if not done:
+                await consumer.send_chunk(sse.KEEPALIVE)
+                continue
+            if waiter in done or not queue.empty():
+                if not streaming:
+                    await consumer.start_sse()
+                    streaming = True
+                if waiter in done:
+                    await consumer.send_chunk(sse.message_event(waiter.result(), None))
+                    waiter = loop.create_task(queue.get())
+                while not queue.empty():
+                    await consumer.send_chunk(sse.message_event(queue.get_nowait(), None))
+            if task in done:
+                break
+        response = task.result()
+        if response is None:  # only a notification has no response, and those never get here
+            await consumer.end_body()
+            return
+        if streaming:
+            await consumer.send_chunk(sse.message_event(response, None))
+            await consumer.end_body()
+            return
+        error = response.get("error")
+        status = ERROR_STATUS.get(error.get("code"), 200) if isinstance(error, dict) else 200
+        await consumer.send_json(json.dumps(response).encode(), status=status)
+    finally:
+        for pending in (waiter, gone):
+            pending.cancel()
+        if not task.done():
+            # The connection or this consumer ended first: the request is cancelled, not orphaned.
+            cancelled.set()
+            task.cancel()
+            task.add_done_callback(_retrieve)
+
+
+def _retrieve(task: asyncio.Task) -> None:
+    """Collect a cancelled request's outcome (its own funnel has logged any fault)."""
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        task.result()
+
+
+async def authorize(consumer: McpConsumer, envelope: Envelope, message: dict[str, Any]) -> None:
+    """The token covers the request (403 insufficient_scope, the same step-up as the legacy era)."""
+    auth.check_scopes(consumer.caller, consumer.tenant, [message])
+    if envelope.method == "tools/call":
+        await check_param_headers_of(consumer.tenant, consumer.request, envelope)

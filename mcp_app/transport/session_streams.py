@@ -1,0 +1,138 @@
+"""The legacy era's session streams: the standalone GET stream and the resumption of a POST's stream.
+
+A mixin of the Streamable HTTP consumer (consumer.py), which provides the session checks it uses
+(`load_session`, `check_version_header`). One GET stream per session receives the tenant's list
+changes, the session's resource updates and messages addressed to the session; a `Last-Event-ID`
+resumes either kind of stream from the event store (HT-34, AMB-4). 2026-07-28 has neither.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from django.conf import settings
+
+from mcp_app import notify
+from mcp_app.core.versions import V2025_11_25
+from mcp_app.transport import auth, events, inflight, sse, standalone
+from mcp_app.transport.base import McpConsumer
+from mcp_app.transport.stream_view import StreamView
+from mcp_app.transport.wire import HttpError, accepts
+
+logger = logging.getLogger(__name__)
+
+
+class SessionStreams(McpConsumer):
+    """GET (the session's standalone stream) and the replay of a POST's stream."""
+
+    # --- GET ------------------------------------------------------------------------------------
+
+    async def handle_get(self) -> None:
+        if not accepts(self.request.header("accept"), "text/event-stream"):
+            raise HttpError(406, "Accept must list text/event-stream.")
+        self.caller = await auth.authenticate(self.request, self.tenant)
+        session = await self.load_session()
+        assert session is not None
+        version = self.check_version_header(session)
+        store = events.get_store()
+
+        resume_from: tuple[str, int] | None = None
+        last_event_id = self.request.header("last-event-id")
+        if last_event_id:
+            parsed = events.parse_event_id(last_event_id)
+            info = await store.info(parsed[0]) if parsed else None
+            if info is not None and info.session_id == session.id:
+                if info.kind == "post":
+                    await self.resume_post_stream(parsed[0], parsed[1], version)
+                    return
+                resume_from = parsed
+            # An unknown, expired or foreign id opens a fresh standalone stream (AMB-4).
+
+        stream_id = resume_from[0] if resume_from else events.new_stream_id()
+        if not await standalone.acquire(session.id, stream_id):
+            raise HttpError(
+                409, "This session already has an open GET stream; only one is allowed.", code=None
+            )
+        try:
+            await store.open(stream_id, session.id, "get")
+            self.session_id = session.id
+            self.stream_id = stream_id
+            self.view = StreamView(session)
+
+            async def prelude() -> None:
+                # Groups are joined: a change made since load_session is seen now or announced later.
+                await self.view.refresh()
+                await self.start_sse()
+                if version >= V2025_11_25:
+                    await self.send_chunk(
+                        sse.priming_event(events.event_id(stream_id, 0), settings.MCP_SSE_RETRY_MS)
+                    )
+                if resume_from:
+                    for seq, message in await store.read_after(stream_id, resume_from[1]):
+                        await self.send_chunk(sse.message_event(message, events.event_id(stream_id, seq)))
+
+            await self.run_stream(
+                [notify.tenant_group(self.tenant.id), notify.session_group(session.id)],
+                self.on_stream_event,
+                lambda: standalone.refresh(session.id),
+                prelude=prelude,
+            )
+            await self.end_body()
+        finally:
+            try:
+                await standalone.release(session.id, stream_id)
+            except Exception:  # the slot's TTL frees it soon; the client must not see an error
+                logger.warning(
+                    "could not release the GET stream slot of session %.8s", session.id, exc_info=True
+                )
+
+    async def resume_post_stream(self, stream_id: str, after: int, version: str) -> None:
+        """Replay a request's stream after `after`, then wait (bounded) for the rest of it (HT-34)."""
+        store = events.get_store()
+        await self.start_sse()
+        if version >= V2025_11_25:
+            await self.send_chunk(sse.retry_field(settings.MCP_SSE_RETRY_MS))
+        deadline = time.monotonic() + settings.MCP_SSE_RESUME_WAIT_SECONDS
+        cursor = after
+        while True:
+            for seq, message in await store.read_after(stream_id, cursor):
+                await self.send_chunk(sse.message_event(message, events.event_id(stream_id, seq)))
+                cursor = seq
+            info = await store.info(stream_id)
+            remaining = deadline - time.monotonic()
+            if info is None or info.done or remaining <= 0:
+                break
+            await store.wait(stream_id, cursor, min(remaining, settings.MCP_SSE_KEEPALIVE_SECONDS))
+        await self.end_body()
+
+    async def on_stream_event(self, event: dict[str, Any]) -> bool:
+        """Forward one channel-layer event to the standalone stream; False closes it."""
+        kind = event.get("type")
+        if kind == "mcp.session_closed":
+            return False
+        if kind == "mcp.cancel":
+            inflight.cancel_local(self.session_id, event.get("request_id"), event.get("reason"))
+            return True
+        if kind == "mcp.session_message":
+            message = event.get("message")
+            if isinstance(message, dict):
+                await self.send_stream_message(message)
+            return True
+        message = await self.view.notification_for(event)
+        if message is False:
+            return False
+        if isinstance(message, dict):
+            await self.send_stream_message(message)
+        return True
+
+    async def send_stream_message(self, message: dict[str, Any]) -> None:
+        """Store, then send, one message on the standalone stream."""
+        try:
+            seq = await events.get_store().append(self.stream_id, self.session_id, "get", message)
+            event_id: str | None = events.event_id(self.stream_id, seq)
+        except Exception:
+            logger.exception("could not store an SSE event")
+            event_id = None
+        await self.send_chunk(sse.message_event(message, event_id))

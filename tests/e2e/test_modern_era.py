@@ -1,0 +1,198 @@
+"""The official SDK client in its default `auto` mode speaks 2026-07-28 to every tenant, statelessly.
+
+Real Daphne processes; the same URL keeps serving `legacy` clients (the other e2e files pin them).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client, MCPError
+from mcp.client.streamable_http import streamable_http_client
+from mcp_types import PromptReference, ResourceTemplateReference
+
+from mcp_app.core import versions
+from mcp_app.protocol.jsonrpc import INVALID_PARAMS
+from tests.e2e.helpers import REQUEST_SECONDS, AdminBrowser
+from tests.e2e.servers import ADMIN_PASSWORD, ADMIN_USERNAME, DaphneServer
+from tests.e2e.test_live_changes import edit_resource_elsewhere, tool_pk
+
+pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
+
+
+class Wire:
+    """Every HTTP exchange the client made: method, JSON-RPC method, status, response headers."""
+
+    def __init__(self) -> None:
+        self.exchanges: list[tuple[str, str | None, int, dict[str, str]]] = []
+
+    async def on_response(self, response: httpx2.Response) -> None:
+        rpc = None
+        if response.request.method == "POST":
+            try:
+                rpc = json.loads(response.request.content).get("method")
+            except (ValueError, AttributeError):
+                rpc = None
+        self.exchanges.append((response.request.method, rpc, response.status_code, dict(response.headers)))
+
+    def rpc_methods(self) -> list[str | None]:
+        return [rpc for _, rpc, _, _ in self.exchanges]
+
+
+async def modern_client(url: str, wire: Wire, **options: Any) -> tuple[Client, httpx2.AsyncClient]:
+    http = httpx2.AsyncClient(
+        timeout=httpx2.Timeout(REQUEST_SECONDS, read=120.0), event_hooks={"response": [wire.on_response]}
+    )
+    client = Client(
+        streamable_http_client(url, http_client=http),
+        read_timeout_seconds=REQUEST_SECONDS,
+        cache=None,
+        **options,
+    )
+    return client, http
+
+
+async def test_auto_mode_discovers_2026_07_28_and_never_initializes_nor_gets_a_session(
+    server: DaphneServer,
+) -> None:
+    wire = Wire()
+    client, http = await modern_client(server.mcp_url(), wire)
+    async with http, client:
+        assert client.protocol_version == versions.V2026_07_28
+        discovered = client.session.discover_result
+        assert discovered is not None
+        assert discovered.supported_versions == list(versions.ALL_VERSIONS)
+        assert discovered.capabilities.tools is not None and discovered.capabilities.prompts is not None
+        assert client.server_info is not None and client.server_info.name == "demo"
+        assert client.instructions
+        await client.list_tools()
+        await client.call_tool("echo", {"message": "hi"})
+    methods = wire.rpc_methods()
+    assert methods[0] == "server/discover"
+    assert "initialize" not in methods and "notifications/initialized" not in methods
+    assert all(method == "POST" for method, _, _, _ in wire.exchanges)  # no GET stream, no DELETE
+    assert not any("mcp-session-id" in headers for _, _, _, headers in wire.exchanges)
+
+
+async def test_every_primitive_answers_a_stateless_client(server: DaphneServer) -> None:
+    client, http = await modern_client(server.mcp_url(), Wire())
+    async with http, client:
+        tools = {tool.name for tool in (await client.list_tools()).tools}
+        assert {"echo", "add", "greet", "count_slowly"} <= tools
+        added = await client.call_tool("add", {"a": 2, "b": 40})
+        assert added.structured_content == {"sum": 42}
+        prompt = await client.get_prompt("code_review", {"code": "print(1)"})
+        assert "print(1)" in json.dumps(prompt.model_dump(mode="json"))
+        readme = await client.read_resource("demo://readme")
+        assert readme.contents[0].text.startswith("# Demo")
+        profile = await client.read_resource("demo://users/42/profile")
+        assert "42" in profile.contents[0].text
+        templates = (await client.list_resource_templates()).resource_templates
+        assert [t.uri_template for t in templates] == ["demo://users/{user_id}/profile"]
+        ref = ResourceTemplateReference(type="ref/resource", uri="demo://users/{user_id}/profile")
+        completed = await client.complete(ref, {"name": "user_id", "value": ""})
+        assert completed.completion.values
+        prompts = {p.name for p in (await client.list_prompts()).prompts}
+        assert "code_review" in prompts
+        language = await client.complete(
+            PromptReference(type="ref/prompt", name="code_review"), {"name": "language", "value": "py"}
+        )
+        assert language.completion.values
+
+
+async def test_progress_and_log_messages_ride_the_calls_own_stream_at_the_level_asked(
+    server: DaphneServer,
+) -> None:
+    logs: list[Any] = []
+    progress: list[float] = []
+
+    async def on_log(params: Any) -> None:
+        logs.append(params)
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(value)
+
+    wire = Wire()
+    client, http = await modern_client(server.mcp_url(), wire, logging_callback=on_log, log_level="info")
+    async with http, client:
+        result = await client.call_tool(
+            "count_slowly", {"n": 3, "delay": 0.01}, progress_callback=on_progress
+        )
+    assert result.content[0].text == "Counted to 3."
+    assert progress == [1.0, 2.0, 3.0]
+    assert [entry.data for entry in logs] == ["count 1 of 3", "count 2 of 3", "count 3 of 3"]
+    streamed = [h for _, rpc, _, h in wire.exchanges if rpc == "tools/call"]
+    assert streamed and streamed[0]["content-type"].startswith("text/event-stream")
+
+
+async def test_a_request_without_a_log_level_gets_no_log_message(server: DaphneServer) -> None:
+    logs: list[Any] = []
+
+    async def on_log(params: Any) -> None:
+        logs.append(params)
+
+    client, http = await modern_client(server.mcp_url(), Wire(), logging_callback=on_log)
+    async with http, client:
+        await client.call_tool("count_slowly", {"n": 2, "delay": 0.01})
+    assert logs == []
+
+
+async def test_an_unknown_resource_is_invalid_params_naming_the_uri(server: DaphneServer) -> None:
+    client, http = await modern_client(server.mcp_url(), Wire())
+    async with http, client:
+        with pytest.raises(MCPError) as caught:
+            await client.read_resource("demo://nothing-here")
+    assert caught.value.error.code == INVALID_PARAMS
+    assert caught.value.error.data == {"uri": "demo://nothing-here"}
+
+
+async def test_lists_and_reads_carry_the_tenants_caching_hints(server: DaphneServer) -> None:
+    wire = Wire()
+    client, http = await modern_client(server.mcp_url(), wire)
+    async with http, client:
+        listed = await client.list_tools()
+        read = await client.read_resource("demo://readme")
+    for result in (listed, read):
+        assert result.ttl_ms == 60_000
+        assert result.cache_scope == "public"  # the demo tenant is public
+
+
+async def test_listen_receives_an_admin_edit_and_its_acknowledgment_first(server: DaphneServer) -> None:
+    pk = tool_pk(server.env, "greet")
+    description = f"Greets someone by name (edited, {secrets.token_hex(4)})."
+    client, http = await modern_client(server.mcp_url(), Wire())
+    async with http, client, AdminBrowser(server.url) as admin:
+        await admin.login(ADMIN_USERNAME, ADMIN_PASSWORD)
+        async with client.listen(tools_list_changed=True, resource_subscriptions=["demo://nowhere"]) as sub:
+            assert sub.honored.tools_list_changed is True
+            assert not sub.honored.resource_subscriptions  # no such resource: not promised
+            await admin.change(f"/admin/mcp_app/tool/{pk}/change/", "tool_form", {"description": description})
+            with anyio.fail_after(REQUEST_SECONDS):
+                event = await sub.__anext__()
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    assert "tools" in type(event).__name__.lower() or "tool" in repr(event).lower()
+    assert tools["greet"].description == description
+
+
+@pytest.mark.services(reason="the edit is made by another process and reaches Daphne through Redis")
+async def test_listen_on_one_daphne_hears_a_resource_edited_by_another_process(
+    server: DaphneServer, server_b: DaphneServer
+) -> None:
+    marker = secrets.token_hex(4)
+    client, http = await modern_client(server.mcp_url(), Wire())
+    async with http, client:
+        async with client.listen(resource_subscriptions=["demo://readme"]) as sub:
+            assert sub.honored.resource_subscriptions == ["demo://readme"]
+            # config.json first: not subscribed, so nothing about it may arrive.
+            await edit_resource_elsewhere(server_b.env, "demo://config.json", marker)
+            await edit_resource_elsewhere(server_b.env, "demo://readme", marker)
+            with anyio.fail_after(REQUEST_SECONDS):
+                event = await sub.__anext__()
+        readme = await client.read_resource("demo://readme")
+    assert "demo://readme" in repr(event)
+    assert marker in readme.contents[0].text
