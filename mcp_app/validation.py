@@ -74,8 +74,12 @@ def schema_validator_class(schema: dict[str, Any]) -> type:
     return cls
 
 
-def validate_object_schema(schema: Any, label: str = "Schema") -> None:
-    """Check a tool input/output schema: a valid JSON Schema whose root has type "object"."""
+def validate_object_schema(schema: Any, label: str = "Schema", object_root: bool = True) -> None:
+    """Check a tool input/output schema: a valid JSON Schema, whose root has type "object" if asked.
+
+    Input schemas always need the object root; an output schema may be any schema (2026-07-28), the
+    tool then being offered to 2026-07-28 clients only (core.types.offered_to_legacy).
+    """
     if not isinstance(schema, dict):
         fail(f"{label} must be a JSON object (a JSON Schema), not {type(schema).__name__}.")
     cls = schema_validator_class(schema)
@@ -84,7 +88,7 @@ def validate_object_schema(schema: Any, label: str = "Schema") -> None:
     except SchemaError as exc:
         where = "/".join(str(part) for part in exc.path) or "(root)"
         fail(f"{label} is not a valid JSON Schema at {where}: {exc.message}")
-    if schema.get("type") != "object":
+    if object_root and schema.get("type") != "object":
         fail(f'{label} must have "type": "object" at the root.')
 
 
@@ -279,7 +283,9 @@ def clean_tool(tool: Any) -> None:
         *_common_checks(tool),
     ]
     if tool.output_schema is not None:
-        checks.append(("output_schema", lambda: validate_object_schema(tool.output_schema, "Output schema")))
+        checks.append(
+            ("output_schema", lambda: validate_object_schema(tool.output_schema, "Output schema", object_root=False))
+        )
     _collect(checks)
 
 

@@ -23,6 +23,7 @@ from mcp_app.admin.forms import (
     ToolAdminForm,
     secret_summary,
 )
+from mcp_app.core.types import offered_to_legacy
 from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool
 from mcp_app.oauth.resources import canonical_uri
 from mcpsite.forms import json_formfield
@@ -59,12 +60,12 @@ class DefinitionAdmin(TenantScopedAdmin):
 class ToolAdmin(DefinitionAdmin):
     form = ToolAdminForm
     form_only_fields = ("python_callable", "secret_headers", "clear_secrets")
-    readonly_fields = ("stored_secrets", "updated_at")
-    list_display = ("name", "tenant", "title", "handler", "execution", "enabled", "updated_at")
+    readonly_fields = ("stored_secrets", "revisions", "updated_at")
+    list_display = ("name", "tenant", "title", "handler", "execution", "revisions", "enabled", "updated_at")
     search_fields = ("name", "title", "description")
     fieldsets = (
         (None, {"fields": ("tenant", "name", "title", "description", "enabled")}),
-        ("Schemas", {"fields": ("input_schema", "output_schema")}),
+        ("Schemas", {"fields": ("input_schema", "output_schema", "revisions")}),
         (
             "Handler",
             {"fields": ("handler", "python_callable", "handler_config", "timeout_seconds", "execution")},
@@ -78,6 +79,15 @@ class ToolAdmin(DefinitionAdmin):
     @admin.display(description="stored secret headers")
     def stored_secrets(self, obj: Tool) -> str:
         return secret_summary(obj)
+
+    @admin.display(description="offered to")
+    def revisions(self, obj: Tool) -> str:
+        if offered_to_legacy(obj.output_schema or None):
+            return "every revision"
+        return (
+            "2026-07-28 clients only: before 2026-07-28 an output schema must have \"type\": \"object\" "
+            "at its root, so legacy clients do not see this tool"
+        )
 
     def get_urls(self) -> list[Any]:
         try_url = path(

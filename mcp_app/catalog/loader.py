@@ -11,7 +11,15 @@ from channels.db import database_sync_to_async
 
 from mcp_app.catalog import tokens
 from mcp_app.core.mcp_headers import param_headers
-from mcp_app.core.types import Catalog, PromptDef, ResourceDef, TemplateDef, TenantInfo, ToolDef
+from mcp_app.core.types import (
+    Catalog,
+    PromptDef,
+    ResourceDef,
+    TemplateDef,
+    TenantInfo,
+    ToolDef,
+    offered_to_legacy,
+)
 from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool
 from tenants.models import AuthMode, Tenant
 
@@ -132,6 +140,7 @@ def _load_catalog(tenant_id: int) -> Catalog:
             required_scope=row.required_scope,
             execution=row.execution,
             mirrors_headers=bool(param_headers(row.input_schema or {})),
+            legacy=offered_to_legacy(row.output_schema or None),
         )
         for row in Tool.objects.for_tenant(tenant_id).filter(enabled=True)
     )

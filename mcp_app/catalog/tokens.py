@@ -3,6 +3,13 @@
 With Redis the token is a shared counter (every process sees every edit); without, it is the
 database's definitions_version as seen by this process, rechecked every few seconds and moved at
 once by `move`, which the signals call after commit. A request reads each token at most once.
+
+With Redis a request usually reads no token from Redis at all: `move` publishes the new value in the
+same script that increments it, and every serving loop listens (infra/pubsub), so the tokens a
+process has seen are kept current in memory, a change reaching every process within milliseconds.
+A token is read from Redis only when the listener is not subscribed (it then knows nothing) or the
+tenant is new to the process. A legacy request still pipelines the token with its session read
+(consumer.prefetch), so it sees even an edit made a moment before, in the same round trip.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.conf import settings
 
-from mcp_app.infra import redis_client
+from mcp_app.infra import pubsub, redis_client
 from tenants.models import Tenant
 
 logger = logging.getLogger(__name__)
@@ -35,10 +42,36 @@ _request_tokens: ContextVar[dict[int, int] | None] = ContextVar("mcp_request_tok
 
 # A missing counter (new tenant, flushed Redis) starts at the current time in microseconds, far
 # above any value an entry cached before the flush can hold; INCR then moves it on every change.
+# The new value is published by the same script, so no process can see it before its listeners do.
 _BUMP = """
 if not redis.call('GET', KEYS[1]) then redis.call('SET', KEYS[1], ARGV[1]) end
-return redis.call('INCR', KEYS[1])
+local token = redis.call('INCR', KEYS[1])
+redis.call('PUBLISH', ARGV[2], ARGV[3] .. ' ' .. token)
+return token
 """
+CHANGES_CHANNEL = "mcp:tokens:changed"
+
+# Tenant id -> the newest token this process has seen while subscribed (tokens only grow: a flushed
+# counter restarts from the current time, above any value it held).
+_pushed: dict[int, int] = {}
+
+
+def _learn(tenant_id: int, token: int) -> None:
+    known = _pushed.get(tenant_id)
+    if known is None or token > known:
+        _pushed[tenant_id] = token
+
+
+def _on_change(raw: Any) -> None:
+    try:
+        text = raw.decode() if isinstance(raw, bytes) else str(raw)
+        tenant, token = (int(part) for part in text.split())
+    except (TypeError, ValueError):
+        return
+    _learn(tenant, token)
+
+
+_changes = pubsub.Subscriber(CHANGES_CHANNEL, _on_change, _pushed.clear, "change token")
 
 
 def version_key(tenant_id: int) -> str:
@@ -104,6 +137,13 @@ async def current_version(tenant_id: int) -> int:
     if memo is not None and tenant_id in memo:
         return memo[tenant_id]
     if settings.REDIS_URL:
+        _changes.ensure()
+        generation = _changes.generation if _changes.live() else None
+        if generation is not None and tenant_id in _pushed:
+            token = _pushed[tenant_id]
+            if memo is not None:
+                memo[tenant_id] = token
+            return token
         client = _async_redis()
         try:
             value = await client.get(version_key(tenant_id))
@@ -112,6 +152,8 @@ async def current_version(tenant_id: int) -> int:
                 # concurrent start or bump wins) and use whatever is stored now.
                 await client.set(version_key(tenant_id), _fresh_token(), nx=True)
                 value = await client.get(version_key(tenant_id))
+            if generation is not None and _changes.live() and _changes.generation == generation:
+                _learn(tenant_id, int(value))  # subscribed throughout: later moves arrive by push
             if memo is not None:
                 memo[tenant_id] = int(value)
             return int(value)
@@ -133,7 +175,8 @@ def move(tenant_id: int, version: int) -> None:
     _remember_local(tenant_id, version)
     if settings.REDIS_URL:
         try:
-            _redis_sync().eval(_BUMP, 1, version_key(tenant_id), _fresh_token())
+            token = _redis_sync().eval(_BUMP, 1, version_key(tenant_id), _fresh_token(), CHANGES_CHANNEL, tenant_id)
+            _learn(tenant_id, int(token))
         except Exception:  # the edit has committed; a failed publish must not break it
             logger.exception("could not move tenant %s change token in Redis", tenant_id)
 
@@ -141,3 +184,14 @@ def move(tenant_id: int, version: int) -> None:
 def forget_local() -> None:
     """Forget the versions this process read (tests, and after a deployment-wide reset)."""
     _local_versions.clear()
+    _pushed.clear()
+
+
+async def stop_listening() -> None:
+    """Stop this loop's change-token listener (tests: a loop must not close with it running)."""
+    await _changes.stop()
+
+
+async def listening(timeout: float = 5.0) -> bool:
+    """Wait until this loop listens for token changes (Redis only)."""
+    return await _changes.listening(timeout)

@@ -91,6 +91,8 @@ class RequestContext:
     progress_token: str | int | None = None
     # The request's own log level (2026-07-28 `_meta`); a legacy session's level lives in the session.
     log_level: str | None = None
+    # The peer's address, for limits on sessionless anonymous callers (behind a proxy: the proxy's).
+    client_address: str | None = None
     emit: Emit = _drop
     # Set when notifications/cancelled names this request; handlers may poll it.
     cancelled: Any = None  # asyncio.Event | None

@@ -32,6 +32,17 @@ class ToolDef:
     execution: str = "inline"
     # Arguments its input schema mirrors into Mcp-Param-* headers (x-mcp-header), checked per call.
     mirrors_headers: bool = False
+    # False when only 2026-07-28 can describe it (see offered_to_legacy): legacy sessions never see it.
+    legacy: bool = True
+
+
+def offered_to_legacy(output_schema: Any) -> bool:
+    """Whether a tool with this output schema fits the legacy revisions' Tool shape.
+
+    Until 2025-11-25 an output schema (and so structuredContent) must be an object; 2026-07-28 allows
+    any JSON Schema. A tool that needs more is served to modern clients only, never in a broken shape.
+    """
+    return output_schema is None or (isinstance(output_schema, dict) and output_schema.get("type") == "object")
 
 
 @dataclass(frozen=True)

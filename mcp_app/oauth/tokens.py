@@ -15,7 +15,6 @@ expire after the TTL.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import json
 import logging
@@ -32,7 +31,7 @@ from django.db.models import Exists, OuterRef
 from oauth2_provider.models import get_access_token_model
 
 from mcp_app.core.types import TenantInfo
-from mcp_app.infra import redis_client
+from mcp_app.infra import pubsub, redis_client
 from mcp_app.oauth import resources
 from tenants.models import Membership
 
@@ -289,82 +288,25 @@ def _apply(raw: Any) -> None:
         cache.evict_user(message["user"])
 
 
-_subscribers: dict[asyncio.AbstractEventLoop, asyncio.Task] = {}
-# Set once the loop's subscriber is listening: evictions published from then on reach it.
-_listening: dict[asyncio.AbstractEventLoop, asyncio.Event] = {}
+# Each serving loop listens for evictions; a (re)subscription clears the whole cache.
+_eviction = pubsub.Subscriber(EVICT_CHANNEL, _apply, lambda: cache.clear(), "token eviction")
 
 
 def ensure_subscriber() -> None:
     """Run this loop's eviction subscriber (Redis only, and only while tokens are cached)."""
-    if (
-        not redis_client.enabled()
-        or float(settings.MCP_TOKEN_CACHE_SECONDS) <= 0
-        or not settings.MCP_TOKEN_EVICTION_SUBSCRIBER
-    ):
+    if float(settings.MCP_TOKEN_CACHE_SECONDS) <= 0 or not settings.MCP_TOKEN_EVICTION_SUBSCRIBER:
         return
-    loop = asyncio.get_running_loop()
-    task = _subscribers.get(loop)
-    if task is not None and not task.done():
-        return
-    for old in [key for key in _subscribers if key.is_closed()]:
-        del _subscribers[old]
-        _listening.pop(old, None)
-    _listening[loop] = asyncio.Event()
-    _subscribers[loop] = loop.create_task(_subscribe(_listening[loop]))
+    _eviction.ensure()
 
 
 async def listening(timeout: float = 5.0) -> bool:
     """Wait until this loop's subscriber listens; False if there is none or it did not within `timeout`."""
-    event = _listening.get(asyncio.get_running_loop())
-    if event is None:
-        return False
-    try:
-        async with asyncio.timeout(timeout):
-            await event.wait()
-    except TimeoutError:
-        return False
-    return True
-
-
-async def _subscribe(listening_now: asyncio.Event) -> None:
-    failures = 0
-    while True:
-        pubsub = redis_client.client().pubsub()
-        try:
-            await pubsub.subscribe(EVICT_CHANNEL)
-            # Whatever was published while this process was not subscribed is lost: start clean.
-            cache.clear()
-            listening_now.set()
-            failures = 0
-            while True:
-                # A bounded wait: redis-py's socket timeout would fail an unbounded one on a quiet channel.
-                message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
-                if message is not None and message.get("type") == "message":
-                    _apply(message.get("data"))
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            listening_now.clear()
-            failures += 1
-            (logger.warning if failures == 1 else logger.debug)(
-                "token eviction subscriber lost Redis (%s in a row), retrying: %r", failures, exc
-            )
-            cache.clear()
-            await asyncio.sleep(min(0.2 * failures, 5.0))
-        finally:
-            with contextlib.suppress(Exception):
-                await pubsub.aclose()
+    return await _eviction.listening(timeout)
 
 
 async def stop_subscriber() -> None:
     """Stop this loop's subscriber (tests: a loop must not close with it running)."""
-    loop = asyncio.get_running_loop()
-    _listening.pop(loop, None)
-    task = _subscribers.pop(loop, None)
-    if task is not None:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+    await _eviction.stop()
 
 
 def reset() -> None:

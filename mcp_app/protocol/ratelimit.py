@@ -33,9 +33,12 @@ _buckets: dict[tuple[int, str], _Bucket] = {}
 
 
 def _key(ctx: RequestContext) -> tuple[int, str]:
+    """A session's own bucket; without one (2026-07-28), the user's, else the peer address's."""
     if ctx.session is not None:
         return (ctx.tenant.id, ctx.session.id)
-    return (ctx.tenant.id, f"user:{ctx.user_id}" if ctx.user_id is not None else "anonymous")
+    if ctx.user_id is not None:
+        return (ctx.tenant.id, f"user:{ctx.user_id}")
+    return (ctx.tenant.id, f"address:{ctx.client_address}" if ctx.client_address else "anonymous")
 
 
 def check_tool_call(ctx: RequestContext) -> None:
@@ -58,7 +61,8 @@ def check_tool_call(ctx: RequestContext) -> None:
     if bucket.tokens < 1.0:
         retry_after = round((1.0 - bucket.tokens) / rate, 3)
         raise RateLimited(
-            f"Too many tool calls: at most {per_minute} per minute per session. Retry in {retry_after} s.",
+            f"Too many tool calls: at most {per_minute} per minute per session (or, without one, per "
+            f"user or address). Retry in {retry_after} s.",
             data={"retryAfter": retry_after},
         )
     bucket.tokens -= 1.0

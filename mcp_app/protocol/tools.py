@@ -12,7 +12,8 @@ from mcp_app import catalog as catalogs
 from mcp_app.background import server as background
 from mcp_app.core.context import RequestContext, resources_of
 from mcp_app.core.errors import error_result
-from mcp_app.core.types import ToolDef
+from mcp_app.core.types import Catalog, ToolDef
+from mcp_app.core.versions import is_modern
 from mcp_app.handlers import registry
 from mcp_app.protocol import ratelimit, schemas, shaping
 from mcp_app.protocol.jsonrpc import InvalidParams, truncate
@@ -35,9 +36,16 @@ def describe(tool: ToolDef) -> dict[str, Any]:
     }
 
 
+def offered(ctx: RequestContext, catalog: Catalog) -> tuple[ToolDef, ...]:
+    """The tools this request's revision can describe: a legacy client never sees a 2026-only shape."""
+    if is_modern(ctx.protocol_version) or all(tool.legacy for tool in catalog.tools):
+        return catalog.tools
+    return tuple(tool for tool in catalog.tools if tool.legacy)
+
+
 async def handle_list(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     catalog = await catalogs.get_catalog(ctx.tenant.id)
-    page, next_cursor = paginate(ctx, params, "tools", catalog.tools, lambda t: t.name)
+    page, next_cursor = paginate(ctx, params, "tools", offered(ctx, catalog), lambda t: t.name)
     tools = [shaping.tool(describe(t), ctx.protocol_version) for t in page]
     return with_cursor({"tools": tools}, next_cursor)
 
@@ -78,6 +86,8 @@ def with_defaults(schema: dict[str, Any], arguments: dict[str, Any]) -> dict[str
 
 
 def _finish_result(tool: ToolDef, result: Any) -> dict[str, Any]:
+    # structuredContent is an object before 2026-07-28 and any JSON value since; only a tool whose
+    # output schema is not object-rooted (served to 2026-07-28 clients alone) may return another.
     """Check the handler's result: a content list, and structuredContent matching outputSchema (TL-08/09)."""
     if not isinstance(result, dict) or not isinstance(result.get("content", []), list):
         logger.error("tool %s handler returned a malformed result", tool.name)
@@ -85,7 +95,7 @@ def _finish_result(tool: ToolDef, result: Any) -> dict[str, Any]:
     result = dict(result)
     result.setdefault("content", [])
     structured = result.get("structuredContent")
-    if structured is not None and not isinstance(structured, dict):
+    if structured is not None and not isinstance(structured, dict) and tool.legacy:
         logger.error("tool %s returned non-object structuredContent", tool.name)
         return error_result(f"Tool {tool.name!r} returned structured output that is not a JSON object.")
     if tool.output_schema and not result.get("isError"):
@@ -133,7 +143,7 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
         raise InvalidParams('"arguments" must be a JSON object.')
     catalog = await catalogs.get_catalog(ctx.tenant.id)
     tool = catalog.tools_by_name.get(name)
-    if tool is None:
+    if tool is None or not (tool.legacy or is_modern(ctx.protocol_version)):
         raise InvalidParams(truncate(f"Unknown tool: {name}", 200))
     ratelimit.check_tool_call(ctx)
     result = _check_arguments(tool, arguments)

@@ -269,7 +269,9 @@ class StreamableHttpConsumer(SessionStreams, McpConsumer):
         if checked.method == envelope.LISTEN:
             await listen.serve(self, checked)
             return
-        await modern.serve(self, modern.context(self.tenant, self.caller, checked, body), body)
+        peer = self.scope.get("client")
+        address = str(peer[0]) if peer else None
+        await modern.serve(self, modern.context(self.tenant, self.caller, checked, body, address), body)
 
     async def after_request(
         self, ctx: RequestContext, message: dict[str, Any], response: dict[str, Any]

@@ -53,7 +53,7 @@ ERROR_STATUS = {
 
 
 def context(
-    tenant: TenantInfo, caller: Caller, envelope: Envelope, message: dict[str, Any]
+    tenant: TenantInfo, caller: Caller, envelope: Envelope, message: dict[str, Any], address: str | None
 ) -> RequestContext:
     """The context of a modern request: everything from its own envelope, no session."""
     return runner.build_context(
@@ -64,6 +64,7 @@ def context(
         message,
         client_capabilities=envelope.capabilities,
         log_level=envelope.log_level,
+        client_address=address,
     )
 
 

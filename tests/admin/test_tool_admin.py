@@ -66,6 +66,19 @@ def test_json_fields_are_shown_pretty_printed(client, alice, tool_a):
     assert "{\n  &quot;type&quot;: &quot;object&quot;" in html
 
 
+def test_an_output_schema_that_is_not_an_object_is_saved_and_said_to_reach_2026_clients_only(
+    client, alice, tool_a
+):
+    client.force_login(alice)
+    assert "every revision" in client.get(change_url(tool_a)).content.decode()
+    response = client.post(change_url(tool_a), tool_form_data(tool_a, output_schema='{"type": "string"}'))
+    assert response.status_code == 302
+    tool_a.refresh_from_db()
+    assert tool_a.output_schema == {"type": "string"}
+    html = client.get(change_url(tool_a)).content.decode()
+    assert "2026-07-28 clients only" in html and "legacy clients do not see this tool" in html
+
+
 @pytest.mark.parametrize(
     ("overrides", "field", "message"),
     [
@@ -75,7 +88,7 @@ def test_json_fields_are_shown_pretty_printed(client, alice, tool_a):
             "not a valid JSON Schema",
         ),
         ({"input_schema": '{"type": "array"}'}, "input_schema", '"type": "object" at the root'),
-        ({"output_schema": '{"type": "string"}'}, "output_schema", '"type": "object" at the root'),
+        ({"output_schema": '{"type": "nonsense"}'}, "output_schema", "not a valid JSON Schema"),
         ({"input_schema": '{"type": "object",'}, "input_schema", "Invalid JSON"),
         ({"name": "bad name!"}, "name", "Tool names are 1-64 characters"),
         ({"name": "x" * 65}, "name", "at most 64 characters"),

@@ -148,3 +148,40 @@ def test_daphne_requests_skip_twisteds_form_parsing_of_the_body():
     channel.factory = type("Factory", (), {"server": Server()})()
     request = WebRequest(channel)
     assert request._parsePOSTFormSubmission is False
+
+
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+async def modern_request(method: str, params: dict) -> dict:
+    """One 2026-07-28 request as the SDK sends it (headers mirror the body)."""
+    headers = {"mcp-protocol-version": "2026-07-28", "mcp-method": method}
+    if method == "tools/call":
+        headers["mcp-name"] = params["name"]
+    message = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": MODERN_META}}
+    response = await Client().post(message, headers=headers)
+    assert response.status == 200, response.body
+    return response.json()
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+async def test_with_redis_a_warm_2026_request_makes_no_redis_round_trip_and_still_sees_changes(
+    tools_a, settings, round_trips
+):
+    settings.REDIS_URL = os.environ["REDIS_URL"]
+    await modern_request("tools/call", ECHO)  # warms the tenant, the catalog and the token listener
+    assert await tokens.listening()
+    await modern_request("tools/list", {})  # the tenant's token is now known to the listener
+    for method, params in (("tools/call", ECHO), ("tools/list", {}), ("server/discover", {})):
+        round_trips["n"] = 0
+        assert "result" in await modern_request(method, params)
+        assert round_trips["n"] == 0, (method, round_trips["n"])
+    await sync_to_async(Tool.objects.create)(
+        tenant=tools_a, name="late", handler="python", handler_config={"callable": "echo"}
+    )  # the token moves after commit and is pushed to every listener
+    names = [t["name"] for t in (await modern_request("tools/list", {}))["result"]["tools"]]
+    assert "late" in names

@@ -224,6 +224,23 @@ async def test_tl13_tool_calls_are_rate_limited_per_session(demo_a, settings):
     await result_of(other, "tools/call", {"name": "echo", "arguments": {"message": "x"}})
 
 
+async def test_tl13_sessionless_2026_callers_are_limited_per_user_else_per_address(demo_a, settings):
+    settings.MCP_TOOL_CALLS_PER_MINUTE = 60
+    settings.MCP_TOOL_CALLS_BURST = 2
+    echo = {"name": "echo", "arguments": {"message": "x"}}
+
+    def modern(**kwargs):
+        return make_ctx(demo_a, version="2026-07-28", session=None, **kwargs)
+
+    for _ in range(2):
+        await result_of(modern(client_address="10.0.0.1"), "tools/call", echo)
+    reply = await call(modern(client_address="10.0.0.1"), "tools/call", echo)
+    assert reply["error"]["code"] == RATE_LIMITED
+    # Another address, or a signed-in user, is not throttled by that caller.
+    await result_of(modern(client_address="10.0.0.2"), "tools/call", echo)
+    await result_of(modern(client_address="10.0.0.1", user_id=7), "tools/call", echo)
+
+
 @pytest.fixture
 def defaults_tools(transactional_db, tenant_a):
     schema = {
