@@ -48,6 +48,9 @@ def served_demo(live_server, settings) -> Tenant:
     # As settings.py reads the variable: comma-separated, empty when bin/serve stops setting it.
     allow = serve_default("MCP_HTTP_HANDLER_ALLOW")
     settings.MCP_HTTP_HANDLER_ALLOW = [item.strip() for item in allow.split(",") if item.strip()]
+    # bin/serve without Redis runs every tool in-process; with Redis it starts a Celery worker, the
+    # path tests/e2e/test_demo_tools.py covers. This process has no worker, so: in-process.
+    settings.MCP_BACKGROUND_TOOLS = "inline"
     call_command("seed_demo", "--tenant-only", stdout=io.StringIO())
     return Tenant.objects.get(slug="demo")
 
