@@ -143,11 +143,11 @@ class McpConsumer(AsyncHttpConsumer):
         self,
         groups: list[str],
         on_event: Callable[[dict[str, Any]], Awaitable[bool]],
-        on_idle: Callable[[], Awaitable[None]] | None = None,
+        on_idle: Callable[[], Awaitable[bool | None]] | None = None,
         prelude: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         """Join `groups`, run `prelude` (headers, first events), then forward channel-layer events
-        until the client leaves or `on_event` returns False."""
+        until the client leaves or `on_event` (or `on_idle`, run at each keep-alive) returns False."""
         layer = get_channel_layer()
         channel = await layer.new_channel()
         for group in groups:
@@ -173,8 +173,8 @@ class McpConsumer(AsyncHttpConsumer):
                 )
                 if not done:
                     await self.send_chunk(sse.KEEPALIVE)
-                    if on_idle is not None:
-                        await self._guarded("keep-alive", on_idle())
+                    if on_idle is not None and await self._guarded("keep-alive", on_idle()) is False:
+                        return
                     continue
                 if received in done:
                     if received.result()["type"] == "http.disconnect":

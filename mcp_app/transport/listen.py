@@ -6,7 +6,9 @@ honoured: every list kind asked for, and the URIs that name one of the tenant's 
 expansion of one of its templates), then carries only what was asked for, each notification tagged
 with the subscription id (the listen request's JSON-RPC id). Changes arrive through the tenant's
 channel-layer group, so an edit made by any process reaches every listener; a listener joins only
-its own tenant's group (an OAuth token is bound to one tenant). Closing the stream ends it.
+its own tenant's group (an OAuth token is bound to one tenant), and its token is checked again before
+every notification and at every keep-alive, so a revoked or expired token ends the stream. Closing
+the stream ends it.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from mcp_app.core.types import Catalog
 from mcp_app.core.versions import META_SUBSCRIPTION_ID
 from mcp_app.protocol.jsonrpc import INVALID_PARAMS, RequestId, notification
 from mcp_app.protocol.resources import find_template
-from mcp_app.transport import sse
+from mcp_app.transport import auth, sse
 from mcp_app.transport.envelope import Envelope
 from mcp_app.transport.wire import HttpError
 
@@ -97,7 +99,17 @@ async def serve(consumer: McpConsumer, envelope: Envelope) -> None:
             tagged("notifications/subscriptions/acknowledged", subscription_id, {"notifications": agreed})
         )
 
+    async def authorized() -> bool:
+        """The token still admits this caller (a revocation evicts it at once): else the stream ends."""
+        try:
+            await auth.authenticate(consumer.request, consumer.tenant)
+        except HttpError:
+            return False
+        return True
+
     async def on_event(event: dict[str, Any]) -> bool:
+        if not await authorized():
+            return False
         kind = event.get("type")
         if kind == "mcp.list_changed" and event.get("kind") in kinds:
             await send(tagged(f"notifications/{event['kind']}/list_changed", subscription_id))
@@ -105,5 +117,7 @@ async def serve(consumer: McpConsumer, envelope: Envelope) -> None:
             await send(tagged("notifications/resources/updated", subscription_id, {"uri": event["uri"]}))
         return True
 
-    await consumer.run_stream([notify.tenant_group(consumer.tenant.id)], on_event, prelude=prelude)
+    await consumer.run_stream(
+        [notify.tenant_group(consumer.tenant.id)], on_event, on_idle=authorized, prelude=prelude
+    )
     await consumer.end_body()

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
+from oauth2_provider.models import AccessToken
 
 from mcp_app import notify
 from mcp_app.core.versions import V2026_07_28
@@ -156,5 +157,20 @@ async def test_members_of_tenant_a_discover_and_listen_with_their_tokens(oauth_a
     stream = await listen("tenant-a", {"toolsListChanged": True}, token=oauth_a[persona])
     try:
         assert (await acknowledged(stream))["notifications"] == {"toolsListChanged": True}
+    finally:
+        await stream.disconnect()
+
+
+async def test_a_listener_whose_token_is_revoked_hears_nothing_more_and_its_stream_ends(oauth_a):
+    stream = await listen("tenant-a", {"toolsListChanged": True}, token=oauth_a["alice"])
+    try:
+        await acknowledged(stream)
+        tenant_a = await Tenant.objects.aget(slug="tenant-a")
+        await sync_to_async(notify.publish_list_changed)(tenant_a.id, "tools", 99)
+        assert (await stream.next_message())[1]["method"] == "notifications/tools/list_changed"
+        await AccessToken.objects.filter(user__username="alice").adelete()  # revoked: evicted at once
+        await sync_to_async(notify.publish_list_changed)(tenant_a.id, "tools", 100)
+        rest = await stream.read_to_end()
+        assert [event for event in rest if event.get("data")] == []
     finally:
         await stream.disconnect()
