@@ -294,8 +294,11 @@ async def test_an_argument_the_caller_gives_wins_over_the_schema_default(default
     assert result["content"] == [{"type": "text", "text": "Counted to 4."}]
 
 
-async def test_a_background_tool_gets_the_schema_default_of_a_missing_argument(defaults_tools):
-    # count_in_background's case: the defaults travel with the arguments to whatever runs the tool.
+async def test_a_background_tool_gets_the_schema_default_of_a_missing_argument(defaults_tools, settings):
+    # count_in_background's case: the defaults are applied before the choice of where the tool runs,
+    # so they travel with the arguments. No worker here: the background path runs in-process, as
+    # without a broker (tests/e2e/test_demo_tools.py calls it on a real worker).
+    settings.MCP_BACKGROUND_TOOLS = "inline"
     ctx = make_ctx(defaults_tools)
     result = await result_of(ctx, "tools/call", {"name": "count_later", "arguments": {}})
     assert result["content"] == [{"type": "text", "text": "Counted to 2."}]
