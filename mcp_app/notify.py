@@ -28,8 +28,9 @@ def session_group(session_id: str) -> str:
 
 
 # Message shapes (the "type" maps to a consumer method with dots → underscores):
-#   {"type": "mcp.list_changed", "kind": "tools"|"prompts"|"resources", "version": int}
-#   {"type": "mcp.resource_updated", "uri": str, "version": int}
+#   {"type": "mcp.list_changed", "kind": "tools"|"prompts"|"resources", "version": int[, "token": int]}
+#   {"type": "mcp.resource_updated", "uri": str, "version": int[, "token": int]}
+#   ("token", with Redis: the new change token, which a stream learns before forwarding)
 #   {"type": "mcp.session_message", "message": {JSON-RPC notification}}     (session group)
 #   {"type": "mcp.session_closed"}                                          (session group)
 #   {"type": "mcp.cancel", "request_id": str|int, "reason": str|None}      (session group)
@@ -59,10 +60,14 @@ def publish_tenant(tenant_id: int, event: dict[str, Any]) -> None:
         logger.exception("could not publish %s to tenant %s", event.get("type"), tenant_id)
 
 
-def publish_list_changed(tenant_id: int, kind: str, version: int) -> None:
+def _with_token(event: dict[str, Any], token: int | None) -> dict[str, Any]:
+    return event if token is None else {**event, "token": token}
+
+
+def publish_list_changed(tenant_id: int, kind: str, version: int, token: int | None = None) -> None:
     assert kind in LIST_KINDS, kind
-    publish_tenant(tenant_id, {"type": "mcp.list_changed", "kind": kind, "version": version})
+    publish_tenant(tenant_id, _with_token({"type": "mcp.list_changed", "kind": kind, "version": version}, token))
 
 
-def publish_resource_updated(tenant_id: int, uri: str, version: int) -> None:
-    publish_tenant(tenant_id, {"type": "mcp.resource_updated", "uri": uri, "version": version})
+def publish_resource_updated(tenant_id: int, uri: str, version: int, token: int | None = None) -> None:
+    publish_tenant(tenant_id, _with_token({"type": "mcp.resource_updated", "uri": uri, "version": version}, token))

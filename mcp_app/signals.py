@@ -96,14 +96,17 @@ def _announce(tenant_id: int, changes: _TenantChanges) -> None:
     version = bump_version(tenant_id)
     if version is None:
         return  # the tenant was deleted with its definitions: nobody is left to tell
+    token = None
     try:
-        catalog.note_change(tenant_id, version)
+        token = catalog.note_change(tenant_id, version)
     except Exception:
         logger.exception("could not invalidate the catalog of tenant %s", tenant_id)
+    # The notifications carry the new change token: a stream learns it before telling its client, so
+    # the client's next request there is served the new definitions (tokens are pushed separately).
     for kind in sorted(changes.kinds):
-        notify.publish_list_changed(tenant_id, kind, version)
+        notify.publish_list_changed(tenant_id, kind, version, token)
     for uri in changes.uris:
-        notify.publish_resource_updated(tenant_id, uri, version)
+        notify.publish_resource_updated(tenant_id, uri, version, token)
 
 
 # --- receivers ---------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """The tenant catalog: facts and enabled definitions per tenant, cached per change token."""
 
 from mcp_app.catalog.loader import cached_tenant_id, clear_caches, get_catalog, get_tenant, note_change
-from mcp_app.catalog.tokens import begin_request, current_version, remember_token, version_key
+from mcp_app.catalog.tokens import begin_request, current_version, learn, remember_token, version_key
 
 __all__ = [
     "begin_request",
@@ -10,6 +10,7 @@ __all__ = [
     "current_version",
     "get_catalog",
     "get_tenant",
+    "learn",
     "note_change",
     "remember_token",
     "version_key",

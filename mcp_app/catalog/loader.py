@@ -35,13 +35,16 @@ def cached_tenant_id(slug: str) -> int | None:
     return None if cached is None else cached[0].id
 
 
-def note_change(tenant_id: int, version: int) -> None:
-    """Drop the tenant's cached facts and catalog and move its change token (called after commit)."""
+def note_change(tenant_id: int, version: int) -> int | None:
+    """Drop the tenant's cached facts and catalog and move its change token (called after commit).
+
+    Returns the new shared change token, if any (tokens.move).
+    """
     _catalogs.pop(tenant_id, None)
     for slug, (info, _token) in list(_tenants.items()):
         if info.id == tenant_id:
             _tenants.pop(slug, None)
-    tokens.move(tenant_id, version)
+    return tokens.move(tenant_id, version)
 
 
 def clear_caches() -> None:

@@ -170,15 +170,31 @@ async def current_version(tenant_id: int) -> int:
     return version
 
 
-def move(tenant_id: int, version: int) -> None:
-    """Record the tenant's new definitions_version here and move its shared token (after commit)."""
+def learn(tenant_id: int, token: Any) -> None:
+    """Take a token that came with a change notification (the stream delivering it reads it first)."""
+    if isinstance(token, int) and not isinstance(token, bool):
+        _learn(tenant_id, token)
+
+
+def move(tenant_id: int, version: int) -> int | None:
+    """Record the tenant's new definitions_version here and move its shared token (after commit).
+
+    Returns the new shared token (None without Redis, or when it could not be moved): the change
+    notifications carry it, so whichever stream delivers one has the new definitions to serve.
+    """
     _remember_local(tenant_id, version)
     if settings.REDIS_URL:
         try:
-            token = _redis_sync().eval(_BUMP, 1, version_key(tenant_id), _fresh_token(), CHANGES_CHANNEL, tenant_id)
-            _learn(tenant_id, int(token))
+            token = int(
+                _redis_sync().eval(
+                    _BUMP, 1, version_key(tenant_id), _fresh_token(), CHANGES_CHANNEL, tenant_id
+                )
+            )
+            _learn(tenant_id, token)
+            return token
         except Exception:  # the edit has committed; a failed publish must not break it
             logger.exception("could not move tenant %s change token in Redis", tenant_id)
+    return None
 
 
 def forget_local() -> None:

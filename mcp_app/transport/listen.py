@@ -110,6 +110,8 @@ async def serve(consumer: McpConsumer, envelope: Envelope) -> None:
     async def on_event(event: dict[str, Any]) -> bool:
         if not await authorized():
             return False
+        # The client may ask again at once: have the changed definitions to serve it first.
+        catalog.learn(consumer.tenant.id, event.get("token"))
         kind = event.get("type")
         if kind == "mcp.list_changed" and event.get("kind") in kinds:
             await send(tagged(f"notifications/{event['kind']}/list_changed", subscription_id))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from unittest import mock
 
 import pytest
@@ -9,6 +10,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import transaction
 from django.urls import reverse
 
+from mcp_app import catalog
+from mcp_app.infra import redis_client
 from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool
 from tenants.models import Tenant
 from tests.admin.support import resource_form_data
@@ -242,3 +245,16 @@ def test_rs09_invalid_resources_are_form_errors(client, alice, tenant_a, overrid
     )
     assert response.status_code == 200
     assert field in response.context["adminform"].form.errors
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+def test_with_redis_a_change_notification_carries_the_new_change_token(tenant_a, listen, settings):
+    settings.REDIS_URL = os.environ["REDIS_URL"]
+    listener = listen(tenant_a.id)
+    Prompt.objects.create(
+        tenant=tenant_a, name="p", messages=[{"role": "user", "content": {"type": "text", "text": "hi"}}]
+    )
+    (event,) = listener.collect_raw()
+    shared = int(redis_client.sync_client().get(catalog.version_key(tenant_a.id)))
+    assert event["token"] == shared  # what a stream learns before it tells its client
