@@ -1,6 +1,9 @@
 """A small, fast MCP Streamable HTTP load generator: asyncio + raw HTTP/1.1 keep-alive.
 
 One `McpClient` is one simulated client: one keep-alive TCP connection and one MCP session.
+`ModernClient` is the same on the 2026-07-28 wire: no initialize, no session; every POST carries
+the `_meta` envelope and the request metadata headers (MCP-Protocol-Version, Mcp-Method, Mcp-Name),
+and every result must say `resultType: "complete"`. `ListenStream` holds a `subscriptions/listen`.
 Responses may be `application/json` or `text/event-stream` (read until the JSON-RPC response
 with the matching id, then drain the rest of the HTTP body so the connection can be reused).
 Plain-socket HTTP because httpx costs more CPU per request than the servers under test.
@@ -10,6 +13,7 @@ Longer than 400 lines: the HTTP/1.1 and SSE reader, the MCP client and the load 
 from __future__ import annotations
 
 import asyncio
+import base64
 import collections
 import contextlib
 import json
@@ -21,7 +25,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 PROTOCOL_VERSION = "2025-06-18"
+MODERN_VERSION = "2026-07-28"
 REQUEST_TIMEOUT = 30.0
+# The `_meta` envelope every 2026-07-28 request carries (basic/index "Per-request protocol fields").
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+}
+# Methods whose params.name / params.uri is mirrored into Mcp-Name (streamable-http "Request Metadata").
+NAME_BEARING = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
 
 class BenchError(Exception):
@@ -126,7 +139,9 @@ class BodyReader:
 
 
 class McpClient:
-    """One simulated MCP client: a keep-alive connection and a session."""
+    """One simulated MCP client: a keep-alive connection and a session (the legacy wire)."""
+
+    wire = "legacy"
 
     def __init__(self, host: str, port: int, path: str, extra_headers: dict[str, str] | None = None) -> None:
         self.host, self.port, self.path = host, port, path
@@ -149,7 +164,9 @@ class McpClient:
                 await self._writer.wait_closed()
             self._writer = self._reader = None
 
-    def _head(self, method: str, content_length: int | None, accept: str) -> bytes:
+    def _head(
+        self, method: str, content_length: int | None, accept: str, extra: dict[str, str] | None = None
+    ) -> bytes:
         lines = [
             f"{method} {self.path} HTTP/1.1",
             f"Host: {self.host}:{self.port}",
@@ -163,9 +180,11 @@ class McpClient:
         if self.protocol_version:
             lines.append(f"MCP-Protocol-Version: {self.protocol_version}")
         lines.extend(f"{k}: {v}" for k, v in self.extra_headers.items())
+        if extra:
+            lines.extend(f"{k}: {v}" for k, v in extra.items())
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
-    async def post(self, payload: dict[str, Any]) -> HttpResponse:
+    async def post(self, payload: dict[str, Any], headers: dict[str, str] | None = None) -> HttpResponse:
         """POST one JSON-RPC message and read the whole HTTP response."""
         body = json.dumps(payload, separators=(",", ":")).encode()
         for attempt in (0, 1):
@@ -177,7 +196,9 @@ class McpClient:
                 await self._connect()
                 self.connects += 1
             assert self._reader is not None and self._writer is not None
-            self._writer.write(self._head("POST", len(body), "application/json, text/event-stream") + body)
+            self._writer.write(
+                self._head("POST", len(body), "application/json, text/event-stream", headers) + body
+            )
             try:
                 return await asyncio.wait_for(self._read_response(payload.get("id")), REQUEST_TIMEOUT)
             except asyncio.IncompleteReadError as exc:
@@ -238,9 +259,10 @@ class McpClient:
         """Send a request; return its result or raise BenchError."""
         self._next_id += 1
         payload: dict[str, Any] = {"jsonrpc": "2.0", "id": self._next_id, "method": method}
+        params = self._params(params)
         if params is not None:
             payload["params"] = params
-        resp = await self.post(payload)
+        resp = await self.post(payload, self._request_headers(method, params))
         self.notifications.extend(resp.others)
         if resp.status != 200:
             raise BenchError(f"{method}: HTTP {resp.status} {resp.raw_body[:200]!r}")
@@ -252,7 +274,21 @@ class McpClient:
             raise BenchError(f"{method}: response without result {resp.message}")
         if method == "initialize":
             self.session_id = resp.headers.get("mcp-session-id")
-        return resp.message["result"]
+        result = resp.message["result"]
+        self._check_result(method, result)
+        return result
+
+    def _params(self, params: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The params as sent (the modern wire adds its envelope)."""
+        return params
+
+    def _request_headers(self, method: str, params: dict[str, Any] | None) -> dict[str, str] | None:
+        """Per-request headers (the modern wire's request metadata)."""
+        return None
+
+    def _check_result(self, method: str, result: Any) -> None:
+        if not isinstance(result, dict):
+            raise BenchError(f"{method}: result is not an object: {str(result)[:200]}")
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send a notification; the server must answer 202."""
@@ -290,6 +326,15 @@ class McpClient:
         structured = result.get("structuredContent")
         if structured is not None and structured.get("echo") != message:
             raise BenchError(f"echo structuredContent {structured!r}")
+
+    async def discover(self) -> dict[str, Any]:
+        """server/discover (2026-07-28 only): check it names the modern revision and capabilities."""
+        result = await self.request("server/discover", {})
+        if MODERN_VERSION not in (result.get("supportedVersions") or []):
+            raise BenchError(f"server/discover without {MODERN_VERSION}: {str(result)[:200]}")
+        if not isinstance(result.get("capabilities"), dict):
+            raise BenchError(f"server/discover without capabilities: {str(result)[:200]}")
+        return result
 
     async def list_tools(self, cursor: str | None = None) -> dict[str, Any]:
         """Fetch one page of tools/list and check its shape."""
@@ -347,6 +392,130 @@ class GetStream:
                     msg = json.loads(data)
                     self.messages.append(msg)
                     if self.want_method and msg.get("method") == self.want_method:
+                        self.got.set()
+        except (asyncio.IncompleteReadError, ConnectionError, OSError, ValueError) as exc:
+            self.error = f"{type(exc).__name__}: {exc}"
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+        if self._writer is not None:
+            self._writer.close()
+
+
+def header_value(value: str) -> str:
+    """A value as a header may carry it: verbatim when plain ASCII, else the base64 sentinel."""
+    if value.isascii() and value.isprintable() and value == value.strip():
+        return value
+    return "=?base64?" + base64.b64encode(value.encode()).decode() + "?="
+
+
+def modern_headers(method: str, params: dict[str, Any] | None) -> dict[str, str]:
+    """The request metadata headers of a 2026-07-28 POST, mirroring its body."""
+    headers = {"MCP-Protocol-Version": MODERN_VERSION, "Mcp-Method": method}
+    key = NAME_BEARING.get(method)
+    if key is not None and params is not None and isinstance(params.get(key), str):
+        headers["Mcp-Name"] = header_value(params[key])
+    return headers
+
+
+class ModernClient(McpClient):
+    """One simulated client on the 2026-07-28 wire: a keep-alive connection, no session.
+
+    Every request carries the `_meta` envelope and the request metadata headers; every result must
+    say `resultType: "complete"`. `initialize` and `delete_session` are no-ops so the load loops
+    drive both wires alike.
+    """
+
+    wire = "modern"
+
+    async def initialize(self) -> dict[str, Any]:
+        return {}
+
+    async def delete_session(self) -> None:
+        return None
+
+    def _params(self, params: dict[str, Any] | None) -> dict[str, Any] | None:
+        return {**(params or {}), "_meta": MODERN_META}
+
+    def _request_headers(self, method: str, params: dict[str, Any] | None) -> dict[str, str] | None:
+        return modern_headers(method, params)
+
+    def _check_result(self, method: str, result: Any) -> None:
+        super()._check_result(method, result)
+        if result.get("resultType") != "complete":
+            raise BenchError(f"{method}: resultType {result.get('resultType')!r}, wanted 'complete'")
+
+
+class ListenStream:
+    """A `subscriptions/listen` POST on its own connection, its SSE answer held open and counted.
+
+    `open()` returns once the stream's first event, `notifications/subscriptions/acknowledged`, has
+    arrived; `got` is set when a message with `want_method` arrives after it.
+    """
+
+    def __init__(self, host: str, port: int, path: str, request_id: int = 1) -> None:
+        self.host, self.port, self.path, self.request_id = host, port, path, request_id
+        self.messages: list[dict[str, Any]] = []
+        self.acked = asyncio.Event()
+        self.got = asyncio.Event()
+        self.want_method: str | None = None
+        self.error: str | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def open(self) -> None:
+        params = {"notifications": {"toolsListChanged": True}, "_meta": MODERN_META}
+        payload = {
+            "jsonrpc": "2.0",
+            "id": self.request_id,
+            "method": "subscriptions/listen",
+            "params": params,
+        }
+        body = json.dumps(payload, separators=(",", ":")).encode()
+        lines = [
+            f"POST {self.path} HTTP/1.1",
+            f"Host: {self.host}:{self.port}",
+            "Accept: application/json, text/event-stream",
+            "Content-Type: application/json",
+            f"Content-Length: {len(body)}",
+            *(f"{k}: {v}" for k, v in modern_headers("subscriptions/listen", params).items()),
+        ]
+        reader, self._writer = await asyncio.open_connection(self.host, self.port, limit=1 << 20)
+        self._writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), REQUEST_TIMEOUT)
+        status, headers = _parse_head(head)
+        if status != 200 or not headers.get("content-type", "").startswith("text/event-stream"):
+            rest = b""
+            with contextlib.suppress(Exception):
+                rest = await asyncio.wait_for(reader.read(300), 1)
+            raise BenchError(f"listen: HTTP {status} {headers.get('content-type')} {rest[:200]!r}")
+        self._task = asyncio.create_task(self._pump(reader, headers))
+        acked = asyncio.create_task(self.acked.wait())
+        await asyncio.wait({acked, self._task}, timeout=REQUEST_TIMEOUT, return_when=asyncio.FIRST_COMPLETED)
+        acked.cancel()
+        if not self.acked.is_set():
+            raise BenchError(f"listen: no acknowledgment ({self.error or 'timeout'})")
+
+    async def _pump(self, reader: asyncio.StreamReader, headers: dict[str, str]) -> None:
+        body = BodyReader(reader, headers)
+        parser = SseParser()
+        try:
+            while True:
+                piece = await body.next_piece()
+                if not piece:
+                    self.error = "stream ended"
+                    return
+                for _event_id, data in parser.feed(piece):
+                    msg = json.loads(data)
+                    self.messages.append(msg)
+                    method = msg.get("method")
+                    if not self.acked.is_set():
+                        if method != "notifications/subscriptions/acknowledged":
+                            self.error = f"first event {method or msg!r}, not the acknowledgment"[:200]
+                            return
+                        self.acked.set()
+                    elif self.want_method and method == self.want_method:
                         self.got.set()
         except (asyncio.IncompleteReadError, ConnectionError, OSError, ValueError) as exc:
             self.error = f"{type(exc).__name__}: {exc}"
@@ -521,11 +690,21 @@ async def run_phase(
 
 
 async def make_clients(
-    n: int, host: str, port: int, path: str, parallel: int = 32, extra_headers: dict[str, str] | None = None
+    n: int,
+    host: str,
+    port: int,
+    path: str,
+    parallel: int = 32,
+    extra_headers: dict[str, str] | None = None,
+    wire: str = "legacy",
 ) -> list[McpClient]:
-    """Create and initialize `n` clients (one session each), `parallel` handshakes at a time."""
+    """Create and initialize `n` clients (one session each), `parallel` handshakes at a time.
+
+    On the modern wire there is no handshake: the clients connect on their first request.
+    """
     sem = asyncio.Semaphore(parallel)
-    clients = [McpClient(host, port, path, extra_headers) for _ in range(n)]
+    cls = ModernClient if wire == "modern" else McpClient
+    clients = [cls(host, port, path, extra_headers) for _ in range(n)]
 
     async def init(c: McpClient) -> None:
         async with sem:

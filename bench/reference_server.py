@@ -1,6 +1,12 @@
 """Serve the reference `echo` tool with the official `mcp` SDK (MCPServer) over Streamable HTTP.
 
-Usage: python bench/reference_server.py --port 9001 [--json-response]
+Usage: python bench/reference_server.py --port 9001 [--json-response] [--stateless]
+
+`--stateless` builds the app with `stateless_http=True`: no sessions. In SDK 2.3 the same app
+answers 2026-07-28 requests whatever that flag says: the session manager routes by the
+MCP-Protocol-Version header alone (a value that is not a handshake-era version goes to
+`mcp.server._streamable_http_modern.handle_modern_request`), so a modern POST needs that header
+(and, like ours, Mcp-Method / Mcp-Name mirroring the body, and the `_meta` envelope).
 
 The tool has the same input and output schema as the demo tenant's `echo` and returns the
 same result (one text block plus structuredContent {"echo": message}), so both servers
@@ -29,8 +35,8 @@ class AddOut(TypedDict):
     sum: int
 
 
-def build_app(json_response: bool, port: int):  # noqa: ANN201 - Starlette type is an SDK detail
-    """Build the SDK's Starlette app: stateful sessions, SSE or JSON responses."""
+def build_app(json_response: bool, port: int, stateless: bool = False):  # noqa: ANN201 - Starlette type
+    """Build the SDK's Starlette app: stateful (or stateless) sessions, SSE or JSON responses."""
     server = MCPServer(
         name="reference", instructions="Reference server for the benchmark.", log_level="WARNING"
     )
@@ -71,7 +77,7 @@ def build_app(json_response: bool, port: int):  # noqa: ANN201 - Starlette type 
         return "{}"
 
     return server.streamable_http_app(
-        streamable_http_path="/mcp", json_response=json_response, stateless_http=False, host="127.0.0.1"
+        streamable_http_path="/mcp", json_response=json_response, stateless_http=stateless, host="127.0.0.1"
     )
 
 
@@ -80,9 +86,21 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--json-response", action="store_true")
+    parser.add_argument("--stateless", action="store_true")
     args = parser.parse_args()
-    app = build_app(args.json_response, args.port)
-    uvicorn.run(app, host="127.0.0.1", port=args.port, access_log=False, log_level="warning", workers=1)
+    app = build_app(args.json_response, args.port, args.stateless)
+    # The asyncio loop and the h11 parser, named: uvicorn's "auto" would switch to uvloop/httptools
+    # as soon as they are installed (the modern phases install them for ours-on-uvicorn).
+    uvicorn.run(
+        app,
+        host="127.0.0.1",
+        port=args.port,
+        access_log=False,
+        log_level="warning",
+        workers=1,
+        loop="asyncio",
+        http="h11",
+    )
 
 
 if __name__ == "__main__":

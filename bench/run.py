@@ -3,6 +3,7 @@
     .venv/bin/python bench/run.py [--quick] [--only ours|reference] [--skip-scale] [--skip-streams]
     .venv/bin/python bench/run.py --only-oauth   # tools/call on an oauth tenant (token) vs a public one
     .venv/bin/python bench/run.py --only-background   # echo on a Celery worker vs the same echo inline
+    .venv/bin/python bench/run.py --only-modern   # the 2026-07-28 wire: vs the SDK stateless, vs legacy
 
 Prints figures; it is not a test. See bench/README.md for what is measured and how to read it.
 
@@ -18,6 +19,7 @@ import collections
 import contextlib
 import datetime
 import fcntl
+import importlib.util
 import json
 import os
 import platform
@@ -32,6 +34,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -40,9 +43,12 @@ import redis
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from loadgen import (  # noqa: E402
+    MODERN_VERSION,
     BenchError,
     GetStream,
+    ListenStream,
     McpClient,
+    ModernClient,
     PhaseResult,
     make_clients,
     merge,
@@ -169,18 +175,25 @@ class Server:
         assert self.proc is not None
         return self.proc.pid
 
-    async def wait_ready(self) -> None:
-        """Wait until an initialize succeeds (bounded)."""
+    async def wait_ready(self, wire: str = "legacy") -> None:
+        """Wait until an initialize (on the modern wire: a server/discover) succeeds (bounded)."""
         deadline = time.monotonic() + STARTUP_TIMEOUT
         last = "not started"
         while time.monotonic() < deadline:
             assert self.proc is not None
             if self.proc.poll() is not None:
                 raise SystemExit(f"{self.label} exited with {self.proc.returncode}:\n{self.tail()}")
-            client = McpClient(HOST, self.port, self.path)
+            client = (
+                McpClient(HOST, self.port, self.path)
+                if wire == "legacy"
+                else ModernClient(HOST, self.port, self.path)
+            )
             try:
-                await client.initialize()
-                await client.delete_session()
+                if wire == "legacy":
+                    await client.initialize()
+                    await client.delete_session()
+                else:
+                    await client.discover()
                 return
             except (BenchError, OSError) as exc:
                 last = str(exc)
@@ -283,13 +296,29 @@ def daphne_server(
     return Server(label, cmd, env, port, "/t/demo/mcp", cores)
 
 
-def reference_server(json_response: bool, cores: set[int] | None) -> Server:
+def reference_server(json_response: bool, cores: set[int] | None, stateless: bool = False) -> Server:
     port = free_port()
     cmd = [PYTHON, str(ROOT / "bench" / "reference_server.py"), "--port", str(port)]
     if json_response:
         cmd.append("--json-response")
+    if stateless:
+        cmd.append("--stateless")
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    return Server("ref-json" if json_response else "ref-sse", cmd, env, port, "/mcp", cores)
+    label = "ref-stateless" if stateless else "ref-json" if json_response else "ref-sse"
+    return Server(label, cmd, env, port, "/mcp", cores)
+
+
+def uvicorn_ours(env: dict[str, str], cores: set[int] | None) -> Server:
+    """The same ASGI app as Daphne serves, on uvicorn with uvloop and httptools; one process."""
+    port = free_port()
+    cmd = [
+        PYTHON, "-m", "uvicorn", "mcpsite.asgi:application", "--host", HOST, "--port", str(port),
+        "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning",
+        # Channels' ProtocolTypeRouter serves no lifespan scope; "auto" would only log that.
+        "--lifespan", "off",
+    ]  # fmt: skip
+    env = dict(env, MCP_PUBLIC_URL=f"http://{HOST}:{port}")
+    return Server("ours-uvicorn", cmd, env, port, "/t/demo/mcp", cores)
 
 
 @contextlib.contextmanager
@@ -593,6 +622,334 @@ def print_background_section(env: dict[str, str], affinity: Affinity, timing: Ti
     for key, r in results.items():
         for err, count in r.errors.most_common(5):
             print(f"  ERROR {key}: {count} x {err}")
+
+
+# ---------------------------------------------------------------------------------------------
+# The 2026-07-28 ("modern") wire: stateless POSTs, no initialize, no session
+
+
+@dataclass
+class Target:
+    """One server driven on one wire: a column of the modern tables."""
+
+    key: str
+    label: str
+    server: Server
+    wire: str
+
+
+async def op_discover(client: McpClient, n: int) -> None:
+    await client.discover()
+
+
+MODERN_CONCURRENCIES = (1, 16, 64)
+MODERN_LABELS = {
+    "ours-modern": "ours (Daphne), modern",
+    "ref-stateless": "SDK stateless json_response, modern",
+    "ours-legacy": "ours (Daphne), legacy session",
+    "ours-uvicorn": "ours (uvicorn+uvloop+httptools), modern",
+}
+# (phase, op, concurrency, targets): each phase's targets alternate slice by slice.
+MODERN_PHASES = [
+    *(
+        (
+            f"tools/call c={c}",
+            op_echo,
+            c,
+            ("ours-modern", "ref-stateless", "ours-legacy") + (("ours-uvicorn",) if c == 16 else ()),
+        )
+        for c in MODERN_CONCURRENCIES
+    ),
+    ("server/discover c=16", op_discover, 16, ("ours-modern", "ref-stateless")),
+    ("tools/list c=16", op_list, 16, ("ours-modern", "ref-stateless", "ours-legacy")),
+]
+# (phase, numerator, phase of the denominator, denominator): the ratios printed.
+MODERN_RATIOS = [
+    *(
+        (f"tools/call c={c}", "ours-modern", f"tools/call c={c}", den)
+        for c in MODERN_CONCURRENCIES
+        for den in ("ref-stateless", "ours-legacy")
+    ),
+    ("tools/call c=16", "ours-uvicorn", "tools/call c=16", "ours-modern"),
+    ("server/discover c=16", "ours-modern", "tools/list c=16", "ours-legacy"),
+    ("server/discover c=16", "ours-modern", "server/discover c=16", "ref-stateless"),
+    ("tools/list c=16", "ours-modern", "tools/list c=16", "ours-legacy"),
+    ("tools/list c=16", "ours-modern", "tools/list c=16", "ref-stateless"),
+]
+ModernResults = dict[str, dict[str, PhaseResult]]
+
+
+def uvloop_missing() -> str | None:
+    """Why ours cannot run on uvicorn with uvloop and httptools here (None: it can)."""
+    missing = [m for m in ("uvloop", "httptools") if importlib.util.find_spec(m) is None]
+    return (
+        f"{' and '.join(missing)} not installed (.venv/bin/pip install uvloop httptools)" if missing else None
+    )
+
+
+async def drive_modern(targets: list[Target], timing: Timing, rounds: int) -> ModernResults:
+    """Every modern phase on its targets, one target loaded at a time, slices alternating."""
+    by_key = {t.key: t for t in targets}
+    clients: dict[str, list[McpClient]] = {}
+    for t in targets:
+        await t.server.wait_ready(t.wire)
+    for t in targets:
+        clients[t.key] = await make_clients(
+            max(MODERN_CONCURRENCIES), HOST, t.server.port, t.server.path, wire=t.wire
+        )
+        # Warm every path once before measuring (imports, caches, lazy initialisation).
+        await asyncio.gather(*(c.call_echo("warm") for c in clients[t.key]))
+        await asyncio.gather(*(c.list_tools() for c in clients[t.key][:16]))
+        if t.wire == "modern":
+            await asyncio.gather(*(c.discover() for c in clients[t.key][:16]))
+    raw: dict[str, dict[str, list[PhaseResult]]] = collections.defaultdict(
+        lambda: collections.defaultdict(list)
+    )
+    try:
+        for name, op, conc, keys in MODERN_PHASES:
+            present = [k for k in keys if k in by_key]
+            for rnd in range(rounds):
+                for key in present if rnd % 2 == 0 else present[::-1]:
+                    log(f"modern: {key}: {name} (round {rnd + 1}/{rounds})")
+                    raw[key][name].append(
+                        await run_phase(
+                            name,
+                            clients[key][:conc],
+                            op,
+                            timing.duration / rounds,
+                            timing.warmup,
+                            server_pid=by_key[key].server.pid,
+                        )
+                    )
+    finally:
+        for cs in clients.values():
+            await asyncio.gather(*(c.delete_session() for c in cs), return_exceptions=True)
+            await asyncio.gather(*(c.close() for c in cs), return_exceptions=True)
+    return {key: {name: merge(rs) for name, rs in phases.items()} for key, phases in raw.items()}
+
+
+def print_modern(results: ModernResults, notes: list[str]) -> list[str]:
+    lines = [
+        "| workload | server, wire | req/s | p50 ms | p99 ms | errors | server CPU | loadgen CPU | other CPU |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, _, _, keys in MODERN_PHASES:
+        for key in keys:
+            r = results.get(key, {}).get(name)
+            if r is None:
+                continue
+            srv = f"{r.server_cpu * 100:.0f}%" if r.server_cpu is not None else "?"
+            oth = f"{r.other_cpu * 100:.0f}%" if r.other_cpu is not None else "?"
+            lines.append(
+                f"| {name} | {MODERN_LABELS[key]} | {r.rps:,.0f} | {r.pct(0.5):.2f} | {r.pct(0.99):.2f} | "
+                f"{sum(r.errors.values())} | {srv} | {r.loadgen_cpu * 100:.0f}% | {oth} |"
+            )
+    lines += [
+        "",
+        "| ratio | throughput | p50 | p99 |",
+        "|---|---:|---:|---:|",
+    ]
+    for num_phase, num, den_phase, den in MODERN_RATIOS:
+        a, b = results.get(num, {}).get(num_phase), results.get(den, {}).get(den_phase)
+        if a is None or b is None:
+            continue
+        what = (
+            f"{num_phase}: {MODERN_LABELS[num]} / {MODERN_LABELS[den]}"
+            if num_phase == den_phase
+            else f"{num_phase} ({MODERN_LABELS[num]}) / {den_phase} ({MODERN_LABELS[den]})"
+        )
+        lines.append(
+            f"| {what} | {fmt_ratio(a.rps, b.rps)} | {fmt_ratio(a.pct(0.5), b.pct(0.5))} | "
+            f"{fmt_ratio(a.pct(0.99), b.pct(0.99))} |"
+        )
+    lines += [f"- {note}" for note in notes]
+    for line in lines:
+        print(line)
+    for key, phases in results.items():
+        for name, r in phases.items():
+            for err, count in r.errors.most_common(5):
+                print(f"  ERROR {key} {name}: {count} x {err}")
+    return lines
+
+
+# A real edit: the demo echo's description gets a new suffix (replacing the last run's), committed.
+# Prints the wall-clock time save() returned so delivery is timed from there.
+MODERN_TRIGGER = (
+    "import time; from mcp_app.models import Tool; "
+    "t = Tool.objects.get(tenant__slug='demo', name='echo'); "
+    "t.description = t.description.split(' [bench edit')[0] + f' [bench edit {time.time():.0f}]'; "
+    "t.save(); print('SAVED', time.time())"
+)
+
+
+@dataclass
+class ListenResult:
+    streams: int
+    opened: int
+    errors: collections.Counter[str]
+    rss_start_kib: int
+    rss_streams_kib: int
+    open_seconds: float
+    delivered: int
+    deliver_seconds: float
+    first_ms: float | None
+    last_ms: float | None
+    trigger_seconds: float
+
+
+async def listen_bench(server: Server, env: dict[str, str], n: int, wait_seconds: float) -> ListenResult:
+    """Hold `n` subscriptions/listen streams on one process; time an edit's list_changed to all."""
+    await server.wait_ready("modern")
+    warm = ModernClient(HOST, server.port, server.path)
+    await warm.call_echo("warm")
+    await warm.list_tools()
+    await warm.close()
+    first = ListenStream(HOST, server.port, server.path)
+    await first.open()  # warms the listen path (channel layer, group join)
+    await first.close()
+    await asyncio.sleep(1.0)
+    rss0 = proc_rss_kib(server.pid) or 0
+    log(f"listen: opening {n} subscriptions/listen streams")
+    streams = [ListenStream(HOST, server.port, server.path, request_id=i + 1) for i in range(n)]
+    for s in streams:
+        s.want_method = "notifications/tools/list_changed"
+    errors: collections.Counter[str] = collections.Counter()
+    sem = asyncio.Semaphore(64)
+
+    async def open_one(s: ListenStream) -> bool:
+        async with sem:
+            try:
+                await s.open()
+                return True
+            except (TimeoutError, BenchError, OSError, asyncio.IncompleteReadError) as exc:
+                errors[f"{type(exc).__name__}: {exc}"[:200]] += 1
+                return False
+
+    t_open = time.monotonic()
+    flags = await asyncio.gather(*(open_one(s) for s in streams))
+    open_seconds = time.monotonic() - t_open
+    opened = [s for s, ok in zip(streams, flags, strict=True) if ok]
+    await asyncio.sleep(2.0)
+    rss1 = proc_rss_kib(server.pid) or 0
+    log(f"listen: {len(opened)} open; editing a tool description in a subprocess")
+    arrival: dict[int, float] = {}
+
+    async def watch(i: int, s: ListenStream) -> None:
+        await s.got.wait()
+        arrival[i] = time.time()
+
+    watchers = [asyncio.create_task(watch(i, s)) for i, s in enumerate(opened)]
+    t0 = time.time()
+    trigger = await asyncio.create_subprocess_exec(
+        PYTHON, "manage.py", "shell", "-c", MODERN_TRIGGER, cwd=ROOT, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    out, _ = await trigger.communicate()
+    t_trigger = time.time() - t0
+    saved = [
+        line.split()[1] for line in out.decode(errors="replace").splitlines() if line.startswith("SAVED ")
+    ]
+    t_saved = float(saved[0]) if saved else None
+    with contextlib.suppress(asyncio.TimeoutError):
+        await asyncio.wait_for(asyncio.gather(*watchers), wait_seconds)
+    elapsed = time.time() - t0
+    for w in watchers:
+        w.cancel()
+    for s in opened:
+        if s.error:
+            errors[f"stream: {s.error}"[:200]] += 1
+    if trigger.returncode != 0 or t_saved is None:
+        errors[f"trigger exit {trigger.returncode}: {out.decode(errors='replace')[-300:]}"] += 1
+    times = sorted(arrival.values())
+    await asyncio.gather(*(s.close() for s in streams))
+    return ListenResult(
+        streams=n,
+        opened=len(opened),
+        errors=errors,
+        rss_start_kib=rss0,
+        rss_streams_kib=rss1,
+        open_seconds=open_seconds,
+        delivered=len(arrival),
+        deliver_seconds=elapsed,
+        first_ms=(times[0] - t_saved) * 1000 if times and t_saved else None,
+        last_ms=(times[-1] - t_saved) * 1000 if times and t_saved else None,
+        trigger_seconds=t_trigger,
+    )
+
+
+def print_listen(r: ListenResult) -> list[str]:
+    per_stream = (r.rss_streams_kib - r.rss_start_kib) / max(1, r.opened)
+    first = "n/a" if r.first_ms is None else f"{r.first_ms:.0f} ms"
+    last = "n/a" if r.last_ms is None else f"{r.last_ms:.0f} ms"
+    lines = [
+        f"- streams requested / opened (acknowledged): {r.streams} / {r.opened}, in {r.open_seconds:.1f}s "
+        "(64 opening at a time)",
+        f"- server RSS: after warm-up {r.rss_start_kib / 1024:.1f} MiB, with the streams open "
+        f"{r.rss_streams_kib / 1024:.1f} MiB -> {per_stream:.1f} KiB per open stream",
+        f"- notifications/tools/list_changed delivered to {r.delivered} / {r.opened} streams "
+        f"(after save() returned: first {first}, last {last})",
+        "- trigger: the demo echo's description changed with the ORM (Tool.save()) in a `manage.py shell` "
+        f"subprocess, same DATABASE_URL/REDIS_URL ({r.trigger_seconds:.1f}s incl. Django start)",
+    ]
+    for line in lines:
+        print(line)
+    for err, count in r.errors.most_common(5):
+        print(f"  ERROR listen: {count} x {err}")
+    return lines
+
+
+def print_modern_section(
+    env: dict[str, str], affinity: Affinity, quick: bool, duration: float | None, listens: int
+) -> ModernResults:
+    """The modern wire's phases: one run, every server started, loaded one at a time."""
+    timing = Timing(warmup=0.3, duration=2.0) if quick else Timing(warmup=0.5, duration=8.0)
+    rounds = 1 if quick else 2
+    if duration:
+        timing.duration = duration
+    notes = []
+    daphne = daphne_server(env, affinity.server, label="modern")
+    servers = [daphne, reference_server(True, affinity.server, stateless=True)]
+    targets = [
+        Target("ours-modern", MODERN_LABELS["ours-modern"], daphne, "modern"),
+        Target("ref-stateless", MODERN_LABELS["ref-stateless"], servers[1], "modern"),
+        Target("ours-legacy", MODERN_LABELS["ours-legacy"], daphne, "legacy"),
+    ]
+    why_not = uvloop_missing()
+    if why_not is None:
+        servers.append(uvicorn_ours(env, affinity.server))
+        targets.append(Target("ours-uvicorn", MODERN_LABELS["ours-uvicorn"], servers[2], "modern"))
+    else:
+        notes.append(f"ours on uvicorn skipped: {why_not}")
+    print(
+        f"## MCP {MODERN_VERSION} wire: ours vs the SDK's stateless server, vs our legacy wire, Daphne vs uvicorn"
+    )
+    print()
+    print(
+        f"{timing.duration:g}s measured per phase and target, in {rounds} slice(s) each after a "
+        f"{timing.warmup:g}s warm-up; closed loop; one keep-alive connection per client. Modern: one POST per "
+        f"request with the _meta envelope and MCP-Protocol-Version/Mcp-Method/Mcp-Name, no initialize, no "
+        "session; every answer checked (200, resultType complete, echo echoed). Legacy: protocol 2025-06-18, "
+        "one session per client, on the same Daphne process as ours-modern. SDK: MCPServer, "
+        "streamable_http_app(json_response=True, stateless_http=True), uvicorn (asyncio, h11). Ours on "
+        "uvicorn: the same mcpsite.asgi:application, --loop uvloop --http httptools, 1 process. All "
+        "servers pinned to the server core and up at once; one loaded at a time, slices alternate "
+        "(order reversed every other round)."
+    )
+    print()
+    with contextlib.ExitStack() as stack:
+        for server in servers:
+            log(f"{server.label}: starting")
+            stack.enter_context(running(server))
+        results = asyncio.run(drive_modern(targets, timing, rounds))
+    print_modern(results, notes)
+    print()
+    print(f"## {listens} subscriptions/listen streams on one Daphne process")
+    print()
+    server = daphne_server(env, affinity.server, label="listen")
+    with running(server):
+        lres = asyncio.run(listen_bench(server, env, listens, 10.0 if quick else 20.0))
+    print_listen(lres)
+    return results
 
 
 # ---------------------------------------------------------------------------------------------
@@ -982,6 +1339,16 @@ def main() -> None:
         action="store_true",
         help="only compare tools/call of echo on a Celery worker with the same echo inline, c=16",
     )
+    parser.add_argument(
+        "--only-modern",
+        action="store_true",
+        help=f"only the MCP {MODERN_VERSION} phases: ours vs the SDK stateless server vs our legacy wire, "
+        "server/discover and tools/list, Daphne vs uvicorn, subscriptions/listen streams",
+    )
+    parser.add_argument("--skip-modern", action="store_true", help=f"skip the MCP {MODERN_VERSION} phases")
+    parser.add_argument(
+        "--listens", type=int, default=1000, help="subscriptions/listen streams to hold open (default 1000)"
+    )
     args = parser.parse_args()
 
     timing = Timing(warmup=0.5, duration=2.0) if args.quick else Timing(warmup=1.0, duration=8.0)
@@ -1012,9 +1379,26 @@ def main() -> None:
         "reference: mcp SDK MCPServer, stateful Streamable HTTP, uvicorn 1 process (asyncio loop, h11), "
         "access log off",
     ]
+    if args.only_modern:
+        # The modern section describes its own phases, servers and timing.
+        header = [line for line in header if not line.startswith(("phases:", "servers are", "reference:"))]
     for line in header:
         print(line)
     print()
+
+    if args.only_modern:
+        log("modern: preparing the database (create, migrate, seed_demo)")
+        env = prepare_database(database_url, redis_url)
+        modern = print_modern_section(env, affinity, args.quick, args.duration, args.listens)
+        if args.profile:
+            print()
+            print("## Profile of ours (py-spy, tools/call c=16, modern wire)")
+            profile_ours(env, affinity, timing, wire="modern")
+        if args.json:
+            args.json.write_text(json.dumps({"modern": figures(modern)}, indent=2))
+        print()
+        print(f"total bench time: {time.monotonic() - started:.0f}s")
+        return
 
     only = {"oauth": print_oauth_section, "background": print_background_section}
     chosen = "oauth" if args.only_oauth else "background" if args.only_background else None
@@ -1051,6 +1435,11 @@ def main() -> None:
         print()
         print_oauth_section(ours_env, affinity, timing, rounds)
 
+    modern: ModernResults = {}
+    if ours_env is not None and not args.skip_modern:
+        print()
+        modern = print_modern_section(ours_env, affinity, args.quick, args.duration, args.listens)
+
     if ours_env is not None and not args.skip_scale:
         print()
         print("## Tenant scale: tools/list page fetch latency, one client")
@@ -1073,25 +1462,23 @@ def main() -> None:
         profile_ours(ours_env, affinity, timing)
 
     if args.json:
-        args.json.write_text(
-            json.dumps(
-                {
-                    k: {
-                        p: {
-                            "rps": r.rps,
-                            "p50_ms": r.pct(0.5),
-                            "p99_ms": r.pct(0.99),
-                            "errors": dict(r.errors),
-                        }
-                        for p, r in v.items()
-                    }
-                    for k, v in results.items()
-                },
-                indent=2,
-            )
-        )
+        out = figures(results)
+        if modern:
+            out["modern"] = figures(modern)
+        args.json.write_text(json.dumps(out, indent=2))
     print()
     print(f"total bench time: {time.monotonic() - started:.0f}s")
+
+
+def figures(results: dict[str, dict[str, PhaseResult]]) -> dict[str, Any]:
+    """The throughput figures as plain data, for --json."""
+    return {
+        k: {
+            p: {"rps": r.rps, "p50_ms": r.pct(0.5), "p99_ms": r.pct(0.99), "errors": dict(r.errors)}
+            for p, r in v.items()
+        }
+        for k, v in results.items()
+    }
 
 
 PROFILE_GROUPS = {
@@ -1153,8 +1540,11 @@ def summarize_collapsed(path: Path, top: int = 20) -> list[str]:
     return lines
 
 
-def profile_ours(env: dict[str, str], affinity: Affinity, timing: Timing) -> None:
-    """Sample ours with py-spy (cProfile if py-spy is missing) under tools/call c=16; print hot spots."""
+def profile_ours(env: dict[str, str], affinity: Affinity, timing: Timing, wire: str = "legacy") -> None:
+    """Sample ours with py-spy (cProfile if py-spy is missing) under tools/call c=16; print hot spots.
+
+    Also prints the latency distribution of the sampled window, slowest first, to see the tail.
+    """
     pyspy = shutil.which("py-spy") or str(Path(PYTHON).parent / "py-spy")
     use_pyspy = Path(pyspy).exists()
     out = Path("/tmp/mcp-bench-ours.prof")
@@ -1165,8 +1555,8 @@ def profile_ours(env: dict[str, str], affinity: Affinity, timing: Timing) -> Non
     try:
 
         async def go() -> PhaseResult:
-            await server.wait_ready()
-            clients = await make_clients(16, HOST, server.port, server.path)
+            await server.wait_ready(wire)
+            clients = await make_clients(16, HOST, server.port, server.path, wire=wire)
             await asyncio.gather(*(c.call_echo("warm") for c in clients))
             sampler = None
             if use_pyspy:
@@ -1198,7 +1588,10 @@ def profile_ours(env: dict[str, str], affinity: Affinity, timing: Timing) -> Non
             return r
 
         r = asyncio.run(go())
-        print(f"(while sampled: {r.rps:,.0f} req/s, server CPU {100 * (r.server_cpu or 0):.0f}%)")
+        print(
+            f"(while sampled, {wire} wire: {r.rps:,.0f} req/s, p50 {r.pct(0.5):.2f} ms, p99 {r.pct(0.99):.2f} ms, "
+            f"p99.9 {r.pct(0.999):.2f} ms, max {r.pct(1.0):.2f} ms, server CPU {100 * (r.server_cpu or 0):.0f}%)"
+        )
     finally:
         server.stop(sig_int=True)
     if use_pyspy and raw.exists():

@@ -10,7 +10,7 @@ django_asgi_app = get_asgi_application()
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.urls import re_path  # noqa: E402
 
-from mcp_app.transport.daphne_tuning import disable_form_parsing  # noqa: E402
+from mcp_app.transport.daphne_tuning import disable_form_parsing, freeze_startup_heap  # noqa: E402
 from mcp_app.transport.routing import urlpatterns as mcp_urlpatterns  # noqa: E402
 
 disable_form_parsing()  # Daphne hands bodies over raw; Twisted's form parsing is pure cost
@@ -20,3 +20,6 @@ application = ProtocolTypeRouter(
         "http": URLRouter([*mcp_urlpatterns, re_path(r"", django_asgi_app)]),
     }
 )
+
+# Everything loaded so far lives as long as the process: keep full collections from scanning it.
+freeze_startup_heap()

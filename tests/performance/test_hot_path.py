@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 
 import pytest
@@ -185,3 +186,10 @@ async def test_with_redis_a_warm_2026_request_makes_no_redis_round_trip_and_stil
     )  # the token moves after commit and is pushed to every listener
     names = [t["name"] for t in (await modern_request("tools/list", {}))["result"]["tools"]]
     assert "late" in names
+
+
+def test_the_served_application_freezes_its_startup_heap_so_full_collections_skip_it():
+    # Daphne's p99 tail was full collections scanning Django's heap (bench/run.py --only-modern --profile).
+    import mcpsite.asgi  # noqa: F401, PLC0415 - the import is what is tested
+
+    assert gc.get_freeze_count() > 10_000
