@@ -267,6 +267,9 @@ MCP_TOOL_CALLS_BURST = _env_int("MCP_TOOL_CALLS_BURST", 120, minimum=1)
 MCP_TOKEN_CACHE_SECONDS = _env_int("MCP_TOKEN_CACHE_SECONDS", 5, minimum=0)
 # With Redis, every serving process subscribes to token revocations and evicts at once (oauth.tokens).
 MCP_TOKEN_EVICTION_SUBSCRIBER = _env_bool("MCP_TOKEN_EVICTION_SUBSCRIBER", True)
+# With Redis, each serving loop listens for moved change tokens (catalog/tokens.py); off, every
+# request reads its tenant's token from Redis instead.
+MCP_CHANGE_TOKEN_SUBSCRIBER = _env_bool("MCP_CHANGE_TOKEN_SUBSCRIBER", True)
 
 # --- OAuth authorization server (django-oauth-toolkit) ----------------------------
 from mcp_app.oauth import scopes as _oauth_scopes  # noqa: E402 - a constants module, no Django imports

@@ -13,6 +13,7 @@ import pytest_asyncio
 
 from mcp_app import catalog
 from mcp_app.protocol import ratelimit
+from mcp_app.transport import modern
 from tenants.models import Membership, Role, Tenant
 
 
@@ -77,8 +78,10 @@ def _fresh_catalog():
     # Tenant ids repeat across transactional tests; a cached catalog must not leak between them.
 
     catalog.clear_caches()
+    modern.forget_answers()
     yield
     catalog.clear_caches()
+    modern.forget_answers()
 
 
 @pytest.fixture(autouse=True)
@@ -93,6 +96,7 @@ def _no_token_eviction_subscriber(settings) -> None:
     # Each test has its own event loop, which must not close with a Redis subscriber running in it;
     # the tests of the subscriber (tests/oauth/test_token_evictions.py) switch it on and stop it.
     settings.MCP_TOKEN_EVICTION_SUBSCRIBER = False
+    settings.MCP_CHANGE_TOKEN_SUBSCRIBER = False  # likewise (tests/performance/test_hot_path.py)
 
 
 @pytest.fixture(autouse=True)

@@ -137,7 +137,8 @@ async def current_version(tenant_id: int) -> int:
     if memo is not None and tenant_id in memo:
         return memo[tenant_id]
     if settings.REDIS_URL:
-        _changes.ensure()
+        if settings.MCP_CHANGE_TOKEN_SUBSCRIBER:
+            _changes.ensure()
         generation = _changes.generation if _changes.live() else None
         if generation is not None and tenant_id in _pushed:
             token = _pushed[tenant_id]

@@ -92,8 +92,51 @@ async def check_param_headers_of(tenant: TenantInfo, request: Request, envelope:
         )
 
 
+# Methods whose handlers never emit (no progress, no log message) and whose results depend only on
+# the tenant's definitions, the page asked for and the caller's scopes: answered inline, and the
+# result's JSON kept per change token, so a warm list or discover is a dictionary lookup.
+QUIET_METHODS = frozenset(
+    {"server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list"}
+)
+MAX_KEPT_ANSWERS = 10_000
+_answers: dict[tuple[Any, ...], bytes] = {}
+
+
+async def answer_quietly(consumer: McpConsumer, ctx: RequestContext, message: dict[str, Any]) -> None:
+    """Answer a QUIET_METHODS request in JSON, its result served from memory while definitions stand."""
+    cursor = message["params"].get("cursor")
+    token = await catalog.current_version(ctx.tenant.id)
+    key = (ctx.tenant.id, token, ctx.protocol_version, message["method"], json.dumps(cursor), ctx.scopes)
+    result = _answers.get(key)
+    if result is None:
+        response = await runner.run_dispatch(ctx, message)
+        assert response is not None
+        if "result" not in response:  # an error (a bad cursor): never kept
+            await consumer.send_json(json.dumps(response).encode(), status=_status(response))
+            return
+        result = json.dumps(response["result"]).encode()
+        if len(_answers) >= MAX_KEPT_ANSWERS:
+            _answers.clear()  # old tokens' answers are dead weight; the live ones come back at once
+        _answers[key] = result
+    request_id = json.dumps(message["id"]).encode()
+    await consumer.send_json(b'{"jsonrpc": "2.0", "id": ' + request_id + b', "result": ' + result + b"}")
+
+
+def _status(response: dict[str, Any]) -> int:
+    error = response.get("error")
+    return ERROR_STATUS.get(error.get("code"), 200) if isinstance(error, dict) else 200
+
+
+def forget_answers() -> None:
+    """Drop every kept answer (tests)."""
+    _answers.clear()
+
+
 async def serve(consumer: McpConsumer, ctx: RequestContext, message: dict[str, Any]) -> None:
     """Run one request; answer JSON, or SSE from its first notification; a disconnect cancels it."""
+    if message["method"] in QUIET_METHODS:
+        await answer_quietly(consumer, ctx, message)
+        return
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     cancelled = asyncio.Event()
@@ -137,9 +180,7 @@ async def serve(consumer: McpConsumer, ctx: RequestContext, message: dict[str, A
             await consumer.send_chunk(sse.message_event(response, None))
             await consumer.end_body()
             return
-        error = response.get("error")
-        status = ERROR_STATUS.get(error.get("code"), 200) if isinstance(error, dict) else 200
-        await consumer.send_json(json.dumps(response).encode(), status=status)
+        await consumer.send_json(json.dumps(response).encode(), status=_status(response))
     finally:
         for pending in (waiter, gone):
             pending.cancel()

@@ -149,14 +149,28 @@ def start_celery_worker(name: str, env: dict[str, str], log_dir: Path) -> Server
     raise RuntimeError(f"{name} was not ready within {STARTUP_SECONDS:.0f} s:\n{worker.read_log()}")
 
 
-def start_daphne(name: str, env: dict[str, str], log_dir: Path) -> DaphneServer:
-    """Start Daphne on a free port and return once it serves the admin login page."""
+def start_daphne(name: str, env: dict[str, str], log_dir: Path, uvicorn: bool = False) -> DaphneServer:
+    """Start Daphne (or uvicorn with uvloop and httptools) on a free port; return once it serves the admin."""
     port = free_port()
     server_env = {**env, "MCP_PUBLIC_URL": f"http://127.0.0.1:{port}"}
     log_path = log_dir / f"{name}.log"
+    if uvicorn:  # the documented alternative to Daphne (docs/operations.md)
+        command = [
+            "uvicorn",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--loop",
+            "uvloop",
+            "--http",
+            "httptools",
+        ]
+    else:
+        command = ["daphne", "-b", "127.0.0.1", "-p", str(port)]
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "mcpsite.asgi:application"],
+            [sys.executable, "-m", *command, "mcpsite.asgi:application"],
             cwd=ROOT,
             env=server_env,
             stdin=subprocess.DEVNULL,

@@ -174,6 +174,7 @@ async def test_with_redis_a_warm_2026_request_makes_no_redis_round_trip_and_stil
     tools_a, settings, round_trips
 ):
     settings.REDIS_URL = os.environ["REDIS_URL"]
+    settings.MCP_CHANGE_TOKEN_SUBSCRIBER = True
     await modern_request("tools/call", ECHO)  # warms the tenant, the catalog and the token listener
     assert await tokens.listening()
     await modern_request("tools/list", {})  # the tenant's token is now known to the listener
@@ -186,6 +187,7 @@ async def test_with_redis_a_warm_2026_request_makes_no_redis_round_trip_and_stil
     )  # the token moves after commit and is pushed to every listener
     names = [t["name"] for t in (await modern_request("tools/list", {}))["result"]["tools"]]
     assert "late" in names
+    await tokens.stop_listening()
 
 
 def test_the_served_application_freezes_its_startup_heap_so_full_collections_skip_it():

@@ -118,3 +118,22 @@ async def test_lists_carry_the_tenants_caching_hints(tools_a, scope_setting, ttl
         body, headers = request(method)
         result = (await call("POST", "/t/tenant-a/mcp", body, headers)).json()["result"]
         assert (result["ttlMs"], result["cacheScope"]) == (ttl, expected), method
+
+
+async def test_a_kept_list_answer_gives_way_to_an_edit_and_an_error_is_never_kept(tools_a):
+    body, headers = request("tools/list")
+    names = [
+        t["name"] for t in (await call("POST", "/t/tenant-a/mcp", body, headers)).json()["result"]["tools"]
+    ]
+    assert names == ["count", "echo"]
+    again = await call("POST", "/t/tenant-a/mcp", body, headers)
+    assert [t["name"] for t in again.json()["result"]["tools"]] == names and again.json()["id"] == 5
+    await Tool.objects.acreate(
+        tenant=tools_a, name="added", handler="python", handler_config={"callable": "echo"}
+    )
+    after = (await call("POST", "/t/tenant-a/mcp", body, headers)).json()["result"]["tools"]
+    assert [t["name"] for t in after] == ["added", "count", "echo"]
+    bad, headers = request("tools/list", {"cursor": "forged"})
+    for _ in range(2):
+        response = await call("POST", "/t/tenant-a/mcp", bad, headers)
+        assert response.status == 400 and response.json()["error"]["message"] == "Invalid cursor."
