@@ -59,6 +59,20 @@ async def wait_until(predicate: Callable[[], Any], what: str, timeout: float = N
         pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}", pytrace=False)
 
 
+class Reports:
+    """The progress and log messages one SDK client was sent (its `logging_callback`, a `progress_callback`)."""
+
+    def __init__(self) -> None:
+        self.logs: list[Any] = []
+        self.progress: list[float] = []
+
+    async def on_log(self, params: Any) -> None:
+        self.logs.append(params)
+
+    async def on_progress(self, value: float, total: float | None, message: str | None) -> None:
+        self.progress.append(value)
+
+
 class Inbox:
     """Everything the server pushed to one SDK client: notifications, log messages, GET stream state."""
 

@@ -18,7 +18,7 @@ from mcp_types import PromptReference, ResourceTemplateReference
 
 from mcp_app.core import versions
 from mcp_app.protocol.jsonrpc import INVALID_PARAMS
-from tests.e2e.helpers import REQUEST_SECONDS, AdminBrowser
+from tests.e2e.helpers import REQUEST_SECONDS, AdminBrowser, Reports
 from tests.e2e.servers import ADMIN_PASSWORD, ADMIN_USERNAME, DaphneServer
 from tests.e2e.test_live_changes import edit_resource_elsewhere, tool_pk
 
@@ -108,38 +108,27 @@ async def test_every_primitive_answers_a_stateless_client(server: DaphneServer) 
 async def test_progress_and_log_messages_ride_the_calls_own_stream_at_the_level_asked(
     server: DaphneServer,
 ) -> None:
-    logs: list[Any] = []
-    progress: list[float] = []
-
-    async def on_log(params: Any) -> None:
-        logs.append(params)
-
-    async def on_progress(value: float, total: float | None, message: str | None) -> None:
-        progress.append(value)
-
-    wire = Wire()
-    client, http = await modern_client(server.mcp_url(), wire, logging_callback=on_log, log_level="info")
+    reports, wire = Reports(), Wire()
+    client, http = await modern_client(
+        server.mcp_url(), wire, logging_callback=reports.on_log, log_level="info"
+    )
     async with http, client:
         result = await client.call_tool(
-            "count_slowly", {"n": 3, "delay": 0.01}, progress_callback=on_progress
+            "count_slowly", {"n": 3, "delay": 0.01}, progress_callback=reports.on_progress
         )
     assert result.content[0].text == "Counted to 3."
-    assert progress == [1.0, 2.0, 3.0]
-    assert [entry.data for entry in logs] == ["count 1 of 3", "count 2 of 3", "count 3 of 3"]
+    assert reports.progress == [1.0, 2.0, 3.0]
+    assert [entry.data for entry in reports.logs] == ["count 1 of 3", "count 2 of 3", "count 3 of 3"]
     streamed = [h for _, rpc, _, h in wire.exchanges if rpc == "tools/call"]
     assert streamed and streamed[0]["content-type"].startswith("text/event-stream")
 
 
 async def test_a_request_without_a_log_level_gets_no_log_message(server: DaphneServer) -> None:
-    logs: list[Any] = []
-
-    async def on_log(params: Any) -> None:
-        logs.append(params)
-
-    client, http = await modern_client(server.mcp_url(), Wire(), logging_callback=on_log)
+    reports = Reports()
+    client, http = await modern_client(server.mcp_url(), Wire(), logging_callback=reports.on_log)
     async with http, client:
         await client.call_tool("count_slowly", {"n": 2, "delay": 0.01})
-    assert logs == []
+    assert reports.logs == []
 
 
 async def test_an_unknown_resource_is_invalid_params_naming_the_uri(server: DaphneServer) -> None:
@@ -162,39 +151,41 @@ async def test_lists_and_reads_carry_the_tenants_caching_hints(server: DaphneSer
         assert result.cache_scope == "public"  # the demo tenant is public
 
 
-async def test_listen_receives_an_admin_edit_and_its_acknowledgment_first(server: DaphneServer) -> None:
-    pk = tool_pk(server.env, "greet")
-    description = f"Greets someone by name (edited, {secrets.token_hex(4)})."
-    client, http = await modern_client(server.mcp_url(), Wire())
-    async with http, client, AdminBrowser(server.url) as admin:
+async def listen_to_an_admin_edit(
+    listener: DaphneServer, admin_server: DaphneServer, tool: str, **extra: Any
+) -> None:
+    """Listen on `listener` with the SDK, edit `tool`'s description in `admin_server`'s admin, then check
+    the listener heard tools/list_changed and serves the edit; `extra` adds to the listen filter."""
+    pk = tool_pk(admin_server.env, tool)
+    description = f"Edited while listening ({secrets.token_hex(4)})."
+    async with (
+        Client(listener.mcp_url(), read_timeout_seconds=REQUEST_SECONDS, cache=None) as client,
+        AdminBrowser(admin_server.url) as admin,
+    ):
         await admin.login(ADMIN_USERNAME, ADMIN_PASSWORD)
-        async with client.listen(tools_list_changed=True, resource_subscriptions=["demo://nowhere"]) as sub:
+        assert client.protocol_version == versions.V2026_07_28
+        async with client.listen(tools_list_changed=True, **extra) as sub:
             assert sub.honored.tools_list_changed is True
-            assert not sub.honored.resource_subscriptions  # no such resource: not promised
+            assert not sub.honored.resource_subscriptions  # extra URIs in these tests name no resource
             await admin.change(f"/admin/mcp_app/tool/{pk}/change/", "tool_form", {"description": description})
             with anyio.fail_after(REQUEST_SECONDS):
                 event = await sub.__anext__()
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
     assert type(event).__name__ == "ToolsListChanged"
-    assert tools["greet"].description == description
+    assert tools[tool].description == description  # served at once by the process that announced it
+
+
+async def test_listen_receives_an_admin_edit_and_is_promised_only_uris_the_tenant_serves(
+    server: DaphneServer,
+) -> None:
+    await listen_to_an_admin_edit(server, server, "greet", resource_subscriptions=["demo://nowhere"])
 
 
 @pytest.mark.services(reason="the edit is made by another process and reaches Daphne through Redis")
 async def test_listen_on_one_daphne_hears_an_admin_edit_made_through_another_daphne(
     server: DaphneServer, server_b: DaphneServer
 ) -> None:
-    pk = tool_pk(server.env, "add")
-    description = f"Adds two integers (edited on the other server, {secrets.token_hex(4)})."
-    client, http = await modern_client(server.mcp_url(), Wire())
-    async with http, client, AdminBrowser(server_b.url) as admin:
-        await admin.login(ADMIN_USERNAME, ADMIN_PASSWORD)
-        async with client.listen(tools_list_changed=True) as sub:
-            await admin.change(f"/admin/mcp_app/tool/{pk}/change/", "tool_form", {"description": description})
-            with anyio.fail_after(REQUEST_SECONDS):
-                event = await sub.__anext__()
-        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-    assert type(event).__name__ == "ToolsListChanged"
-    assert tools["add"].description == description  # the other process's edit, served at once here
+    await listen_to_an_admin_edit(server, server_b, "add")
 
 
 @pytest.mark.services(reason="the edit is made by another process and reaches Daphne through Redis")

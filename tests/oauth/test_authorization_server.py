@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from django.core.cache import cache
 from oauth2_provider.models import AccessToken, Application, Grant, RefreshToken
 
 from mcp_app.models import Tool
@@ -30,14 +29,6 @@ BASE_SCOPES = ["mcp:prompts", "mcp:resources", "mcp:tools"]
 def issued():
     """Access tokens issued to users (dynamic registration also stores its registration token)."""
     return AccessToken.objects.filter(user__isnull=False)
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    # Registration rate-limit counters and client display metadata live in the shared cache.
-    cache.clear()
-    yield
-    cache.clear()
 
 
 @pytest.fixture

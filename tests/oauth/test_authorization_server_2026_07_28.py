@@ -7,13 +7,11 @@ import json
 from urllib.parse import urlsplit
 
 import pytest
-from django.core.cache import cache
 from mcp.client.auth.utils import create_client_registration_request
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
 from oauth2_provider.models import Application
 
 from mcp_app.oauth import resources
-from tenants.models import Membership, Role, Tenant
 from tests.oauth.as_support import (
     LOOPBACK_REDIRECT,
     authorize_params,
@@ -26,22 +24,6 @@ from tests.oauth.as_support import (
 )
 
 METADATA_PATHS = ["/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"]
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    # Rate-limit counters and the stored registration metadata live in the shared cache.
-    cache.clear()
-    yield
-    cache.clear()
-
-
-@pytest.fixture
-def member(django_user_model, db):
-    tenant = Tenant.objects.create(slug="vault", name="vault", title="The Vault", auth_mode="oauth")
-    user = django_user_model.objects.create_user("dave", "dave@example.com", "dave-pw-123")
-    Membership.objects.create(user=user, tenant=tenant, role=Role.VIEWER)
-    return user
 
 
 def _management(client, registered: dict, method: str = "get", body: dict | None = None):

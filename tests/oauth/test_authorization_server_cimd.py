@@ -15,7 +15,6 @@ from django.core.cache import cache
 from oauth2_provider.models import AccessToken, Application
 
 from mcp_app.oauth import resources
-from tenants.models import Membership, Role, Tenant
 from tests.oauth.as_support import (
     LOOPBACK_REDIRECT,
     authorize_params,
@@ -82,14 +81,6 @@ def docs(tmp_path, settings) -> Iterator[DocumentServer]:
     yield server
     server.close()
     cache.clear()
-
-
-@pytest.fixture
-def member(django_user_model, db):
-    tenant = Tenant.objects.create(slug="vault", name="vault", title="The Vault", auth_mode="oauth")
-    user = django_user_model.objects.create_user("dave", "dave@example.com", "dave-pw-123")
-    Membership.objects.create(user=user, tenant=tenant, role=Role.VIEWER)
-    return user
 
 
 def document(client_id: str, **extra: Any) -> dict[str, Any]:
