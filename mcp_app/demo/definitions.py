@@ -142,7 +142,14 @@ def demo_definitions(logo: bytes) -> dict[str, list[dict[str, Any]]]:
             "name": "greet",
             "title": "Greet someone",
             "description": "Say hello to a person by name.",
-            "input_schema": _string_schema("name", "Who to greet."),
+            # x-mcp-header: 2026-07-28 clients also send the name as `Mcp-Param-Name`, so a proxy can
+            # route on it; the server checks the header equals the argument.
+            "input_schema": {
+                "type": "object",
+                "properties": {"name": {"type": "string", "description": "Who to greet.", "x-mcp-header": "Name"}},
+                "required": ["name"],
+                "additionalProperties": False,
+            },
             "output_schema": None,
             "annotations": {"readOnlyHint": True},
             "icons": [icon],

@@ -30,6 +30,7 @@ class Wire:
 
     def __init__(self) -> None:
         self.exchanges: list[tuple[str, str | None, int, dict[str, str]]] = []
+        self.sent_headers: list[dict[str, str]] = []
 
     async def on_response(self, response: httpx2.Response) -> None:
         rpc = None
@@ -39,6 +40,7 @@ class Wire:
             except (ValueError, AttributeError):
                 rpc = None
         self.exchanges.append((response.request.method, rpc, response.status_code, dict(response.headers)))
+        self.sent_headers.append({k.lower(): v for k, v in response.request.headers.items()})
 
     def rpc_methods(self) -> list[str | None]:
         return [rpc for _, rpc, _, _ in self.exchanges]
@@ -129,6 +131,22 @@ async def test_a_request_without_a_log_level_gets_no_log_message(server: DaphneS
     async with http, client:
         await client.call_tool("count_slowly", {"n": 2, "delay": 0.01})
     assert reports.logs == []
+
+
+@pytest.mark.parametrize("name", ["Ada", "Zoë Ångström", " padded "])
+async def test_a_mirrored_argument_travels_as_its_mcp_param_header_and_the_server_checks_it(
+    server: DaphneServer, name: str
+) -> None:
+    # The demo's greet marks `name` with x-mcp-header "Name": the SDK mirrors it (base64 when needed).
+    wire = Wire()
+    client, http = await modern_client(server.mcp_url(), wire)
+    async with http, client:
+        await client.list_tools()  # the SDK learns which arguments to mirror from the listing
+        result = await client.call_tool("greet", {"name": name})
+    assert result.content[0].text == f"Hello, {name}!"
+    sent = [headers for headers in wire.sent_headers if headers.get("mcp-method") == "tools/call"]
+    assert sent and "mcp-param-name" in sent[0]
+    assert (sent[0]["mcp-param-name"] == name) == (name == "Ada")  # others are base64-wrapped
 
 
 async def test_an_unknown_resource_is_invalid_params_naming_the_uri(server: DaphneServer) -> None:
