@@ -15,7 +15,7 @@ from typing import Any
 
 from mcp_app import catalog
 from mcp_app.core.context import RequestContext, SessionState
-from mcp_app.core.versions import LATEST
+from mcp_app.core.versions import LATEST, LATEST_MODERN
 from mcp_app.protocol.dispatch import dispatch
 
 # The admin request waits at most this long; a longer call is cancelled (a worker stops it too).
@@ -75,8 +75,11 @@ async def run(tenant_slug: str, tool_name: str, user_id: int, arguments: dict[st
     tenant = await catalog.get_tenant(tenant_slug)
     if tenant is None:
         raise TryError("The tenant is inactive: its endpoint serves nothing, so there is nothing to try.")
-    if tool_name not in (await catalog.get_catalog(tenant.id)).tools_by_name:
+    tool = (await catalog.get_catalog(tenant.id)).tools_by_name.get(tool_name)
+    if tool is None:
         raise TryError("The tool is disabled: clients cannot call it. Enable it and save first.")
+    # As the newest client able to see it: a tool only 2026-07-28 can describe is tried as one.
+    version = LATEST if tool.legacy else LATEST_MODERN
     notifications: list[dict[str, Any]] = []
 
     async def emit(message: dict[str, Any]) -> None:
@@ -85,15 +88,16 @@ async def run(tenant_slug: str, tool_name: str, user_id: int, arguments: dict[st
     session = SessionState(
         id=f"admin-try-{user_id}",
         tenant_id=tenant.id,
-        protocol_version=LATEST,
+        protocol_version=version,
         log_level="debug",
         initialized=True,
         user_id=user_id,
     )
     ctx = RequestContext(
         tenant=tenant,
-        protocol_version=LATEST,
+        protocol_version=version,
         session=session,
+        log_level="debug",  # every log message, in either era
         user_id=user_id,
         request_id=REQUEST_ID,
         progress_token=REQUEST_ID,

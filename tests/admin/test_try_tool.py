@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from django.urls import reverse
 
 from mcp_app.admin.try_tool import example_arguments
+from mcp_app.handlers.python import register
 from mcp_app.models import Tool
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -117,3 +119,24 @@ def test_example_arguments_use_defaults_and_blank_required_values():
     }
     assert example_arguments(schema) == {"n": 3, "tags": []}
     assert example_arguments({"type": "object"}) == {}
+
+
+@register("test_admin_primes")
+async def admin_primes(ctx: Any, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {"content": [], "structuredContent": [2, 3, 5]}
+
+
+def test_a_tool_only_2026_clients_see_is_tried_as_one_of_them_would_call_it(client, alice, tenant_a):
+    primes = Tool.objects.create(
+        tenant=tenant_a,
+        name="primes",
+        output_schema={"type": "array", "items": {"type": "integer"}},
+        handler="python",
+        handler_config={"callable": "test_admin_primes"},
+    )
+    client.force_login(alice)
+    outcome = client.post(try_url(primes), {"arguments": "{}"}).context["outcome"]
+    result = json.loads(outcome.body)
+    assert not outcome.protocol_error, outcome.body
+    assert result["structuredContent"] == [2, 3, 5]
+    assert result["resultType"] == "complete"  # the 2026-07-28 answer
