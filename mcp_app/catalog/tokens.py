@@ -43,10 +43,11 @@ _request_tokens: ContextVar[dict[int, int] | None] = ContextVar("mcp_request_tok
 # A missing counter (new tenant, flushed Redis) starts at the current time in microseconds, far
 # above any value an entry cached before the flush can hold; INCR then moves it on every change.
 # The new value is published by the same script, so no process can see it before its listeners do.
+# '%d': Lua's own number-to-string gives 1.7955807241581e+15 for a token that large.
 _BUMP = """
 if not redis.call('GET', KEYS[1]) then redis.call('SET', KEYS[1], ARGV[1]) end
 local token = redis.call('INCR', KEYS[1])
-redis.call('PUBLISH', ARGV[2], ARGV[3] .. ' ' .. token)
+redis.call('PUBLISH', ARGV[2], ARGV[3] .. ' ' .. string.format('%d', token))
 return token
 """
 CHANGES_CHANNEL = "mcp:tokens:changed"
@@ -67,6 +68,9 @@ def _on_change(raw: Any) -> None:
         text = raw.decode() if isinstance(raw, bytes) else str(raw)
         tenant, token = (int(part) for part in text.split())
     except (TypeError, ValueError):
+        # Never silent: a change this process cannot read leaves it serving old definitions.
+        logger.error("unreadable change-token message %r; forgetting every pushed token", raw)
+        _pushed.clear()
         return
     _learn(tenant, token)
 

@@ -195,3 +195,37 @@ def test_the_served_application_freezes_its_startup_heap_so_full_collections_ski
     import mcpsite.asgi  # noqa: F401, PLC0415 - the import is what is tested
 
     assert gc.get_freeze_count() > 10_000
+
+
+def another_process_moves(tenant_id: int) -> int:
+    """What tokens.move does in another process: the script alone (this process learns nothing directly)."""
+    key = tokens.version_key(tenant_id)
+    script = tokens._BUMP
+    return int(
+        redis_client.sync_client().eval(
+            script, 1, key, tokens._fresh_token(), tokens.CHANGES_CHANNEL, tenant_id
+        )
+    )
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+async def test_with_redis_a_token_moved_by_another_process_reaches_this_one_by_push(
+    tools_a, settings, round_trips
+):
+    settings.REDIS_URL = os.environ["REDIS_URL"]
+    settings.MCP_CHANGE_TOKEN_SUBSCRIBER = True
+    try:
+        await tokens.current_version(tools_a.id)  # starts this loop's listener
+        assert await tokens.listening()
+        before = await tokens.current_version(tools_a.id)
+        assert before > 2**40  # real tokens are that large (they start from the clock)
+        moved = await sync_to_async(another_process_moves)(tools_a.id)
+        async with asyncio.timeout(5):
+            while tokens._pushed.get(tools_a.id) != moved:
+                await asyncio.sleep(0.01)
+        round_trips["n"] = 0
+        assert await tokens.current_version(tools_a.id) == moved
+        assert round_trips["n"] == 0
+    finally:
+        await tokens.stop_listening()
