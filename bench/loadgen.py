@@ -3,7 +3,9 @@
 One `McpClient` is one simulated client: one keep-alive TCP connection and one MCP session.
 `ModernClient` is the same on the 2026-07-28 wire: no initialize, no session; every POST carries
 the `_meta` envelope and the request metadata headers (MCP-Protocol-Version, Mcp-Method, Mcp-Name),
-and every result must say `resultType: "complete"`. `ListenStream` holds a `subscriptions/listen`.
+and every result must say `resultType: "complete"`. `ListenStream` holds a `subscriptions/listen`;
+it and `GetStream` (a legacy session's GET stream) share one SSE pump in `SseStream`, so both stream
+kinds are read, counted and fail the same way.
 Responses may be `application/json` or `text/event-stream` (read until the JSON-RPC response
 with the matching id, then drain the rest of the HTTP body so the connection can be reused).
 Plain-socket HTTP because httpx costs more CPU per request than the servers under test.
@@ -355,29 +357,37 @@ class McpClient:
             await self.close()
 
 
-class GetStream:
-    """A GET SSE stream for an existing session, on its own connection, counting messages."""
+class SseStream:
+    """A response held open on its own connection, its SSE messages kept as they arrive.
 
-    def __init__(self, client: McpClient) -> None:
-        self.client = client
-        self.status: int | None = None
+    The base of `GetStream` and `ListenStream`, so the two stream kinds read SSE the same way: one
+    pump, with `_on_message` the per-message hook. `got` is set when a message whose method is
+    `want_method` arrives.
+    """
+
+    def __init__(self, want_method: str | None = None) -> None:
         self.messages: list[dict[str, Any]] = []
         self.got = asyncio.Event()
-        self.want_method: str | None = None
+        self.want_method = want_method
         self.error: str | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._task: asyncio.Task[None] | None = None
 
     async def open(self) -> None:
-        """Open the stream and wait for the response head (200 + text/event-stream)."""
-        c = self.client
-        reader, self._writer = await asyncio.open_connection(c.host, c.port, limit=1 << 20)
-        self._writer.write(c._head("GET", None, "text/event-stream"))
+        raise NotImplementedError
+
+    async def _start(
+        self, host: str, port: int, request: bytes
+    ) -> tuple[asyncio.StreamReader, int, dict[str, str]]:
+        """Send `request` on a new connection and read the response head; start the pump when the
+        answer is 200 text/event-stream (else `_task` stays None and the caller says why)."""
+        reader, self._writer = await asyncio.open_connection(host, port, limit=1 << 20)
+        self._writer.write(request)
         head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), REQUEST_TIMEOUT)
-        self.status, headers = _parse_head(head)
-        if self.status != 200 or not headers.get("content-type", "").startswith("text/event-stream"):
-            raise BenchError(f"GET stream: HTTP {self.status} {headers.get('content-type')}")
-        self._task = asyncio.create_task(self._pump(reader, headers))
+        status, headers = _parse_head(head)
+        if status == 200 and headers.get("content-type", "").startswith("text/event-stream"):
+            self._task = asyncio.create_task(self._pump(reader, headers))
+        return reader, status, headers
 
     async def _pump(self, reader: asyncio.StreamReader, headers: dict[str, str]) -> None:
         body = BodyReader(reader, headers)
@@ -391,16 +401,40 @@ class GetStream:
                 for _event_id, data in parser.feed(piece):
                     msg = json.loads(data)
                     self.messages.append(msg)
-                    if self.want_method and msg.get("method") == self.want_method:
-                        self.got.set()
+                    if not self._on_message(msg):
+                        return
         except (asyncio.IncompleteReadError, ConnectionError, OSError, ValueError) as exc:
             self.error = f"{type(exc).__name__}: {exc}"
+
+    def _on_message(self, msg: dict[str, Any]) -> bool:
+        """Note one message; return False to stop reading (with `error` saying why)."""
+        if self.want_method and msg.get("method") == self.want_method:
+            self.got.set()
+        return True
 
     async def close(self) -> None:
         if self._task is not None:
             self._task.cancel()
         if self._writer is not None:
             self._writer.close()
+
+
+class GetStream(SseStream):
+    """A GET SSE stream for an existing session, on its own connection, counting messages."""
+
+    def __init__(self, client: McpClient, want_method: str | None = None) -> None:
+        super().__init__(want_method)
+        self.client = client
+        self.status: int | None = None
+
+    async def open(self) -> None:
+        """Open the stream and wait for the response head (200 + text/event-stream)."""
+        c = self.client
+        _reader, self.status, headers = await self._start(
+            c.host, c.port, c._head("GET", None, "text/event-stream")
+        )
+        if self._task is None:
+            raise BenchError(f"GET stream: HTTP {self.status} {headers.get('content-type')}")
 
 
 def header_value(value: str) -> str:
@@ -447,22 +481,19 @@ class ModernClient(McpClient):
             raise BenchError(f"{method}: resultType {result.get('resultType')!r}, wanted 'complete'")
 
 
-class ListenStream:
+class ListenStream(SseStream):
     """A `subscriptions/listen` POST on its own connection, its SSE answer held open and counted.
 
     `open()` returns once the stream's first event, `notifications/subscriptions/acknowledged`, has
     arrived; `got` is set when a message with `want_method` arrives after it.
     """
 
-    def __init__(self, host: str, port: int, path: str, request_id: int = 1) -> None:
+    def __init__(
+        self, host: str, port: int, path: str, request_id: int = 1, want_method: str | None = None
+    ) -> None:
+        super().__init__(want_method)
         self.host, self.port, self.path, self.request_id = host, port, path, request_id
-        self.messages: list[dict[str, Any]] = []
         self.acked = asyncio.Event()
-        self.got = asyncio.Event()
-        self.want_method: str | None = None
-        self.error: str | None = None
-        self._writer: asyncio.StreamWriter | None = None
-        self._task: asyncio.Task[None] | None = None
 
     async def open(self) -> None:
         params = {"notifications": {"toolsListChanged": True}, "_meta": MODERN_META}
@@ -481,50 +512,28 @@ class ListenStream:
             f"Content-Length: {len(body)}",
             *(f"{k}: {v}" for k, v in modern_headers("subscriptions/listen", params).items()),
         ]
-        reader, self._writer = await asyncio.open_connection(self.host, self.port, limit=1 << 20)
-        self._writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
-        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), REQUEST_TIMEOUT)
-        status, headers = _parse_head(head)
-        if status != 200 or not headers.get("content-type", "").startswith("text/event-stream"):
+        request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+        reader, status, headers = await self._start(self.host, self.port, request)
+        if self._task is None:
             rest = b""
             with contextlib.suppress(Exception):
                 rest = await asyncio.wait_for(reader.read(300), 1)
             raise BenchError(f"listen: HTTP {status} {headers.get('content-type')} {rest[:200]!r}")
-        self._task = asyncio.create_task(self._pump(reader, headers))
         acked = asyncio.create_task(self.acked.wait())
         await asyncio.wait({acked, self._task}, timeout=REQUEST_TIMEOUT, return_when=asyncio.FIRST_COMPLETED)
         acked.cancel()
         if not self.acked.is_set():
             raise BenchError(f"listen: no acknowledgment ({self.error or 'timeout'})")
 
-    async def _pump(self, reader: asyncio.StreamReader, headers: dict[str, str]) -> None:
-        body = BodyReader(reader, headers)
-        parser = SseParser()
-        try:
-            while True:
-                piece = await body.next_piece()
-                if not piece:
-                    self.error = "stream ended"
-                    return
-                for _event_id, data in parser.feed(piece):
-                    msg = json.loads(data)
-                    self.messages.append(msg)
-                    method = msg.get("method")
-                    if not self.acked.is_set():
-                        if method != "notifications/subscriptions/acknowledged":
-                            self.error = f"first event {method or msg!r}, not the acknowledgment"[:200]
-                            return
-                        self.acked.set()
-                    elif self.want_method and method == self.want_method:
-                        self.got.set()
-        except (asyncio.IncompleteReadError, ConnectionError, OSError, ValueError) as exc:
-            self.error = f"{type(exc).__name__}: {exc}"
-
-    async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-        if self._writer is not None:
-            self._writer.close()
+    def _on_message(self, msg: dict[str, Any]) -> bool:
+        if self.acked.is_set():
+            return super()._on_message(msg)
+        method = msg.get("method")
+        if method != "notifications/subscriptions/acknowledged":
+            self.error = f"first event {method or msg!r}, not the acknowledgment"[:200]
+            return False
+        self.acked.set()
+        return True
 
 
 # ---------------------------------------------------------------------------------------------

@@ -9,6 +9,8 @@ Prints figures; it is not a test. See bench/README.md for what is measured and h
 
 Longer than 400 lines on purpose: one script a person reads top to bottom to see how each figure is
 made (database setup, server start, phases, tables); splitting it would scatter that story.
+The 2026-07-28 listen phase and the legacy GET-stream phase share `hold_streams` (open with bounded
+concurrency, RSS, one edit, delivery to every stream), so their figures are made the same way.
 """
 
 from __future__ import annotations
@@ -31,10 +33,10 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -50,6 +52,7 @@ from loadgen import (  # noqa: E402
     McpClient,
     ModernClient,
     PhaseResult,
+    SseStream,
     make_clients,
     merge,
     proc_rss_kib,
@@ -736,14 +739,8 @@ def print_modern(results: ModernResults, notes: list[str]) -> list[str]:
     for name, _, _, keys in MODERN_PHASES:
         for key in keys:
             r = results.get(key, {}).get(name)
-            if r is None:
-                continue
-            srv = f"{r.server_cpu * 100:.0f}%" if r.server_cpu is not None else "?"
-            oth = f"{r.other_cpu * 100:.0f}%" if r.other_cpu is not None else "?"
-            lines.append(
-                f"| {name} | {MODERN_LABELS[key]} | {r.rps:,.0f} | {r.pct(0.5):.2f} | {r.pct(0.99):.2f} | "
-                f"{sum(r.errors.values())} | {srv} | {r.loadgen_cpu * 100:.0f}% | {oth} |"
-            )
+            if r is not None:
+                lines.append(load_row(name, MODERN_LABELS[key], r))
     lines += [
         "",
         "| ratio | throughput | p50 | p99 |",
@@ -772,6 +769,137 @@ def print_modern(results: ModernResults, notes: list[str]) -> list[str]:
     return lines
 
 
+# ---------------------------------------------------------------------------------------------
+# Held-open streams: the listen phase and the GET-stream phase open and time them the same way
+
+S = TypeVar("S", bound=SseStream)
+LIST_CHANGED = "notifications/tools/list_changed"
+OPEN_PARALLEL = 64
+
+
+async def open_streams(
+    streams: Sequence[S], parallel: int = OPEN_PARALLEL
+) -> tuple[list[S], collections.Counter[str], float]:
+    """Open every stream, `parallel` at a time; return the opened ones, why the others failed,
+    and the seconds the whole opening took."""
+    errors: collections.Counter[str] = collections.Counter()
+    sem = asyncio.Semaphore(parallel)
+
+    async def open_one(s: S) -> bool:
+        async with sem:
+            try:
+                await s.open()
+                return True
+            except (TimeoutError, BenchError, OSError, asyncio.IncompleteReadError) as exc:
+                errors[f"{type(exc).__name__}: {exc}"[:200]] += 1
+                return False
+
+    t_open = time.monotonic()
+    flags = await asyncio.gather(*(open_one(s) for s in streams))
+    seconds = time.monotonic() - t_open
+    return [s for s, ok in zip(streams, flags, strict=True) if ok], errors, seconds
+
+
+@dataclass
+class Delivery:
+    delivered: int  # streams whose `got` was set
+    seconds: float  # from starting the trigger until all had it (or the wait ran out)
+    trigger_seconds: float  # the trigger subprocess, Django start included
+    first_ms: float | None  # after the trigger's save() returned
+    last_ms: float | None
+
+
+async def trigger_and_wait(
+    streams: Sequence[SseStream],
+    env: dict[str, str],
+    script: str,
+    wait_seconds: float,
+    errors: collections.Counter[str],
+) -> Delivery:
+    """Run `script` (an edit that prints `SAVED <time.time()>` once committed) in a `manage.py shell`
+    subprocess and wait up to `wait_seconds` for every stream to receive its `want_method`.
+
+    Streams that broke and a trigger that failed are counted in `errors`; first/last are timed from
+    the moment save() returned."""
+    arrival: dict[int, float] = {}
+
+    async def watch(i: int, s: SseStream) -> None:
+        await s.got.wait()
+        arrival[i] = time.time()
+
+    watchers = [asyncio.create_task(watch(i, s)) for i, s in enumerate(streams)]
+    t0 = time.time()
+    trigger = await asyncio.create_subprocess_exec(
+        PYTHON, "manage.py", "shell", "-c", script, cwd=ROOT, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    out, _ = await trigger.communicate()
+    t_trigger = time.time() - t0
+    saved = [
+        line.split()[1] for line in out.decode(errors="replace").splitlines() if line.startswith("SAVED ")
+    ]
+    t_saved = float(saved[0]) if saved else None
+    with contextlib.suppress(asyncio.TimeoutError):
+        await asyncio.wait_for(asyncio.gather(*watchers), wait_seconds)
+    elapsed = time.time() - t0
+    for w in watchers:
+        w.cancel()
+    for s in streams:
+        if s.error:
+            errors[f"stream: {s.error}"[:200]] += 1
+    if trigger.returncode != 0 or t_saved is None:
+        errors[f"trigger exit {trigger.returncode}: {out.decode(errors='replace')[-300:]}"] += 1
+    times = sorted(arrival.values())
+    return Delivery(
+        delivered=len(arrival),
+        seconds=elapsed,
+        trigger_seconds=t_trigger,
+        first_ms=(times[0] - t_saved) * 1000 if times and t_saved else None,
+        last_ms=(times[-1] - t_saved) * 1000 if times and t_saved else None,
+    )
+
+
+@dataclass
+class HeldStreams:
+    """Streams held open on one server process, and one edit's notification timed to all of them."""
+
+    streams: int  # requested
+    opened: int
+    errors: collections.Counter[str]  # opening, broken streams, the trigger
+    open_seconds: float
+    rss_streams_kib: int  # server VmRSS with the streams open
+    delivery: Delivery
+
+
+async def hold_streams(
+    server: Server,
+    env: dict[str, str],
+    streams: Sequence[SseStream],
+    script: str,
+    wait_seconds: float,
+    label: str,
+    doing: str,
+) -> HeldStreams:
+    """Open `streams`, read the server's RSS once it settles, run the edit `script`, time its
+    notification to every open stream, then close them all."""
+    opened, errors, open_seconds = await open_streams(streams)
+    await asyncio.sleep(2.0)
+    rss = proc_rss_kib(server.pid) or 0
+    log(f"{label}: {len(opened)} open; {doing}")
+    delivery = await trigger_and_wait(opened, env, script, wait_seconds, errors)
+    await asyncio.gather(*(s.close() for s in streams))
+    return HeldStreams(len(streams), len(opened), errors, open_seconds, rss, delivery)
+
+
+def print_held(lines: list[str], held: HeldStreams, label: str) -> list[str]:
+    """Print a stream phase's lines, then its five most common errors; return the lines."""
+    for line in lines:
+        print(line)
+    for err, count in held.errors.most_common(5):
+        print(f"  ERROR {label}: {count} x {err}")
+    return lines
+
+
 # A real edit: the demo echo's description gets a new suffix (replacing the last run's), committed.
 # Prints the wall-clock time save() returned so delivery is timed from there.
 MODERN_TRIGGER = (
@@ -784,17 +912,8 @@ MODERN_TRIGGER = (
 
 @dataclass
 class ListenResult:
-    streams: int
-    opened: int
-    errors: collections.Counter[str]
-    rss_start_kib: int
-    rss_streams_kib: int
-    open_seconds: float
-    delivered: int
-    deliver_seconds: float
-    first_ms: float | None
-    last_ms: float | None
-    trigger_seconds: float
+    rss_start_kib: int  # server VmRSS after warm-up
+    held: HeldStreams
 
 
 async def listen_bench(server: Server, env: dict[str, str], n: int, wait_seconds: float) -> ListenResult:
@@ -810,92 +929,38 @@ async def listen_bench(server: Server, env: dict[str, str], n: int, wait_seconds
     await asyncio.sleep(1.0)
     rss0 = proc_rss_kib(server.pid) or 0
     log(f"listen: opening {n} subscriptions/listen streams")
-    streams = [ListenStream(HOST, server.port, server.path, request_id=i + 1) for i in range(n)]
-    for s in streams:
-        s.want_method = "notifications/tools/list_changed"
-    errors: collections.Counter[str] = collections.Counter()
-    sem = asyncio.Semaphore(64)
-
-    async def open_one(s: ListenStream) -> bool:
-        async with sem:
-            try:
-                await s.open()
-                return True
-            except (TimeoutError, BenchError, OSError, asyncio.IncompleteReadError) as exc:
-                errors[f"{type(exc).__name__}: {exc}"[:200]] += 1
-                return False
-
-    t_open = time.monotonic()
-    flags = await asyncio.gather(*(open_one(s) for s in streams))
-    open_seconds = time.monotonic() - t_open
-    opened = [s for s, ok in zip(streams, flags, strict=True) if ok]
-    await asyncio.sleep(2.0)
-    rss1 = proc_rss_kib(server.pid) or 0
-    log(f"listen: {len(opened)} open; editing a tool description in a subprocess")
-    arrival: dict[int, float] = {}
-
-    async def watch(i: int, s: ListenStream) -> None:
-        await s.got.wait()
-        arrival[i] = time.time()
-
-    watchers = [asyncio.create_task(watch(i, s)) for i, s in enumerate(opened)]
-    t0 = time.time()
-    trigger = await asyncio.create_subprocess_exec(
-        PYTHON, "manage.py", "shell", "-c", MODERN_TRIGGER, cwd=ROOT, env=env,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-    )  # fmt: skip
-    out, _ = await trigger.communicate()
-    t_trigger = time.time() - t0
-    saved = [
-        line.split()[1] for line in out.decode(errors="replace").splitlines() if line.startswith("SAVED ")
+    streams = [
+        ListenStream(HOST, server.port, server.path, request_id=i + 1, want_method=LIST_CHANGED)
+        for i in range(n)
     ]
-    t_saved = float(saved[0]) if saved else None
-    with contextlib.suppress(asyncio.TimeoutError):
-        await asyncio.wait_for(asyncio.gather(*watchers), wait_seconds)
-    elapsed = time.time() - t0
-    for w in watchers:
-        w.cancel()
-    for s in opened:
-        if s.error:
-            errors[f"stream: {s.error}"[:200]] += 1
-    if trigger.returncode != 0 or t_saved is None:
-        errors[f"trigger exit {trigger.returncode}: {out.decode(errors='replace')[-300:]}"] += 1
-    times = sorted(arrival.values())
-    await asyncio.gather(*(s.close() for s in streams))
-    return ListenResult(
-        streams=n,
-        opened=len(opened),
-        errors=errors,
-        rss_start_kib=rss0,
-        rss_streams_kib=rss1,
-        open_seconds=open_seconds,
-        delivered=len(arrival),
-        deliver_seconds=elapsed,
-        first_ms=(times[0] - t_saved) * 1000 if times and t_saved else None,
-        last_ms=(times[-1] - t_saved) * 1000 if times and t_saved else None,
-        trigger_seconds=t_trigger,
+    held = await hold_streams(
+        server,
+        env,
+        streams,
+        MODERN_TRIGGER,
+        wait_seconds,
+        "listen",
+        "editing a tool description in a subprocess",
     )
+    return ListenResult(rss_start_kib=rss0, held=held)
 
 
 def print_listen(r: ListenResult) -> list[str]:
-    per_stream = (r.rss_streams_kib - r.rss_start_kib) / max(1, r.opened)
-    first = "n/a" if r.first_ms is None else f"{r.first_ms:.0f} ms"
-    last = "n/a" if r.last_ms is None else f"{r.last_ms:.0f} ms"
+    h, d = r.held, r.held.delivery
+    per_stream = (h.rss_streams_kib - r.rss_start_kib) / max(1, h.opened)
+    first = "n/a" if d.first_ms is None else f"{d.first_ms:.0f} ms"
+    last = "n/a" if d.last_ms is None else f"{d.last_ms:.0f} ms"
     lines = [
-        f"- streams requested / opened (acknowledged): {r.streams} / {r.opened}, in {r.open_seconds:.1f}s "
-        "(64 opening at a time)",
+        f"- streams requested / opened (acknowledged): {h.streams} / {h.opened}, in {h.open_seconds:.1f}s "
+        f"({OPEN_PARALLEL} opening at a time)",
         f"- server RSS: after warm-up {r.rss_start_kib / 1024:.1f} MiB, with the streams open "
-        f"{r.rss_streams_kib / 1024:.1f} MiB -> {per_stream:.1f} KiB per open stream",
-        f"- notifications/tools/list_changed delivered to {r.delivered} / {r.opened} streams "
+        f"{h.rss_streams_kib / 1024:.1f} MiB -> {per_stream:.1f} KiB per open stream",
+        f"- notifications/tools/list_changed delivered to {d.delivered} / {h.opened} streams "
         f"(after save() returned: first {first}, last {last})",
         "- trigger: the demo echo's description changed with the ORM (Tool.save()) in a `manage.py shell` "
-        f"subprocess, same DATABASE_URL/REDIS_URL ({r.trigger_seconds:.1f}s incl. Django start)",
+        f"subprocess, same DATABASE_URL/REDIS_URL ({d.trigger_seconds:.1f}s incl. Django start)",
     ]
-    for line in lines:
-        print(line)
-    for err, count in r.errors.most_common(5):
-        print(f"  ERROR listen: {count} x {err}")
-    return lines
+    return print_held(lines, h, "listen")
 
 
 def print_modern_section(
@@ -1066,17 +1131,9 @@ def scale_bench(
 
 @dataclass
 class StreamResult:
-    streams: int
-    opened: int
-    open_errors: collections.Counter[str]
-    rss_start_kib: int
-    rss_sessions_kib: int
-    rss_streams_kib: int
-    delivered: int
-    deliver_seconds: float
-    first_ms: float | None
-    last_ms: float | None
-    trigger: str
+    rss_start_kib: int  # server VmRSS after warm-up
+    rss_sessions_kib: int  # ... with the sessions initialized (their POST connections closed)
+    held: HeldStreams
 
 
 # Saving a tool unchanged is an edit as far as the signals go; it leaves the demo data as it was.
@@ -1103,80 +1160,19 @@ async def streams_bench(server: Server, env: dict[str, str], n: int, wait_second
     await asyncio.sleep(1.0)
     rss1 = proc_rss_kib(server.pid) or 0
     log(f"streams: opening {n} GET streams")
-    streams = [GetStream(c) for c in clients]
-    for s in streams:
-        s.want_method = "notifications/tools/list_changed"
-    errors: collections.Counter[str] = collections.Counter()
-    sem = asyncio.Semaphore(64)
-
-    async def open_one(s: GetStream) -> bool:
-        async with sem:
-            try:
-                await s.open()
-                return True
-            except (TimeoutError, BenchError, OSError, asyncio.IncompleteReadError) as exc:
-                errors[f"{type(exc).__name__}: {exc}"[:200]] += 1
-                return False
-
-    opened_flags = await asyncio.gather(*(open_one(s) for s in streams))
-    opened = [s for s, ok in zip(streams, opened_flags, strict=True) if ok]
-    await asyncio.sleep(2.0)
-    rss2 = proc_rss_kib(server.pid) or 0
-    log(f"streams: {len(opened)} open; triggering list_changed with an edit in a subprocess")
-    t0 = time.time()
-    arrival: dict[int, float] = {}
-
-    async def watch(i: int, s: GetStream) -> None:
-        await s.got.wait()
-        arrival[i] = time.time()
-
-    watchers = [asyncio.create_task(watch(i, s)) for i, s in enumerate(opened)]
-    trigger = await asyncio.create_subprocess_exec(
-        PYTHON,
-        "manage.py",
-        "shell",
-        "-c",
+    streams = [GetStream(c, want_method=LIST_CHANGED) for c in clients]
+    held = await hold_streams(
+        server,
+        env,
+        streams,
         TRIGGER,
-        cwd=ROOT,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
+        wait_seconds,
+        "streams",
+        "triggering list_changed with an edit in a subprocess",
     )
-    trigger_out, _ = await trigger.communicate()
-    t_trigger = time.time() - t0
-    saved = [
-        line.split()[1]
-        for line in trigger_out.decode(errors="replace").splitlines()
-        if line.startswith("SAVED ")
-    ]
-    t_saved = float(saved[0]) if saved else None
-    with contextlib.suppress(asyncio.TimeoutError):
-        await asyncio.wait_for(asyncio.gather(*watchers), wait_seconds)
-    elapsed = time.time() - t0
-    for w in watchers:
-        w.cancel()
-    for s in opened:
-        if s.error:
-            errors[f"stream: {s.error}"[:200]] += 1
-    if trigger.returncode != 0:
-        errors[f"trigger exit {trigger.returncode}: {trigger_out.decode(errors='replace')[-300:]}"] += 1
-    times = sorted(arrival.values())
-    await asyncio.gather(*(s.close() for s in streams))
     await asyncio.gather(*(c.delete_session() for c in clients), return_exceptions=True)
     await asyncio.gather(*(c.close() for c in clients), return_exceptions=True)
-    return StreamResult(
-        streams=n,
-        opened=len(opened),
-        open_errors=errors,
-        rss_start_kib=rss0,
-        rss_sessions_kib=rss1,
-        rss_streams_kib=rss2,
-        delivered=len(arrival),
-        deliver_seconds=elapsed,
-        first_ms=(times[0] - t_saved) * 1000 if times and t_saved else None,
-        last_ms=(times[-1] - t_saved) * 1000 if times and t_saved else None,
-        trigger=f"Tool.save() of demo/echo in a `manage.py shell` subprocess ({t_trigger:.1f}s incl. Django start)",
-    )
+    return StreamResult(rss_start_kib=rss0, rss_sessions_kib=rss1, held=held)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1185,6 +1181,16 @@ async def streams_bench(server: Server, env: dict[str, str], n: int, wait_second
 
 def fmt_ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}x" if b else "n/a"
+
+
+def load_row(workload: str, server: str, r: PhaseResult) -> str:
+    """One row of a load table (the legacy comparison and the 2026-07-28 one share the columns)."""
+    srv = f"{r.server_cpu * 100:.0f}%" if r.server_cpu is not None else "?"
+    oth = f"{r.other_cpu * 100:.0f}%" if r.other_cpu is not None else "?"
+    return (
+        f"| {workload} | {server} | {r.rps:,.0f} | {r.pct(0.5):.2f} | {r.pct(0.99):.2f} | "
+        f"{sum(r.errors.values())} | {srv} | {r.loadgen_cpu * 100:.0f}% | {oth} |"
+    )
 
 
 def print_load_table(results: dict[str, dict[str, PhaseResult]]) -> list[str]:
@@ -1198,14 +1204,8 @@ def print_load_table(results: dict[str, dict[str, PhaseResult]]) -> list[str]:
     for phase in phases:
         for key, label in labels.items():
             r = results.get(key, {}).get(phase)
-            if r is None:
-                continue
-            srv = f"{r.server_cpu * 100:.0f}%" if r.server_cpu is not None else "?"
-            oth = f"{r.other_cpu * 100:.0f}%" if r.other_cpu is not None else "?"
-            lines.append(
-                f"| {phase} | {label} | {r.rps:,.0f} | {r.pct(0.5):.2f} | {r.pct(0.99):.2f} | "
-                f"{sum(r.errors.values())} | {srv} | {r.loadgen_cpu * 100:.0f}% | {oth} |"
-            )
+            if r is not None:
+                lines.append(load_row(phase, label, r))
     ratio_lines = []
     if "ours" in results:
         ratio_lines += [
@@ -1292,23 +1292,21 @@ def print_scale(scale: ScaleResult) -> list[str]:
 
 
 def print_streams(s: StreamResult) -> list[str]:
-    per_stream = (s.rss_streams_kib - s.rss_sessions_kib) / max(1, s.opened)
-    per_session = (s.rss_sessions_kib - s.rss_start_kib) / max(1, s.streams)
+    h, d = s.held, s.held.delivery
+    per_stream = (h.rss_streams_kib - s.rss_sessions_kib) / max(1, h.opened)
+    per_session = (s.rss_sessions_kib - s.rss_start_kib) / max(1, h.streams)
     lines = [
-        f"- streams requested / opened: {s.streams} / {s.opened}",
-        f"- server RSS: start {s.rss_start_kib / 1024:.1f} MiB, after {s.streams} sessions "
-        f"{s.rss_sessions_kib / 1024:.1f} MiB, with the streams open {s.rss_streams_kib / 1024:.1f} MiB",
+        f"- streams requested / opened: {h.streams} / {h.opened}",
+        f"- server RSS: start {s.rss_start_kib / 1024:.1f} MiB, after {h.streams} sessions "
+        f"{s.rss_sessions_kib / 1024:.1f} MiB, with the streams open {h.rss_streams_kib / 1024:.1f} MiB",
         f"- memory per session {per_session:.1f} KiB, per open GET stream {per_stream:.1f} KiB",
-        f"- list_changed delivered to {s.delivered} / {s.opened} streams within {s.deliver_seconds:.1f}s "
-        f"(after save() returned: first {s.first_ms if s.first_ms is None else round(s.first_ms)} ms, "
-        f"last {s.last_ms if s.last_ms is None else round(s.last_ms)} ms)",
-        f"- trigger: {s.trigger}",
+        f"- list_changed delivered to {d.delivered} / {h.opened} streams within {d.seconds:.1f}s "
+        f"(after save() returned: first {d.first_ms if d.first_ms is None else round(d.first_ms)} ms, "
+        f"last {d.last_ms if d.last_ms is None else round(d.last_ms)} ms)",
+        "- trigger: Tool.save() of demo/echo in a `manage.py shell` subprocess "
+        f"({d.trigger_seconds:.1f}s incl. Django start)",
     ]
-    for line in lines:
-        print(line)
-    for err, count in s.open_errors.most_common(5):
-        print(f"  ERROR streams: {count} x {err}")
-    return lines
+    return print_held(lines, h, "streams")
 
 
 # ---------------------------------------------------------------------------------------------
