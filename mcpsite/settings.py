@@ -192,6 +192,9 @@ MCP_BACKGROUND_QUEUE = os.environ.get("MCP_BACKGROUND_QUEUE", "mcp-tools")
 CELERY_TASK_DEFAULT_QUEUE = MCP_BACKGROUND_QUEUE
 # How long a background tool may wait in the queue for a worker before the caller gets an error.
 MCP_BACKGROUND_START_SECONDS: float = _env_int("MCP_BACKGROUND_START_SECONDS", 30, minimum=1)
+# A started job's worker sends a sign of life every second; after this long without one the run is
+# lost (its worker died or hangs) and the caller gets an isError result at once.
+MCP_BACKGROUND_LIVENESS_SECONDS: float = _env_int("MCP_BACKGROUND_LIVENESS_SECONDS", 10, minimum=2)
 # Background runs (ToolRun rows, listed in the admin) older than this are deleted.
 MCP_TOOL_RUN_RETENTION_DAYS = _env_int("MCP_TOOL_RUN_RETENTION_DAYS", 30, minimum=1)
 

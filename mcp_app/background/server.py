@@ -16,7 +16,11 @@ Deadlines, so nothing runs that nobody waits for and no caller waits forever:
   - a worker must start the job within MCP_BACKGROUND_START_SECONDS of its enqueueing; otherwise the
     caller gets an isError result naming the wait, and a worker that picks it up later drops it;
   - once started, the worker enforces the tool's timeout (the same funnel as inline tools) and the
-    server waits that long plus REPLY_GRACE_SECONDS before reporting a worker that stopped answering.
+    server waits that long plus REPLY_GRACE_SECONDS before reporting a worker that stopped answering;
+  - meanwhile the worker sends a sign of life every HEARTBEAT_SECONDS: a worker killed mid-run (or
+    hung) is noticed after MCP_BACKGROUND_LIVENESS_SECONDS without one; the run is marked lost and the
+    caller gets an isError result then. Nothing is retried: the claimed row keeps a redelivered job
+    (Celery's late acknowledgement) from running twice.
 Progress is best effort (a full reply channel drops it); the result is retried until it is taken.
 
 Every background call has a ToolRun row (the admin lists them): the server creates it (queued),
@@ -55,6 +59,8 @@ BACKGROUND = "background"
 TASK_NAME = "mcp_app.run_tool_job"
 # How long past a started job's tool timeout the server waits for the worker's answer.
 REPLY_GRACE_SECONDS = 10.0
+# How often a worker running a job tells the waiting server it is alive.
+HEARTBEAT_SECONDS = 1.0
 # How often a worker checks whether its job was cancelled.
 CANCEL_POLL_SECONDS = 0.2
 # How long a cancelled handler may take to return after its `cancelled` event is set.
@@ -150,13 +156,30 @@ async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> 
         loop = asyncio.get_running_loop()
         start_seconds = settings.MCP_BACKGROUND_START_SECONDS
         deadline = loop.time() + start_seconds
+        alive_until = deadline  # moved on by every sign of a started worker
         started = False
         while True:
             if receiver is None:
                 # One receive at a time, never cancelled on a timeout: channels_redis drops the
                 # channel's buffered messages when a receive is cancelled.
                 receiver = loop.create_task(layer.receive(channel))
-            done, _ = await asyncio.wait({receiver}, timeout=max(0.0, deadline - loop.time()))
+            wait = max(0.0, min(deadline, alive_until) - loop.time())
+            done, _ = await asyncio.wait({receiver}, timeout=wait)
+            if not done and started and loop.time() < deadline:
+                silent = settings.MCP_BACKGROUND_LIVENESS_SECONDS
+                await asyncio.shield(request_cancel(job["id"]))
+                await asyncio.shield(
+                    runs.close_run(
+                        job["id"],
+                        (runs.RUNNING,),
+                        ToolRun.Status.LOST,
+                        f"The worker sent no sign of life for {silent:g} s (it died or hangs); nothing was retried.",
+                    )
+                )
+                return error_result(
+                    f"The worker running tool {tool.name!r} stopped answering (no sign of life for {silent:g} s); "
+                    "it may have died. The call was not retried: check its effects before calling again."
+                )
             if not done:
                 await asyncio.shield(request_cancel(job["id"]))
                 if not started:
@@ -185,9 +208,12 @@ async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> 
             if event.get("job") != job["id"]:
                 continue
             kind = event.get("type")
+            if started:
+                alive_until = loop.time() + settings.MCP_BACKGROUND_LIVENESS_SECONDS
             if kind == "mcp.job.started" and not started:
                 started = True
                 deadline = loop.time() + tool.timeout_seconds + REPLY_GRACE_SECONDS
+                alive_until = loop.time() + settings.MCP_BACKGROUND_LIVENESS_SECONDS
             elif kind == "mcp.job.emit" and isinstance(event.get("message"), dict):
                 await ctx.emit(event["message"])
             elif kind == "mcp.job.result":

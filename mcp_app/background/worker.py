@@ -104,10 +104,22 @@ async def _find_tool(job: dict[str, Any]) -> tuple[TenantInfo | None, Catalog | 
     return tenant, catalog, tool if tool is not None and tool.id == job["tool_id"] else None
 
 
-async def _watch_cancel(job_id: str, cancelled: asyncio.Event, handler: asyncio.Task) -> None:
+async def _watch_cancel(
+    job_id: str, cancelled: asyncio.Event, handler: asyncio.Task, replies: _Replies
+) -> None:
+    """Poll for a cancellation, and send the server a sign of life every HEARTBEAT_SECONDS."""
     redis = redis_client.client()
+    next_beat = time.monotonic() + server.HEARTBEAT_SECONDS
     while not handler.done():
         await asyncio.sleep(server.CANCEL_POLL_SECONDS)
+        if time.monotonic() >= next_beat:
+            next_beat = time.monotonic() + server.HEARTBEAT_SECONDS
+            try:
+                await replies.send("mcp.job.alive")
+            except ChannelFull:
+                pass  # the server is behind on this channel: it is being fed, so it knows we live
+            except Exception as exc:  # keep running and polling; the next beat may get through
+                logger.warning("job %s: could not send a sign of life: %r", job_id, exc)
         try:
             if await redis.exists(server.cancel_key(job_id)):
                 break
@@ -177,7 +189,7 @@ async def work(job: dict[str, Any]) -> str:
     handler = asyncio.get_running_loop().create_task(
         registry.run_inline(ctx, tool, job.get("arguments") or {})
     )
-    watcher = asyncio.get_running_loop().create_task(_watch_cancel(job_id, cancelled, handler))
+    watcher = asyncio.get_running_loop().create_task(_watch_cancel(job_id, cancelled, handler, replies))
     try:
         result = await handler
     except asyncio.CancelledError:
