@@ -6,12 +6,25 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcp_app.core.errors import ToolError
 from mcp_app.core.types import ResourceDef, TenantInfo
 from mcp_app.core.versions import DEFAULT_NEGOTIATED
 
 # Sends one JSON-RPC notification related to the current request (progress, log message).
 # The transport decides the stream (the request's own SSE stream).
 Emit = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+# Asks the client one question (a request object: elicitation/create, sampling/createMessage,
+# roots/list) and returns its result; the transport's era decides how (protocol.asking).
+Asker = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+async def _cannot_ask(request: dict[str, Any]) -> dict[str, Any]:
+    raise ToolError(
+        f"This tool asks the client ({request.get('method')}), which this call cannot carry "
+        "(background tools cannot ask yet)."
+    )
 
 
 # The tenant's enabled resources by URI, for content that links or embeds one. A function, so that
@@ -98,6 +111,22 @@ class RequestContext:
     cancelled: Any = None  # asyncio.Event | None
     # Set by the method that runs a handler (it holds the tenant's catalog); none by default.
     resources: ResourceLookup = _no_resources
+    # Set by the method that runs a handler for a client that can be asked (protocol.asking).
+    ask: Asker = _cannot_ask
+
+    async def elicit(self, message: str, requested_schema: dict[str, Any]) -> dict[str, Any]:
+        """Ask the person to fill a form; returns the ElicitResult (action accept/decline/cancel, content)."""
+        params = {"mode": "form", "message": message, "requestedSchema": requested_schema}
+        return await self.ask({"method": "elicitation/create", "params": params})
+
+    async def sample(self, messages: list[dict[str, Any]], max_tokens: int, **params: Any) -> dict[str, Any]:
+        """Ask the client's model (sampling/createMessage); returns the CreateMessageResult."""
+        request = {"messages": messages, "maxTokens": max_tokens, **params}
+        return await self.ask({"method": "sampling/createMessage", "params": request})
+
+    async def list_roots(self) -> dict[str, Any]:
+        """Ask for the client's roots (roots/list); returns the ListRootsResult."""
+        return await self.ask({"method": "roots/list", "params": {}})
 
 
 @dataclass(frozen=True)

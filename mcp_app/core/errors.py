@@ -33,6 +33,27 @@ class UnknownKind(HandlerError):
     """The row names a handler kind that is not registered."""
 
 
+class AskOutcome(Exception):
+    """Asking the client ended this run at the protocol level (not a tool error): see protocol.asking."""
+
+
+class InputRequired(AskOutcome):
+    """2026-07-28: the answer to `request` is not known yet; the call returns InputRequiredResult."""
+
+    def __init__(self, key: str, request: dict[str, Any]) -> None:
+        super().__init__(f"input required: {key}")
+        self.key = key
+        self.request = request
+
+
+class MissingCapability(AskOutcome):
+    """2026-07-28: the request did not declare the client capability the ask needs (-32021)."""
+
+    def __init__(self, capability: str) -> None:
+        super().__init__(f"missing client capability: {capability}")
+        self.capability = capability
+
+
 def cut(text: str, limit: int) -> str:
     """Cap `text` at `limit` characters, marking the cut."""
     return text if len(text) <= limit else text[: limit - 1] + "…"

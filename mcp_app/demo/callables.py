@@ -73,3 +73,19 @@ async def user_profile(ctx: RequestContext, arguments: dict[str, Any]) -> dict[s
     """Return a made-up profile for a user id (a resource template reader)."""
     user_id = str(arguments.get("user_id", ""))
     return {"user_id": user_id, "name": f"User {user_id}"}
+
+
+@register("ask_name")
+async def ask_name(ctx: RequestContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Ask the person for their name (elicitation, either era), then greet them by it."""
+    form = {
+        "type": "object",
+        "properties": {"name": {"type": "string", "title": "Your name"}},
+        "required": ["name"],
+    }
+    answer = await ctx.elicit(str(arguments.get("question") or "What is your name?"), form)
+    if answer.get("action") != "accept" or not isinstance(answer.get("content"), dict):
+        return {
+            "content": [{"type": "text", "text": f"No name given ({answer.get('action', 'no answer')})."}]
+        }
+    return {"content": [{"type": "text", "text": f"Hello, {answer['content'].get('name')}!"}]}

@@ -18,7 +18,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 
 from mcp_app.core.context import RequestContext
-from mcp_app.core.errors import GENERIC_TOOL_ERROR, HandlerError, UnknownKind, error_result
+from mcp_app.core.errors import GENERIC_TOOL_ERROR, AskOutcome, HandlerError, UnknownKind, error_result
 from mcp_app.core.types import TemplateDef, ToolDef
 
 logger = logging.getLogger(__name__)
@@ -104,6 +104,8 @@ async def run_inline(ctx: RequestContext, tool: ToolDef, arguments: dict[str, An
         async with asyncio.timeout(tool.timeout_seconds or None):
             result = await module.run(ctx, tool, arguments)
         return _normalise(result)
+    except AskOutcome:
+        raise  # the call waits for the client's answer (2026-07-28): a protocol outcome, not a fault
     except HandlerError as exc:
         return error_result(exc.message)
     except TimeoutError:

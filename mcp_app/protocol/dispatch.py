@@ -78,13 +78,16 @@ MODERN_METHODS: dict[str, Handler] = {
 
 
 def finish_modern(ctx: RequestContext, method: str, result: dict[str, Any]) -> dict[str, Any]:
-    """Add what every 2026-07-28 result carries: resultType, serverInfo, and caching hints."""
-    result["resultType"] = "complete"
+    """Add what every 2026-07-28 result carries: resultType, serverInfo, and caching hints.
+
+    An InputRequiredResult (protocol.asking) keeps its resultType and is never cacheable.
+    """
+    result.setdefault("resultType", "complete")
     meta = result.get("_meta")
     meta = dict(meta) if isinstance(meta, dict) else {}
     meta[META_SERVER_INFO] = lifecycle.server_info(ctx, ctx.protocol_version)
     result["_meta"] = meta
-    if method in caching.CACHEABLE_METHODS:
+    if method in caching.CACHEABLE_METHODS and result["resultType"] == "complete":
         result.update(caching.hints(ctx))
     return result
 

@@ -11,11 +11,11 @@ from typing import Any
 from mcp_app import catalog as catalogs
 from mcp_app.background import server as background
 from mcp_app.core.context import RequestContext, resources_of
-from mcp_app.core.errors import error_result
+from mcp_app.core.errors import InputRequired, MissingCapability, error_result
 from mcp_app.core.types import Catalog, ToolDef
 from mcp_app.core.versions import is_modern
 from mcp_app.handlers import registry
-from mcp_app.protocol import ratelimit, schemas, shaping
+from mcp_app.protocol import asking, ratelimit, schemas, shaping
 from mcp_app.protocol.jsonrpc import InvalidParams, truncate
 from mcp_app.protocol.pagination import paginate, with_cursor
 
@@ -149,13 +149,25 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
     result = _check_arguments(tool, arguments)
     if result is None:
         arguments = with_defaults(tool.input_schema, arguments)
+        # A retried 2026-07-28 call brings the answers to the questions its handler asked (MRTR).
+        rounds = (
+            asking.rounds_of(ctx, "tools/call", name, arguments, params)
+            if is_modern(ctx.protocol_version)
+            else None
+        )
         # The one place where a call goes inline or to a worker; each path keeps the tool's time limit.
         ctx = dataclasses.replace(ctx, resources=resources_of(catalog.resources_by_uri))
         try:
             if background.runs_in_background(tool):
                 raw = await background.run(ctx, tool, arguments)
             else:
+                ctx = dataclasses.replace(ctx, ask=asking.asker_for(ctx, rounds))
                 raw = await registry.run_inline(ctx, tool, arguments)
+        except InputRequired as asked:
+            assert rounds is not None
+            return asking.input_required(ctx, "tools/call", name, arguments, rounds, asked)
+        except MissingCapability as missing:
+            raise asking.missing_capability(missing) from None
         except Exception:
             # Both paths turn tool faults into isError results; anything escaping them is ours.
             logger.exception("tool %s failed outside its handler", tool.name)

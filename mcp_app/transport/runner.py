@@ -16,6 +16,7 @@ from typing import Any
 from mcp_app import notify
 from mcp_app.core.context import Caller, RequestContext, SessionState
 from mcp_app.core.types import TenantInfo
+from mcp_app.protocol import asking
 from mcp_app.protocol import dispatch as protocol
 from mcp_app.transport import inflight, sessions
 
@@ -100,6 +101,8 @@ async def accept_message(ctx: RequestContext, message: dict[str, Any], session: 
     request_id = cancelled_request_id(message)
     if request_id is not None and session is not None:
         await inflight.cancel(session.id, request_id, (message.get("params") or {}).get("reason"))
+    if session is not None and "method" not in message and ("result" in message or "error" in message):
+        await asking.deliver(session.id, message)  # the client's answer to a question a handler asked
     before = snapshot(session)
     await run_dispatch(ctx, message)
     if session_changed(before, session):

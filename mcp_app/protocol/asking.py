@@ -1,0 +1,245 @@
+"""A handler asks the client (elicitation, sampling, roots) without knowing the era.
+
+The handler awaits `ctx.elicit(...)`, `ctx.sample(...)` or `ctx.list_roots()`; the asker set here
+decides how the question travels:
+
+- 2026-07-28 (multi round-trip requests, basic/patterns/mrtr): the handler runs from its start on
+  every round and its questions are numbered in the order it asks them. A question whose answer
+  the request brings is answered at once; the first one without raises InputRequired, and the call
+  returns an InputRequiredResult naming it, with a `requestState` that carries the answers so far.
+  That state is signed (SECRET_KEY), expires after MCP_ASK_STATE_SECONDS and is bound to the tenant,
+  the method, the tool and its arguments, and the caller: tampered, expired or foreign state is an
+  error, never a run. So a handler must ask before it changes anything: what precedes an ask runs
+  once per round.
+- Legacy sessions: a server-to-client JSON-RPC request on the call's own SSE stream; the client's
+  response arrives as a separate POST, on this process (a future here) or another one (through a
+  Redis key this process polls), until MCP_ASK_TIMEOUT_SECONDS.
+
+A client that did not declare the capability is never asked: 2026-07-28 answers -32021 with the
+capability it needs; a legacy call becomes an isError result that says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.core import signing
+
+from mcp_app.core.context import RequestContext
+from mcp_app.core.errors import InputRequired, MissingCapability, ToolError
+from mcp_app.core.versions import V2025_06_18, V2025_11_25, is_modern
+from mcp_app.infra import redis_client
+from mcp_app.protocol.jsonrpc import (
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    InvalidParams,
+    JsonRpcError,
+)
+
+logger = logging.getLogger(__name__)
+
+# The capability each question needs, and the first legacy revision that has it.
+CAPABILITY = {
+    "elicitation/create": "elicitation",
+    "sampling/createMessage": "sampling",
+    "roots/list": "roots",
+}
+SINCE = {"elicitation/create": V2025_06_18}
+STATE_SALT = "mcp.mrtr.state"
+POLL_SECONDS = 0.2
+
+
+class MissingRequiredClientCapability(JsonRpcError):
+    code, message = MISSING_REQUIRED_CLIENT_CAPABILITY, "Missing required client capability"
+
+
+def _needs(ctx: RequestContext, request: dict[str, Any]) -> str | None:
+    """The capability the client lacks for `request`, or None when it may be asked."""
+    capability = CAPABILITY[request["method"]]
+    return None if isinstance(ctx.client_capabilities.get(capability), dict) else capability
+
+
+# --- 2026-07-28: multi round-trip requests ---------------------------------------------------------
+
+
+@dataclass
+class Rounds:
+    """The answers a modern request brings, and the questions its handler asks this round."""
+
+    answers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    asked: int = 0
+
+    def asker(self, ctx: RequestContext) -> Any:
+        async def ask(request: dict[str, Any]) -> dict[str, Any]:
+            missing = _needs(ctx, request)
+            if missing is not None:
+                raise MissingCapability(missing)
+            self.asked += 1
+            key = f"q{self.asked}"
+            if key in self.answers:
+                return self.answers[key]
+            raise InputRequired(key, request)
+
+        return ask
+
+
+def _binding(ctx: RequestContext, method: str, name: str, arguments: dict[str, Any]) -> str:
+    """What a state is valid for: this tenant, method, definition, arguments and caller."""
+    salient = [ctx.tenant.id, method, name, arguments, ctx.user_id, ctx.client_id]
+    return hashlib.sha256(json.dumps(salient, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def rounds_of(
+    ctx: RequestContext, method: str, name: str, arguments: dict[str, Any], params: dict[str, Any]
+) -> Rounds:
+    """The answers of a retried request: its signed state's, plus the inputResponses to its last question."""
+    state = params.get("requestState")
+    responses = params.get("inputResponses")
+    if responses is not None and not isinstance(responses, dict):
+        raise InvalidParams('"inputResponses" must be an object of answers.')
+    if state is None:
+        return Rounds()
+    if not isinstance(state, str) or len(state) > 64_000:
+        raise InvalidParams("Invalid requestState: call again without it.")
+    try:
+        payload = signing.loads(state, salt=STATE_SALT, max_age=settings.MCP_ASK_STATE_SECONDS)
+    except signing.SignatureExpired:
+        raise InvalidParams("The requestState has expired: call again without it.") from None
+    except signing.BadSignature:
+        raise InvalidParams("Invalid requestState: call again without it.") from None
+    if not isinstance(payload, dict) or payload.get("b") != _binding(ctx, method, name, arguments):
+        raise InvalidParams("This requestState belongs to another request: call again without it.")
+    answers = dict(payload.get("a") or {})
+    pending = payload.get("p")
+    answer = (responses or {}).get(pending)
+    if isinstance(answer, dict):
+        answers[pending] = answer
+    # An unanswered question is simply asked again (mrtr "Error Handling").
+    return Rounds(answers)
+
+
+def input_required(
+    ctx: RequestContext,
+    method: str,
+    name: str,
+    arguments: dict[str, Any],
+    rounds: Rounds,
+    asked: InputRequired,
+) -> dict[str, Any]:
+    """The InputRequiredResult of a round: the question, and the state that carries the answers so far."""
+    payload = {"a": rounds.answers, "p": asked.key, "b": _binding(ctx, method, name, arguments)}
+    state = signing.dumps(payload, salt=STATE_SALT, compress=True)
+    return {
+        "resultType": "input_required",
+        "inputRequests": {asked.key: asked.request},
+        "requestState": state,
+    }
+
+
+def missing_capability(exc: MissingCapability) -> MissingRequiredClientCapability:
+    return MissingRequiredClientCapability(
+        f"This needs the client capability {exc.capability!r}, which the request did not declare.",
+        data={"requiredCapabilities": {exc.capability: {}}},
+    )
+
+
+# --- Legacy sessions: server-to-client requests -------------------------------------------------------
+
+_waiting: dict[tuple[str, str], asyncio.Future] = {}
+
+
+def _answer_key(session_id: str, request_id: str) -> str:
+    return f"mcp:answer:{session_id}:{request_id}"
+
+
+def _shaped(request: dict[str, Any], version: str) -> dict[str, Any]:
+    """The request as the session's revision knows it (elicitation `mode` is 2025-11-25's)."""
+    if request["method"] == "elicitation/create" and version < V2025_11_25:
+        params = {k: v for k, v in request["params"].items() if k != "mode"}
+        return {**request, "params": params}
+    return request
+
+
+def session_asker(ctx: RequestContext) -> Any:
+    """Ask on the call's own stream and wait for the client's response POST, wherever it lands."""
+
+    async def ask(request: dict[str, Any]) -> dict[str, Any]:
+        session = ctx.session
+        method = request["method"]
+        missing = _needs(ctx, request)
+        if session is None or missing is not None or ctx.protocol_version < SINCE.get(method, ""):
+            raise ToolError(
+                f"This tool needs to ask the client ({method}), and this client did not declare "
+                f"{CAPABILITY[method]!r} support (protocol revision {ctx.protocol_version})."
+            )
+        request_id = f"ask-{secrets.token_urlsafe(12)}"
+        key = (session.id, request_id)
+        future: asyncio.Future = asyncio.get_running_loop().create_future()
+        _waiting[key] = future
+        try:
+            await ctx.emit({"jsonrpc": "2.0", "id": request_id, **_shaped(request, ctx.protocol_version)})
+            response = await _wait(session.id, request_id, future)
+        finally:
+            _waiting.pop(key, None)
+        if "error" in response:
+            error = response["error"] if isinstance(response["error"], dict) else {}
+            raise ToolError(f"The client could not answer ({method}): {error.get('message', 'an error')}.")
+        result = response.get("result")
+        if not isinstance(result, dict):
+            raise ToolError(f"The client's answer to {method} was not a result object.")
+        return result
+
+    return ask
+
+
+async def _wait(session_id: str, request_id: str, future: asyncio.Future) -> dict[str, Any]:
+    """The response, from this process (the future) or another (its Redis key), within the timeout."""
+    limit = settings.MCP_ASK_TIMEOUT_SECONDS
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + limit
+    while True:
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            raise ToolError(f"The client did not answer within {limit:g} seconds.")
+        try:
+            async with asyncio.timeout(min(POLL_SECONDS, remaining)):
+                return await asyncio.shield(future)
+        except TimeoutError:
+            pass
+        if redis_client.enabled():
+            raw = await redis_client.client().getdel(_answer_key(session_id, request_id))
+            if raw is not None:
+                return json.loads(raw)
+
+
+async def deliver(session_id: str, message: dict[str, Any]) -> None:
+    """A client's response POST: to the handler waiting here, or left in Redis for the process that is."""
+    request_id = message.get("id")
+    if not isinstance(request_id, str) or not request_id.startswith("ask-"):
+        return  # not an answer to one of our questions
+    future = _waiting.get((session_id, request_id))
+    if future is not None and not future.done():
+        future.set_result(message)
+        return
+    if redis_client.enabled():
+        await redis_client.client().set(
+            _answer_key(session_id, request_id),
+            json.dumps(message),
+            ex=int(settings.MCP_ASK_TIMEOUT_SECONDS) + 60,
+        )
+    else:
+        logger.info("an answer for %s arrived, but nothing here waits for it", request_id)
+
+
+def asker_for(ctx: RequestContext, rounds: Rounds | None) -> Any:
+    """The asker of a handler run: rounds for 2026-07-28, the session's stream for legacy calls."""
+    if is_modern(ctx.protocol_version):
+        assert rounds is not None
+        return rounds.asker(ctx)
+    return session_asker(ctx)

@@ -1,0 +1,107 @@
+"""A tool asks the person through the official SDK client's elicitation callback, in both eras.
+
+auto (2026-07-28): the call returns InputRequiredResult and the SDK retries with the answer.
+legacy: an elicitation/create request on the call's stream; the SDK answers with a POST. The answer
+may land on another Daphne process (raw HTTP below, since the SDK always posts to the same URL).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from mcp import Client
+from mcp_types import ElicitResult
+
+from tests.e2e.helpers import INITIALIZE_PARAMS, MCP_HEADERS, REQUEST_SECONDS, parse_sse
+from tests.e2e.servers import DaphneServer, django_shell
+
+pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
+
+
+@pytest.fixture(scope="module")
+def ask_tool(server: DaphneServer) -> Iterator[str]:
+    """A python-kind tool of the demo tenant whose callable asks for a name (mcp_app.demo.callables)."""
+    django_shell(
+        server.env,
+        "from mcp_app.models import Tool\nfrom tenants.models import Tenant\n"
+        "Tool.objects.update_or_create(tenant=Tenant.objects.get(slug='demo'), name='ask_name', "
+        "defaults=dict(handler='python', handler_config={'callable': 'ask_name'}, timeout_seconds=60))\n",
+    )
+    yield "ask_name"
+    django_shell(
+        server.env, "from mcp_app.models import Tool\nTool.objects.filter(name='ask_name').delete()\n"
+    )
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+@pytest.mark.parametrize(
+    ("action", "expected"), [("accept", "Hello, Ada!"), ("decline", "No name given (decline).")]
+)
+async def test_the_sdk_answers_a_tools_question_through_its_elicitation_callback(
+    server: DaphneServer, ask_tool: str, mode: str, action: str, expected: str
+) -> None:
+    asked: list[Any] = []
+
+    async def on_elicit(context: Any, params: Any) -> ElicitResult:
+        asked.append(params)
+        return ElicitResult(action=action, content={"name": "Ada"} if action == "accept" else None)
+
+    async with Client(
+        server.mcp_url(),
+        mode=mode,
+        read_timeout_seconds=REQUEST_SECONDS,
+        cache=None,
+        elicitation_callback=on_elicit,
+    ) as client:
+        result = await client.call_tool(ask_tool, {"question": "Who are you?"})
+    assert [params.message for params in asked] == ["Who are you?"]
+    assert result.content[0].text == expected
+
+
+@pytest.mark.services(reason="the answer lands on another Daphne process and travels through Redis")
+async def test_a_legacy_answer_posted_to_the_other_daphne_reaches_the_waiting_tool(
+    server: DaphneServer, server_b: DaphneServer, ask_tool: str
+) -> None:
+    async with httpx.AsyncClient(timeout=httpx.Timeout(REQUEST_SECONDS)) as http:
+        params = {**INITIALIZE_PARAMS, "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}}
+        init = await http.post(
+            server.mcp_url(),
+            headers=MCP_HEADERS,
+            json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params},
+        )
+        headers = {
+            **MCP_HEADERS,
+            "Mcp-Session-Id": init.headers["mcp-session-id"],
+            "MCP-Protocol-Version": "2025-11-25",
+        }
+        await http.post(
+            server.mcp_url(), headers=headers, json={"jsonrpc": "2.0", "method": "notifications/initialized"}
+        )
+        call = {
+            "jsonrpc": "2.0",
+            "id": 5,
+            "method": "tools/call",
+            "params": {"name": ask_tool, "arguments": {}},
+        }
+        buffer = ""
+        async with http.stream("POST", server.mcp_url(), headers=headers, json=call) as response:
+            chunks = response.aiter_text()
+            async for chunk in chunks:
+                buffer += chunk
+                questions = [m for m in parse_sse(buffer) if m.get("method") == "elicitation/create"]
+                if questions:
+                    break
+            answer = {
+                "jsonrpc": "2.0",
+                "id": questions[0]["id"],
+                "result": {"action": "accept", "content": {"name": "Bo"}},
+            }
+            posted = await http.post(server_b.mcp_url(), headers=headers, json=answer)
+            assert posted.status_code == 202
+            async for chunk in chunks:
+                buffer += chunk
+    final = [m for m in parse_sse(buffer) if m.get("id") == 5]
+    assert final and final[0]["result"]["content"][0]["text"] == "Hello, Bo!"

@@ -1,0 +1,206 @@
+"""A handler asks the client (ctx.elicit, ctx.sample, ctx.list_roots) in either era (protocol/asking.py).
+
+2026-07-28: multi round-trip requests with a signed, bound, expiring requestState. Legacy: a
+server-to-client request on the call's stream, answered by a later POST.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from mcp_app.core.context import RequestContext
+from mcp_app.handlers.python import register
+from mcp_app.models import Tool
+from mcp_app.protocol import asking
+from mcp_app.protocol.jsonrpc import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
+from tests.protocol.support import call, error_of, result_of
+from tests.support import make_ctx
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+MODERN = "2026-07-28"
+CAN_ELICIT = {"elicitation": {}}
+NAME_FORM = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+RUNS: list[str] = []
+
+
+@register("test_ask_name")
+async def ask_name(ctx: RequestContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    RUNS.append("start")
+    answer = await ctx.elicit("What is your name?", NAME_FORM)
+    if answer.get("action") != "accept":
+        return {"content": [{"type": "text", "text": "You did not say."}]}
+    return {
+        "content": [
+            {"type": "text", "text": f"Hello, {answer['content']['name']}{arguments.get('end', '!')}"}
+        ]
+    }
+
+
+@register("test_ask_twice")
+async def ask_twice(ctx: RequestContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    first = await ctx.elicit("First name?", NAME_FORM)
+    model = await ctx.sample([{"role": "user", "content": {"type": "text", "text": "Say hi"}}], 20)
+    return {"content": [{"type": "text", "text": f"{first['content']['name']}: {model['content']['text']}"}]}
+
+
+@pytest.fixture
+def askers(tenant_a):
+    for name, callable_name in (("ask", "test_ask_name"), ("ask_twice", "test_ask_twice")):
+        Tool.objects.create(
+            tenant=tenant_a, name=name, handler="python", handler_config={"callable": callable_name}
+        )
+    RUNS.clear()
+    return tenant_a
+
+
+def modern_ctx(tenant, capabilities: dict[str, Any] | None = None, **kwargs: Any) -> RequestContext:
+    return make_ctx(
+        tenant, version=MODERN, session=None, client_capabilities=capabilities or CAN_ELICIT, **kwargs
+    )
+
+
+ACCEPT = {"action": "accept", "content": {"name": "Ada"}}
+
+
+async def test_a_modern_call_that_asks_returns_input_required_then_completes_on_the_retry(askers):
+    ctx = modern_ctx(askers)
+    first = await result_of(ctx, "tools/call", {"name": "ask", "arguments": {}})
+    assert first["resultType"] == "input_required"
+    assert first["inputRequests"] == {
+        "q1": {
+            "method": "elicitation/create",
+            "params": {"mode": "form", "message": "What is your name?", "requestedSchema": NAME_FORM},
+        }
+    }
+    assert "ttlMs" not in first  # never cacheable
+    retry = {
+        "name": "ask",
+        "arguments": {},
+        "requestState": first["requestState"],
+        "inputResponses": {"q1": ACCEPT},
+    }
+    done = await result_of(ctx, "tools/call", retry)
+    assert done["resultType"] == "complete"
+    assert done["content"] == [{"type": "text", "text": "Hello, Ada!"}]
+
+
+async def test_several_questions_take_several_rounds_each_carrying_the_answers_so_far(askers):
+    ctx = modern_ctx(askers, capabilities={"elicitation": {}, "sampling": {}})
+    params: dict[str, Any] = {"name": "ask_twice", "arguments": {}}
+    first = await result_of(ctx, "tools/call", params)
+    assert list(first["inputRequests"]) == ["q1"]
+    second = await result_of(
+        ctx, "tools/call", {**params, "requestState": first["requestState"], "inputResponses": {"q1": ACCEPT}}
+    )
+    assert second["inputRequests"]["q2"]["method"] == "sampling/createMessage"
+    model = {"role": "assistant", "content": {"type": "text", "text": "hi!"}, "model": "m"}
+    done = await result_of(
+        ctx, "tools/call", {**params, "requestState": second["requestState"], "inputResponses": {"q2": model}}
+    )
+    assert done["content"][0]["text"] == "Ada: hi!"
+
+
+async def test_a_retry_without_the_answer_is_asked_again_rather_than_failed(askers):
+    ctx = modern_ctx(askers)
+    first = await result_of(ctx, "tools/call", {"name": "ask", "arguments": {}})
+    again = await result_of(
+        ctx, "tools/call", {"name": "ask", "arguments": {}, "requestState": first["requestState"]}
+    )
+    assert again["resultType"] == "input_required" and list(again["inputRequests"]) == ["q1"]
+
+
+async def state_of(ctx: RequestContext, arguments: dict[str, Any] | None = None) -> str:
+    return (await result_of(ctx, "tools/call", {"name": "ask", "arguments": arguments or {}}))["requestState"]
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["tampered", "other arguments", "other caller", "other tool"],
+)
+async def test_a_state_that_was_tampered_with_or_belongs_to_another_request_is_refused_and_nothing_runs(
+    askers, change
+):
+    ctx = modern_ctx(askers)
+    state = await state_of(ctx)
+    params: dict[str, Any] = {
+        "name": "ask",
+        "arguments": {},
+        "requestState": state,
+        "inputResponses": {"q1": ACCEPT},
+    }
+    if change == "tampered":
+        params["requestState"] = state[:-3] + ("AAA" if state[-3:] != "AAA" else "BBB")
+    elif change == "other arguments":
+        params["arguments"] = {"end": "?"}
+    elif change == "other caller":
+        ctx = modern_ctx(askers, user_id=99)
+    else:
+        params["name"] = "ask_twice"
+    RUNS.clear()
+    error = await error_of(ctx, "tools/call", params)
+    assert error["code"] == INVALID_PARAMS and "requestState" in error["message"]
+    assert RUNS == []
+
+
+async def test_an_expired_state_is_refused(askers, settings):
+    ctx = modern_ctx(askers)
+    state = await state_of(ctx)
+    settings.MCP_ASK_STATE_SECONDS = 0
+    await asyncio.sleep(1.1)  # signing timestamps have one-second resolution
+    error = await error_of(ctx, "tools/call", {"name": "ask", "arguments": {}, "requestState": state})
+    assert error["code"] == INVALID_PARAMS and "expired" in error["message"]
+
+
+async def test_a_client_that_did_not_declare_the_capability_gets_minus_32021_naming_it(askers):
+    reply = await call(
+        modern_ctx(askers, capabilities={"sampling": {}}), "tools/call", {"name": "ask", "arguments": {}}
+    )
+    assert reply["error"]["code"] == MISSING_REQUIRED_CLIENT_CAPABILITY
+    assert reply["error"]["data"] == {"requiredCapabilities": {"elicitation": {}}}
+
+
+async def test_a_legacy_call_asks_on_its_stream_and_continues_with_the_answer(askers):
+    sent: list[dict[str, Any]] = []
+    answered = asyncio.Event()
+
+    async def emit(message: dict[str, Any]) -> None:
+        sent.append(message)
+        answered.set()
+
+    ctx = make_ctx(askers, version="2025-11-25", client_capabilities=CAN_ELICIT, emit=emit)
+    running = asyncio.create_task(result_of(ctx, "tools/call", {"name": "ask", "arguments": {}}))
+    await asyncio.wait_for(answered.wait(), 5)
+    (question,) = sent
+    assert question["method"] == "elicitation/create" and question["id"].startswith("ask-")
+    await asking.deliver("sess-1", {"jsonrpc": "2.0", "id": question["id"], "result": ACCEPT})
+    result = await asyncio.wait_for(running, 5)
+    assert result["content"] == [{"type": "text", "text": "Hello, Ada!"}]
+
+
+@pytest.mark.parametrize(("version", "capabilities"), [("2025-11-25", {}), ("2025-03-26", CAN_ELICIT)])
+async def test_a_legacy_client_that_cannot_answer_gets_an_is_error_result_saying_so(
+    askers, version, capabilities
+):
+    ctx = make_ctx(askers, version=version, client_capabilities=capabilities)
+    result = await result_of(ctx, "tools/call", {"name": "ask", "arguments": {}})
+    assert result["isError"] is True
+    assert "did not declare 'elicitation' support" in result["content"][0]["text"]
+
+
+async def test_a_legacy_question_for_2025_06_18_has_no_mode_field(askers):
+    sent: list[dict[str, Any]] = []
+
+    async def emit(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    ctx = make_ctx(askers, version="2025-06-18", client_capabilities=CAN_ELICIT, emit=emit)
+    running = asyncio.create_task(result_of(ctx, "tools/call", {"name": "ask", "arguments": {}}))
+    while not sent:
+        await asyncio.sleep(0.01)
+    assert "mode" not in sent[0]["params"]
+    await asking.deliver("sess-1", {"jsonrpc": "2.0", "id": sent[0]["id"], "result": {"action": "decline"}})
+    assert (await asyncio.wait_for(running, 5))["content"][0]["text"] == "You did not say."
