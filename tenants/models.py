@@ -42,11 +42,11 @@ class Tenant(models.Model):
     slug = models.CharField(max_length=63, unique=True, validators=[slug_validator])
     name = models.CharField(max_length=200, help_text="serverInfo.name sent to clients.")
     title = models.CharField(max_length=200, blank=True, help_text="serverInfo.title (human-readable).")
-    description = models.TextField(blank=True, help_text="serverInfo.description (2025-11-25 clients).")
+    description = models.TextField(blank=True, help_text="serverInfo.description (2025-11-25 and later clients).")
     server_version = models.CharField(max_length=50, default="1.0.0", help_text="serverInfo.version.")
     website_url = models.URLField(blank=True)
     icons = models.JSONField(default=list, blank=True, help_text="List of MCP Icon objects.")
-    instructions = models.TextField(blank=True, help_text="Sent in the initialize result.")
+    instructions = models.TextField(blank=True, help_text="Sent in the initialize and server/discover results.")
     allowed_origins = models.TextField(
         blank=True,
         help_text="Browser origins allowed to call this endpoint, one per line (e.g. https://app.example.com).",

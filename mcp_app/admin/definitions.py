@@ -61,7 +61,7 @@ class ToolAdmin(DefinitionAdmin):
     form = ToolAdminForm
     form_only_fields = ("python_callable", "secret_headers", "clear_secrets")
     readonly_fields = ("stored_secrets", "revisions", "updated_at")
-    list_display = ("name", "tenant", "title", "handler", "execution", "revisions", "enabled", "updated_at")
+    list_display = ("name", "tenant", "title", "handler", "execution", "offered_to", "enabled", "updated_at")
     search_fields = ("name", "title", "description")
     fieldsets = (
         (None, {"fields": ("tenant", "name", "title", "description", "enabled")}),
@@ -79,6 +79,10 @@ class ToolAdmin(DefinitionAdmin):
     @admin.display(description="stored secret headers")
     def stored_secrets(self, obj: Tool) -> str:
         return secret_summary(obj)
+
+    @admin.display(description="offered to")
+    def offered_to(self, obj: Tool) -> str:
+        return "every revision" if offered_to_legacy(obj.output_schema or None) else "2026-07-28 only"
 
     @admin.display(description="offered to")
     def revisions(self, obj: Tool) -> str:
