@@ -282,9 +282,19 @@ def clean_tool(tool: Any) -> None:
         ("handler_config", lambda: validate_handler(tool.handler, tool.handler_config)),
         *_common_checks(tool),
     ]
+    if tool.handler == "form" and tool.execution == "background":
+        checks.append(
+            (
+                "execution",
+                lambda: fail("A form asks the person, so it runs in the server process, not on a worker."),
+            )
+        )
     if tool.output_schema is not None:
         checks.append(
-            ("output_schema", lambda: validate_object_schema(tool.output_schema, "Output schema", object_root=False))
+            (
+                "output_schema",
+                lambda: validate_object_schema(tool.output_schema, "Output schema", object_root=False),
+            )
         )
     _collect(checks)
 

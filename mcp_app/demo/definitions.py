@@ -50,7 +50,7 @@ README = """# Demo MCP server
 
 This tenant shows what the platform serves without any code:
 
-- tools `echo`, `add`, `greet`, `show_logo`, `count_slowly`, `count_in_background` and `fetch_json`;
+- tools `echo`, `add`, `greet`, `show_logo`, `count_slowly`, `count_in_background`, `fetch_json` and `ask_user`;
 - prompts `code_review` and `describe_logo`;
 - resources `demo://readme`, `demo://logo.png`, `demo://config.json`;
 - the resource template `demo://users/{user_id}/profile`.
@@ -202,6 +202,30 @@ def demo_definitions(logo: bytes) -> dict[str, list[dict[str, Any]]]:
             "handler": "http",
             "handler_config": {"url": fetch_json_url(), "method": "POST", "timeout": 10},
         },
+        {
+            "name": "ask_user",
+            "title": "Ask the user their name",
+            "description": "Ask the person at the client for their name (a form), then greet them by it.",
+            "input_schema": {"type": "object", "properties": {}, "additionalProperties": False},
+            "output_schema": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}},
+                "required": ["name"],
+            },
+            "annotations": {"readOnlyHint": True, "openWorldHint": False},
+            "handler": "form",
+            "handler_config": {
+                "message": "What is your name?",
+                "fields": {
+                    "type": "object",
+                    "properties": {"name": {"type": "string", "title": "Your name", "minLength": 1}},
+                    "required": ["name"],
+                },
+                "text": "Hello, {{ name }}! Nice to meet you.",
+            },
+            # The person takes their time: a form waits up to five minutes.
+            "timeout_seconds": 300,
+        },
     ]
     prompts = [
         {
@@ -274,9 +298,9 @@ def seed_demo_tenant(reset: bool) -> dict[str, int]:
             "description": "A demonstration tenant: tools, prompts and resources defined in the admin.",
             "instructions": (
                 "This demo server offers simple tools (echo, add, greet, show_logo, count_slowly, "
-                "count_in_background, fetch_json), a code_review and a describe_logo prompt, and demo:// "
-                "resources. Use count_slowly to see progress notifications; count_in_background does the "
-                "same on a background worker."
+                "count_in_background, fetch_json, ask_user), a code_review and a describe_logo prompt, and "
+                "demo:// resources. Use count_slowly to see progress notifications; count_in_background "
+                "does the same on a background worker; ask_user asks the person for their name."
             ),
             "is_active": True,
             "auth_mode": "public",  # the demo is for trying a client at once, without OAuth

@@ -27,6 +27,7 @@ KINDS: dict[str, str] = {
     "template": "mcp_app.handlers.template",
     "http": "mcp_app.handlers.http",
     "python": "mcp_app.handlers.python",
+    "form": "mcp_app.handlers.form",
 }
 
 # Kinds that can produce resource-template contents (they define ``read``).
@@ -39,6 +40,7 @@ _LABELS = {
     "template": "Template (Django template over the arguments)",
     "http": "HTTP (POST the arguments to your HTTPS endpoint)",
     "python": "Python (a callable registered by the operator)",
+    "form": "Form (ask the person to fill in fields, then answer)",
 }
 
 

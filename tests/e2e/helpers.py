@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -57,6 +58,31 @@ async def wait_until(predicate: Callable[[], Any], what: str, timeout: float = N
             return found
     except TimeoutError:
         pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}", pytrace=False)
+
+
+def wait_until_served(mcp_url: str, tool: str, present: bool = True, timeout: float = 15.0) -> None:
+    """Wait until a tool added (or removed) by another process is (or is no longer) listed by the server.
+
+    With Redis the change is pushed at once; with the embedded defaults a process notices another
+    process's edit at its next database recheck (a few seconds), so a test that edits from outside waits.
+    """
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    headers = {**MCP_HEADERS, "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}}
+    deadline = time.monotonic() + timeout
+    while True:
+        listed = {
+            t["name"]
+            for t in httpx.post(mcp_url, json=body, headers=headers, timeout=5).json()["result"]["tools"]
+        }
+        if (tool in listed) == present:
+            return
+        if time.monotonic() > deadline:
+            pytest.fail(f"the server did not {'list' if present else 'drop'} {tool!r} within {timeout:.0f} s")
+        time.sleep(POLL_SECONDS)
 
 
 class Reports:

@@ -15,7 +15,7 @@ import pytest
 from mcp import Client
 from mcp_types import ElicitResult
 
-from tests.e2e.helpers import INITIALIZE_PARAMS, MCP_HEADERS, REQUEST_SECONDS, parse_sse
+from tests.e2e.helpers import INITIALIZE_PARAMS, MCP_HEADERS, REQUEST_SECONDS, parse_sse, wait_until_served
 from tests.e2e.servers import DaphneServer, django_shell
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
@@ -30,10 +30,12 @@ def ask_tool(server: DaphneServer) -> Iterator[str]:
         "Tool.objects.update_or_create(tenant=Tenant.objects.get(slug='demo'), name='ask_name', "
         "defaults=dict(handler='python', handler_config={'callable': 'ask_name'}, timeout_seconds=60))\n",
     )
+    wait_until_served(server.mcp_url(), "ask_name")
     yield "ask_name"
     django_shell(
         server.env, "from mcp_app.models import Tool\nTool.objects.filter(name='ask_name').delete()\n"
     )
+    wait_until_served(server.mcp_url(), "ask_name", present=False)
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from mcp import Client
+from mcp_types import ElicitResult
 
-from tests.e2e.helpers import REQUEST_SECONDS
+from tests.e2e.helpers import REQUEST_SECONDS, wait_until_served
 from tests.e2e.servers import DaphneServer, django_shell
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
@@ -19,6 +22,7 @@ ARGUMENTS = {
     "count_in_background": {"n": 2, "delay": 0},
     "fetch_json": {"hello": "echo"},
     "fetch_json_self": {"hello": "echo"},
+    "ask_user": {},
 }
 
 
@@ -37,6 +41,7 @@ def fetch_json_self(server: DaphneServer) -> str:
         f"tool.handler_config = {{**tool.handler_config, 'url': {server.url + '/demo/echo'!r}}}\n"
         "tool.save()\n",
     )
+    wait_until_served(server.mcp_url("demo"), "fetch_json_self")
     return "fetch_json_self"
 
 
@@ -44,14 +49,24 @@ def fetch_json_self(server: DaphneServer) -> str:
 async def test_every_demo_tool_prompt_and_resource_answers_without_an_error(
     server: DaphneServer, worker_if_any: object, fetch_json_self: str, mode: str
 ) -> None:
+    async def fill_in(context: Any, params: Any) -> ElicitResult:  # what a person types into the form
+        return ElicitResult(action="accept", content={"name": "Ada"})
+
     async with Client(
-        server.mcp_url("demo"), mode=mode, read_timeout_seconds=REQUEST_SECONDS, cache=None
+        server.mcp_url("demo"),
+        mode=mode,
+        read_timeout_seconds=REQUEST_SECONDS,
+        cache=None,
+        elicitation_callback=fill_in,
     ) as c:
         tools = {tool.name for tool in (await c.list_tools()).tools}
         assert set(ARGUMENTS) <= tools, tools
         for name in sorted(tools & set(ARGUMENTS)):
             result = await c.call_tool(name, ARGUMENTS[name])
             assert not result.is_error, (name, result.content)
+        greeted = await c.call_tool("ask_user", {})
+        assert greeted.content[0].text == "Hello, Ada! Nice to meet you."
+        assert greeted.structured_content == {"name": "Ada"}
         echoed = await c.call_tool(fetch_json_self, {"hello": "echo"})
         assert '"echo": {"hello": "echo"}' in echoed.content[0].text
         for prompt in (await c.list_prompts()).prompts:

@@ -26,6 +26,7 @@ ARGUMENTS: dict[str, dict[str, Any]] = {
     "count_slowly": {"n": 2, "delay": 0},
     "count_in_background": {"n": 2, "delay": 0},
     "fetch_json": {"hello": "echo"},
+    "ask_user": {},
 }
 
 
@@ -55,13 +56,33 @@ def served_demo(live_server, settings) -> Tenant:
     return Tenant.objects.get(slug="demo")
 
 
+async def call_answering_forms(ctx: Any, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """tools/call as a 2026-07-28 client that fills every form it is shown with "Ada"."""
+    params: dict[str, Any] = {"name": name, "arguments": arguments}
+    result = await result_of(ctx, "tools/call", params)
+    while result.get("resultType") == "input_required":
+        answers = {
+            key: {
+                "action": "accept",
+                "content": {field: "Ada" for field in ask["params"]["requestedSchema"]["properties"]},
+            }
+            for key, ask in result["inputRequests"].items()
+        }
+        params = {**params, "requestState": result["requestState"], "inputResponses": answers}
+        result = await result_of(ctx, "tools/call", params)
+    return result
+
+
 async def test_every_seeded_demo_tool_answers_without_an_error_under_bin_serve_settings(served_demo):
-    ctx = make_ctx(served_demo)
+    ctx = make_ctx(served_demo, version="2026-07-28", session=None, client_capabilities={"elicitation": {}})
     listed = {tool["name"] for tool in (await result_of(ctx, "tools/list"))["tools"]}
     assert listed == set(ARGUMENTS)
     for name, arguments in ARGUMENTS.items():
-        result = await result_of(ctx, "tools/call", {"name": name, "arguments": arguments})
+        result = await call_answering_forms(ctx, name, arguments)
         assert not result.get("isError"), (name, result["content"])
+    assert (await call_answering_forms(ctx, "ask_user", {}))["content"][0][
+        "text"
+    ] == "Hello, Ada! Nice to meet you."
 
 
 async def test_the_seeded_fetch_json_posts_to_this_platforms_echo_and_returns_its_reply(served_demo):
