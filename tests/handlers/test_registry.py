@@ -35,9 +35,9 @@ async def _bad_shape(ctx, arguments):
     return 42
 
 
-def test_kinds_list_template_http_and_python_as_admin_choices():
-    assert set(registry.KINDS) == {"template", "http", "python"}
-    assert [value for value, _label in registry.kind_choices()] == ["template", "http", "python"]
+def test_kinds_list_template_http_python_and_form_as_admin_choices():
+    assert set(registry.KINDS) == {"template", "http", "python", "form"}
+    assert [value for value, _label in registry.kind_choices()] == ["template", "http", "python", "form"]
     assert registry.load_kind("template").run is not None
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import time
+from types import SimpleNamespace
 
 import pytest
 from oauth2_provider.models import AccessToken, Application, Grant, RefreshToken
 
 from mcp_app.models import Tool
-from mcp_app.oauth import resources
+from mcp_app.oauth import registration, resources
 from tenants.models import Membership, Role, Tenant
 from tests.oauth.as_support import (
     LOOPBACK_REDIRECT,
@@ -207,7 +209,15 @@ def test_au25_oversized_registration_body_is_refused_with_413(client, db, settin
     assert not Application.objects.exists()
 
 
-def test_au27_registration_is_rate_limited_per_address_with_retry_after(client, db, settings):
+@pytest.fixture
+def one_minute(monkeypatch):
+    """Keep the clock inside one minute: the limit counts per minute, and a run that crossed a minute's
+    end would start counting again (a test that failed about once in sixty runs)."""
+    start = (int(time.time()) // 60) * 60 + 10.0
+    monkeypatch.setattr(registration, "time", SimpleNamespace(time=lambda: start, monotonic=time.monotonic))
+
+
+def test_au27_registration_is_rate_limited_per_address_with_retry_after(client, db, settings, one_minute):
     settings.MCP_OAUTH_REGISTRATIONS_PER_MINUTE = 3
     statuses = [register(client).status_code for _ in range(4)]
     assert statuses == [201, 201, 201, 429]
@@ -217,7 +227,7 @@ def test_au27_registration_is_rate_limited_per_address_with_retry_after(client, 
     assert refused.json()["error"] == "too_many_requests"
 
 
-def test_au27_another_address_has_its_own_registration_budget(client, db, settings):
+def test_au27_another_address_has_its_own_registration_budget(client, db, settings, one_minute):
     settings.MCP_OAUTH_REGISTRATIONS_PER_MINUTE = 1
     assert register(client).status_code == 201
     assert register(client).status_code == 429
