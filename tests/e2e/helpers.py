@@ -344,3 +344,29 @@ def _form_errors(html: str) -> str:
 
     errors = re.findall(r'<ul class="errorlist[^"]*"[^>]*>(.*?)</ul>', html, flags=re.S)
     return "; ".join(re.sub(r"<[^>]+>", " ", e).strip() for e in errors) or html[:2000]
+
+
+async def open_legacy_session(
+    http: httpx.AsyncClient,
+    mcp_url: str,
+    version: str = "2025-11-25",
+    capabilities: dict[str, Any] | None = None,
+) -> dict[str, str]:
+    """initialize and notifications/initialized over raw HTTP; return the headers later requests carry."""
+    params = {**INITIALIZE_PARAMS, "protocolVersion": version, "capabilities": capabilities or {}}
+    init = await http.post(
+        mcp_url,
+        headers=MCP_HEADERS,
+        json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params},
+    )
+    assert init.status_code == 200, init.text
+    headers = {
+        **MCP_HEADERS,
+        "Mcp-Session-Id": init.headers["mcp-session-id"],
+        "MCP-Protocol-Version": version,
+    }
+    note = await http.post(
+        mcp_url, headers=headers, json={"jsonrpc": "2.0", "method": "notifications/initialized"}
+    )
+    assert note.status_code == 202
+    return headers

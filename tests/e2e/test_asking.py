@@ -15,7 +15,7 @@ import pytest
 from mcp import Client
 from mcp_types import ElicitResult
 
-from tests.e2e.helpers import INITIALIZE_PARAMS, MCP_HEADERS, REQUEST_SECONDS, parse_sse, wait_until_served
+from tests.e2e.helpers import REQUEST_SECONDS, open_legacy_session, parse_sse, wait_until_served
 from tests.e2e.servers import DaphneServer, django_shell
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
@@ -68,20 +68,7 @@ async def test_a_legacy_answer_posted_to_the_other_daphne_reaches_the_waiting_to
     server: DaphneServer, server_b: DaphneServer, ask_tool: str
 ) -> None:
     async with httpx.AsyncClient(timeout=httpx.Timeout(REQUEST_SECONDS)) as http:
-        params = {**INITIALIZE_PARAMS, "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}}
-        init = await http.post(
-            server.mcp_url(),
-            headers=MCP_HEADERS,
-            json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params},
-        )
-        headers = {
-            **MCP_HEADERS,
-            "Mcp-Session-Id": init.headers["mcp-session-id"],
-            "MCP-Protocol-Version": "2025-11-25",
-        }
-        await http.post(
-            server.mcp_url(), headers=headers, json={"jsonrpc": "2.0", "method": "notifications/initialized"}
-        )
+        headers = await open_legacy_session(http, server.mcp_url(), capabilities={"elicitation": {}})
         call = {
             "jsonrpc": "2.0",
             "id": 5,

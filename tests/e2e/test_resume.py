@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.helpers import INITIALIZE_PARAMS, MCP_HEADERS, REQUEST_SECONDS, parse_sse
+from tests.e2e.helpers import REQUEST_SECONDS, open_legacy_session, parse_sse
 from tests.e2e.servers import DaphneServer
 
 pytestmark = [
@@ -40,24 +40,7 @@ async def test_a_dropped_call_is_resumed_on_the_other_daphne_with_every_event_on
     server: DaphneServer, server_b: DaphneServer
 ) -> None:
     async with httpx.AsyncClient(timeout=httpx.Timeout(REQUEST_SECONDS)) as http:
-        init = await http.post(
-            server.mcp_url(),
-            headers=MCP_HEADERS,
-            json={
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {**INITIALIZE_PARAMS, "protocolVersion": "2025-11-25"},
-            },
-        )
-        headers = {
-            **MCP_HEADERS,
-            "Mcp-Session-Id": init.headers["mcp-session-id"],
-            "MCP-Protocol-Version": "2025-11-25",
-        }
-        await http.post(
-            server.mcp_url(), headers=headers, json={"jsonrpc": "2.0", "method": "notifications/initialized"}
-        )
+        headers = await open_legacy_session(http, server.mcp_url())
         call = {
             "jsonrpc": "2.0",
             "id": 7,

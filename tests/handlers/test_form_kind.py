@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
@@ -10,8 +9,7 @@ from django.core.exceptions import ValidationError
 
 from mcp_app import validation as v
 from mcp_app.models import Tool
-from mcp_app.protocol import asking
-from tests.protocol.support import result_of
+from tests.protocol.support import call_answered_on_the_stream, result_of
 from tests.support import make_ctx
 
 FIELDS = {
@@ -125,20 +123,11 @@ async def test_answers_that_do_not_fit_the_form_are_an_error_result(form_tool):
 
 
 async def test_a_legacy_session_is_asked_on_the_calls_stream(form_tool):
-    sent: list[dict[str, Any]] = []
-
-    async def emit(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    ctx = make_ctx(form_tool, version="2025-11-25", client_capabilities={"elicitation": {}}, emit=emit)
-    running = asyncio.create_task(
-        result_of(ctx, "tools/call", {"name": "survey", "arguments": {"who": "me"}})
+    question, result = await call_answered_on_the_stream(
+        form_tool,
+        "2025-11-25",
+        {"name": "survey", "arguments": {"who": "me"}},
+        {"action": "accept", "content": {"name": "Bo"}},
     )
-    while not sent:
-        await asyncio.sleep(0.01)
-    await asking.deliver(
-        "sess-1",
-        {"jsonrpc": "2.0", "id": sent[0]["id"], "result": {"action": "accept", "content": {"name": "Bo"}}},
-    )
-    result = await asyncio.wait_for(running, 5)
+    assert question["method"] == "elicitation/create" and question["params"]["message"] == "Tell us about me"
     assert result["content"] == [{"type": "text", "text": "Bo (me)"}]

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import itertools
 from typing import Any
 
 from mcp_app.core.context import RequestContext
+from mcp_app.protocol import asking
 from mcp_app.protocol.dispatch import dispatch
+from tests.support import make_ctx
 
 # A 1x1 transparent PNG.
 PNG = base64.b64decode(
@@ -40,3 +43,25 @@ async def error_of(ctx: RequestContext, method: str, params: dict[str, Any] | No
     reply = await call(ctx, method, params)
     assert "result" not in reply, reply
     return reply["error"]
+
+
+async def call_answered_on_the_stream(
+    tenant: Any, version: str, params: dict[str, Any], answer: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A legacy session's tools/call whose handler asks: (the question sent on its stream, the result).
+
+    The client declares elicitation and answers the first question with `answer` (a result object).
+    """
+    sent: list[dict[str, Any]] = []
+
+    async def emit(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    ctx = make_ctx(tenant, version=version, client_capabilities={"elicitation": {}}, emit=emit)
+    running = asyncio.create_task(result_of(ctx, "tools/call", params))
+    async with asyncio.timeout(5):
+        while not sent:
+            await asyncio.sleep(0.01)
+    question = sent[0]
+    await asking.deliver(ctx.session.id, {"jsonrpc": "2.0", "id": question["id"], "result": answer})
+    return question, await asyncio.wait_for(running, 5)

@@ -16,7 +16,7 @@ from mcp_app.handlers.python import register
 from mcp_app.models import Tool
 from mcp_app.protocol import asking
 from mcp_app.protocol.jsonrpc import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
-from tests.protocol.support import call, error_of, result_of
+from tests.protocol.support import call, call_answered_on_the_stream, error_of, result_of
 from tests.support import make_ctx
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -192,15 +192,8 @@ async def test_a_legacy_client_that_cannot_answer_gets_an_is_error_result_saying
 
 
 async def test_a_legacy_question_for_2025_06_18_has_no_mode_field(askers):
-    sent: list[dict[str, Any]] = []
-
-    async def emit(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    ctx = make_ctx(askers, version="2025-06-18", client_capabilities=CAN_ELICIT, emit=emit)
-    running = asyncio.create_task(result_of(ctx, "tools/call", {"name": "ask", "arguments": {}}))
-    while not sent:
-        await asyncio.sleep(0.01)
-    assert "mode" not in sent[0]["params"]
-    await asking.deliver("sess-1", {"jsonrpc": "2.0", "id": sent[0]["id"], "result": {"action": "decline"}})
-    assert (await asyncio.wait_for(running, 5))["content"][0]["text"] == "You did not say."
+    question, result = await call_answered_on_the_stream(
+        askers, "2025-06-18", {"name": "ask", "arguments": {}}, {"action": "decline"}
+    )
+    assert "mode" not in question["params"]
+    assert result["content"][0]["text"] == "You did not say."
