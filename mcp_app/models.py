@@ -53,6 +53,17 @@ class Execution(models.TextChoices):
     BACKGROUND = "background", "On a Celery worker (long tools)"
 
 
+class Approval(models.TextChoices):
+    OFF = "off", "Off: the tool runs when called"
+    EVERY_TIME = "every_time", "Ask every time"
+    ONCE = "once", "Ask once per session (or per signed-in caller)"
+
+
+class WithoutElicitation(models.TextChoices):
+    REFUSE = "refuse", "Refuse the call, saying why"
+    RUN = "run", "Run it without asking"
+
+
 class ToolQuerySet(TenantQuerySet):
     def needing_scopes(self, tenant: Tenant | int) -> ToolQuerySet:
         """The tenant's tools that need a scope of their own. Enabled ones only: a disabled tool cannot
@@ -91,6 +102,19 @@ class Tool(Definition):
         validators=[scope_token_validator],
         help_text="OAuth tenants: a scope the caller's token must hold, besides mcp:tools, to call this tool "
         "(e.g. billing:write). Blank: mcp:tools is enough.",
+    )
+    approval = models.CharField(
+        max_length=20,
+        choices=Approval.choices,
+        default=Approval.OFF,
+        help_text="Before the tool runs, ask the person to confirm its name and arguments (elicitation). "
+        "A decline returns an error result and runs nothing. Every decision is recorded.",
+    )
+    approval_without_elicitation = models.CharField(
+        max_length=20,
+        choices=WithoutElicitation.choices,
+        default=WithoutElicitation.REFUSE,
+        help_text="When approval is on and the client cannot ask its person (no elicitation support).",
     )
 
     objects = ToolQuerySet.as_manager()
@@ -245,3 +269,43 @@ class ToolRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tool_name} ({self.status})"
+
+
+class ApprovalDecision(models.Model):
+    """One answer to "may this tool run with these arguments?" (Tool.approval): who, when, what.
+
+    Append-only from the application: the admin shows them and never edits them.
+    """
+
+    class Outcome(models.TextChoices):
+        APPROVED = "approved", "approved"
+        DECLINED = "declined", "declined"
+        CANCELLED = "cancelled", "cancelled (dismissed)"
+        REFUSED = "refused", "refused (the client cannot ask)"
+        RAN_UNASKED = "ran_unasked", "ran without asking (the client cannot ask)"
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    tool = models.ForeignKey(
+        Tool, null=True, blank=True, on_delete=models.SET_NULL, related_name="approval_decisions"
+    )
+    tool_name = models.CharField(max_length=64)
+    arguments = models.JSONField(default=dict, blank=True)
+    outcome = models.CharField(max_length=20, choices=Outcome.choices)
+    # Who answered: the OAuth user and client, the legacy session, and the peer's address.
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    client_id = models.CharField(max_length=255, blank=True)
+    session_id = models.CharField(max_length=64, blank=True)
+    client_address = models.CharField(max_length=100, blank=True)
+    # What an "ask once" approval is remembered for ("session:<id>" or "caller:<user>:<client>").
+    remembered_for = models.CharField(max_length=400, blank=True, db_index=True)
+    decided_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    objects = TenantQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-decided_at"]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name}: {self.outcome}"

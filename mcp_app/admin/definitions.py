@@ -71,6 +71,7 @@ class ToolAdmin(DefinitionAdmin):
             {"fields": ("handler", "python_callable", "handler_config", "timeout_seconds", "execution")},
         ),
         ("Authorization", {"fields": ("required_scope",)}),
+        ("Approval", {"fields": ("approval", "approval_without_elicitation")}),
         ("Secret headers", {"fields": ("stored_secrets", "secret_headers", "clear_secrets")}),
         ("Presentation", {"fields": ("annotations", "icons", "meta"), "classes": ("collapse",)}),
         ("State", {"fields": ("updated_at",)}),

@@ -1,4 +1,4 @@
-"""Rows the system writes, shown read-only to the tenant's members: background runs and sessions."""
+"""Rows the system writes, shown read-only to the tenant's members: runs, approvals and sessions."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from mcp_app.models import McpSession, ToolRun
+from mcp_app.models import ApprovalDecision, McpSession, ToolRun
 from tenants.admin import TenantScopedAdmin
 
 
@@ -66,3 +66,26 @@ class ToolRunAdmin(ReadOnlyTenantAdmin):
         if obj.started_at and obj.finished_at:
             return f"{(obj.finished_at - obj.started_at).total_seconds():.2f} s"
         return "-"
+
+
+@admin.register(ApprovalDecision)
+class ApprovalDecisionAdmin(ReadOnlyTenantAdmin):
+    """Every answer to a tool's approval question: who, when, for which arguments, and what was decided."""
+
+    list_display = ("tool_name", "tenant", "outcome", "decided_at", "user", "client_id", "session_id")
+    list_filter = ("outcome",)
+    search_fields = ("tool_name", "client_id", "session_id")
+    readonly_fields = (
+        "tenant",
+        "tool",
+        "tool_name",
+        "arguments",
+        "outcome",
+        "user",
+        "client_id",
+        "session_id",
+        "client_address",
+        "remembered_for",
+        "decided_at",
+    )
+    ordering = ("-decided_at",)

@@ -142,6 +142,8 @@ def _load_catalog(tenant_id: int) -> Catalog:
             timeout_seconds=row.timeout_seconds,
             required_scope=row.required_scope,
             execution=row.execution,
+            approval=row.approval,
+            approval_without_elicitation=row.approval_without_elicitation,
             mirrors_headers=bool(param_headers(row.input_schema or {})),
             legacy=offered_to_legacy(row.output_schema or None),
         )

@@ -32,6 +32,10 @@ class ToolDef:
     execution: str = "inline"
     # Arguments its input schema mirrors into Mcp-Param-* headers (x-mcp-header), checked per call.
     mirrors_headers: bool = False
+    # Ask the person before running: "off", "every_time" or "once" (models.Approval); and what to do
+    # when the client cannot ask: "refuse" or "run" (protocol/approval.py).
+    approval: str = "off"
+    approval_without_elicitation: str = "refuse"
     # False when only 2026-07-28 can describe it (see offered_to_legacy): legacy sessions never see it.
     legacy: bool = True
 

@@ -89,3 +89,15 @@ async def ask_name(ctx: RequestContext, arguments: dict[str, Any]) -> dict[str, 
             "content": [{"type": "text", "text": f"No name given ({answer.get('action', 'no answer')})."}]
         }
     return {"content": [{"type": "text", "text": f"Hello, {answer['content'].get('name')}!"}]}
+
+
+@register("show_roots")
+async def show_roots(ctx: RequestContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    """List the client's roots (roots/list, either era): the folders or places it shares."""
+    answer = await ctx.list_roots()
+    roots = [r for r in answer.get("roots") or [] if isinstance(r, dict) and isinstance(r.get("uri"), str)]
+    if not roots:
+        return {"content": [{"type": "text", "text": "The client shares no roots."}]}
+    lines = [f"- {r['uri']}" + (f" ({r['name']})" if isinstance(r.get("name"), str) else "") for r in roots]
+    text = f"The client shares {len(roots)} root(s):\n" + "\n".join(lines)
+    return {"content": [{"type": "text", "text": text}]}

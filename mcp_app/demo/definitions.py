@@ -50,7 +50,7 @@ README = """# Demo MCP server
 
 This tenant shows what the platform serves without any code:
 
-- tools `echo`, `add`, `greet`, `show_logo`, `count_slowly`, `count_in_background`, `fetch_json` and `ask_user`;
+- tools `echo`, `add`, `greet`, `show_logo`, `count_slowly`, `count_in_background`, `fetch_json`, `ask_user`, `show_roots` and `delete_note`;
 - prompts `code_review` and `describe_logo`;
 - resources `demo://readme`, `demo://logo.png`, `demo://config.json`;
 - the resource template `demo://users/{user_id}/profile`.
@@ -146,7 +146,9 @@ def demo_definitions(logo: bytes) -> dict[str, list[dict[str, Any]]]:
             # route on it; the server checks the header equals the argument.
             "input_schema": {
                 "type": "object",
-                "properties": {"name": {"type": "string", "description": "Who to greet.", "x-mcp-header": "Name"}},
+                "properties": {
+                    "name": {"type": "string", "description": "Who to greet.", "x-mcp-header": "Name"}
+                },
                 "required": ["name"],
                 "additionalProperties": False,
             },
@@ -224,6 +226,33 @@ def demo_definitions(logo: bytes) -> dict[str, list[dict[str, Any]]]:
                 "text": "Hello, {{ name }}! Nice to meet you.",
             },
             # The person takes their time: a form waits up to five minutes.
+            "timeout_seconds": 300,
+        },
+        {
+            "name": "show_roots",
+            "title": "Show the client's roots",
+            "description": "List the roots (folders, places) the client shares with this server.",
+            "input_schema": {"type": "object", "properties": {}, "additionalProperties": False},
+            "annotations": {"readOnlyHint": True, "openWorldHint": False},
+            "handler": "python",
+            "handler_config": {"callable": "show_roots"},
+        },
+        {
+            "name": "delete_note",
+            "title": "Delete a note",
+            "description": "Delete a note by name. The person is asked to approve every time.",
+            "input_schema": {
+                "type": "object",
+                "properties": {
+                    "note": {"type": "string", "minLength": 1, "description": "The note to delete."}
+                },
+                "required": ["note"],
+                "additionalProperties": False,
+            },
+            "annotations": {"destructiveHint": True, "idempotentHint": True, "openWorldHint": False},
+            "handler": "template",
+            "handler_config": {"text": "Deleted {{ note }}."},
+            "approval": "every_time",
             "timeout_seconds": 300,
         },
     ]

@@ -65,6 +65,15 @@ def _needs(ctx: RequestContext, request: dict[str, Any]) -> str | None:
     return None if isinstance(ctx.client_capabilities.get(capability), dict) else capability
 
 
+def can_ask(ctx: RequestContext, method: str) -> bool:
+    """Whether this request's client may be asked `method` (declared it, on a revision that has it)."""
+    if _needs(ctx, {"method": method}) is not None:
+        return False
+    if is_modern(ctx.protocol_version):
+        return True
+    return ctx.session is not None and ctx.protocol_version >= SINCE.get(method, "")
+
+
 # --- 2026-07-28: multi round-trip requests ---------------------------------------------------------
 
 
@@ -74,19 +83,28 @@ class Rounds:
 
     answers: dict[str, dict[str, Any]] = field(default_factory=dict)
     asked: int = 0
+    # The question this round's inputResponses answered (None on a first call).
+    fresh: str | None = None
 
     def asker(self, ctx: RequestContext) -> Any:
         async def ask(request: dict[str, Any]) -> dict[str, Any]:
-            missing = _needs(ctx, request)
-            if missing is not None:
-                raise MissingCapability(missing)
             self.asked += 1
-            key = f"q{self.asked}"
-            if key in self.answers:
-                return self.answers[key]
-            raise InputRequired(key, request)
+            return self.ask_as(ctx, f"q{self.asked}", request)
 
         return ask
+
+    def ask_as(self, ctx: RequestContext, key: str, request: dict[str, Any]) -> dict[str, Any]:
+        """The answer to the question named `key`, or InputRequired naming it.
+
+        Named questions (the server's own, such as an approval) stay apart from a handler's
+        numbered ones, wherever the handler runs.
+        """
+        missing = _needs(ctx, request)
+        if missing is not None:
+            raise MissingCapability(missing)
+        if key in self.answers:
+            return self.answers[key]
+        raise InputRequired(key, request)
 
 
 def _binding(ctx: RequestContext, method: str, name: str, arguments: dict[str, Any]) -> str:
@@ -120,6 +138,7 @@ def rounds_of(
     answer = (responses or {}).get(pending)
     if isinstance(answer, dict):
         answers[pending] = answer
+        return Rounds(answers, fresh=pending)
     # An unanswered question is simply asked again (mrtr "Error Handling").
     return Rounds(answers)
 

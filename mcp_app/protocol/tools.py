@@ -15,7 +15,7 @@ from mcp_app.core.errors import InputRequired, MissingCapability, error_result
 from mcp_app.core.types import Catalog, ToolDef
 from mcp_app.core.versions import is_modern
 from mcp_app.handlers import registry
-from mcp_app.protocol import asking, ratelimit, schemas, shaping
+from mcp_app.protocol import approval, asking, ratelimit, schemas, shaping
 from mcp_app.protocol.jsonrpc import InvalidParams, truncate
 from mcp_app.protocol.pagination import paginate, with_cursor
 
@@ -158,6 +158,9 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
         # The one place where a call goes inline or to a worker; each path keeps the tool's time limit.
         ctx = dataclasses.replace(ctx, resources=resources_of(catalog.resources_by_uri))
         try:
+            refusal = await approval.check(ctx, tool, arguments, rounds)
+            if refusal is not None:
+                return shaping.call_tool_result(refusal, ctx.protocol_version)
             if background.runs_in_background(tool):
                 raw = await background.run(ctx, tool, arguments)
             else:

@@ -31,6 +31,8 @@ def tool_form_data(tool: Tool, **overrides: Any) -> dict[str, Any]:
         "handler_config": _json(tool.handler_config),
         "timeout_seconds": tool.timeout_seconds,
         "execution": tool.execution,
+        "approval": tool.approval,
+        "approval_without_elicitation": tool.approval_without_elicitation,
         "secret_headers": "",
         "annotations": _json(tool.annotations),
         "icons": _json(tool.icons),

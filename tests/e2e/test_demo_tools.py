@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from mcp import Client
-from mcp_types import ElicitResult
+from mcp_types import ElicitResult, ListRootsResult, Root
 
 from tests.e2e.helpers import REQUEST_SECONDS, wait_until_served
 from tests.e2e.servers import DaphneServer, django_shell
@@ -23,6 +23,8 @@ ARGUMENTS = {
     "fetch_json": {"hello": "echo"},
     "fetch_json_self": {"hello": "echo"},
     "ask_user": {},
+    "show_roots": {},
+    "delete_note": {"note": "groceries"},
 }
 
 
@@ -52,12 +54,16 @@ async def test_every_demo_tool_prompt_and_resource_answers_without_an_error(
     async def fill_in(context: Any, params: Any) -> ElicitResult:  # what a person types into the form
         return ElicitResult(action="accept", content={"name": "Ada"})
 
+    async def share_roots(context: Any) -> ListRootsResult:
+        return ListRootsResult(roots=[Root(uri="file:///home/ada/project", name="project")])
+
     async with Client(
         server.mcp_url("demo"),
         mode=mode,
         read_timeout_seconds=REQUEST_SECONDS,
         cache=None,
         elicitation_callback=fill_in,
+        list_roots_callback=share_roots,
     ) as c:
         tools = {tool.name for tool in (await c.list_tools()).tools}
         assert set(ARGUMENTS) <= tools, tools
@@ -67,6 +73,10 @@ async def test_every_demo_tool_prompt_and_resource_answers_without_an_error(
         greeted = await c.call_tool("ask_user", {})
         assert greeted.content[0].text == "Hello, Ada! Nice to meet you."
         assert greeted.structured_content == {"name": "Ada"}
+        roots = await c.call_tool("show_roots", {})
+        assert "file:///home/ada/project (project)" in roots.content[0].text
+        deleted = await c.call_tool("delete_note", {"note": "groceries"})
+        assert deleted.content[0].text == "Deleted groceries."
         echoed = await c.call_tool(fetch_json_self, {"hello": "echo"})
         assert '"echo": {"hello": "echo"}' in echoed.content[0].text
         for prompt in (await c.list_prompts()).prompts:

@@ -27,7 +27,10 @@ ARGUMENTS: dict[str, dict[str, Any]] = {
     "count_in_background": {"n": 2, "delay": 0},
     "fetch_json": {"hello": "echo"},
     "ask_user": {},
+    "show_roots": {},
+    "delete_note": {"note": "groceries"},
 }
+ROOTS = {"roots": [{"uri": "file:///home/ada/project", "name": "project"}]}
 
 
 def serve_default(name: str) -> str:
@@ -57,12 +60,14 @@ def served_demo(live_server, settings) -> Tenant:
 
 
 async def call_answering_forms(ctx: Any, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    """tools/call as a 2026-07-28 client that fills every form it is shown with "Ada"."""
+    """tools/call as a 2026-07-28 client that fills every form it is shown with "Ada" and shares ROOTS."""
     params: dict[str, Any] = {"name": name, "arguments": arguments}
     result = await result_of(ctx, "tools/call", params)
     while result.get("resultType") == "input_required":
         answers = {
-            key: {
+            key: ROOTS
+            if ask["method"] == "roots/list"
+            else {
                 "action": "accept",
                 "content": {field: "Ada" for field in ask["params"]["requestedSchema"]["properties"]},
             }
@@ -74,7 +79,8 @@ async def call_answering_forms(ctx: Any, name: str, arguments: dict[str, Any]) -
 
 
 async def test_every_seeded_demo_tool_answers_without_an_error_under_bin_serve_settings(served_demo):
-    ctx = make_ctx(served_demo, version="2026-07-28", session=None, client_capabilities={"elicitation": {}})
+    capabilities = {"elicitation": {}, "roots": {}}
+    ctx = make_ctx(served_demo, version="2026-07-28", session=None, client_capabilities=capabilities)
     listed = {tool["name"] for tool in (await result_of(ctx, "tools/list"))["tools"]}
     assert listed == set(ARGUMENTS)
     for name, arguments in ARGUMENTS.items():
@@ -83,6 +89,10 @@ async def test_every_seeded_demo_tool_answers_without_an_error_under_bin_serve_s
     assert (await call_answering_forms(ctx, "ask_user", {}))["content"][0][
         "text"
     ] == "Hello, Ada! Nice to meet you."
+    shown = await call_answering_forms(ctx, "show_roots", {})
+    assert "file:///home/ada/project (project)" in shown["content"][0]["text"]
+    deleted = await call_answering_forms(ctx, "delete_note", {"note": "groceries"})
+    assert deleted["content"][0]["text"] == "Deleted groceries."
 
 
 async def test_the_seeded_fetch_json_posts_to_this_platforms_echo_and_returns_its_reply(served_demo):
