@@ -135,7 +135,8 @@ class Prompt(Definition):
     arguments = models.JSONField(
         default=list,
         blank=True,
-        help_text='List of {"name", "title", "description", "required", "completions": [values]}.',
+        help_text='List of {"name", "title", "description", "required", "completions": [values], "ask"}; '
+        '"ask": true asks the person for the argument when the client leaves it out.',
     )
     messages = models.JSONField(
         default=list,

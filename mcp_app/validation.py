@@ -41,7 +41,7 @@ TOOL_ANNOTATION_TYPES: dict[str, type] = {
     "openWorldHint": bool,
 }
 ROLES = frozenset({"user", "assistant"})
-PROMPT_ARGUMENT_KEYS = frozenset({"name", "title", "description", "required", "completions"})
+PROMPT_ARGUMENT_KEYS = frozenset({"name", "title", "description", "required", "completions", "ask"})
 
 # RFC 6570 §2: an expression is an optional operator and a comma-separated list of varspecs.
 _VARSPEC = r"(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2})(?:\.?(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2}))*(?::[1-9][0-9]{0,3}|\*)?"
@@ -209,7 +209,7 @@ def validate_completion_values(config: Any, name: str, others: set[str]) -> None
 
 
 def validate_prompt_arguments(arguments: Any) -> None:
-    """Check prompt arguments: a list of {name, title?, description?, required?, completions?}."""
+    """Check prompt arguments: a list of {name, title?, description?, required?, ask?, completions?}."""
     if not isinstance(arguments, list):
         fail("Arguments must be a JSON list of argument objects.")
     seen: set[str] = set()
@@ -229,8 +229,9 @@ def validate_prompt_arguments(arguments: Any) -> None:
         for key in ("title", "description"):
             if key in argument and not isinstance(argument[key], str):
                 fail(f"Argument {name!r}: '{key}' must be a string.")
-        if "required" in argument and not isinstance(argument["required"], bool):
-            fail(f"Argument {name!r}: 'required' must be true or false.")
+        for key in ("required", "ask"):
+            if key in argument and not isinstance(argument[key], bool):
+                fail(f"Argument {name!r}: '{key}' must be true or false.")
     names = {argument["name"] for argument in arguments}
     for argument in arguments:
         if "completions" in argument:

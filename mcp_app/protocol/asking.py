@@ -22,10 +22,12 @@ capability it needs; a legacy call becomes an isError result that says so.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import logging
 import secrets
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -194,7 +196,7 @@ def session_asker(ctx: RequestContext) -> Any:
         missing = _needs(ctx, request)
         if session is None or missing is not None or ctx.protocol_version < SINCE.get(method, ""):
             raise ToolError(
-                f"This tool needs to ask the client ({method}), and this client did not declare "
+                f"This needs to ask the client ({method}), and this client did not declare "
                 f"{CAPABILITY[method]!r} support (protocol revision {ctx.protocol_version})."
             )
         request_id = f"ask-{secrets.token_urlsafe(12)}"
@@ -262,3 +264,26 @@ def asker_for(ctx: RequestContext, rounds: Rounds | None) -> Any:
         assert rounds is not None
         return rounds.asker(ctx)
     return session_asker(ctx)
+
+
+async def answering(
+    ctx: RequestContext,
+    method: str,
+    name: str,
+    arguments: dict[str, Any],
+    params: dict[str, Any],
+    run: Callable[[RequestContext], Awaitable[dict[str, Any]]],
+) -> dict[str, Any]:
+    """`run` with a context that can ask, in either era: its result, or the round's InputRequiredResult.
+
+    For methods whose handler runs here from start to end (prompts/get, resources/read); tools/call
+    does the same around its approval step and its choice between inline and background.
+    """
+    rounds = rounds_of(ctx, method, name, arguments, params) if is_modern(ctx.protocol_version) else None
+    try:
+        return await run(dataclasses.replace(ctx, ask=asker_for(ctx, rounds)))
+    except InputRequired as asked:
+        assert rounds is not None
+        return input_required(ctx, method, name, arguments, rounds, asked)
+    except MissingCapability as missing:
+        raise missing_capability(missing) from None

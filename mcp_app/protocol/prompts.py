@@ -1,4 +1,10 @@
-"""prompts/list and prompts/get (PR-01..06)."""
+"""prompts/list and prompts/get (PR-01..06).
+
+An argument marked `"ask": true` is one the server can obtain itself: when the client leaves it
+out, the person is asked for it (an elicitation form of every such argument left out, in either era:
+protocol/asking.py). It is listed as not required, since the client need not send it; a client that
+cannot be asked gets the usual -32602 for a required one.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +16,7 @@ from mcp_app.content.blocks import render_blocks
 from mcp_app.core.context import RequestContext, resources_of
 from mcp_app.core.errors import HandlerError
 from mcp_app.core.types import PromptDef
-from mcp_app.protocol import shaping
+from mcp_app.protocol import asking, shaping
 from mcp_app.protocol.jsonrpc import InternalError, InvalidParams, truncate
 from mcp_app.protocol.pagination import paginate, with_cursor
 
@@ -24,7 +30,7 @@ def describe(prompt: PromptDef) -> dict[str, Any]:
             "name": a.get("name"),
             "title": a.get("title"),
             "description": a.get("description"),
-            "required": bool(a.get("required", False)),
+            "required": bool(a.get("required", False)) and not a.get("ask"),
         }
         for a in prompt.arguments
         if isinstance(a, dict) and isinstance(a.get("name"), str)
@@ -46,20 +52,63 @@ async def handle_list(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
     return with_cursor({"prompts": prompts}, next_cursor)
 
 
-def _variables(prompt: PromptDef, arguments: Any) -> dict[str, str]:
-    """Validate the arguments (PR-05) and keep the declared ones; undeclared names are ignored."""
+def _arguments(arguments: Any) -> dict[str, str]:
+    """The request's arguments, checked (PR-05): an object of strings."""
     if arguments is None:
-        arguments = {}
+        return {}
     if not isinstance(arguments, dict):
         raise InvalidParams('"arguments" must be a JSON object of strings.')
     wrong = sorted(k for k, v in arguments.items() if not isinstance(v, str))
     if wrong:
         raise InvalidParams(truncate(f"Prompt arguments must be strings: {', '.join(wrong)}.", 300))
-    declared = [a for a in prompt.arguments if isinstance(a, dict) and isinstance(a.get("name"), str)]
-    missing = [a["name"] for a in declared if a.get("required") and a["name"] not in arguments]
+    return arguments
+
+
+def _declared(prompt: PromptDef) -> list[dict[str, Any]]:
+    return [a for a in prompt.arguments if isinstance(a, dict) and isinstance(a.get("name"), str)]
+
+
+def _form(prompt: PromptDef, wanted: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+    """The elicitation that asks the person for the arguments `wanted`."""
+    properties = {
+        a["name"]: {
+            "type": "string",
+            "title": a.get("title") or a["name"],
+            **({"description": a["description"]} if a.get("description") else {}),
+        }
+        for a in wanted
+    }
+    required = [a["name"] for a in wanted if a.get("required")]
+    label = prompt.title or prompt.name
+    return f"The prompt {label!r} needs: {', '.join(properties)}.", {
+        "type": "object",
+        "properties": properties,
+        **({"required": required} if required else {}),
+    }
+
+
+async def _variables(ctx: RequestContext, prompt: PromptDef, arguments: dict[str, str]) -> dict[str, str]:
+    """The declared arguments, the ones marked `ask` asked for when left out; undeclared names are ignored."""
+    declared = _declared(prompt)
+    given = {a["name"]: arguments[a["name"]] for a in declared if a["name"] in arguments}
+    wanted = [a for a in declared if a.get("ask") and a["name"] not in given]
+    if wanted and asking.can_ask(ctx, "elicitation/create"):
+        message, schema = _form(prompt, wanted)
+        try:
+            answer = await ctx.elicit(message, schema)
+        except HandlerError as exc:  # a legacy client that answered with an error, or not in time
+            raise InvalidParams(
+                truncate(f"Prompt {prompt.name!r} asked for its arguments: {exc.message}")
+            ) from None
+        content = answer.get("content") if answer.get("action") == "accept" else None
+        if isinstance(content, dict):
+            given.update(
+                {a["name"]: str(content[a["name"]]) for a in wanted if content.get(a["name"]) is not None}
+            )
+    missing = [a["name"] for a in declared if a.get("required") and a["name"] not in given]
     if missing:
         raise InvalidParams(f"Missing required argument(s) for prompt {prompt.name!r}: {', '.join(missing)}.")
-    return {a["name"]: arguments[a["name"]] for a in declared if a["name"] in arguments}
+    return given
 
 
 async def handle_get(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
@@ -71,9 +120,16 @@ async def handle_get(ctx: RequestContext, params: dict[str, Any]) -> dict[str, A
     prompt = catalog.prompts_by_name.get(name)
     if prompt is None:
         raise InvalidParams(truncate(f"Unknown prompt: {name}", 200))
-    variables = _variables(prompt, params.get("arguments"))
-
+    arguments = _arguments(params.get("arguments"))
     ctx = dataclasses.replace(ctx, resources=resources_of(catalog.resources_by_uri))
+
+    async def render(ctx: RequestContext) -> dict[str, Any]:
+        return await _render(ctx, prompt, await _variables(ctx, prompt, arguments))
+
+    return await asking.answering(ctx, "prompts/get", name, arguments, params, render)
+
+
+async def _render(ctx: RequestContext, prompt: PromptDef, variables: dict[str, str]) -> dict[str, Any]:
     messages: list[dict[str, Any]] = []
     for message in prompt.messages:
         role = message.get("role") if isinstance(message, dict) else None

@@ -12,7 +12,7 @@ from mcp_app.core.errors import HandlerError
 from mcp_app.core.types import Catalog, ResourceDef, TemplateDef
 from mcp_app.core.versions import is_modern
 from mcp_app.handlers import registry
-from mcp_app.protocol import shaping, uritemplates
+from mcp_app.protocol import asking, shaping, uritemplates
 from mcp_app.protocol.jsonrpc import InternalError, InvalidParams, JsonRpcError, ResourceNotFound, truncate
 from mcp_app.protocol.pagination import paginate, with_cursor
 
@@ -96,11 +96,20 @@ async def handle_read(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
         found = find_template(catalog, uri)
         if found is None:
             raise not_found(ctx, uri)
+        template, variables = found
+
+        async def read(ctx: RequestContext) -> dict[str, Any]:
+            try:
+                return {"contents": await registry.read_template(ctx, template, uri, variables)}
+            except HandlerError as exc:
+                raise InternalError(truncate(f"The resource could not be read: {exc.message}")) from None
+
+        # A template's handler may ask the client (protocol/asking.py) before it answers.
         ctx = dataclasses.replace(ctx, resources=resources_of(catalog.resources_by_uri))
-        try:
-            contents = await registry.read_template(ctx, found[0], uri, found[1])
-        except HandlerError as exc:
-            raise InternalError(truncate(f"The resource could not be read: {exc.message}")) from None
+        result = await asking.answering(ctx, "resources/read", uri, {}, params, read)
+        if "contents" not in result:
+            return result  # a question for the client: InputRequiredResult
+        contents = result["contents"]
     shaped = [shaping.resource_contents(c, ctx.protocol_version) for c in contents if isinstance(c, dict)]
     return {"contents": shaped}
 

@@ -60,8 +60,10 @@ async def wait_until(predicate: Callable[[], Any], what: str, timeout: float = N
         pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}", pytrace=False)
 
 
-def wait_until_served(mcp_url: str, tool: str, present: bool = True, timeout: float = 15.0) -> None:
-    """Wait until a tool added (or removed) by another process is (or is no longer) listed by the server.
+def wait_until_served(
+    mcp_url: str, tool: str, present: bool = True, timeout: float = 15.0, kind: str = "tools"
+) -> None:
+    """Wait until a tool (or prompt: kind="prompts") added or removed by another process is listed, or not.
 
     With Redis the change is pushed at once; with the embedded defaults a process notices another
     process's edit at its next database recheck (a few seconds), so a test that edits from outside waits.
@@ -70,13 +72,14 @@ def wait_until_served(mcp_url: str, tool: str, present: bool = True, timeout: fl
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {},
     }
-    headers = {**MCP_HEADERS, "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"}
-    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}}
+    method = f"{kind}/list"
+    headers = {**MCP_HEADERS, "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method}
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {"_meta": meta}}
     deadline = time.monotonic() + timeout
     while True:
         listed = {
             t["name"]
-            for t in httpx.post(mcp_url, json=body, headers=headers, timeout=5).json()["result"]["tools"]
+            for t in httpx.post(mcp_url, json=body, headers=headers, timeout=5).json()["result"][kind]
         }
         if (tool in listed) == present:
             return

@@ -94,3 +94,39 @@ async def test_a_legacy_answer_posted_to_the_other_daphne_reaches_the_waiting_to
                 buffer += chunk
     final = [m for m in parse_sse(buffer) if m.get("id") == 5]
     assert final and final[0]["result"]["content"][0]["text"] == "Hello, Bo!"
+
+
+@pytest.fixture(scope="module")
+def ask_prompt(server: DaphneServer) -> Iterator[str]:
+    """A demo-tenant prompt whose `language` argument the server asks for when the client leaves it out."""
+    django_shell(
+        server.env,
+        "from mcp_app.models import Prompt\nfrom tenants.models import Tenant\n"
+        "Prompt.objects.update_or_create(tenant=Tenant.objects.get(slug='demo'), name='ask_language', "
+        "defaults=dict(arguments=[{'name': 'language', 'required': True, 'ask': True}], "
+        "messages=[{'role': 'user', 'content': {'type': 'text', 'text': 'Write {{ language }}.'}}]))\n",
+    )
+    wait_until_served(server.mcp_url(), "ask_language", kind="prompts")
+    yield "ask_language"
+    django_shell(
+        server.env, "from mcp_app.models import Prompt\nPrompt.objects.filter(name='ask_language').delete()\n"
+    )
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_the_sdk_answers_a_prompts_question_for_an_argument_it_left_out(
+    server: DaphneServer, ask_prompt: str, mode: str
+) -> None:
+    async def on_elicit(context: Any, params: Any) -> ElicitResult:
+        assert list(params.requested_schema["properties"]) == ["language"]
+        return ElicitResult(action="accept", content={"language": "Rust"})
+
+    async with Client(
+        server.mcp_url(),
+        mode=mode,
+        read_timeout_seconds=REQUEST_SECONDS,
+        cache=None,
+        elicitation_callback=on_elicit,
+    ) as client:
+        result = await client.get_prompt(ask_prompt, {})
+    assert result.messages[0].content.text == "Write Rust."

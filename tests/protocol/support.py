@@ -46,9 +46,9 @@ async def error_of(ctx: RequestContext, method: str, params: dict[str, Any] | No
 
 
 async def call_answered_on_the_stream(
-    tenant: Any, version: str, params: dict[str, Any], answer: dict[str, Any]
+    tenant: Any, version: str, params: dict[str, Any], answer: dict[str, Any], method: str = "tools/call"
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A legacy session's tools/call whose handler asks: (the question sent on its stream, the result).
+    """A legacy session's request (tools/call) that asks: (the question sent on its stream, the result).
 
     The client declares elicitation and answers the first question with `answer` (a result object).
     """
@@ -58,7 +58,7 @@ async def call_answered_on_the_stream(
         sent.append(message)
 
     ctx = make_ctx(tenant, version=version, client_capabilities={"elicitation": {}}, emit=emit)
-    running = asyncio.create_task(result_of(ctx, "tools/call", params))
+    running = asyncio.create_task(result_of(ctx, method, params))
     async with asyncio.timeout(5):
         while not sent:
             await asyncio.sleep(0.01)

@@ -13,7 +13,7 @@ import pytest
 
 from mcp_app.core.context import RequestContext
 from mcp_app.handlers.python import register
-from mcp_app.models import Tool
+from mcp_app.models import Prompt, ResourceTemplate, Tool
 from mcp_app.protocol import asking
 from mcp_app.protocol.jsonrpc import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
 from tests.protocol.support import call, call_answered_on_the_stream, error_of, result_of
@@ -197,3 +197,111 @@ async def test_a_legacy_question_for_2025_06_18_has_no_mode_field(askers):
     )
     assert "mode" not in question["params"]
     assert result["content"][0]["text"] == "You did not say."
+
+
+# --- prompts/get and resources/read ask too -------------------------------------------------------
+
+
+@register("test_ask_for_profile")
+async def ask_for_profile(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+    answer = await ctx.elicit(f"Show profile {arguments['user_id']}?", NAME_FORM)
+    return f"Profile {arguments['user_id']} for {answer.get('content', {}).get('name', 'nobody')}"
+
+
+@pytest.fixture
+def asking_prompt_and_template(tenant_a):
+    Prompt.objects.create(
+        tenant=tenant_a,
+        name="review",
+        title="Review code",
+        arguments=[
+            {"name": "language", "required": True, "ask": True, "title": "Language"},
+            {"name": "code", "required": True},
+        ],
+        messages=[
+            {"role": "user", "content": {"type": "text", "text": "Review this {{ language }}: {{ code }}"}}
+        ],
+    )
+    ResourceTemplate.objects.create(
+        tenant=tenant_a,
+        uri_template="users://{user_id}/profile",
+        name="profile",
+        handler="python",
+        handler_config={"callable": "test_ask_for_profile"},
+    )
+    return tenant_a
+
+
+REVIEW = {"name": "review", "arguments": {"code": "x = 1"}}
+LANGUAGE = {"action": "accept", "content": {"language": "python"}}
+
+
+async def test_an_ask_argument_a_client_left_out_is_asked_for_and_listed_as_not_required(
+    asking_prompt_and_template,
+):
+    ctx = modern_ctx(asking_prompt_and_template)
+    (listed,) = (await result_of(ctx, "prompts/list"))["prompts"]
+    assert [(a["name"], a["required"]) for a in listed["arguments"]] == [("language", False), ("code", True)]
+    first = await result_of(ctx, "prompts/get", REVIEW)
+    question = first["inputRequests"]["q1"]["params"]
+    assert question["message"] == "The prompt 'Review code' needs: language."
+    assert question["requestedSchema"] == {
+        "type": "object",
+        "properties": {"language": {"type": "string", "title": "Language"}},
+        "required": ["language"],
+    }
+    done = await result_of(
+        ctx,
+        "prompts/get",
+        {**REVIEW, "requestState": first["requestState"], "inputResponses": {"q1": LANGUAGE}},
+    )
+    assert done["messages"][0]["content"]["text"] == "Review this python: x = 1"
+
+
+async def test_a_legacy_prompts_get_asks_on_its_stream(asking_prompt_and_template):
+    question, result = await call_answered_on_the_stream(
+        asking_prompt_and_template, "2025-11-25", REVIEW, LANGUAGE, method="prompts/get"
+    )
+    assert question["method"] == "elicitation/create"
+    assert result["messages"][0]["content"]["text"] == "Review this python: x = 1"
+
+
+@pytest.mark.parametrize("version", [MODERN, "2025-11-25"])
+async def test_a_client_that_cannot_be_asked_gets_the_usual_missing_argument_error(
+    asking_prompt_and_template, version
+):
+    ctx = make_ctx(asking_prompt_and_template, version=version, session=None if version == MODERN else True)
+    error = await error_of(ctx, "prompts/get", REVIEW)
+    assert error["code"] == INVALID_PARAMS
+    assert error["message"] == "Missing required argument(s) for prompt 'review': language."
+    given = await result_of(
+        ctx, "prompts/get", {"name": "review", "arguments": {"code": "x", "language": "go"}}
+    )
+    assert given["messages"][0]["content"]["text"] == "Review this go: x"
+
+
+async def test_a_resource_template_whose_handler_asks_reads_after_the_answer_in_either_era(
+    asking_prompt_and_template,
+):
+    ctx = modern_ctx(asking_prompt_and_template)
+    read = {"uri": "users://7/profile"}
+    first = await result_of(ctx, "resources/read", read)
+    assert first["resultType"] == "input_required" and "ttlMs" not in first
+    assert first["inputRequests"]["q1"]["params"]["message"] == "Show profile 7?"
+    # The state is bound to the URI it was asked for.
+    other = {
+        "uri": "users://8/profile",
+        "requestState": first["requestState"],
+        "inputResponses": {"q1": ACCEPT},
+    }
+    assert "another request" in (await error_of(ctx, "resources/read", other))["message"]
+    done = await result_of(
+        ctx,
+        "resources/read",
+        {**read, "requestState": first["requestState"], "inputResponses": {"q1": ACCEPT}},
+    )
+    assert done["contents"][0]["text"] == "Profile 7 for Ada" and "ttlMs" in done
+    _, legacy = await call_answered_on_the_stream(
+        asking_prompt_and_template, "2025-11-25", read, ACCEPT, method="resources/read"
+    )
+    assert legacy["contents"][0]["text"] == "Profile 7 for Ada"
