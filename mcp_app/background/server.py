@@ -7,6 +7,12 @@ The server process that received the call (any Daphne process):
   3. relays the replies: notifications (progress, log messages) go to `ctx.emit`, that is to the
      request's SSE stream; the result ends the wait and goes through the same checks as an inline
      result (output schema, shaping) in `protocol.tools`.
+A handler's question (`ctx.elicit`, `ctx.sample`, `ctx.list_roots`) comes back as a reply too: this
+process asks it through the asker protocol.tools gives the call (the request's own, so either era
+and every rule of protocol.asking apply) and pushes the answer, or the error the handler should get,
+onto a Redis list the worker blocks on. A 2026-07-28 question the request brings no answer for ends
+the call here (InputRequired, as inline) and the worker's handler with it: no worker waits for a
+client's round trip; the retry is a new job.
 A cancellation (`notifications/cancelled`, or the session's DELETE) cancels the waiting task; it
 sets the job's cancel key in Redis on its way out. The worker polls that key, sets the handler's
 `ctx.cancelled` event and, if the handler does not return soon, cancels it. A cancelled job sends
@@ -35,6 +41,7 @@ server process, exactly as inline tools do, without ToolRun rows.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import secrets
 import time
@@ -47,8 +54,8 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from mcp_app.background import runs
-from mcp_app.core.context import RequestContext
-from mcp_app.core.errors import error_result
+from mcp_app.core.context import Asker, RequestContext
+from mcp_app.core.errors import HandlerError, InputRequired, MissingCapability, error_result
 from mcp_app.core.types import ToolDef
 from mcp_app.infra import redis_client
 from mcp_app.models import ToolRun
@@ -68,6 +75,8 @@ CANCEL_GRACE_SECONDS = 2.0
 # How long a worker keeps retrying a result the server's reply channel cannot take (full).
 RESULT_SEND_SECONDS = 30.0
 CANCEL_KEY_TTL = 3600
+# How long a worker blocks on Redis at a time for an answer, between checks for a cancellation.
+ANSWER_POLL_SECONDS = 0.5
 
 
 def enabled() -> bool:
@@ -81,6 +90,10 @@ def runs_in_background(tool: ToolDef) -> bool:
 
 def cancel_key(job_id: str) -> str:
     return f"mcp:job:{job_id}:cancelled"
+
+
+def answer_key(job_id: str, ask_id: str) -> str:
+    return f"mcp:job:{job_id}:answer:{ask_id}"
 
 
 def _job(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any], channel: str) -> dict[str, Any]:
@@ -126,8 +139,49 @@ async def request_cancel(job_id: str) -> None:
         logger.exception("could not cancel background job %s", job_id)
 
 
-async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> dict[str, Any]:
-    """Run `tool` on a Celery worker and return its CallToolResult; relay its notifications meanwhile."""
+async def _answer(job_id: str, ask_id: str, answer: dict[str, Any]) -> None:
+    key = answer_key(job_id, ask_id)
+    try:
+        async with redis_client.client().pipeline(transaction=True) as pipe:
+            pipe.rpush(key, json.dumps(answer))
+            # Outlives any wait of the worker's; a worker that died never takes it.
+            pipe.expire(key, int(settings.MCP_ASK_TIMEOUT_SECONDS + REPLY_GRACE_SECONDS) + 60)
+            await pipe.execute()
+    except Exception:
+        # The worker's wait ends with the tool's timeout.
+        logger.exception("could not pass an answer to background job %s", job_id)
+
+
+async def _relay_ask(ask: Asker, job_id: str, event: dict[str, Any]) -> None:
+    """Ask the worker's question through the request's asker; hand the worker what came of it.
+
+    Raises InputRequired / MissingCapability (2026-07-28) after telling the worker: the call ends.
+    """
+    ask_id, request = str(event.get("ask")), event.get("request")
+    try:
+        if not isinstance(request, dict) or not isinstance(request.get("method"), str):
+            raise TypeError(f"not a request: {request!r}")
+        answer: dict[str, Any] = {"result": await ask(request)}
+    except HandlerError as exc:  # the client cannot be asked, or did not answer in time
+        answer = {"error": exc.message}
+    except InputRequired as asked:
+        await _answer(job_id, ask_id, {"input_required": asked.key})
+        raise
+    except MissingCapability as missing:
+        await _answer(job_id, ask_id, {"missing_capability": missing.capability})
+        raise
+    except Exception:
+        logger.exception("could not ask the client the question of background job %s", job_id)
+        answer = {"error": "The server could not put the question to the client."}
+    await _answer(job_id, ask_id, answer)
+
+
+async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any], ask: Asker) -> dict[str, Any]:
+    """Run `tool` on a Celery worker and return its CallToolResult; relay its notifications meanwhile.
+
+    The handler's questions are asked with `ask` (the request's asker, protocol.asking); a 2026-07-28
+    question without an answer yet raises InputRequired here, as an inline handler's would.
+    """
     layer = get_channel_layer()
     # The default prefix: channels_redis reads all of a process's "specific" channels from one Redis
     # list under one lock; a channel of another prefix waited behind that reader (replies never came).
@@ -142,6 +196,7 @@ async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> 
         )
         return not_queued
     receiver: asyncio.Task | None = None
+    asks: set[asyncio.Task] = set()  # questions of the worker's this process is asking the client
     try:
         try:
             # apply_async talks to the broker synchronously (and may reconnect): keep it off the loop.
@@ -163,9 +218,10 @@ async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> 
                 # One receive at a time, never cancelled on a timeout: channels_redis drops the
                 # channel's buffered messages when a receive is cancelled.
                 receiver = loop.create_task(layer.receive(channel))
-            wait = max(0.0, min(deadline, alive_until) - loop.time())
-            done, _ = await asyncio.wait({receiver}, timeout=wait)
-            if not done and started and loop.time() < deadline:
+            # While this process waits for the client, the worker waits too: only its silence counts.
+            wait = max(0.0, (alive_until if asks else min(deadline, alive_until)) - loop.time())
+            done, _ = await asyncio.wait({receiver, *asks}, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+            if not done and started and (asks or loop.time() < deadline):
                 silent = settings.MCP_BACKGROUND_LIVENESS_SECONDS
                 await asyncio.shield(request_cancel(job["id"]))
                 await asyncio.shield(
@@ -204,6 +260,12 @@ async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> 
                     )
                 )
                 return error_result(f"The worker running tool {tool.name!r} stopped answering.")
+            for asked in done - {receiver}:
+                asks.discard(asked)
+                asked.result()  # InputRequired / MissingCapability end the call; the worker knows
+                deadline = max(deadline, loop.time() + REPLY_GRACE_SECONDS)
+            if receiver not in done:
+                continue
             event, receiver = receiver.result(), None
             if event.get("job") != job["id"]:
                 continue
@@ -216,6 +278,8 @@ async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> 
                 alive_until = loop.time() + settings.MCP_BACKGROUND_LIVENESS_SECONDS
             elif kind == "mcp.job.emit" and isinstance(event.get("message"), dict):
                 await ctx.emit(event["message"])
+            elif kind == "mcp.job.ask":
+                asks.add(loop.create_task(_relay_ask(ask, job["id"], event)))
             elif kind == "mcp.job.result":
                 result = event.get("result")
                 if not isinstance(result, dict):
@@ -231,5 +295,6 @@ async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> 
         )
         raise
     finally:
-        if receiver is not None:
-            receiver.cancel()
+        for task in (receiver, *asks):
+            if task is not None:
+                task.cancel()

@@ -3,7 +3,9 @@
 The job carries what is needed to rebuild the caller's request context; the tool is looked up again
 (by tenant, name and id), so an edit or removal since the call is seen. The run goes through the same
 funnel as an inline call (handlers.registry.run_inline: timeout, error results); replies go back on
-the caller's channel.
+the caller's channel. A handler's question goes back on it too, and the handler waits for the answer
+the server pushes onto the question's Redis list (background.server): the client's answer, an error
+it raises as a ToolError, or the end of a 2026-07-28 round (the call has returned its question).
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import itertools
+import json
 import logging
 import os
 import socket
@@ -20,11 +24,12 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.exceptions import ChannelFull
 from channels.layers import get_channel_layer
+from django.conf import settings
 
 from mcp_app import catalog as catalogs
 from mcp_app.background import runs, server
-from mcp_app.core.context import RequestContext, SessionState, resources_of
-from mcp_app.core.errors import error_result
+from mcp_app.core.context import Asker, RequestContext, SessionState, resources_of
+from mcp_app.core.errors import AskOutcome, InputRequired, MissingCapability, ToolError, error_result
 from mcp_app.core.types import Catalog, TenantInfo, ToolDef
 from mcp_app.handlers import registry
 from mcp_app.infra import redis_client
@@ -50,22 +55,64 @@ class _Replies:
         except ChannelFull:
             logger.debug("job %s: reply channel full, a notification was dropped", self.job_id)
 
-    async def result(self, result: dict[str, Any]) -> None:
+    async def reliably(self, kind: str, **fields: Any) -> bool:
+        """Send a reply that must not be dropped, retrying a full channel; False if it never got through."""
         deadline = time.monotonic() + server.RESULT_SEND_SECONDS
         delay = 0.05
         while True:
             try:
-                await self.send("mcp.job.result", result=result)
-                return
+                await self.send(kind, **fields)
+                return True
             except ChannelFull:
                 if time.monotonic() > deadline:
-                    logger.error("job %s: the server never took the result", self.job_id)
-                    return
+                    logger.error("job %s: the server never took the %s", self.job_id, kind)
+                    return False
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 1.0)
 
+    async def result(self, result: dict[str, Any]) -> None:
+        await self.reliably("mcp.job.result", result=result)
 
-def _context(job: dict[str, Any], tenant: Any, emit: Any, cancelled: asyncio.Event) -> RequestContext:
+
+async def _answer_to(job_id: str, ask_id: str, cancelled: asyncio.Event) -> dict[str, Any]:
+    """What the server pushed for one question; a cancellation or a server that never answers ends the wait."""
+    redis = redis_client.client()
+    key = server.answer_key(job_id, ask_id)
+    # The server's asker gives up on the client after MCP_ASK_TIMEOUT_SECONDS and says so.
+    deadline = time.monotonic() + settings.MCP_ASK_TIMEOUT_SECONDS + server.REPLY_GRACE_SECONDS
+    while not cancelled.is_set():
+        if time.monotonic() > deadline:
+            raise ToolError("The server did not pass on the client's answer in time.")
+        popped = await redis.blpop([key], timeout=server.ANSWER_POLL_SECONDS)
+        if popped is not None:
+            answer = json.loads(popped[1])
+            return answer if isinstance(answer, dict) else {}
+    raise ToolError("The call was cancelled while it waited for the client's answer.")
+
+
+def _asker(job_id: str, replies: _Replies, cancelled: asyncio.Event) -> Asker:
+    """Asks through the waiting server, which knows the request's era, session and answers so far."""
+    numbers = itertools.count(1)
+
+    async def ask(request: dict[str, Any]) -> dict[str, Any]:
+        ask_id = str(next(numbers))
+        if not await replies.reliably("mcp.job.ask", ask=ask_id, request=request):
+            raise ToolError("The question could not reach the server waiting for this call.")
+        answer = await _answer_to(job_id, ask_id, cancelled)
+        if isinstance(answer.get("input_required"), str):
+            raise InputRequired(answer["input_required"], request)
+        if isinstance(answer.get("missing_capability"), str):
+            raise MissingCapability(answer["missing_capability"])
+        if isinstance(answer.get("result"), dict):
+            return answer["result"]
+        raise ToolError(str(answer.get("error") or "The client did not answer."))
+
+    return ask
+
+
+def _context(
+    job: dict[str, Any], tenant: Any, emit: Any, cancelled: asyncio.Event, ask: Asker
+) -> RequestContext:
     session = None
     if job.get("session_id"):
         session = SessionState(
@@ -92,6 +139,7 @@ def _context(job: dict[str, Any], tenant: Any, emit: Any, cancelled: asyncio.Eve
         log_level=job.get("log_level"),
         emit=emit,
         cancelled=cancelled,
+        ask=ask,
     )
 
 
@@ -140,6 +188,23 @@ def _worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+async def _ended_by_asking(job_id: str, tool: ToolDef, outcome: AskOutcome, elapsed: float) -> str:
+    """Record a run whose question ended the call (the server has answered the call already)."""
+    if isinstance(outcome, InputRequired):
+        # Done, not cancelled or failed: the job did its part of the round, and the call's answer is
+        # its question; the client's retry with the answer runs as a new job (and row).
+        method = outcome.request.get("method")
+        detail = f"Asked the client ({method}): the call returned the question; its retry runs anew."
+        status, said = ToolRun.Status.DONE, "asked"
+    else:
+        capability = outcome.capability if isinstance(outcome, MissingCapability) else "?"
+        detail = f"The client did not declare {capability!r}, which the tool asks for (error -32021)."
+        status, said = ToolRun.Status.FAILED, "cannot ask"
+    await runs.close_run(job_id, (runs.RUNNING,), status, detail)
+    logger.info("job %s (tool %s) ended after %.2f s: %s", job_id, tool.name, elapsed, detail)
+    return said
+
+
 def _first_text(result: dict[str, Any]) -> str:
     for block in result.get("content") or []:
         if isinstance(block, dict) and block.get("type") == "text":
@@ -183,7 +248,8 @@ async def work(job: dict[str, Any]) -> str:
             await replies.emit(message)
 
     ctx = dataclasses.replace(
-        _context(job, tenant, emit, cancelled), resources=resources_of(catalog.resources_by_uri)
+        _context(job, tenant, emit, cancelled, _asker(job_id, replies, cancelled)),
+        resources=resources_of(catalog.resources_by_uri),
     )
     started = time.monotonic()
     handler = asyncio.get_running_loop().create_task(
@@ -194,6 +260,8 @@ async def work(job: dict[str, Any]) -> str:
         result = await handler
     except asyncio.CancelledError:
         result = None
+    except AskOutcome as outcome:
+        return await _ended_by_asking(job_id, tool, outcome, time.monotonic() - started)
     finally:
         watcher.cancel()
     elapsed = time.monotonic() - started

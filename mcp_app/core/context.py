@@ -22,8 +22,8 @@ Asker = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
 async def _cannot_ask(request: dict[str, Any]) -> dict[str, Any]:
     raise ToolError(
-        f"This tool asks the client ({request.get('method')}), which this call cannot carry "
-        "(background tools cannot ask yet)."
+        f"This asks the client ({request.get('method')}), which this request cannot carry "
+        "(only a tools/call can ask)."
     )
 
 

@@ -162,7 +162,8 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
             if refusal is not None:
                 return shaping.call_tool_result(refusal, ctx.protocol_version)
             if background.runs_in_background(tool):
-                raw = await background.run(ctx, tool, arguments)
+                # The worker's questions come back here and are asked as an inline handler's.
+                raw = await background.run(ctx, tool, arguments, asking.asker_for(ctx, rounds))
             else:
                 ctx = dataclasses.replace(ctx, ask=asking.asker_for(ctx, rounds))
                 raw = await registry.run_inline(ctx, tool, arguments)

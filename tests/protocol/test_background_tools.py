@@ -22,6 +22,9 @@ from asgiref.sync import sync_to_async
 from mcp_app.background import server, worker
 from mcp_app.infra import redis_client
 from mcp_app.models import Tool, ToolRun
+from mcp_app.protocol import asking
+from mcp_app.protocol.jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY
+from tests.protocol.support import call as tools_call_of
 from tests.protocol.support import result_of
 from tests.support import make_ctx
 
@@ -227,3 +230,167 @@ async def test_a_tool_error_on_the_worker_is_recorded_as_a_failed_run(celery_mod
     assert result["isError"] is True
     runs = await sync_to_async(list)(ToolRun.objects.filter(tool=background_tool))
     assert [r.status for r in runs] == ["failed"] and runs[0].detail == result["content"][0]["text"]
+
+
+# --- a background handler asks the client (ctx.elicit): through the waiting server, in both eras -------
+
+MODERN = "2026-07-28"
+CAN_ELICIT = {"elicitation": {}}
+ACCEPT = {"action": "accept", "content": {"name": "Ada"}}
+
+
+@pytest.fixture
+def asking_tool(demo_a: Any) -> Tool:
+    """A background tool whose handler asks for a name (the demo callable ask_name)."""
+    return Tool.objects.create(
+        tenant=demo_a,
+        name="bg_ask",
+        handler="python",
+        handler_config={"callable": "ask_name"},
+        timeout_seconds=20,
+        execution="background",
+    )
+
+
+async def question_on(recorder: Recorder, timeout: float = 5.0) -> dict[str, Any]:
+    """The first server-to-client request the call emitted on its stream."""
+    async with asyncio.timeout(timeout):
+        while not (asked := [m for m in recorder.messages if "id" in m]):
+            await asyncio.sleep(0.01)
+    return asked[0]
+
+
+async def test_a_background_tool_asks_in_process_in_both_eras_when_background_tools_are_inline(
+    settings, asking_tool
+):
+    settings.MCP_BACKGROUND_TOOLS = "inline"
+    ctx = make_ctx(asking_tool.tenant, version=MODERN, session=None, client_capabilities=CAN_ELICIT)
+    first = await result_of(ctx, "tools/call", {"name": "bg_ask", "arguments": {}})
+    assert list(first["inputRequests"]) == ["q1"]
+    recorder = Recorder()
+    ctx = make_ctx(asking_tool.tenant, client_capabilities=CAN_ELICIT, emit=recorder)
+    call = asyncio.create_task(result_of(ctx, "tools/call", {"name": "bg_ask", "arguments": {}}))
+    question = await question_on(recorder)
+    await asking.deliver("sess-1", {"jsonrpc": "2.0", "id": question["id"], "result": ACCEPT})
+    assert (await asyncio.wait_for(call, 5))["content"][0]["text"] == "Hello, Ada!"
+
+
+@pytest.mark.services
+async def test_a_legacy_background_handler_asks_on_the_calls_stream_and_resumes_with_the_answer(
+    celery_mode, asking_tool
+):
+    recorder = Recorder()
+    ctx = make_ctx(asking_tool.tenant, client_capabilities=CAN_ELICIT, emit=recorder)
+    call = asyncio.create_task(result_of(ctx, "tools/call", {"name": "bg_ask", "arguments": {}}))
+    job = await take_job(celery_mode)
+    running = asyncio.create_task(worker.work(job))
+    question = await question_on(recorder)
+    assert question["method"] == "elicitation/create" and question["id"].startswith("ask-")
+    assert question["params"]["message"] == "What is your name?"
+    assert (await run_of(job["id"])).status == "running"  # the worker waits for the answer
+    await asking.deliver("sess-1", {"jsonrpc": "2.0", "id": question["id"], "result": ACCEPT})
+    assert await asyncio.wait_for(running, 5) == "done"
+    assert (await asyncio.wait_for(call, 5))["content"] == [{"type": "text", "text": "Hello, Ada!"}]
+    assert (await run_of(job["id"])).status == "done"
+
+
+@pytest.mark.services
+async def test_a_legacy_client_that_cannot_answer_gets_an_is_error_result_from_the_worker(
+    celery_mode, asking_tool
+):
+    ctx = make_ctx(asking_tool.tenant, client_capabilities={})
+    call = asyncio.create_task(result_of(ctx, "tools/call", {"name": "bg_ask", "arguments": {}}))
+    job = await take_job(celery_mode)
+    assert await worker.work(job) == "done"
+    result = await asyncio.wait_for(call, 5)
+    assert result["isError"] is True
+    assert "did not declare 'elicitation' support" in result["content"][0]["text"]
+    run = await run_of(job["id"])
+    assert run.status == "failed" and "did not declare 'elicitation' support" in run.detail
+
+
+@pytest.mark.services
+async def test_a_client_that_does_not_answer_in_time_gives_the_background_handler_an_error(
+    settings, celery_mode, asking_tool
+):
+    settings.MCP_ASK_TIMEOUT_SECONDS = 0.5
+    recorder = Recorder()
+    ctx = make_ctx(asking_tool.tenant, client_capabilities=CAN_ELICIT, emit=recorder)
+    call = asyncio.create_task(result_of(ctx, "tools/call", {"name": "bg_ask", "arguments": {}}))
+    assert await worker.work(await take_job(celery_mode)) == "done"
+    result = await asyncio.wait_for(call, 5)
+    assert result["isError"] is True
+    assert result["content"][0]["text"] == "The client did not answer within 0.5 seconds."
+
+
+@pytest.mark.services
+async def test_the_worker_keeps_signalling_life_while_the_client_takes_longer_than_the_liveness_bound(
+    settings, celery_mode, asking_tool
+):
+    settings.MCP_BACKGROUND_LIVENESS_SECONDS = 2.0
+    recorder = Recorder()
+    ctx = make_ctx(asking_tool.tenant, client_capabilities=CAN_ELICIT, emit=recorder)
+    call = asyncio.create_task(result_of(ctx, "tools/call", {"name": "bg_ask", "arguments": {}}))
+    running = asyncio.create_task(worker.work(await take_job(celery_mode)))
+    question = await question_on(recorder)
+    await asyncio.sleep(3.0)  # the person thinks: no progress, only the worker's signs of life
+    assert not call.done()
+    await asking.deliver("sess-1", {"jsonrpc": "2.0", "id": question["id"], "result": ACCEPT})
+    assert await asyncio.wait_for(running, 5) == "done"
+    assert (await asyncio.wait_for(call, 5))["content"][0]["text"] == "Hello, Ada!"
+
+
+@pytest.mark.services
+async def test_cancelling_a_call_whose_background_handler_waits_for_an_answer_stops_the_job(
+    celery_mode, asking_tool
+):
+    recorder = Recorder()
+    ctx = make_ctx(asking_tool.tenant, client_capabilities=CAN_ELICIT, emit=recorder)
+    call = asyncio.create_task(result_of(ctx, "tools/call", {"name": "bg_ask", "arguments": {}}))
+    job = await take_job(celery_mode)
+    running = asyncio.create_task(worker.work(job))
+    await question_on(recorder)
+    call.cancel()
+    cancelled_at = time.monotonic()
+    assert await asyncio.wait_for(running, 5) == "cancelled"
+    assert time.monotonic() - cancelled_at < 1.5  # a cancel poll plus one blocking wait for the answer
+    assert (await run_of(job["id"])).status == "cancelled"
+
+
+@pytest.mark.services
+async def test_a_modern_background_call_that_asks_frees_the_worker_and_completes_on_the_retry_as_a_new_job(
+    celery_mode, asking_tool
+):
+    ctx = make_ctx(asking_tool.tenant, version=MODERN, session=None, client_capabilities=CAN_ELICIT)
+    params: dict[str, Any] = {"name": "bg_ask", "arguments": {"question": "Who are you?"}}
+    call = asyncio.create_task(result_of(ctx, "tools/call", params))
+    first_job = await take_job(celery_mode)
+    assert await asyncio.wait_for(worker.work(first_job), 5) == "asked"
+    first = await asyncio.wait_for(call, 5)
+    assert first["resultType"] == "input_required"
+    assert first["inputRequests"]["q1"]["params"]["message"] == "Who are you?"
+    run = await run_of(first_job["id"])
+    assert run.status == "done" and run.detail.startswith("Asked the client (elicitation/create)")
+    retry = {**params, "requestState": first["requestState"], "inputResponses": {"q1": ACCEPT}}
+    call = asyncio.create_task(result_of(ctx, "tools/call", retry))
+    second_job = await take_job(celery_mode)
+    assert second_job["id"] != first_job["id"]
+    assert await asyncio.wait_for(worker.work(second_job), 5) == "done"
+    done = await asyncio.wait_for(call, 5)
+    assert done["resultType"] == "complete"
+    assert done["content"] == [{"type": "text", "text": "Hello, Ada!"}]
+
+
+@pytest.mark.services
+async def test_a_modern_client_without_the_capability_gets_minus_32021_from_a_background_tool(
+    celery_mode, asking_tool
+):
+    ctx = make_ctx(asking_tool.tenant, version=MODERN, session=None, client_capabilities={"sampling": {}})
+    call = asyncio.create_task(tools_call_of(ctx, "tools/call", {"name": "bg_ask", "arguments": {}}))
+    job = await take_job(celery_mode)
+    assert await asyncio.wait_for(worker.work(job), 5) == "cannot ask"
+    reply = await asyncio.wait_for(call, 5)
+    assert reply["error"]["code"] == MISSING_REQUIRED_CLIENT_CAPABILITY
+    assert reply["error"]["data"] == {"requiredCapabilities": {"elicitation": {}}}
+    run = await run_of(job["id"])
+    assert run.status == "failed" and "'elicitation'" in run.detail
