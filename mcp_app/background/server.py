@@ -12,7 +12,7 @@ process asks it through the asker protocol.tools gives the call (the request's o
 and every rule of protocol.asking apply) and pushes the answer, or the error the handler should get,
 onto a Redis list the worker blocks on. A 2026-07-28 question the request brings no answer for ends
 the call here (InputRequired, as inline) and the worker's handler with it: no worker waits for a
-client's round trip; the retry is a new job.
+client's round trip; the retry is a new job (AMB-46).
 A cancellation (`notifications/cancelled`, or the session's DELETE) cancels the waiting task; it
 sets the job's cancel key in Redis on its way out. The worker polls that key, sets the handler's
 `ctx.cancelled` event and, if the handler does not return soon, cancels it. A cancelled job sends

@@ -22,8 +22,7 @@ Asker = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
 async def _cannot_ask(request: dict[str, Any]) -> dict[str, Any]:
     raise ToolError(
-        f"This asks the client ({request.get('method')}), which this request cannot carry "
-        "(only a tools/call can ask)."
+        f"This asks the client ({request.get('method')}), but it runs where no client can be asked."
     )
 
 
