@@ -64,8 +64,9 @@ class ToolAdminForm(forms.ModelForm):
     secret_headers = forms.CharField(
         required=False,
         widget=WriteOnlyTextarea(attrs={"rows": 4, "autocomplete": "off"}),
-        help_text='JSON object of header → value, e.g. {"Authorization": "Bearer …"}. Stored encrypted and '
-        "never shown again; replaces the stored set. Leave blank to keep the current secrets.",
+        help_text="Headers the http kind sends to its URL, and an llm tool to its endpoint: a JSON object "
+        'of header → value, e.g. {"Authorization": "Bearer sk-…"}. Stored encrypted and never shown again; '
+        "replaces the stored set. Leave blank to keep the current secrets.",
     )
     clear_secrets = forms.BooleanField(required=False, help_text="Remove every stored secret header.")
 

@@ -14,6 +14,9 @@ object → ``structuredContent`` plus a text block of its JSON; other JSON → a
 ``image/*`` or ``audio/*`` → an image/audio block; anything else → a text block. Redirects are not
 followed (a 3xx is an error result), so a redirect cannot lead past the SSRF guard. The reply is
 read as a stream and abandoned past ``settings.MCP_HTTP_HANDLER_MAX_RESPONSE_BYTES``.
+
+``send`` is the one way out of the platform for every kind that calls an endpoint (the llm kind's
+too): the SSRF guard, the pinned address, the secret headers, no redirects and the size cap.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import functools
 import json
 import logging
 import ssl
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -57,9 +61,10 @@ def _ssl_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-def _timeout(tool: ToolDef) -> float:
-    configured = float(tool.handler_config.get("timeout") or DEFAULT_TIMEOUT)
-    return max(0.1, min(configured, float(tool.timeout_seconds or configured)))
+def timeout_for(tool: ToolDef, configured: float | None) -> float:
+    """The seconds one exchange may take: the configured timeout, capped by the tool's own."""
+    seconds = float(configured or DEFAULT_TIMEOUT)
+    return max(0.1, min(seconds, float(tool.timeout_seconds or seconds)))
 
 
 def _headers(tool: ToolDef, target: ssrf.Target) -> dict[str, str]:
@@ -90,12 +95,17 @@ async def _read_capped(response: httpx.Response, limit: int) -> bytes:
     return bytes(body)
 
 
+def status_message(status: int, reason: str = "") -> str:
+    """What a non-2xx upstream status tells the model (the body is never echoed: it may hold secrets)."""
+    if 300 <= status < 400:
+        return f"Upstream returned HTTP {status} (a redirect); redirects are not followed."
+    return f"Upstream returned HTTP {status}{' ' + reason if reason else ''}."
+
+
 def map_reply(status: int, content_type: str, body: bytes, reason: str = "") -> dict[str, Any]:
     """Turn an upstream HTTP reply into a CallToolResult dict."""
     if not 200 <= status < 300:
-        if 300 <= status < 400:
-            return _error(f"Upstream returned HTTP {status} (a redirect); redirects are not followed.")
-        return _error(f"Upstream returned HTTP {status}{' ' + reason if reason else ''}.")
+        return _error(status_message(status, reason))
     mime = content_type.split(";", 1)[0].strip().lower()
     if mime.startswith(("image/", "audio/")) and body:
         kind = mime.split("/", 1)[0]
@@ -145,22 +155,40 @@ def _error(message: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": message}], "isError": True}
 
 
-async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> dict[str, Any]:
-    """Call the tool's endpoint with the arguments and map the reply."""
-    config = tool.handler_config
-    method = str(config.get("method") or "POST").upper()
-    if method not in METHODS:
-        raise ToolError(f"The tool's HTTP method {method!r} is not supported.")
-    target = await ssrf.vet_url(str(config.get("url", "")))
+@dataclass(frozen=True)
+class Reply:
+    """An upstream reply: its status, and the body of a 2xx one (read within the size cap)."""
+
+    status: int
+    reason: str
+    content_type: str
+    body: bytes
+
+
+async def send(
+    ctx: RequestContext,
+    tool: ToolDef,
+    method: str,
+    url: str,
+    timeout: float,
+    *,
+    params: dict[str, str] | None = None,
+    json_body: Any = None,
+) -> Reply:
+    """Send one request to ``url`` through the SSRF guard, with the tool's secret headers.
+
+    Raises ToolError (SsrfRefused included) when the URL is refused, the upstream cannot be reached
+    or does not answer within ``timeout``, or its reply is larger than the cap. Every kind that calls
+    out goes through here, so the guard, the pinning and the cap have one implementation.
+    """
+    target = await ssrf.vet_url(url)
     # Connect to the vetted address; the name goes in Host and SNI so TLS still checks it.
-    url = httpx.URL(str(config["url"])).copy_with(host=target.ip)
-    headers = _headers(tool, target)
-    timeout = _timeout(tool)
-    request_kwargs: dict[str, Any] = {"headers": headers}
-    if method in _QUERY_METHODS:
-        request_kwargs["params"] = {k: _query_value(v) for k, v in arguments.items()}
-    else:
-        request_kwargs["json"] = arguments
+    pinned = httpx.URL(url).copy_with(host=target.ip)
+    request_kwargs: dict[str, Any] = {"headers": _headers(tool, target)}
+    if params is not None:
+        request_kwargs["params"] = params
+    if json_body is not None:
+        request_kwargs["json"] = json_body
     if target.scheme == "https":
         request_kwargs["extensions"] = {"sni_hostname": target.host}
     limit = settings.MCP_HTTP_HANDLER_MAX_RESPONSE_BYTES
@@ -171,19 +199,38 @@ async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> 
             httpx.AsyncClient(
                 verify=_ssl_context(), timeout=timeout, follow_redirects=False, trust_env=False
             ) as client,
-            client.stream(method, url, **request_kwargs) as response,
+            client.stream(method, pinned, **request_kwargs) as response,
         ):
             if not 200 <= response.status_code < 300:
-                return map_reply(response.status_code, "", b"", response.reason_phrase)
+                return Reply(response.status_code, response.reason_phrase, "", b"")
             body = await _read_capped(response, limit)
-            return map_reply(response.status_code, response.headers.get("content-type", ""), body)
+            return Reply(response.status_code, "", response.headers.get("content-type", ""), body)
     except (TimeoutError, httpx.TimeoutException):
-        return _error(f"The upstream service did not answer within {timeout:g} seconds.")
+        raise ToolError(f"The upstream service did not answer within {timeout:g} seconds.") from None
     except httpx.ConnectError:
-        return _error(f"Could not connect to the upstream service at {target.host}.")
+        raise ToolError(f"Could not connect to the upstream service at {target.host}.") from None
     except httpx.HTTPError as exc:
-        logger.warning("http tool %r of tenant %s: %s", tool.name, ctx.tenant.slug, type(exc).__name__)
-        return _error("The request to the upstream service failed.")
+        logger.warning("tool %r of tenant %s: %s", tool.name, ctx.tenant.slug, type(exc).__name__)
+        raise ToolError("The request to the upstream service failed.") from None
+
+
+async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Call the tool's endpoint with the arguments and map the reply."""
+    config = tool.handler_config
+    method = str(config.get("method") or "POST").upper()
+    if method not in METHODS:
+        raise ToolError(f"The tool's HTTP method {method!r} is not supported.")
+    query = method in _QUERY_METHODS
+    reply = await send(
+        ctx,
+        tool,
+        method,
+        str(config.get("url", "")),
+        timeout_for(tool, config.get("timeout")),
+        params={k: _query_value(v) for k, v in arguments.items()} if query else None,
+        json_body=None if query else arguments,
+    )
+    return map_reply(reply.status, reply.content_type, reply.body, reply.reason)
 
 
 def validate_config(config: dict[str, Any]) -> None:

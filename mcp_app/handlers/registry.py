@@ -28,6 +28,7 @@ KINDS: dict[str, str] = {
     "http": "mcp_app.handlers.http",
     "python": "mcp_app.handlers.python",
     "form": "mcp_app.handlers.form",
+    "llm": "mcp_app.handlers.llm",
 }
 
 # Kinds that can produce resource-template contents (they define ``read``).
@@ -41,6 +42,7 @@ _LABELS = {
     "http": "HTTP (POST the arguments to your HTTPS endpoint)",
     "python": "Python (a callable registered by the operator)",
     "form": "Form (ask the person to fill in fields, then answer)",
+    "llm": "LLM (send a prompt over the arguments to the client's model or your endpoint)",
 }
 
 

@@ -35,9 +35,10 @@ async def _bad_shape(ctx, arguments):
     return 42
 
 
-def test_kinds_list_template_http_python_and_form_as_admin_choices():
-    assert set(registry.KINDS) == {"template", "http", "python", "form"}
-    assert [value for value, _label in registry.kind_choices()] == ["template", "http", "python", "form"]
+def test_kinds_list_template_http_python_form_and_llm_as_admin_choices():
+    kinds = ["template", "http", "python", "form", "llm"]
+    assert set(registry.KINDS) == set(kinds)
+    assert [value for value, _label in registry.kind_choices()] == kinds
     assert registry.load_kind("template").run is not None
 
 
