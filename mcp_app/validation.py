@@ -297,6 +297,17 @@ def clean_tool(tool: Any) -> None:
                 lambda: validate_object_schema(tool.output_schema, "Output schema", object_root=False),
             )
         )
+        config = tool.handler_config if isinstance(tool.handler_config, dict) else {}
+        if tool.handler == "form" and config.get("sensitive") is True:
+            checks.append(
+                (
+                    "output_schema",
+                    lambda: fail(
+                        "A sensitive form never returns its answers as structured output: remove the "
+                        "output schema (its 'text' may name the answers the model should see)."
+                    ),
+                )
+            )
     _collect(checks)
 
 

@@ -194,11 +194,16 @@ CELERY_TASK_DEFAULT_QUEUE = MCP_BACKGROUND_QUEUE
 MCP_BACKGROUND_START_SECONDS: float = _env_int("MCP_BACKGROUND_START_SECONDS", 30, minimum=1)
 # A started job's worker sends a sign of life every second; after this long without one the run is
 # lost (its worker died or hangs) and the caller gets an isError result at once.
+MCP_BACKGROUND_LIVENESS_SECONDS: float = _env_int("MCP_BACKGROUND_LIVENESS_SECONDS", 10, minimum=2)
 # Tools that ask the client (protocol/asking.py): how long a legacy call waits for the client's
 # answer, and how long a 2026-07-28 requestState stays valid.
 MCP_ASK_TIMEOUT_SECONDS: float = _env_int("MCP_ASK_TIMEOUT_SECONDS", 300, minimum=1)
 MCP_ASK_STATE_SECONDS: int = _env_int("MCP_ASK_STATE_SECONDS", 600, minimum=10)
-MCP_BACKGROUND_LIVENESS_SECONDS: float = _env_int("MCP_BACKGROUND_LIVENESS_SECONDS", 10, minimum=2)
+# A sensitive form's page (URL-mode elicitation, handlers/url_forms.py): how long its link and the
+# answers given on it are kept; and how long a 2026-07-28 retry waits for the page to be submitted
+# before asking again.
+MCP_URL_FORM_SECONDS: int = _env_int("MCP_URL_FORM_SECONDS", 600, minimum=10)
+MCP_URL_FORM_WAIT_SECONDS: int = _env_int("MCP_URL_FORM_WAIT_SECONDS", 30, minimum=0)
 # Background runs (ToolRun rows, listed in the admin) older than this are deleted.
 MCP_TOOL_RUN_RETENTION_DAYS = _env_int("MCP_TOOL_RUN_RETENTION_DAYS", 30, minimum=1)
 

@@ -4,6 +4,7 @@ from django.urls import include, path, re_path
 from oauth2_provider.views import RevokeTokenView
 
 from mcp_app.demo import views as demo_views
+from mcp_app.form_page import form_page
 from mcp_app.oauth.metadata import TenantResourceMetadataView
 from mcp_app.oauth.registration import RegistrationManagementView, RegistrationView
 from mcp_app.oauth.server import (
@@ -43,6 +44,8 @@ urlpatterns = [
     path("oauth/", include((oauth_urlpatterns, "oauth2_provider"))),
     path("oauth/login", McpLoginView.as_view(), name="oauth-login"),
     path("oauth/logout", LogoutView.as_view(), name="oauth-logout"),
+    # A sensitive form's page (URL-mode elicitation): the person answers here, never in the client.
+    path("t/<slug:slug>/form/<str:token>", form_page, name="form-page"),
     # What the demo's fetch_json tool posts to (mcp_app.demo.definitions).
     path("demo/echo", demo_views.echo, name="demo-echo"),
 ]

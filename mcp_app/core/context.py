@@ -112,10 +112,18 @@ class RequestContext:
     resources: ResourceLookup = _no_resources
     # Set by the method that runs a handler for a client that can be asked (protocol.asking).
     ask: Asker = _cannot_ask
+    # Names this call across its 2026-07-28 rounds (carried in requestState); fresh per legacy call.
+    # What a handler asks out of band (a URL-mode form) is keyed on it, so a retry finds it again.
+    call_id: str = ""
 
     async def elicit(self, message: str, requested_schema: dict[str, Any]) -> dict[str, Any]:
         """Ask the person to fill a form; returns the ElicitResult (action accept/decline/cancel, content)."""
         params = {"mode": "form", "message": message, "requestedSchema": requested_schema}
+        return await self.ask({"method": "elicitation/create", "params": params})
+
+    async def elicit_url(self, message: str, url: str, elicitation_id: str) -> dict[str, Any]:
+        """Send the person to `url` (URL-mode elicitation); returns the ElicitResult (accept = consent)."""
+        params = {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id}
         return await self.ask({"method": "elicitation/create", "params": params})
 
     async def sample(self, messages: list[dict[str, Any]], max_tokens: int, **params: Any) -> dict[str, Any]:

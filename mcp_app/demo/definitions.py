@@ -50,7 +50,7 @@ README = """# Demo MCP server
 
 This tenant shows what the platform serves without any code:
 
-- tools `echo`, `add`, `greet`, `show_logo`, `count_slowly`, `count_in_background`, `fetch_json`, `ask_user`, `show_roots` and `delete_note`;
+- tools `echo`, `add`, `greet`, `show_logo`, `count_slowly`, `count_in_background`, `fetch_json`, `ask_user`, `summarize`, `show_roots` and `delete_note`;
 - prompts `code_review` and `describe_logo`;
 - resources `demo://readme`, `demo://logo.png`, `demo://config.json`;
 - the resource template `demo://users/{user_id}/profile`.
@@ -236,6 +236,34 @@ def demo_definitions(logo: bytes) -> dict[str, list[dict[str, Any]]]:
             "annotations": {"readOnlyHint": True, "openWorldHint": False},
             "handler": "python",
             "handler_config": {"callable": "show_roots"},
+        },
+        {
+            "name": "summarize",
+            "title": "Summarise a text",
+            "description": "Summarise a text in at most three sentences, using your client's own model "
+            "(sampling): your client may show you the request before it runs.",
+            "input_schema": {
+                "type": "object",
+                "properties": {
+                    "text": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 20000,
+                        "description": "The text to summarise.",
+                    }
+                },
+                "required": ["text"],
+                "additionalProperties": False,
+            },
+            "annotations": {"readOnlyHint": True, "openWorldHint": False},
+            "handler": "llm",
+            "handler_config": {
+                "system": "You summarise texts faithfully and briefly. Reply with the summary only.",
+                "prompt": "Summarise this text in at most three sentences:\n\n{{ text }}",
+                "max_tokens": 300,
+            },
+            # Leaves a legacy client's person time to review the request.
+            "timeout_seconds": 120,
         },
         {
             "name": "delete_note",

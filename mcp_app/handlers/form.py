@@ -10,6 +10,11 @@ Tool ``handler_config``:
   ones that must be filled.
 - ``"text"`` (optional): the reply, a template over the arguments and the answers (an answer wins
   over an argument of the same name). Without it, the answers as JSON.
+- ``"sensitive": true`` (optional): the answers must not pass through the client (API keys, card
+  numbers): the person fills the form on this platform's own page instead (URL-mode elicitation,
+  handlers/url_forms.py), the client only asks their consent to open it. Needs a client with URL-mode
+  elicitation (2025-11-25 or 2026-07-28); there is no fallback to an in-client form. The answers are
+  not echoed back unless ``"text"`` names them, and never as ``structuredContent``.
 
 The answers are returned as ``structuredContent``. A declined or cancelled form is an ``isError``
 result that says so, so the model knows nothing was given. The question travels as the era allows
@@ -21,6 +26,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from jsonschema import Draft202012Validator
 
@@ -28,8 +34,10 @@ from mcp_app.content.blocks import render_text, validate_template
 from mcp_app.core.context import RequestContext
 from mcp_app.core.errors import ContentError, ToolError, error_result
 from mcp_app.core.types import ToolDef
+from mcp_app.core.versions import is_modern
+from mcp_app.handlers import url_forms
 
-_KEYS = frozenset({"message", "fields", "text"})
+_KEYS = frozenset({"message", "fields", "text", "sensitive"})
 _COMMON = {"type", "title", "description", "default"}
 _BY_TYPE = {
     "string": _COMMON | {"minLength", "maxLength", "format", "enum", "oneOf"},
@@ -40,21 +48,64 @@ _BY_TYPE = {
 _FORMATS = {"email", "uri", "date", "date-time"}
 
 
+def _declined(answer: dict[str, Any]) -> dict[str, Any] | None:
+    action = answer.get("action")
+    if action == "accept":
+        return None
+    said = "declined" if action == "decline" else "cancelled"
+    return error_result(f"The person {said} the form; nothing was given.")
+
+
+async def _on_page(ctx: RequestContext, message: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """Send the person to the form's page and wait for what they submit there (URL mode).
+
+    The page's link is keyed on the call, so every 2026-07-28 round shows the same one: a retry
+    that finds no answers yet (after MCP_URL_FORM_WAIT_SECONDS) asks again, as the spec allows.
+    """
+    user_id = ctx.user_id if ctx.tenant.auth_mode == "oauth" else None
+    token = url_forms.page_token(
+        tenant_id=ctx.tenant.id, elicitation_id=ctx.call_id, message=message, fields=fields, user_id=user_id
+    )
+    url = url_forms.page_url(ctx.tenant.slug, token)
+    modern = is_modern(ctx.protocol_version)
+    wait = settings.MCP_URL_FORM_WAIT_SECONDS if modern else settings.MCP_URL_FORM_SECONDS
+    while True:
+        consent = await ctx.elicit_url(f"{message} (Open the page to answer.)", url, ctx.call_id)
+        if _declined(consent) is not None:
+            return consent
+        answers = await url_forms.take(ctx.call_id, wait)
+        if answers is not None:
+            break
+        if not modern:
+            raise ToolError("The form's page was not submitted in time; nothing was given.")
+    if not modern:
+        # 2025-11-25: tell the client the out-of-band part is over (only the client that was asked).
+        done = {"elicitationId": ctx.call_id}
+        await ctx.emit({"jsonrpc": "2.0", "method": "notifications/elicitation/complete", "params": done})
+    return {"action": "accept", "content": answers}
+
+
 async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> dict[str, Any]:
     """Ask the form's question; return the answers, or an error result when the person declined."""
     config = tool.handler_config
     message = render_text(config["message"], dict(arguments))
-    answer = await ctx.elicit(message, config["fields"])
-    action = answer.get("action")
-    if action != "accept":
-        said = "declined" if action == "decline" else "cancelled"
-        return error_result(f"The person {said} the form; nothing was given.")
+    sensitive = bool(config.get("sensitive"))
+    if sensitive:
+        answer = await _on_page(ctx, message, config["fields"])
+    else:
+        answer = await ctx.elicit(message, config["fields"])
+    declined = _declined(answer)
+    if declined is not None:
+        return declined
     answers = answer.get("content") or {}
     if not isinstance(answers, dict):
         raise ToolError("The form's answers were not an object.")
     problems = sorted(e.message for e in Draft202012Validator(config["fields"]).iter_errors(answers))
     if problems:
         raise ToolError(f"The form's answers do not fit it: {'; '.join(problems)}.")
+    if sensitive:
+        text = render_text(config["text"], {**arguments, **answers}) if "text" in config else "Received."
+        return {"content": [{"type": "text", "text": text}]}
     if "text" in config:
         text = render_text(config["text"], {**arguments, **answers})
     else:
@@ -77,6 +128,8 @@ def validate_config(config: dict[str, Any]) -> None:
                 raise ValidationError(exc.message) from None
     if "message" not in config:
         raise ValidationError("A form needs 'message': what the person is asked.")
+    if "sensitive" in config and not isinstance(config["sensitive"], bool):
+        raise ValidationError("'sensitive' must be true or false.")
     validate_fields(config.get("fields"))
 
 

@@ -61,10 +61,19 @@ class MissingRequiredClientCapability(JsonRpcError):
     code, message = MISSING_REQUIRED_CLIENT_CAPABILITY, "Missing required client capability"
 
 
+def _is_url_mode(request: dict[str, Any]) -> bool:
+    return request["method"] == "elicitation/create" and request.get("params", {}).get("mode") == "url"
+
+
 def _needs(ctx: RequestContext, request: dict[str, Any]) -> str | None:
-    """The capability the client lacks for `request`, or None when it may be asked."""
+    """The capability the client lacks for `request` ("elicitation.url": a sub-capability), or None."""
     capability = CAPABILITY[request["method"]]
-    return None if isinstance(ctx.client_capabilities.get(capability), dict) else capability
+    declared = ctx.client_capabilities.get(capability)
+    if not isinstance(declared, dict):
+        return capability
+    if _is_url_mode(request) and not isinstance(declared.get("url"), dict):
+        return f"{capability}.url"  # elicitation: {} alone means form mode only
+    return None
 
 
 def can_ask(ctx: RequestContext, method: str) -> bool:
@@ -74,6 +83,11 @@ def can_ask(ctx: RequestContext, method: str) -> bool:
     if is_modern(ctx.protocol_version):
         return True
     return ctx.session is not None and ctx.protocol_version >= SINCE.get(method, "")
+
+
+def _since(request: dict[str, Any]) -> str:
+    """The first legacy revision that has this question (URL-mode elicitation: 2025-11-25)."""
+    return V2025_11_25 if _is_url_mode(request) else SINCE.get(request["method"], "")
 
 
 # --- 2026-07-28: multi round-trip requests ---------------------------------------------------------
@@ -87,6 +101,8 @@ class Rounds:
     asked: int = 0
     # The question this round's inputResponses answered (None on a first call).
     fresh: str | None = None
+    # The call's name across its rounds (RequestContext.call_id), kept in the state.
+    call_id: str = field(default_factory=lambda: secrets.token_urlsafe(16))
 
     def asker(self, ctx: RequestContext) -> Any:
         async def ask(request: dict[str, Any]) -> dict[str, Any]:
@@ -106,6 +122,9 @@ class Rounds:
             raise MissingCapability(missing)
         if key in self.answers:
             return self.answers[key]
+        if _is_url_mode(request):  # 2026-07-28's URL mode has no elicitationId: the state names the call
+            params = {k: v for k, v in request["params"].items() if k != "elicitationId"}
+            request = {**request, "params": params}
         raise InputRequired(key, request)
 
 
@@ -137,12 +156,13 @@ def rounds_of(
         raise InvalidParams("This requestState belongs to another request: call again without it.")
     answers = dict(payload.get("a") or {})
     pending = payload.get("p")
+    call_id = str(payload.get("c") or secrets.token_urlsafe(16))
     answer = (responses or {}).get(pending)
     if isinstance(answer, dict):
         answers[pending] = answer
-        return Rounds(answers, fresh=pending)
+        return Rounds(answers, fresh=pending, call_id=call_id)
     # An unanswered question is simply asked again (mrtr "Error Handling").
-    return Rounds(answers)
+    return Rounds(answers, call_id=call_id)
 
 
 def input_required(
@@ -154,7 +174,12 @@ def input_required(
     asked: InputRequired,
 ) -> dict[str, Any]:
     """The InputRequiredResult of a round: the question, and the state that carries the answers so far."""
-    payload = {"a": rounds.answers, "p": asked.key, "b": _binding(ctx, method, name, arguments)}
+    payload = {
+        "a": rounds.answers,
+        "p": asked.key,
+        "b": _binding(ctx, method, name, arguments),
+        "c": rounds.call_id,
+    }
     state = signing.dumps(payload, salt=STATE_SALT, compress=True)
     return {
         "resultType": "input_required",
@@ -164,9 +189,12 @@ def input_required(
 
 
 def missing_capability(exc: MissingCapability) -> MissingRequiredClientCapability:
+    required: dict[str, Any] = {}
+    for part in reversed(exc.capability.split(".")):  # "elicitation.url" -> {"elicitation": {"url": {}}}
+        required = {part: required}
     return MissingRequiredClientCapability(
         f"This needs the client capability {exc.capability!r}, which the request did not declare.",
-        data={"requiredCapabilities": {exc.capability: {}}},
+        data={"requiredCapabilities": required},
     )
 
 
@@ -194,10 +222,10 @@ def session_asker(ctx: RequestContext) -> Any:
         session = ctx.session
         method = request["method"]
         missing = _needs(ctx, request)
-        if session is None or missing is not None or ctx.protocol_version < SINCE.get(method, ""):
+        if session is None or missing is not None or ctx.protocol_version < _since(request):
             raise ToolError(
                 f"This needs to ask the client ({method}), and this client did not declare "
-                f"{CAPABILITY[method]!r} support (protocol revision {ctx.protocol_version})."
+                f"{missing or CAPABILITY[method]!r} support (protocol revision {ctx.protocol_version})."
             )
         request_id = f"ask-{secrets.token_urlsafe(12)}"
         key = (session.id, request_id)
@@ -266,6 +294,12 @@ def asker_for(ctx: RequestContext, rounds: Rounds | None) -> Any:
     return session_asker(ctx)
 
 
+def asking_context(ctx: RequestContext, rounds: Rounds | None) -> RequestContext:
+    """`ctx` for a handler that may ask: its asker, and the call's name across rounds."""
+    call_id = rounds.call_id if rounds is not None else secrets.token_urlsafe(16)
+    return dataclasses.replace(ctx, ask=asker_for(ctx, rounds), call_id=call_id)
+
+
 async def answering(
     ctx: RequestContext,
     method: str,
@@ -281,7 +315,7 @@ async def answering(
     """
     rounds = rounds_of(ctx, method, name, arguments, params) if is_modern(ctx.protocol_version) else None
     try:
-        return await run(dataclasses.replace(ctx, ask=asker_for(ctx, rounds)))
+        return await run(asking_context(ctx, rounds))
     except InputRequired as asked:
         assert rounds is not None
         return input_required(ctx, method, name, arguments, rounds, asked)

@@ -165,7 +165,7 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
                 # The worker's questions come back here and are asked as an inline handler's.
                 raw = await background.run(ctx, tool, arguments, asking.asker_for(ctx, rounds))
             else:
-                ctx = dataclasses.replace(ctx, ask=asking.asker_for(ctx, rounds))
+                ctx = asking.asking_context(ctx, rounds)
                 raw = await registry.run_inline(ctx, tool, arguments)
         except InputRequired as asked:
             assert rounds is not None

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from mcp import Client
-from mcp_types import ElicitResult, ListRootsResult, Root
+from mcp_types import CreateMessageResult, ElicitResult, ListRootsResult, Root, TextContent
 
 from tests.e2e.helpers import REQUEST_SECONDS, wait_until_served
 from tests.e2e.servers import DaphneServer, django_shell
@@ -25,6 +25,7 @@ ARGUMENTS = {
     "ask_user": {},
     "show_roots": {},
     "delete_note": {"note": "groceries"},
+    "summarize": {"text": "A long text about MCP."},
 }
 
 
@@ -57,6 +58,11 @@ async def test_every_demo_tool_prompt_and_resource_answers_without_an_error(
     async def share_roots(context: Any) -> ListRootsResult:
         return ListRootsResult(roots=[Root(uri="file:///home/ada/project", name="project")])
 
+    async def model(context: Any, params: Any) -> CreateMessageResult:  # the client's own model
+        return CreateMessageResult(
+            role="assistant", content=TextContent(type="text", text="A summary."), model="m"
+        )
+
     async with Client(
         server.mcp_url("demo"),
         mode=mode,
@@ -64,6 +70,7 @@ async def test_every_demo_tool_prompt_and_resource_answers_without_an_error(
         cache=None,
         elicitation_callback=fill_in,
         list_roots_callback=share_roots,
+        sampling_callback=model,
     ) as c:
         tools = {tool.name for tool in (await c.list_tools()).tools}
         assert set(ARGUMENTS) <= tools, tools
@@ -75,6 +82,8 @@ async def test_every_demo_tool_prompt_and_resource_answers_without_an_error(
         assert greeted.structured_content == {"name": "Ada"}
         roots = await c.call_tool("show_roots", {})
         assert "file:///home/ada/project (project)" in roots.content[0].text
+        summary = await c.call_tool("summarize", {"text": "A long text about MCP."})
+        assert summary.content[0].text == "A summary."
         deleted = await c.call_tool("delete_note", {"note": "groceries"})
         assert deleted.content[0].text == "Deleted groceries."
         echoed = await c.call_tool(fetch_json_self, {"hello": "echo"})

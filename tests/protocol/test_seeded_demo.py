@@ -29,6 +29,7 @@ ARGUMENTS: dict[str, dict[str, Any]] = {
     "ask_user": {},
     "show_roots": {},
     "delete_note": {"note": "groceries"},
+    "summarize": {"text": "A long text."},
 }
 ROOTS = {"roots": [{"uri": "file:///home/ada/project", "name": "project"}]}
 
@@ -59,27 +60,29 @@ def served_demo(live_server, settings) -> Tenant:
     return Tenant.objects.get(slug="demo")
 
 
+def answer(ask: dict[str, Any]) -> dict[str, Any]:
+    """What a client answers: ROOTS, a model's "A summary.", or every form field filled with "Ada"."""
+    if ask["method"] == "roots/list":
+        return ROOTS
+    if ask["method"] == "sampling/createMessage":
+        return {"role": "assistant", "content": {"type": "text", "text": "A summary."}, "model": "m"}
+    fields = ask["params"]["requestedSchema"]["properties"]
+    return {"action": "accept", "content": {field: "Ada" for field in fields}}
+
+
 async def call_answering_forms(ctx: Any, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    """tools/call as a 2026-07-28 client that fills every form it is shown with "Ada" and shares ROOTS."""
+    """tools/call as a 2026-07-28 client that answers every question as `answer` does."""
     params: dict[str, Any] = {"name": name, "arguments": arguments}
     result = await result_of(ctx, "tools/call", params)
     while result.get("resultType") == "input_required":
-        answers = {
-            key: ROOTS
-            if ask["method"] == "roots/list"
-            else {
-                "action": "accept",
-                "content": {field: "Ada" for field in ask["params"]["requestedSchema"]["properties"]},
-            }
-            for key, ask in result["inputRequests"].items()
-        }
+        answers = {key: answer(ask) for key, ask in result["inputRequests"].items()}
         params = {**params, "requestState": result["requestState"], "inputResponses": answers}
         result = await result_of(ctx, "tools/call", params)
     return result
 
 
 async def test_every_seeded_demo_tool_answers_without_an_error_under_bin_serve_settings(served_demo):
-    capabilities = {"elicitation": {}, "roots": {}}
+    capabilities = {"elicitation": {}, "roots": {}, "sampling": {}}
     ctx = make_ctx(served_demo, version="2026-07-28", session=None, client_capabilities=capabilities)
     listed = {tool["name"] for tool in (await result_of(ctx, "tools/list"))["tools"]}
     assert listed == set(ARGUMENTS)
@@ -91,6 +94,8 @@ async def test_every_seeded_demo_tool_answers_without_an_error_under_bin_serve_s
     ] == "Hello, Ada! Nice to meet you."
     shown = await call_answering_forms(ctx, "show_roots", {})
     assert "file:///home/ada/project (project)" in shown["content"][0]["text"]
+    summary = await call_answering_forms(ctx, "summarize", {"text": "A long text."})
+    assert summary["content"][0]["text"] == "A summary."
     deleted = await call_answering_forms(ctx, "delete_note", {"note": "groceries"})
     assert deleted["content"][0]["text"] == "Deleted groceries."
 

@@ -56,6 +56,9 @@ def test_seed_demo_creates_the_demo_tenant_with_every_definition(monkeypatch):
         "count_in_background",
         "fetch_json",
         "ask_user",
+        "summarize",
+        "show_roots",
+        "delete_note",
     }
     assert {name for name, tool in tools.items() if tool.execution == "background"} == {"count_in_background"}
     assert tools["echo"].handler_config == {"callable": "echo"}
@@ -75,6 +78,7 @@ def test_seed_demo_creates_the_demo_tenant_with_every_definition(monkeypatch):
         "resource",
     ]
     assert tools["count_slowly"].input_schema["properties"]["n"]["maximum"] == 50
+    assert tools["delete_note"].approval == "every_time" and tools["summarize"].handler == "llm"
     assert tools["fetch_json"].handler == "http"
     assert tools["fetch_json"].handler_config["url"] == settings.MCP_PUBLIC_URL + "/demo/echo"
     prompts = {p.name: p for p in Prompt.objects.filter(tenant=tenant)}
@@ -114,7 +118,7 @@ def test_seed_demo_is_idempotent_and_a_second_run_changes_nothing(
         second = seed()
     assert "admin / demo-admin-pw" in first
     assert "Admin login" not in second  # printed only when the account is created
-    assert "kept 15" in second
+    assert "kept 18" in second
     assert [m.objects.count() for m in (Tenant, Tool, Prompt, Resource, ResourceTemplate)] == counts
     assert Tenant.objects.get(slug="demo").definitions_version == version
     assert get_user_model().objects.get(username="admin").check_password("demo-admin-pw")
@@ -126,7 +130,7 @@ def test_seed_demo_keeps_the_users_edits_to_demo_definitions_on_restart(django_c
     Tool.objects.filter(name="add").delete()
     with django_capture_on_commit_callbacks(execute=True):
         output = seed("--tenant-only")
-    assert "created 1" in output and "kept 14" in output
+    assert "created 1" in output and "kept 17" in output
     assert Tool.objects.get(name="echo").description == "edited"
     assert Tool.objects.filter(name="add").exists()  # a missing demo row is recreated
 
