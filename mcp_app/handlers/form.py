@@ -30,12 +30,13 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from jsonschema import Draft202012Validator
 
-from mcp_app.content.blocks import render_text, validate_template
+from mcp_app.content.blocks import render_text
 from mcp_app.core.context import RequestContext
-from mcp_app.core.errors import ContentError, ToolError, error_result
+from mcp_app.core.errors import ToolError, error_result
 from mcp_app.core.types import ToolDef
 from mcp_app.core.versions import is_modern
 from mcp_app.handlers import url_forms
+from mcp_app.handlers.config import check_keys, check_templates
 
 _KEYS = frozenset({"message", "fields", "text", "sensitive"})
 _COMMON = {"type", "title", "description", "default"}
@@ -115,17 +116,8 @@ async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> 
 
 def validate_config(config: dict[str, Any]) -> None:
     """Raise ValidationError unless ``config`` is a form elicitation can carry."""
-    unknown = set(config) - _KEYS
-    if unknown:
-        raise ValidationError(f"Unknown form handler keys: {', '.join(sorted(unknown))}.")
-    for key in ("message", "text"):
-        if key in config:
-            if not isinstance(config[key], str) or not config[key].strip():
-                raise ValidationError(f"'{key}' must be a non-empty template.")
-            try:
-                validate_template(config[key], f"'{key}'")
-            except ContentError as exc:
-                raise ValidationError(exc.message) from None
+    check_keys(config, _KEYS, "form")
+    check_templates(config, ("message", "text"))
     if "message" not in config:
         raise ValidationError("A form needs 'message': what the person is asked.")
     if "sensitive" in config and not isinstance(config["sensitive"], bool):

@@ -31,11 +31,12 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from mcp_app.content.blocks import render_text, validate_template
+from mcp_app.content.blocks import render_text
 from mcp_app.core.context import RequestContext
-from mcp_app.core.errors import ContentError, ToolError
+from mcp_app.core.errors import ToolError
 from mcp_app.core.types import ToolDef
 from mcp_app.handlers import http, ssrf
+from mcp_app.handlers.config import check_keys, check_templates
 
 _KEYS = frozenset({"prompt", "system", "max_tokens", "temperature", "model_preferences", "endpoint"})
 _ENDPOINT_KEYS = frozenset({"url", "model", "timeout"})
@@ -133,19 +134,10 @@ def _unfenced(answer: str) -> str:
 
 def validate_config(config: dict[str, Any]) -> None:
     """Raise ValidationError unless ``config`` says what to ask a model, and how."""
-    unknown = set(config) - _KEYS
-    if unknown:
-        raise ValidationError(f"Unknown llm handler keys: {', '.join(sorted(unknown))}.")
+    check_keys(config, _KEYS, "llm")
     if "prompt" not in config:
         raise ValidationError("An llm tool needs 'prompt': the message the model is sent.")
-    for key in ("prompt", "system"):
-        if key in config:
-            if not isinstance(config[key], str) or not config[key].strip():
-                raise ValidationError(f"'{key}' must be a non-empty template.")
-            try:
-                validate_template(config[key], f"'{key}'")
-            except ContentError as exc:
-                raise ValidationError(exc.message) from None
+    check_templates(config, ("prompt", "system"))
     max_tokens = config.get("max_tokens", DEFAULT_MAX_TOKENS)
     if (
         isinstance(max_tokens, bool)
