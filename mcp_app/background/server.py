@@ -116,6 +116,8 @@ def _job(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any], channel:
         "scopes": sorted(ctx.scopes) if ctx.scopes is not None else None,
         "request_id": ctx.request_id,
         "progress_token": ctx.progress_token,
+        # The call's name across its 2026-07-28 rounds: what a handler asks out of band is keyed on it.
+        "call_id": ctx.call_id,
     }
 
 

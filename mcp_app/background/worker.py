@@ -140,6 +140,7 @@ def _context(
         emit=emit,
         cancelled=cancelled,
         ask=ask,
+        call_id=job.get("call_id") or "",
     )
 
 

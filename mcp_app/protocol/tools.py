@@ -163,7 +163,8 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
                 return shaping.call_tool_result(refusal, ctx.protocol_version)
             if background.runs_in_background(tool):
                 # The worker's questions come back here and are asked as an inline handler's.
-                raw = await background.run(ctx, tool, arguments, asking.asker_for(ctx, rounds))
+                ctx = asking.asking_context(ctx, rounds)
+                raw = await background.run(ctx, tool, arguments, ctx.ask)
             else:
                 ctx = asking.asking_context(ctx, rounds)
                 raw = await registry.run_inline(ctx, tool, arguments)

@@ -20,6 +20,8 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from mcp_app.background import server, worker
+from mcp_app.core.context import RequestContext
+from mcp_app.handlers.python import register
 from mcp_app.infra import redis_client
 from mcp_app.models import Tool, ToolRun
 from mcp_app.protocol import asking
@@ -394,3 +396,36 @@ async def test_a_modern_client_without_the_capability_gets_minus_32021_from_a_ba
     assert reply["error"]["data"] == {"requiredCapabilities": {"elicitation": {}}}
     run = await run_of(job["id"])
     assert run.status == "failed" and "'elicitation'" in run.detail
+
+
+CALL_IDS: list[str] = []
+
+
+@register("test_bg_call_id")
+async def _record_call_id(ctx: RequestContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    CALL_IDS.append(ctx.call_id)
+    await ctx.elicit("Go on?", {"type": "object", "properties": {}})
+    return {"content": [{"type": "text", "text": "went on"}]}
+
+
+@pytest.mark.services
+async def test_a_background_handler_sees_its_calls_own_id_the_same_in_every_2026_round(celery_mode, demo_a):
+    """What a handler asks out of band (a URL-mode form) is keyed on ctx.call_id: a worker needs the call's."""
+    await sync_to_async(Tool.objects.create)(
+        tenant=demo_a,
+        name="bg_call_id",
+        handler="python",
+        handler_config={"callable": "test_bg_call_id"},
+        execution="background",
+    )
+    CALL_IDS.clear()
+    ctx = make_ctx(demo_a, version=MODERN, session=None, client_capabilities=CAN_ELICIT)
+    params: dict[str, Any] = {"name": "bg_call_id", "arguments": {}}
+    call = asyncio.create_task(result_of(ctx, "tools/call", params))
+    assert await worker.work(await take_job(celery_mode)) == "asked"
+    first = await asyncio.wait_for(call, 5)
+    retry = {**params, "requestState": first["requestState"], "inputResponses": {"q1": {"action": "accept"}}}
+    call = asyncio.create_task(result_of(ctx, "tools/call", retry))
+    assert await worker.work(await take_job(celery_mode)) == "done"
+    assert (await asyncio.wait_for(call, 5))["content"][0]["text"] == "went on"
+    assert len(CALL_IDS) == 2 and CALL_IDS[0] == CALL_IDS[1] != ""
