@@ -373,3 +373,31 @@ async def open_legacy_session(
     )
     assert note.status_code == 202
     return headers
+
+
+async def answered_on_the_other_server(first_url: str, second_url: str, tool: str, name: str) -> str:
+    """A legacy session calls `tool` on `first_url`; its elicitation is answered (`name`) by a POST to
+    `second_url`, as when a load balancer sends the answer to another process. Returns the tool's text."""
+    async with httpx.AsyncClient(timeout=httpx.Timeout(REQUEST_SECONDS)) as http:
+        headers = await open_legacy_session(http, first_url, capabilities={"elicitation": {}})
+        call = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": tool, "arguments": {}}}
+        buffer = ""
+        async with http.stream("POST", first_url, headers=headers, json=call) as response:
+            chunks = response.aiter_text()
+            async for chunk in chunks:
+                buffer += chunk
+                questions = [m for m in parse_sse(buffer) if m.get("method") == "elicitation/create"]
+                if questions:
+                    break
+            answer = {
+                "jsonrpc": "2.0",
+                "id": questions[0]["id"],
+                "result": {"action": "accept", "content": {"name": name}},
+            }
+            posted = await http.post(second_url, headers=headers, json=answer)
+            assert posted.status_code == 202
+            async for chunk in chunks:
+                buffer += chunk
+    final = [m for m in parse_sse(buffer) if m.get("id") == 5]
+    assert final, buffer
+    return final[0]["result"]["content"][0]["text"]

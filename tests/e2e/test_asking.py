@@ -10,12 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 from mcp import Client
 from mcp_types import ElicitResult
 
-from tests.e2e.helpers import REQUEST_SECONDS, open_legacy_session, parse_sse, wait_until_served
+from tests.e2e.helpers import REQUEST_SECONDS, answered_on_the_other_server, wait_until_served
 from tests.e2e.servers import DaphneServer, django_shell
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
@@ -67,33 +66,8 @@ async def test_the_sdk_answers_a_tools_question_through_its_elicitation_callback
 async def test_a_legacy_answer_posted_to_the_other_daphne_reaches_the_waiting_tool(
     server: DaphneServer, server_b: DaphneServer, ask_tool: str
 ) -> None:
-    async with httpx.AsyncClient(timeout=httpx.Timeout(REQUEST_SECONDS)) as http:
-        headers = await open_legacy_session(http, server.mcp_url(), capabilities={"elicitation": {}})
-        call = {
-            "jsonrpc": "2.0",
-            "id": 5,
-            "method": "tools/call",
-            "params": {"name": ask_tool, "arguments": {}},
-        }
-        buffer = ""
-        async with http.stream("POST", server.mcp_url(), headers=headers, json=call) as response:
-            chunks = response.aiter_text()
-            async for chunk in chunks:
-                buffer += chunk
-                questions = [m for m in parse_sse(buffer) if m.get("method") == "elicitation/create"]
-                if questions:
-                    break
-            answer = {
-                "jsonrpc": "2.0",
-                "id": questions[0]["id"],
-                "result": {"action": "accept", "content": {"name": "Bo"}},
-            }
-            posted = await http.post(server_b.mcp_url(), headers=headers, json=answer)
-            assert posted.status_code == 202
-            async for chunk in chunks:
-                buffer += chunk
-    final = [m for m in parse_sse(buffer) if m.get("id") == 5]
-    assert final and final[0]["result"]["content"][0]["text"] == "Hello, Bo!"
+    text = await answered_on_the_other_server(server.mcp_url(), server_b.mcp_url(), ask_tool, "Bo")
+    assert text == "Hello, Bo!"
 
 
 @pytest.fixture(scope="module")

@@ -12,12 +12,11 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 from mcp import Client
 from mcp_types import ElicitResult
 
-from tests.e2e.helpers import REQUEST_SECONDS, open_legacy_session, parse_sse, wait_until, wait_until_served
+from tests.e2e.helpers import REQUEST_SECONDS, answered_on_the_other_server, wait_until, wait_until_served
 from tests.e2e.servers import DaphneServer, ServerProcess, django_shell
 
 pytestmark = [
@@ -84,30 +83,5 @@ async def test_the_sdk_answers_a_background_tools_question_and_the_worker_finish
 async def test_a_legacy_answer_posted_to_the_other_daphne_reaches_the_worker_waiting_for_it(
     server: DaphneServer, server_b: DaphneServer, celery_worker: ServerProcess, ask_tool: str
 ) -> None:
-    async with httpx.AsyncClient(timeout=httpx.Timeout(REQUEST_SECONDS)) as http:
-        headers = await open_legacy_session(http, server.mcp_url(), capabilities={"elicitation": {}})
-        call = {
-            "jsonrpc": "2.0",
-            "id": 5,
-            "method": "tools/call",
-            "params": {"name": ask_tool, "arguments": {}},
-        }
-        buffer = ""
-        async with http.stream("POST", server.mcp_url(), headers=headers, json=call) as response:
-            chunks = response.aiter_text()
-            async for chunk in chunks:
-                buffer += chunk
-                questions = [m for m in parse_sse(buffer) if m.get("method") == "elicitation/create"]
-                if questions:
-                    break
-            answer = {
-                "jsonrpc": "2.0",
-                "id": questions[0]["id"],
-                "result": {"action": "accept", "content": {"name": "Bo"}},
-            }
-            posted = await http.post(server_b.mcp_url(), headers=headers, json=answer)
-            assert posted.status_code == 202
-            async for chunk in chunks:
-                buffer += chunk
-    final = [m for m in parse_sse(buffer) if m.get("id") == 5]
-    assert final and final[0]["result"]["content"][0]["text"] == "Hello, Bo!"
+    text = await answered_on_the_other_server(server.mcp_url(), server_b.mcp_url(), ask_tool, "Bo")
+    assert text == "Hello, Bo!"
