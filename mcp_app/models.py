@@ -53,6 +53,14 @@ class Execution(models.TextChoices):
     BACKGROUND = "background", "On a Celery worker (long tools)"
 
 
+class TaskSupport(models.TextChoices):
+    # Automatic: a background tool is long by nature, an inline one is quick (AMB-47).
+    AUTO = "auto", "Automatic: optional for background tools, forbidden for inline ones"
+    FORBIDDEN = "forbidden", "Forbidden: never run as a task"
+    OPTIONAL = "optional", "Optional: the client may run it as a task"
+    REQUIRED = "required", "Required: the client must run it as a task"
+
+
 class Approval(models.TextChoices):
     OFF = "off", "Off: the tool runs when called"
     EVERY_TIME = "every_time", "Ask every time"
@@ -117,6 +125,15 @@ class Tool(Definition):
         help_text="When approval is on and the client cannot ask its person (no elicitation support).",
     )
 
+    task_support = models.CharField(
+        max_length=20,
+        choices=TaskSupport.choices,
+        default=TaskSupport.AUTO,
+        help_text="2025-11-25 clients: whether a call may return a task handle at once, its result "
+        "fetched later (execution.taskSupport). 2026-07-28 clients that accept tasks get one for every "
+        "call of a background tool whose support is not forbidden.",
+    )
+
     objects = ToolQuerySet.as_manager()
 
     class Meta:
@@ -128,6 +145,12 @@ class Tool(Definition):
 
     def clean(self) -> None:
         validation.clean_tool(self)
+
+    @property
+    def resolved_task_support(self) -> str:
+        if self.task_support != TaskSupport.AUTO:
+            return self.task_support
+        return TaskSupport.OPTIONAL if self.execution == Execution.BACKGROUND else TaskSupport.FORBIDDEN
 
 
 class Prompt(Definition):
@@ -262,6 +285,14 @@ class ToolRun(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     worker = models.CharField(max_length=255, blank=True, help_text="Host and process that ran it.")
     detail = models.TextField(blank=True, help_text="The error a failed run returned, or why it stopped.")
+    # A call run as a task (protocol/tasks.py): its unguessable id, the revision it was made in, until
+    # when it is kept, and how it ended ({"status": ..., "result" | "error": ..., "message": ...}),
+    # written once by whoever ends it first (the run, or tasks/cancel).
+    task_id = models.CharField(max_length=64, unique=True, null=True, blank=True)
+    task_protocol_version = models.CharField(max_length=20, blank=True)
+    task_ttl_ms = models.PositiveIntegerField(null=True, blank=True)
+    task_expires_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    task_outcome = models.JSONField(null=True, blank=True)
 
     objects = TenantQuerySet.as_manager()
 

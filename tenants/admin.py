@@ -145,6 +145,7 @@ class TenantAdmin(MembershipPermissionsMixin, admin.ModelAdmin):
         ),
         ("Clients", {"fields": ("auth_mode", "instructions", "website_url", "icons", "allowed_origins")}),
         ("Caching (2026-07-28 clients)", {"fields": ("cache_ttl_ms", "cache_scope")}),
+        ("Tasks", {"fields": ("task_ttl_seconds",)}),
         ("State", {"fields": ("definitions_version", "created_at", "updated_at")}),
     )
 

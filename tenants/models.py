@@ -65,6 +65,13 @@ class Tenant(models.Model):
         help_text="How long (milliseconds) 2026-07-28 clients may treat a list, a resource read or "
         "server/discover as fresh. Edits still reach listening clients at once. 0: always re-fetch.",
     )
+    # Tasks (tools/call answered with a task handle, protocol/tasks.py): how long a task and its result
+    # are kept; a client's requested ttl is capped by it.
+    task_ttl_seconds = models.PositiveIntegerField(
+        default=3600,
+        help_text="How long (seconds) a tool call run as a task keeps its status and result for its "
+        "caller to fetch; a client asking for longer gets this. Expired tasks are deleted.",
+    )
     cache_scope = models.CharField(
         max_length=10,
         choices=CacheScope.choices,

@@ -68,7 +68,16 @@ class ToolAdmin(DefinitionAdmin):
         ("Schemas", {"fields": ("input_schema", "output_schema", "revisions")}),
         (
             "Handler",
-            {"fields": ("handler", "python_callable", "handler_config", "timeout_seconds", "execution")},
+            {
+                "fields": (
+                    "handler",
+                    "python_callable",
+                    "handler_config",
+                    "timeout_seconds",
+                    "execution",
+                    "task_support",
+                )
+            },
         ),
         ("Authorization", {"fields": ("required_scope",)}),
         ("Approval", {"fields": ("approval", "approval_without_elicitation")}),

@@ -96,10 +96,12 @@ def answer_key(job_id: str, ask_id: str) -> str:
     return f"mcp:job:{job_id}:answer:{ask_id}"
 
 
-def _job(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any], channel: str) -> dict[str, Any]:
+def _job(
+    ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any], channel: str, job_id: str | None
+) -> dict[str, Any]:
     session = ctx.session
     return {
-        "id": secrets.token_urlsafe(16),
+        "id": job_id or secrets.token_urlsafe(16),
         "reply_to": channel,
         "start_by": time.time() + settings.MCP_BACKGROUND_START_SECONDS,
         "tenant_id": ctx.tenant.id,
@@ -178,20 +180,24 @@ async def _relay_ask(ask: Asker, job_id: str, event: dict[str, Any]) -> None:
     await _answer(job_id, ask_id, answer)
 
 
-async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any], ask: Asker) -> dict[str, Any]:
+async def run(
+    ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any], ask: Asker, job_id: str | None = None
+) -> dict[str, Any]:
     """Run `tool` on a Celery worker and return its CallToolResult; relay its notifications meanwhile.
 
     The handler's questions are asked with `ask` (the request's asker, protocol.asking); a 2026-07-28
     question without an answer yet raises InputRequired here, as an inline handler's would.
+    `job_id` names a run whose ToolRun row its caller already made (a task, protocol.tasks).
     """
     layer = get_channel_layer()
     # The default prefix: channels_redis reads all of a process's "specific" channels from one Redis
     # list under one lock; a channel of another prefix waited behind that reader (replies never came).
     channel = await layer.new_channel()
-    job = _job(ctx, tool, arguments, channel)
+    job = _job(ctx, tool, arguments, channel, job_id)
     not_queued = error_result(f"Tool {tool.name!r} could not be queued for a worker. Try again later.")
     try:
-        await database_sync_to_async(runs.record_queued)(job)
+        if job_id is None:
+            await database_sync_to_async(runs.record_queued)(job)
     except Exception:
         logger.exception(
             "could not record background job of tool %s of tenant %s", tool.name, ctx.tenant.slug

@@ -8,6 +8,7 @@ commit.
 from __future__ import annotations
 
 from channels.db import database_sync_to_async
+from django.db.models import Q
 
 from mcp_app.catalog import tokens
 from mcp_app.core.mcp_headers import param_headers
@@ -20,7 +21,7 @@ from mcp_app.core.types import (
     ToolDef,
     offered_to_legacy,
 )
-from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool
+from mcp_app.models import Prompt, Resource, ResourceTemplate, TaskSupport, Tool
 from tenants.models import AuthMode, Tenant
 
 # Entries are keyed by the change token observed *before* loading, and are valid while the token
@@ -57,7 +58,17 @@ def clear_caches() -> None:
 # --- Tenants ------------------------------------------------------------------------------------
 
 
-def tenant_info(tenant: Tenant, tool_scopes: tuple[tuple[str, str], ...] = ()) -> TenantInfo:
+def _has_task_tools(tenant_id: int) -> bool:
+    """Whether a tool may run as a task (models.Tool.resolved_task_support): initialize declares
+    `tasks` from this, without loading the catalog."""
+    may = Q(task_support__in=(TaskSupport.OPTIONAL, TaskSupport.REQUIRED))
+    may |= Q(task_support=TaskSupport.AUTO, execution="background")
+    return Tool.objects.for_tenant(tenant_id).filter(may, enabled=True).exists()
+
+
+def tenant_info(
+    tenant: Tenant, tool_scopes: tuple[tuple[str, str], ...] = (), has_task_tools: bool = False
+) -> TenantInfo:
     """The immutable facts a request needs about a tenant row."""
     return TenantInfo(
         id=tenant.pk,
@@ -75,6 +86,8 @@ def tenant_info(tenant: Tenant, tool_scopes: tuple[tuple[str, str], ...] = ()) -
         tool_scopes=tool_scopes,
         cache_ttl_ms=tenant.cache_ttl_ms,
         cache_scope=tenant.cache_scope,
+        task_ttl_seconds=tenant.task_ttl_seconds,
+        has_task_tools=has_task_tools,
     )
 
 
@@ -86,7 +99,7 @@ def _load_tenant(slug: str) -> tuple[TenantInfo, int] | None:
     if tenant.auth_mode != AuthMode.PUBLIC:
         rows = Tool.objects.needing_scopes(tenant.pk)
         tool_scopes = tuple(rows.order_by("name").values_list("name", "required_scope"))
-    info = tenant_info(tenant, tool_scopes)
+    info = tenant_info(tenant, tool_scopes, _has_task_tools(tenant.pk))
     return info, int(tenant.definitions_version)
 
 
@@ -144,6 +157,7 @@ def _load_catalog(tenant_id: int) -> Catalog:
             execution=row.execution,
             approval=row.approval,
             approval_without_elicitation=row.approval_without_elicitation,
+            task_support=row.resolved_task_support,
             mirrors_headers=bool(param_headers(row.input_schema or {})),
             legacy=offered_to_legacy(row.output_schema or None),
         )

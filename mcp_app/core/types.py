@@ -36,6 +36,9 @@ class ToolDef:
     # when the client cannot ask: "refuse" or "run" (protocol/approval.py).
     approval: str = "off"
     approval_without_elicitation: str = "refuse"
+    # Whether a 2025-11-25 client may (or must) call it as a task: "forbidden", "optional" or
+    # "required" (models.TaskSupport resolved: "auto" is optional for background tools).
+    task_support: str = "forbidden"
     # False when only 2026-07-28 can describe it (see offered_to_legacy): legacy sessions never see it.
     legacy: bool = True
 
@@ -132,3 +135,5 @@ class TenantInfo:
     tool_scopes: tuple[tuple[str, str], ...] = ()
     cache_ttl_ms: int = 60_000
     cache_scope: str = "auto"  # "auto" | "public" | "private" (tenants.models.CacheScope)
+    task_ttl_seconds: int = 3600  # how long a task keeps its result (protocol/tasks.py)
+    has_task_tools: bool = False  # some enabled tool may run as a task (2025-11-25 `tasks` capability)

@@ -18,7 +18,7 @@ from typing import Any
 
 from mcp_app.core.context import RequestContext
 from mcp_app.core.versions import META_SERVER_INFO, is_modern
-from mcp_app.protocol import caching, completion, lifecycle, prompts, resources, tools
+from mcp_app.protocol import caching, completion, lifecycle, prompts, resources, tasks, tools
 from mcp_app.protocol import logging as log_level
 from mcp_app.protocol.jsonrpc import (
     InternalError,
@@ -54,6 +54,11 @@ METHODS: dict[str, Handler] = {
     "resources/unsubscribe": resources.handle_unsubscribe,
     "completion/complete": completion.handle_complete,
     "logging/setLevel": log_level.handle_set_level,
+    # 2025-11-25 tasks (protocol/tasks.py); a session at another revision finds none of its tasks.
+    "tasks/get": tasks.handle_get,
+    "tasks/result": tasks.handle_result,
+    "tasks/list": tasks.handle_list,
+    "tasks/cancel": tasks.handle_cancel,
 }
 
 
@@ -72,8 +77,12 @@ MODERN_METHODS: dict[str, Handler] = {
             "resources/templates/list",
             "resources/read",
             "completion/complete",
+            "tasks/get",
+            "tasks/cancel",
         )
     },
+    # The tasks extension polls tasks/get (no tasks/result or tasks/list) and answers input with tasks/update.
+    "tasks/update": tasks.handle_update,
 }
 
 

@@ -7,8 +7,8 @@ from typing import Any
 from mcp_app import catalog as catalogs
 from mcp_app.core.context import RequestContext
 from mcp_app.core.types import Catalog
-from mcp_app.core.versions import ALL_VERSIONS, V2025_03_26, negotiate
-from mcp_app.protocol import shaping
+from mcp_app.core.versions import ALL_VERSIONS, V2025_03_26, V2025_11_25, negotiate
+from mcp_app.protocol import shaping, tasks
 from mcp_app.protocol.jsonrpc import InvalidParams, InvalidRequest
 
 
@@ -40,6 +40,8 @@ def modern_capabilities(catalog: Catalog) -> dict[str, Any]:
         caps["resources"] = {"subscribe": True, "listChanged": True}
     if catalog.prompts or catalog.templates:
         caps["completions"] = {}
+    if tasks.modern_extension(catalog):
+        caps["extensions"] = {tasks.EXTENSION: {}}
     return caps
 
 
@@ -76,9 +78,14 @@ async def handle_initialize(ctx: RequestContext, params: dict[str, Any]) -> dict
         raise InvalidRequest("Session already initialized.")
     _check_params(params)
     version = negotiate(params["protocolVersion"])
+    caps = capabilities(version)
+    # Unlike the rest (AMB-19), tasks are declared only where a tool can be one: a client told so
+    # would otherwise send task-augmented calls that every tool refuses.
+    if version == V2025_11_25 and ctx.tenant.has_task_tools:
+        caps["tasks"] = tasks.legacy_capability()
     result: dict[str, Any] = {
         "protocolVersion": version,
-        "capabilities": capabilities(version),
+        "capabilities": caps,
         "serverInfo": server_info(ctx, version),
     }
     if ctx.tenant.instructions:

@@ -15,7 +15,7 @@ from mcp_app.core.errors import InputRequired, MissingCapability, error_result
 from mcp_app.core.types import Catalog, ToolDef
 from mcp_app.core.versions import is_modern
 from mcp_app.handlers import registry
-from mcp_app.protocol import approval, asking, ratelimit, schemas, shaping
+from mcp_app.protocol import approval, asking, ratelimit, schemas, shaping, tasks
 from mcp_app.protocol.jsonrpc import InvalidParams, truncate
 from mcp_app.protocol.pagination import paginate, with_cursor
 
@@ -33,6 +33,8 @@ def describe(tool: ToolDef) -> dict[str, Any]:
         "annotations": tool.annotations,
         "icons": tool.icons,
         "_meta": tool.meta,
+        # 2025-11-25 only (shaping drops it elsewhere); "forbidden" is also what its absence means.
+        "execution": {"taskSupport": tool.task_support},
     }
 
 
@@ -131,6 +133,22 @@ def _finish_result(tool: ToolDef, result: Any) -> dict[str, Any]:
     return result
 
 
+def _task_run(tool: ToolDef, arguments: dict[str, Any]) -> tasks.Run:
+    """The call's run for a task: the same two paths and checks, given the task's context and row."""
+
+    async def run(ctx: RequestContext, job_id: str) -> dict[str, Any]:
+        try:
+            if background.runs_in_background(tool):
+                raw = await background.run(ctx, tool, arguments, ctx.ask, job_id=job_id)
+            else:
+                raw = await registry.run_inline(ctx, tool, arguments)
+        except (InputRequired, MissingCapability):
+            raw = error_result(f"Tool {tool.name!r} asks the client, which a task cannot do yet.")
+        return shaping.call_tool_result(_finish_result(tool, raw), ctx.protocol_version)
+
+    return run
+
+
 async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     """Validate, run with the tool's timeout, and check the result; tool faults become isError results."""
     name = params.get("name")
@@ -146,6 +164,7 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
     if tool is None or not (tool.legacy or is_modern(ctx.protocol_version)):
         raise InvalidParams(truncate(f"Unknown tool: {name}", 200))
     ratelimit.check_tool_call(ctx)
+    as_task = tasks.wanted(ctx, tool, params)
     result = _check_arguments(tool, arguments)
     if result is None:
         arguments = with_defaults(tool.input_schema, arguments)
@@ -161,6 +180,12 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
             refusal = await approval.check(ctx, tool, arguments, rounds)
             if refusal is not None:
                 return shaping.call_tool_result(refusal, ctx.protocol_version)
+            if as_task:
+                # Asked (approval) before the handle is returned; the run itself goes on without the
+                # request: a task's handler cannot ask (protocol/tasks.py, AMB-47).
+                return await tasks.create(
+                    ctx, tool, params, _task_run(tool, arguments), background.runs_in_background(tool)
+                )
             if background.runs_in_background(tool):
                 # The worker's questions come back here and are asked as an inline handler's.
                 ctx = asking.asking_context(ctx, rounds)

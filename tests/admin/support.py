@@ -33,6 +33,7 @@ def tool_form_data(tool: Tool, **overrides: Any) -> dict[str, Any]:
         "execution": tool.execution,
         "approval": tool.approval,
         "approval_without_elicitation": tool.approval_without_elicitation,
+        "task_support": tool.task_support,
         "secret_headers": "",
         "annotations": _json(tool.annotations),
         "icons": _json(tool.icons),

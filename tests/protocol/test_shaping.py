@@ -9,6 +9,7 @@ from tests.protocol.support import ICON, result_of
 from tests.support import make_ctx
 
 ALL_TOOL_KEYS = {
+    "execution",
     "name",
     "title",
     "description",

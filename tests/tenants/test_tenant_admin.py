@@ -27,6 +27,7 @@ def tenant_form_data(tenant: Tenant, **overrides) -> dict:
         "allowed_origins": "",
         "cache_ttl_ms": "60000",
         "cache_scope": "auto",
+        "task_ttl_seconds": 3600,
         "_save": "Save",
     }
     data.update(overrides)

@@ -1,0 +1,270 @@
+"""Tasks (protocol/tasks.py, AMB-47): 2025-11-25 task-augmented calls and the 2026-07-28 extension.
+
+Background tools run in this process here (MCP_BACKGROUND_TOOLS inline); the same runs on a real
+Celery worker are in tests/e2e/test_tasks.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+
+from mcp_app import catalog as catalogs
+from mcp_app.core.context import RequestContext
+from mcp_app.models import Tool, ToolRun
+from mcp_app.protocol import tasks
+from tests.protocol.support import error_of, result_of
+from tests.support import make_ctx
+
+MODERN = "2026-07-28"
+EXTENSION_CAPS = {"extensions": {tasks.EXTENSION: {}}}
+
+
+async def ctx_for(tenant: Any, version: str = "2025-11-25", **kwargs: Any) -> RequestContext:
+    """make_ctx with the tenant as the transport loads it (whether it has task tools)."""
+    ctx = make_ctx(tenant, version=version, **kwargs)
+    info = await catalogs.get_tenant(tenant.slug)
+    assert info is not None
+    return dataclasses.replace(ctx, tenant=info)
+
+
+@pytest.fixture(autouse=True)
+def count_in_background(demo_a: Any) -> Tool:
+    """The demo's background counter (its task support left automatic: optional)."""
+    return Tool.objects.create(
+        tenant=demo_a,
+        name="count_in_background",
+        input_schema={
+            "type": "object",
+            "properties": {"n": {"type": "integer"}, "delay": {"type": "number"}},
+        },
+        handler="python",
+        handler_config={"callable": "count_slowly"},
+        timeout_seconds=20,
+        execution="background",
+    )
+
+
+def count(n: int = 2, delay: float = 0.01, **extra: Any) -> dict[str, Any]:
+    return {"name": "count_in_background", "arguments": {"n": n, "delay": delay}, **extra}
+
+
+async def finished(ctx: RequestContext, task_id: str) -> dict[str, Any]:
+    for _ in range(200):
+        task = await result_of(ctx, "tasks/get", {"taskId": task_id})
+        if task["status"] in tasks.TERMINAL:
+            return task
+        await asyncio.sleep(0.05)
+    raise AssertionError("the task never ended")
+
+
+# --- 2025-11-25 -----------------------------------------------------------------------------------
+
+
+async def test_a_2025_11_25_session_is_offered_tasks_only_where_a_tool_supports_them(demo_a, demo_b):
+    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    caps = (await result_of(await ctx_for(demo_a, session=None), "initialize", init))["capabilities"]
+    assert caps["tasks"] == {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+    older = {**init, "protocolVersion": "2025-06-18"}
+    assert (
+        "tasks"
+        not in (await result_of(await ctx_for(demo_a, session=None), "initialize", older))["capabilities"]
+    )
+    assert (
+        "tasks"
+        not in (await result_of(await ctx_for(demo_b, session=None), "initialize", init))["capabilities"]
+    )
+
+
+async def test_tools_list_tells_2025_11_25_clients_each_tools_task_support(demo_a):
+    await sync_to_async(Tool.objects.filter(tenant=demo_a, name="add").update)(task_support="required")
+    listed = {t["name"]: t for t in (await result_of(await ctx_for(demo_a), "tools/list"))["tools"]}
+    assert listed["count_in_background"]["execution"] == {"taskSupport": "optional"}
+    assert listed["echo"]["execution"] == {"taskSupport": "forbidden"}
+    assert listed["add"]["execution"] == {"taskSupport": "required"}
+    modern = await result_of(await ctx_for(demo_a, MODERN, session=None), "tools/list")
+    assert all("execution" not in t for t in modern["tools"])
+
+
+async def test_a_task_augmented_call_answers_a_task_at_once_and_its_result_later(demo_a):
+    ctx = await ctx_for(demo_a)
+    created = await result_of(ctx, "tools/call", count(task={"ttl": 60_000}))
+    task = created["task"]
+    assert task["status"] == "working" and task["ttl"] == 60_000 and task["pollInterval"] == 1000
+    assert len(task["taskId"]) >= 32 and task["createdAt"].endswith("Z")
+    result = await result_of(ctx, "tasks/result", {"taskId": task["taskId"]})
+    assert result["content"][0]["text"].startswith("Counted to 2")
+    assert result["_meta"][tasks.RELATED_TASK] == {"taskId": task["taskId"]}
+    assert (await result_of(ctx, "tasks/get", {"taskId": task["taskId"]}))["status"] == "completed"
+    run = await sync_to_async(ToolRun.objects.get)(task_id=task["taskId"])
+    assert run.status == ToolRun.Status.DONE
+
+
+async def test_the_tenants_task_ttl_caps_the_clients(demo_a):
+    demo_a.task_ttl_seconds = 10
+    await sync_to_async(demo_a.save)()
+    created = await result_of(await ctx_for(demo_a), "tools/call", count(task={"ttl": 3_600_000}))
+    assert created["task"]["ttl"] == 10_000
+
+
+async def test_a_tool_whose_task_support_is_forbidden_refuses_a_task_and_a_required_one_a_plain_call(demo_a):
+    await sync_to_async(Tool.objects.filter(tenant=demo_a, name="count_in_background").update)(
+        task_support="required"
+    )
+    ctx = await ctx_for(demo_a)
+    plain = await error_of(ctx, "tools/call", count())
+    assert plain["code"] == -32601
+    forbidden = await error_of(ctx, "tools/call", {"name": "echo", "arguments": {"message": "m"}, "task": {}})
+    assert forbidden["code"] == -32601
+
+
+async def test_a_session_before_2025_11_25_has_its_task_field_ignored(demo_a):
+    result = await result_of(await ctx_for(demo_a, "2025-06-18"), "tools/call", count(task={}))
+    assert "task" not in result and result["content"][0]["text"].startswith("Counted to 2")
+
+
+async def test_an_is_error_result_makes_a_failed_task_whose_result_is_that_result(demo_a):
+    ctx = await ctx_for(demo_a)
+    await sync_to_async(Tool.objects.filter(tenant=demo_a, name="boom").update)(task_support="optional")
+    created = await result_of(ctx, "tools/call", {"name": "boom", "arguments": {}, "task": {}})
+    task = await finished(ctx, created["task"]["taskId"])
+    assert task["status"] == "failed" and task["statusMessage"].startswith("Tool execution failed")
+    result = await result_of(ctx, "tasks/result", {"taskId": task["taskId"]})
+    assert result["isError"] is True
+
+
+async def test_cancelling_a_running_task_stops_it_and_a_second_cancel_is_refused(demo_a):
+    ctx = await ctx_for(demo_a)
+    task_id = (await result_of(ctx, "tools/call", count(n=50, delay=0.2, task={})))["task"]["taskId"]
+    await asyncio.sleep(0.3)
+    cancelled = await result_of(ctx, "tasks/cancel", {"taskId": task_id})
+    assert cancelled["status"] == "cancelled"
+    await asyncio.sleep(0.3)
+    assert (await result_of(ctx, "tasks/get", {"taskId": task_id}))["status"] == "cancelled"
+    again = await error_of(ctx, "tasks/cancel", {"taskId": task_id})
+    assert again == {"code": -32602, "message": "Cannot cancel task: already in terminal status 'cancelled'"}
+    run = await sync_to_async(ToolRun.objects.get)(task_id=task_id)
+    assert run.status == ToolRun.Status.CANCELLED
+
+
+async def test_tasks_list_pages_through_the_callers_own_tasks(demo_a, monkeypatch):
+    monkeypatch.setattr(tasks, "PAGE_SIZE", 2)
+    mine, theirs = await ctx_for(demo_a), await ctx_for(demo_a)
+    theirs = dataclasses.replace(theirs, session=dataclasses.replace(theirs.session, id="sess-2"))
+    ids = [(await result_of(mine, "tools/call", count(task={})))["task"]["taskId"] for _ in range(3)]
+    await result_of(theirs, "tools/call", count(task={}))
+    first = await result_of(mine, "tasks/list")
+    second = await result_of(mine, "tasks/list", {"cursor": first["nextCursor"]})
+    assert "nextCursor" not in second
+    assert [t["taskId"] for t in first["tasks"] + second["tasks"]] == ids[::-1]
+    assert (await error_of(mine, "tasks/list", {"cursor": "forged"}))["code"] == -32602
+
+
+@pytest.mark.parametrize("method", ["tasks/get", "tasks/result", "tasks/cancel"])
+async def test_another_session_user_or_client_gets_not_found_for_a_task_like_an_unknown_id(
+    demo_a, method, alice, bob
+):
+    owner = await ctx_for(demo_a, user_id=None)
+    task_id = (await result_of(owner, "tools/call", count(n=3, delay=0.2, task={})))["task"]["taskId"]
+    other_session = dataclasses.replace(owner, session=dataclasses.replace(owner.session, id="sess-2"))
+    signed_in = await ctx_for(demo_a, user_id=alice.id, client_id="c1")
+    signed_in_task = (await result_of(signed_in, "tools/call", count(task={})))["task"]["taskId"]
+    other_client = dataclasses.replace(signed_in, client_id="c2")
+    other_user = dataclasses.replace(signed_in, user_id=bob.id)
+    unknown = await error_of(owner, method, {"taskId": "no-such-task"})
+    assert unknown == {"code": -32602, "message": "Failed to retrieve task: Task not found"}
+    assert await error_of(other_session, method, {"taskId": task_id}) == unknown
+    assert await error_of(other_client, method, {"taskId": signed_in_task}) == unknown
+    assert await error_of(other_user, method, {"taskId": signed_in_task}) == unknown
+    # The same user and client on another session is the same caller.
+    assert await result_of(
+        dataclasses.replace(signed_in, session=other_session.session), "tasks/get", {"taskId": signed_in_task}
+    )
+
+
+async def test_an_expired_task_is_not_found(demo_a):
+    ctx = await ctx_for(demo_a)
+    task_id = (await result_of(ctx, "tools/call", count(task={})))["task"]["taskId"]
+    await finished(ctx, task_id)
+    await sync_to_async(ToolRun.objects.filter(task_id=task_id).update)(
+        task_expires_at="2000-01-01T00:00:00Z"
+    )
+    assert (await error_of(ctx, "tasks/get", {"taskId": task_id}))["message"] == tasks.NOT_FOUND
+
+
+async def test_a_status_change_is_announced_on_the_session_stream(demo_a, monkeypatch):
+    sent: list[tuple[str, dict[str, Any]]] = []
+
+    async def publish(session_id: str, event: dict[str, Any]) -> None:
+        sent.append((session_id, event["message"]))
+
+    monkeypatch.setattr(tasks.notify, "apublish_session", publish)
+    ctx = await ctx_for(demo_a, progress_token="p1")
+    task_id = (await result_of(ctx, "tools/call", count(task={})))["task"]["taskId"]
+    await result_of(ctx, "tasks/result", {"taskId": task_id})
+    await asyncio.sleep(0.1)
+    statuses = [m for _, m in sent if m["method"] == "notifications/tasks/status"]
+    assert statuses and statuses[-1]["params"]["status"] == "completed"
+    progress = [m for _, m in sent if m["method"] == "notifications/progress"]
+    assert progress and progress[0]["params"]["_meta"][tasks.RELATED_TASK] == {"taskId": task_id}
+    assert {session for session, _ in sent} == {"sess-1"}
+
+
+# --- 2026-07-28 -----------------------------------------------------------------------------------
+
+
+async def test_server_discover_declares_the_tasks_extension_where_a_background_tool_exists(demo_a, demo_b):
+    caps = (await result_of(await ctx_for(demo_a, MODERN, session=None), "server/discover"))["capabilities"]
+    assert caps["extensions"] == {tasks.EXTENSION: {}}
+    other = (await result_of(await ctx_for(demo_b, MODERN, session=None), "server/discover"))["capabilities"]
+    assert "extensions" not in other
+
+
+async def test_a_modern_client_with_the_extension_gets_a_flat_task_for_a_background_tool(demo_a, alice):
+    ctx = await ctx_for(demo_a, MODERN, session=None, client_capabilities=EXTENSION_CAPS, user_id=alice.id)
+    created = await result_of(ctx, "tools/call", count())
+    assert created["resultType"] == "task" and created["status"] == "working"
+    assert created["ttlMs"] == 3_600_000 and created["pollIntervalMs"] == 1000 and "task" not in created
+    task = await finished(ctx, created["taskId"])
+    assert task["status"] == "completed" and task["resultType"] == "complete"
+    assert task["result"]["content"][0]["text"].startswith("Counted to 2")
+    # tasks/result and tasks/list are gone from the extension.
+    assert (await error_of(ctx, "tasks/result", {"taskId": created["taskId"]}))["code"] == -32601
+    assert (await error_of(ctx, "tasks/list"))["code"] == -32601
+
+
+async def test_a_modern_client_without_the_extension_or_an_inline_tool_gets_a_plain_result(demo_a):
+    without = await ctx_for(demo_a, MODERN, session=None)
+    assert (await result_of(without, "tools/call", count()))["resultType"] == "complete"
+    inline = await ctx_for(demo_a, MODERN, session=None, client_capabilities=EXTENSION_CAPS)
+    echo = await result_of(inline, "tools/call", {"name": "echo", "arguments": {"message": "m"}})
+    assert echo["resultType"] == "complete"
+
+
+async def test_modern_cancel_and_update_acknowledge_and_another_user_gets_not_found(demo_a, alice, bob):
+    ctx = await ctx_for(demo_a, MODERN, session=None, client_capabilities=EXTENSION_CAPS, user_id=alice.id)
+    task_id = (await result_of(ctx, "tools/call", count(n=50, delay=0.2)))["taskId"]
+    assert (await result_of(ctx, "tasks/update", {"taskId": task_id, "inputResponses": {"q1": {}}})) == {
+        "resultType": "complete",
+        "_meta": (await result_of(ctx, "tasks/update", {"taskId": task_id, "inputResponses": {}}))["_meta"],
+    }
+    other = dataclasses.replace(ctx, user_id=bob.id)
+    for method in ("tasks/get", "tasks/update", "tasks/cancel"):
+        assert (await error_of(other, method, {"taskId": task_id, "inputResponses": {}}))[
+            "message"
+        ] == tasks.NOT_FOUND
+    cancelled = await result_of(ctx, "tasks/cancel", {"taskId": task_id})
+    assert set(cancelled) == {"resultType", "_meta"}
+    assert (await result_of(ctx, "tasks/get", {"taskId": task_id}))["status"] == "cancelled"
+    assert await result_of(ctx, "tasks/cancel", {"taskId": task_id})  # terminal: still acknowledged
+
+
+async def test_a_legacy_task_is_not_found_by_a_modern_request_of_the_same_user(demo_a, alice):
+    legacy = await ctx_for(demo_a, user_id=alice.id, client_id="c")
+    task_id = (await result_of(legacy, "tools/call", count(task={})))["task"]["taskId"]
+    modern = await ctx_for(demo_a, MODERN, session=None, user_id=alice.id, client_id="c")
+    assert (await error_of(modern, "tasks/get", {"taskId": task_id}))["message"] == tasks.NOT_FOUND
