@@ -285,6 +285,11 @@ class ToolRun(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     worker = models.CharField(max_length=255, blank=True, help_text="Host and process that ran it.")
     detail = models.TextField(blank=True, help_text="The error a failed run returned, or why it stopped.")
+    # What the run was called with, what it returned (a CallToolResult), and the questions its handler
+    # asked the client with their answers ([{"asked", "answer" | "error", "at"}]), for the admin.
+    arguments = models.JSONField(default=dict, blank=True)
+    result = models.JSONField(null=True, blank=True)
+    exchanges = models.JSONField(default=list, blank=True)
     # A call run as a task (protocol/tasks.py): its unguessable id, the revision it was made in, until
     # when it is kept, and how it ended ({"status": ..., "result" | "error": ..., "message": ...}),
     # written once by whoever ends it first (the run, or tasks/cancel).

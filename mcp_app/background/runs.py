@@ -7,6 +7,7 @@ starting) can never both win. The synchronous functions are called through datab
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from datetime import timedelta
@@ -14,13 +15,17 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
+from mcp_app.infra import redis_client
 from mcp_app.models import ToolRun
 
 logger = logging.getLogger(__name__)
 
 PURGE_EVERY_SECONDS = 3600.0
+MAX_EXCHANGES = 50  # questions kept per run
+PROGRESS_TTL = 3600
 _last_purge: float | None = None  # monotonic time of this process's last purge
 
 
@@ -33,6 +38,7 @@ def record_queued(job: dict[str, Any]) -> None:
         user_id=job.get("user_id"),
         client_id=job.get("client_id") or "",
         session_id=job.get("session_id") or "",
+        arguments=job.get("arguments") or {},
     )
     _maybe_purge()
 
@@ -56,21 +62,69 @@ def claim(job_id: str, worker: str) -> bool:
     )
 
 
-def _close(job_id: str, from_statuses: tuple[str, ...], status: str, detail: str = "") -> bool:
-    return bool(
-        ToolRun.objects.filter(job_id=job_id, status__in=from_statuses).update(
-            status=status, finished_at=timezone.now(), detail=detail[:2000]
-        )
-    )
+def _close(
+    job_id: str, from_statuses: tuple[str, ...], status: str, detail: str, result: dict[str, Any] | None
+) -> bool:
+    fields: dict[str, Any] = {"status": status, "finished_at": timezone.now(), "detail": detail[:2000]}
+    if result is not None:
+        fields["result"] = result
+    return bool(ToolRun.objects.filter(job_id=job_id, status__in=from_statuses).update(**fields))
 
 
-async def close_run(job_id: str, from_statuses: tuple[str, ...], status: str, detail: str = "") -> bool:
-    """Record how a run ended, if it is still in one of `from_statuses`; never raises."""
+async def close_run(
+    job_id: str,
+    from_statuses: tuple[str, ...],
+    status: str,
+    detail: str = "",
+    result: dict[str, Any] | None = None,
+) -> bool:
+    """Record how a run ended (and what it returned), if it is still in one of `from_statuses`; never raises."""
     try:
-        return await database_sync_to_async(_close)(job_id, from_statuses, status, detail)
+        return await database_sync_to_async(_close)(job_id, from_statuses, status, detail, result)
     except Exception:
         logger.exception("could not record the end (%s) of background job %s", status, job_id)
         return False
+
+
+def _note_exchange(job_id: str, entry: dict[str, Any]) -> None:
+    with transaction.atomic():
+        run = ToolRun.objects.select_for_update().filter(job_id=job_id).only("pk", "exchanges").first()
+        if run is not None:
+            run.exchanges = [*run.exchanges, entry][-MAX_EXCHANGES:]
+            run.save(update_fields=["exchanges"])
+
+
+async def note_exchange(job_id: str, asked: dict[str, Any], answer: dict[str, Any]) -> None:
+    """Keep a question the run's handler asked and what came of it, for the admin; never raises."""
+    entry = {"asked": asked, **answer, "at": timezone.now().isoformat(timespec="seconds")}
+    try:
+        await database_sync_to_async(_note_exchange)(job_id, entry)
+    except Exception:
+        logger.exception("could not record a question of background job %s", job_id)
+
+
+def _progress_key(job_id: str) -> str:
+    return f"mcp:run:{job_id}:progress"
+
+
+async def note_progress(job_id: str, params: dict[str, Any]) -> None:
+    """The run's latest progress (notifications/progress params), for the admin's live view; never raises.
+
+    One Redis SET per progress notification the server relays, off the database.
+    """
+    fields = {k: params[k] for k in ("progress", "total", "message") if k in params}
+    try:
+        await redis_client.client().set(_progress_key(job_id), json.dumps(fields), ex=PROGRESS_TTL)
+    except Exception:
+        logger.warning("could not keep the progress of background job %s", job_id, exc_info=True)
+
+
+def progress_of(job_id: str) -> dict[str, Any] | None:
+    """The latest progress a run reported ({progress, total?, message?}), or None."""
+    if not redis_client.enabled():
+        return None
+    raw = redis_client.sync_client().get(_progress_key(job_id))
+    return json.loads(raw) if raw else None
 
 
 QUEUED, RUNNING = ToolRun.Status.QUEUED, ToolRun.Status.RUNNING

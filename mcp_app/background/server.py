@@ -75,6 +75,9 @@ CANCEL_GRACE_SECONDS = 2.0
 # How long a worker keeps retrying a result the server's reply channel cannot take (full).
 RESULT_SEND_SECONDS = 30.0
 CANCEL_KEY_TTL = 3600
+# A job's cancel key holds who cancelled it: the client, or an operator in the admin ("admin:<name>").
+CANCELLED_BY_CLIENT = "1"
+CANCELLED_IN_ADMIN = "admin:"
 # How long a worker blocks on Redis at a time for an answer, between checks for a cancellation.
 ANSWER_POLL_SECONDS = 0.5
 
@@ -138,9 +141,25 @@ def _enqueue(job: dict[str, Any]) -> None:
 async def request_cancel(job_id: str) -> None:
     """Tell the worker (whichever runs it, now or later) to stop the job."""
     try:
-        await redis_client.client().set(cancel_key(job_id), "1", ex=CANCEL_KEY_TTL)
+        await redis_client.client().set(cancel_key(job_id), CANCELLED_BY_CLIENT, ex=CANCEL_KEY_TTL)
     except Exception:
         logger.exception("could not cancel background job %s", job_id)
+
+
+def cancel_from_admin(job_id: str, who: str) -> None:
+    """An operator stops a run: its worker stops it (now, or when it picks it up) and tells the caller.
+
+    Unlike a client's cancellation, the caller is still waiting, so it gets an isError result that
+    says who stopped the run (background/worker.py). Raises when Redis cannot be reached.
+    """
+    redis_client.sync_client().set(cancel_key(job_id), f"{CANCELLED_IN_ADMIN}{who}", ex=CANCEL_KEY_TTL)
+
+
+def admin_canceller(value: str | None) -> str | None:
+    """Who cancelled a job in the admin, from its cancel key's value; None for a client's cancellation."""
+    if value and value.startswith(CANCELLED_IN_ADMIN):
+        return value[len(CANCELLED_IN_ADMIN) :] or "an operator"
+    return None
 
 
 async def _answer(job_id: str, ask_id: str, answer: dict[str, Any]) -> None:
@@ -170,6 +189,9 @@ async def _relay_ask(ask: Asker, job_id: str, event: dict[str, Any]) -> None:
         answer = {"error": exc.message}
     except InputRequired as asked:
         await _answer(job_id, ask_id, {"input_required": asked.key})
+        await runs.note_exchange(
+            job_id, request, {"error": "Asked as a 2026-07-28 round: the retry runs anew."}
+        )
         raise
     except MissingCapability as missing:
         await _answer(job_id, ask_id, {"missing_capability": missing.capability})
@@ -178,6 +200,8 @@ async def _relay_ask(ask: Asker, job_id: str, event: dict[str, Any]) -> None:
         logger.exception("could not ask the client the question of background job %s", job_id)
         answer = {"error": "The server could not put the question to the client."}
     await _answer(job_id, ask_id, answer)
+    recorded = {"answer": answer["result"]} if "result" in answer else {"error": answer["error"]}
+    await runs.note_exchange(job_id, request if isinstance(request, dict) else {}, recorded)
 
 
 async def run(
@@ -285,7 +309,12 @@ async def run(
                 deadline = loop.time() + tool.timeout_seconds + REPLY_GRACE_SECONDS
                 alive_until = loop.time() + settings.MCP_BACKGROUND_LIVENESS_SECONDS
             elif kind == "mcp.job.emit" and isinstance(event.get("message"), dict):
-                await ctx.emit(event["message"])
+                message = event["message"]
+                await ctx.emit(message)
+                if message.get("method") == "notifications/progress" and isinstance(
+                    message.get("params"), dict
+                ):
+                    await runs.note_progress(job["id"], message["params"])  # the admin's live view
             elif kind == "mcp.job.ask":
                 asks.add(loop.create_task(_relay_ask(ask, job["id"], event)))
             elif kind == "mcp.job.result":

@@ -154,9 +154,10 @@ async def _find_tool(job: dict[str, Any]) -> tuple[TenantInfo | None, Catalog | 
 
 
 async def _watch_cancel(
-    job_id: str, cancelled: asyncio.Event, handler: asyncio.Task, replies: _Replies
+    job_id: str, cancelled: asyncio.Event, handler: asyncio.Task, replies: _Replies, by: list[str]
 ) -> None:
-    """Poll for a cancellation, and send the server a sign of life every HEARTBEAT_SECONDS."""
+    """Poll for a cancellation (its key's value goes to `by`), and send the server a sign of life
+    every HEARTBEAT_SECONDS."""
     redis = redis_client.client()
     next_beat = time.monotonic() + server.HEARTBEAT_SECONDS
     while not handler.done():
@@ -170,7 +171,9 @@ async def _watch_cancel(
             except Exception as exc:  # keep running and polling; the next beat may get through
                 logger.warning("job %s: could not send a sign of life: %r", job_id, exc)
         try:
-            if await redis.exists(server.cancel_key(job_id)):
+            value = await redis.get(server.cancel_key(job_id))
+            if value is not None:
+                by.append(value)
                 break
         except Exception as exc:  # keep working; the next poll may succeed
             logger.warning("job %s: could not check for a cancellation: %r", job_id, exc)
@@ -225,11 +228,21 @@ async def work(job: dict[str, Any]) -> str:
             "A worker received it after its caller gave up.",
         )
         return "expired"
-    if await redis_client.client().exists(server.cancel_key(job_id)):
+    cancelled_by = await redis_client.client().get(server.cancel_key(job_id))
+    if cancelled_by is not None:
         logger.info("job %s (tool %s) dropped: cancelled before it started", job_id, job["tool_name"])
+        operator = server.admin_canceller(cancelled_by)
+        detail = f"Cancelled in the admin by {operator} before it started." if operator else ""
         await runs.close_run(
-            job_id, (runs.QUEUED,), ToolRun.Status.CANCELLED, "Cancelled before a worker started it."
+            job_id,
+            (runs.QUEUED,),
+            ToolRun.Status.CANCELLED,
+            detail or "Cancelled before a worker started it.",
         )
+        if operator:  # the caller still waits: tell it
+            await _Replies(job).result(
+                error_result(f"An operator cancelled this call before it ran ({operator}).")
+            )
         return "cancelled"
     if not await database_sync_to_async(runs.claim)(job_id, _worker_name()):
         logger.info("job %s (tool %s) dropped: no longer queued", job_id, job["tool_name"])
@@ -256,7 +269,10 @@ async def work(job: dict[str, Any]) -> str:
     handler = asyncio.get_running_loop().create_task(
         registry.run_inline(ctx, tool, job.get("arguments") or {})
     )
-    watcher = asyncio.get_running_loop().create_task(_watch_cancel(job_id, cancelled, handler, replies))
+    cancelled_by: list[str] = []
+    watcher = asyncio.get_running_loop().create_task(
+        _watch_cancel(job_id, cancelled, handler, replies, cancelled_by)
+    )
     try:
         result = await handler
     except asyncio.CancelledError:
@@ -268,18 +284,21 @@ async def work(job: dict[str, Any]) -> str:
     elapsed = time.monotonic() - started
     if cancelled.is_set():
         logger.info("job %s (tool %s) stopped after %.2f s: cancelled", job_id, tool.name, elapsed)
+        operator = server.admin_canceller(cancelled_by[0] if cancelled_by else None)
+        who = f"in the admin by {operator}" if operator else "by the client"
         await runs.close_run(
-            job_id,
-            (runs.RUNNING,),
-            ToolRun.Status.CANCELLED,
-            f"Cancelled by the client after {elapsed:.1f} s.",
+            job_id, (runs.RUNNING,), ToolRun.Status.CANCELLED, f"Cancelled {who} after {elapsed:.1f} s."
         )
+        if operator:  # a client that cancelled expects no answer (UT-10); this caller still waits
+            await replies.result(
+                error_result(f"An operator stopped this call after {elapsed:.1f} s ({operator}).")
+            )
         return "cancelled"
     assert result is not None
     if result.get("isError"):
-        await runs.close_run(job_id, (runs.RUNNING,), ToolRun.Status.FAILED, _first_text(result))
+        await runs.close_run(job_id, (runs.RUNNING,), ToolRun.Status.FAILED, _first_text(result), result)
     else:
-        await runs.close_run(job_id, (runs.RUNNING,), ToolRun.Status.DONE)
+        await runs.close_run(job_id, (runs.RUNNING,), ToolRun.Status.DONE, result=result)
     await replies.result(result)
     logger.info("job %s (tool %s) finished in %.2f s", job_id, tool.name, elapsed)
     return "done"

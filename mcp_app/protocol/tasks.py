@@ -184,8 +184,8 @@ def _outcome_of(job_id: str) -> dict[str, Any] | None:
     return ToolRun.objects.filter(job_id=job_id).values_list("task_outcome", flat=True).first()
 
 
-def _cancel(row: ToolRun) -> bool:
-    if not _end(row.job_id, {"status": "cancelled", "message": "The task was cancelled by request."}):
+def _cancel(row: ToolRun, message: str = "The task was cancelled by request.") -> bool:
+    if not _end(row.job_id, {"status": "cancelled", "message": message}):
         return False
     # A queued run never starts; a running one is stopped by its process, which records how.
     ToolRun.objects.filter(job_id=row.job_id, status=runs.QUEUED).update(
@@ -194,6 +194,11 @@ def _cancel(row: ToolRun) -> bool:
         detail="Task cancelled before it started.",
     )
     return True
+
+
+def cancel_from_admin(row: ToolRun, who: str) -> bool:
+    """An operator cancels a task: as tasks/cancel does (its process stops the work within a second)."""
+    return _cancel(row, f"The task was cancelled by an operator ({who}).")
 
 
 # --- Shapes ---------------------------------------------------------------------------------------

@@ -5,10 +5,13 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from asgiref.sync import sync_to_async
 from django.urls import reverse
 from django.utils import timezone
 
 from mcp_app.background import runs
+from mcp_app.background import server as background
+from mcp_app.infra import redis_client
 from mcp_app.models import ToolRun
 
 pytestmark = pytest.mark.django_db
@@ -76,3 +79,71 @@ def test_runs_older_than_the_retention_are_purged_when_a_run_is_recorded(
     runs.record_queued(job)
     assert set(ToolRun.objects.values_list("job_id", flat=True)) == {"recent", "new"}
     assert recent.pk in ToolRun.objects.values_list("pk", flat=True)
+
+
+@pytest.fixture
+def running(tenant_a, tool_a) -> ToolRun:
+    return ToolRun.objects.create(
+        job_id=f"job-running-{tenant_a.pk}",
+        tenant=tenant_a,
+        tool=tool_a,
+        tool_name=tool_a.name,
+        status="running",
+        started_at=timezone.now(),
+        arguments={"n": 5},
+        exchanges=[
+            {
+                "asked": {"method": "elicitation/create", "params": {"message": "Go on?"}},
+                "answer": {"action": "accept"},
+                "at": "2026-11-25T07:00:00+00:00",
+            }
+        ],
+    )
+
+
+def test_a_run_page_shows_its_arguments_result_and_the_questions_it_asked(client, alice, run_a, running):
+    ToolRun.objects.filter(pk=run_a.pk).update(
+        arguments={"city": "Oslo"}, result={"content": [{"type": "text", "text": "Rain"}], "isError": True}
+    )
+    client.force_login(alice)
+    finished = client.get(reverse("admin:mcp_app_toolrun_change", args=[run_a.pk])).content.decode()
+    assert "&quot;city&quot;: &quot;Oslo&quot;" in finished and "Rain" in finished
+    assert 'id="run-cancel"' not in finished  # it ended: nothing to cancel
+    live = client.get(reverse("admin:mcp_app_toolrun_change", args=[running.pk])).content.decode()
+    assert "elicitation/create" in live and "Go on?" in live and "&quot;accept&quot;" in live
+    assert 'data-active="1"' in live and 'id="run-cancel"' in live
+
+
+def test_the_live_view_gives_a_runs_status_and_answers_404_for_another_tenants(client, bob, running, run_b):
+    client.force_login(bob)
+    live = client.get(reverse("admin:mcp_app_toolrun_live", args=[running.pk])).json()
+    assert live["status"] == "running" and live["active"] is True and live["ran"].endswith("so far")
+    assert client.get(reverse("admin:mcp_app_toolrun_live", args=[run_b.pk])).status_code == 404
+
+
+def test_a_viewer_cannot_cancel_a_run_and_sees_no_button(client, bob, running):
+    client.force_login(bob)
+    page = client.get(reverse("admin:mcp_app_toolrun_change", args=[running.pk])).content.decode()
+    assert 'id="run-cancel"' not in page
+    assert client.post(reverse("admin:mcp_app_toolrun_cancel", args=[running.pk])).status_code == 403
+
+
+@pytest.mark.services(reason="the cancellation travels to the worker through Redis")
+def test_an_editor_cancels_a_running_run_and_its_worker_is_told_who(client, alice, running, settings):
+    client.force_login(alice)
+    response = client.post(reverse("admin:mcp_app_toolrun_cancel", args=[running.pk]), follow=True)
+    assert "Cancellation sent" in response.content.decode()
+    value = redis_client.sync_client().get(background.cancel_key(running.job_id))
+    assert background.admin_canceller(value) == "alice"
+
+
+@pytest.mark.services(reason="progress is kept in Redis")
+async def test_the_live_view_shows_the_latest_progress_the_server_relayed(running):
+    await runs.note_progress(
+        running.job_id, {"progress": 3, "total": 5, "message": "three", "progressToken": 1}
+    )
+    assert await sync_to_async(runs.progress_of)(running.job_id) == {
+        "progress": 3,
+        "total": 5,
+        "message": "three",
+    }
