@@ -33,6 +33,12 @@ async def ctx_for(tenant: Any, version: str = "2025-11-25", **kwargs: Any) -> Re
 
 
 @pytest.fixture(autouse=True)
+def in_process(settings: Any) -> None:
+    """No worker runs beside these tests, even where REDIS_URL would send background tools to one."""
+    settings.MCP_BACKGROUND_TOOLS = "inline"
+
+
+@pytest.fixture(autouse=True)
 def count_in_background(demo_a: Any) -> Tool:
     """The demo's background counter (its task support left automatic: optional)."""
     return Tool.objects.create(
