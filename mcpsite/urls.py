@@ -46,6 +46,7 @@ urlpatterns = [
     path("oauth/logout", LogoutView.as_view(), name="oauth-logout"),
     # A sensitive form's page (URL-mode elicitation): the person answers here, never in the client.
     path("t/<slug:slug>/form/<str:token>", form_page, name="form-page"),
-    # What the demo's fetch_json tool posts to (mcp_app.demo.definitions).
+    # What the demo's fetch_json and stream_count tools post to (mcp_app.demo.definitions).
     path("demo/echo", demo_views.echo, name="demo-echo"),
+    path("demo/stream", demo_views.stream, name="demo-stream"),
 ]

@@ -10,6 +10,7 @@ from typing import Any
 from django.conf import settings
 
 from mcp_app.demo.upsert import Counts, upsert
+from mcp_app.demo.views import STREAM_MAX_DELAY, STREAM_MAX_N
 from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool
 from tenants.models import Tenant
 
@@ -17,6 +18,8 @@ DEMO_SLUG = "demo"
 # fetch_json posts to the platform's own demo echo endpoint (mcp_app.demo.views): the http handler
 # works end to end with no outside service. bin/serve lets the http handler reach 127.0.0.1 for it.
 ECHO_PATH = "/demo/echo"
+# stream_count's endpoint: it streams its progress as events (handlers/http_stream.py), no code.
+STREAM_PATH = "/demo/stream"
 
 
 def fetch_json_url() -> str:
@@ -50,7 +53,7 @@ README = """# Demo MCP server
 
 This tenant shows what the platform serves without any code:
 
-- tools `echo`, `add`, `greet`, `show_logo`, `count_slowly`, `count_in_background`, `fetch_json`, `ask_user`, `summarize`, `show_roots` and `delete_note`;
+- tools `echo`, `add`, `greet`, `show_logo`, `count_slowly`, `count_in_background`, `fetch_json`, `stream_count`, `ask_user`, `summarize`, `show_roots` and `delete_note`;
 - prompts `code_review` and `describe_logo`;
 - resources `demo://readme`, `demo://logo.png`, `demo://config.json`;
 - the resource template `demo://users/{user_id}/profile`.
@@ -203,6 +206,27 @@ def demo_definitions(logo: bytes) -> dict[str, list[dict[str, Any]]]:
             "annotations": {"readOnlyHint": False, "openWorldHint": True},
             "handler": "http",
             "handler_config": {"url": fetch_json_url(), "method": "POST", "timeout": 10},
+        },
+        {
+            "name": "stream_count",
+            "title": "Count on an endpoint",
+            "description": (
+                "Like count_in_background, with no code: an http tool whose endpoint (this server's own "
+                "/demo/stream) streams its progress as newline-delimited JSON events, then its result."
+            ),
+            "input_schema": {
+                "type": "object",
+                "properties": {
+                    "n": {"type": "integer", "minimum": 1, "maximum": STREAM_MAX_N, "default": 5},
+                    "delay": {"type": "number", "minimum": 0, "maximum": STREAM_MAX_DELAY, "default": 0.3},
+                },
+                "additionalProperties": False,
+            },
+            "output_schema": None,
+            "annotations": {"readOnlyHint": True, "openWorldHint": False},
+            "handler": "http",
+            "handler_config": {"url": settings.MCP_PUBLIC_URL + STREAM_PATH, "method": "POST", "timeout": 10},
+            "execution": "background",
         },
         {
             "name": "ask_user",

@@ -15,29 +15,38 @@ object → ``structuredContent`` plus a text block of its JSON; other JSON → a
 followed (a 3xx is an error result), so a redirect cannot lead past the SSRF guard. The reply is
 read as a stream and abandoned past ``settings.MCP_HTTP_HANDLER_MAX_RESPONSE_BYTES``.
 
-``send`` is the one way out of the platform for every kind that calls an endpoint (the llm kind's
-too): the SSRF guard, the pinned address, the secret headers, no redirects and the size cap.
+A reply of ``Content-Type: application/x-ndjson`` (or ``application/jsonl``) is a stream of events
+(progress, log, ask, result), relayed as they arrive (http_stream.py): the size cap and the tool's
+timeout bound the whole stream, the configured timeout each silence. Every call carries an
+``Idempotency-Key`` naming it, the same in each 2026-07-28 round, so an endpoint can tell a retry.
+
+``exchange`` (and ``send`` over it) is the one way out of the platform for every kind that calls an
+endpoint (the llm kind's too): the SSRF guard, the pinned address, the secret headers, no redirects
+and the size cap.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import functools
 import json
 import logging
 import ssl
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.utils.crypto import salted_hmac
 
 from mcp_app.core.context import RequestContext
 from mcp_app.core.errors import ToolError
 from mcp_app.core.types import ToolDef
-from mcp_app.handlers import ssrf
+from mcp_app.handlers import http_stream, ssrf
 from mcp_app.handlers.secrets import SecretsError, decrypt_secrets
 
 logger = logging.getLogger(__name__)
@@ -47,12 +56,26 @@ _QUERY_METHODS = ("GET", "DELETE")
 DEFAULT_TIMEOUT = 30.0
 # Headers the handler sets itself, or that would let a config smuggle a second request.
 _RESERVED_HEADERS = frozenset(
-    {"host", "content-length", "transfer-encoding", "connection", "upgrade", "te", "trailer", "keep-alive"}
+    {
+        "host",
+        "content-length",
+        "transfer-encoding",
+        "connection",
+        "upgrade",
+        "te",
+        "trailer",
+        "keep-alive",
+        "idempotency-key",
+    }
 )
 # Credentials belong in the encrypted secret headers, not in the readable config.
 _SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "x-api-key", "api-key"})
 _KEYS = frozenset({"url", "method", "headers", "timeout"})
 USER_AGENT = "django-mcp-platform http-handler"
+_ACCEPT = "application/json, text/plain;q=0.9, */*;q=0.5"
+# The http kind also follows a stream of events (http_stream), so it says it takes one.
+_ACCEPT_EVENTS = f"application/json, {', '.join(http_stream.STREAM_TYPES)}, text/plain;q=0.9, */*;q=0.5"
+_CALL_KEY_SALT = "mcp.handlers.http.call-key"
 
 
 @functools.cache
@@ -67,8 +90,8 @@ def timeout_for(tool: ToolDef, configured: float | None) -> float:
     return max(0.1, min(seconds, float(tool.timeout_seconds or seconds)))
 
 
-def _headers(tool: ToolDef, target: ssrf.Target) -> dict[str, str]:
-    headers = {"User-Agent": USER_AGENT, "Accept": "application/json, text/plain;q=0.9, */*;q=0.5"}
+def _headers(tool: ToolDef, target: ssrf.Target, accept: str) -> dict[str, str]:
+    headers = {"User-Agent": USER_AGENT, "Accept": accept}
     headers.update({str(k): str(v) for k, v in (tool.handler_config.get("headers") or {}).items()})
     try:
         headers.update(decrypt_secrets(tool.handler_secrets))
@@ -81,18 +104,6 @@ def _headers(tool: ToolDef, target: ssrf.Target) -> dict[str, str]:
 
 def _query_value(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
-
-
-async def _read_capped(response: httpx.Response, limit: int) -> bytes:
-    declared = response.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit:
-        raise ToolError(f"The upstream reply is larger than {limit} bytes.")
-    body = bytearray()
-    async for chunk in response.aiter_bytes():
-        body += chunk
-        if len(body) > limit:
-            raise ToolError(f"The upstream reply is larger than {limit} bytes.")
-    return bytes(body)
 
 
 def status_message(status: int, reason: str = "") -> str:
@@ -165,7 +176,33 @@ class Reply:
     body: bytes
 
 
-async def send(
+@dataclass(frozen=True)
+class Opened:
+    """An upstream reply whose body has not been read yet (see ``exchange``)."""
+
+    response: httpx.Response
+    # The deadline of the whole exchange (a streamed reply lifts it: the tool's own timeout bounds it).
+    deadline: asyncio.Timeout
+    limit: int
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        """The body as it arrives; ToolError once it passes the size cap."""
+        declared = self.response.headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > self.limit:
+            raise ToolError(f"The upstream reply is larger than {self.limit} bytes.")
+        received = 0
+        async for chunk in self.response.aiter_bytes():
+            received += len(chunk)
+            if received > self.limit:
+                raise ToolError(f"The upstream reply is larger than {self.limit} bytes.")
+            yield chunk
+
+    async def body(self) -> bytes:
+        return b"".join([chunk async for chunk in self.chunks()])
+
+
+@contextlib.asynccontextmanager
+async def exchange(
     ctx: RequestContext,
     tool: ToolDef,
     method: str,
@@ -174,17 +211,21 @@ async def send(
     *,
     params: dict[str, str] | None = None,
     json_body: Any = None,
-) -> Reply:
-    """Send one request to ``url`` through the SSRF guard, with the tool's secret headers.
+    accept: str = _ACCEPT,
+    headers: dict[str, str] | None = None,
+) -> AsyncIterator[Opened]:
+    """Send one request to ``url`` through the SSRF guard, with the tool's secret headers; yield the reply.
 
-    Raises ToolError (SsrfRefused included) when the URL is refused, the upstream cannot be reached
-    or does not answer within ``timeout``, or its reply is larger than the cap. Every kind that calls
-    out goes through here, so the guard, the pinning and the cap have one implementation.
+    The body is read inside the block (within ``timeout``, for the whole exchange, and the size cap);
+    leaving the block closes the connection. Raises ToolError (SsrfRefused included) when the URL is
+    refused, the upstream cannot be reached, does not answer within ``timeout`` or fails mid-reply.
+    Every kind that calls out goes through here, so the guard, the pinning and the cap have one
+    implementation. ``headers`` are the platform's own additions, over the configured ones.
     """
     target = await ssrf.vet_url(url)
     # Connect to the vetted address; the name goes in Host and SNI so TLS still checks it.
     pinned = httpx.URL(url).copy_with(host=target.ip)
-    request_kwargs: dict[str, Any] = {"headers": _headers(tool, target)}
+    request_kwargs: dict[str, Any] = {"headers": {**_headers(tool, target, accept), **(headers or {})}}
     if params is not None:
         request_kwargs["params"] = params
     if json_body is not None:
@@ -195,16 +236,13 @@ async def send(
     try:
         # trust_env=False: a proxy from the environment would resolve the name again.
         async with (
-            asyncio.timeout(timeout),
+            asyncio.timeout(timeout) as deadline,
             httpx.AsyncClient(
                 verify=_ssl_context(), timeout=timeout, follow_redirects=False, trust_env=False
             ) as client,
             client.stream(method, pinned, **request_kwargs) as response,
         ):
-            if not 200 <= response.status_code < 300:
-                return Reply(response.status_code, response.reason_phrase, "", b"")
-            body = await _read_capped(response, limit)
-            return Reply(response.status_code, "", response.headers.get("content-type", ""), body)
+            yield Opened(response, deadline, limit)
     except (TimeoutError, httpx.TimeoutException):
         raise ToolError(f"The upstream service did not answer within {timeout:g} seconds.") from None
     except httpx.ConnectError:
@@ -214,23 +252,80 @@ async def send(
         raise ToolError("The request to the upstream service failed.") from None
 
 
+async def send(
+    ctx: RequestContext,
+    tool: ToolDef,
+    method: str,
+    url: str,
+    timeout: float,
+    *,
+    params: dict[str, str] | None = None,
+    json_body: Any = None,
+) -> Reply:
+    """Send one request through ``exchange`` and read the reply: the status, and a 2xx reply's body."""
+    async with exchange(ctx, tool, method, url, timeout, params=params, json_body=json_body) as opened:
+        response = opened.response
+        if not 200 <= response.status_code < 300:
+            return Reply(response.status_code, response.reason_phrase, "", b"")
+        body = await opened.body()
+        return Reply(response.status_code, "", response.headers.get("content-type", ""), body)
+
+
+def _call_key(ctx: RequestContext) -> dict[str, str]:
+    """An Idempotency-Key naming the call, the same in each of its 2026-07-28 rounds.
+
+    A streamed reply that asks is started again on the retry of such a round (http_stream): the
+    endpoint can tell it is the same call. Derived, so the call's own id (which keys what a person
+    submits on a URL-mode form) never leaves the platform.
+    """
+    if not ctx.call_id:
+        return {}
+    return {"Idempotency-Key": salted_hmac(_CALL_KEY_SALT, ctx.call_id).hexdigest()[:32]}
+
+
 async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> dict[str, Any]:
-    """Call the tool's endpoint with the arguments and map the reply."""
+    """Call the tool's endpoint with the arguments and map the reply (or follow its stream of events)."""
     config = tool.handler_config
     method = str(config.get("method") or "POST").upper()
     if method not in METHODS:
         raise ToolError(f"The tool's HTTP method {method!r} is not supported.")
     query = method in _QUERY_METHODS
-    reply = await send(
+    url = str(config.get("url", ""))
+    timeout = timeout_for(tool, config.get("timeout"))
+
+    async def post_reply(reply_url: str, answer: dict[str, Any]) -> None:
+        reply = await send(ctx, tool, "POST", reply_url, timeout, json_body=answer)
+        if not 200 <= reply.status < 300:
+            raise ToolError(
+                "The endpoint did not take the answer to its question: "
+                + status_message(reply.status, reply.reason)
+            )
+
+    async with exchange(
         ctx,
         tool,
         method,
-        str(config.get("url", "")),
-        timeout_for(tool, config.get("timeout")),
+        url,
+        timeout,
         params={k: _query_value(v) for k, v in arguments.items()} if query else None,
         json_body=None if query else arguments,
-    )
-    return map_reply(reply.status, reply.content_type, reply.body, reply.reason)
+        accept=_ACCEPT_EVENTS,
+        headers=_call_key(ctx),
+    ) as opened:
+        response = opened.response
+        content_type = response.headers.get("content-type", "")
+        if not 200 <= response.status_code < 300:
+            return _error(status_message(response.status_code, response.reason_phrase))
+        if not http_stream.is_stream(content_type):
+            return map_reply(response.status_code, content_type, await opened.body())
+        # A long tool streams for as long as it runs: the tool's timeout (registry.run_inline) bounds
+        # the whole stream, the configured one each silence (httpx's read timeout).
+        opened.deadline.reschedule(None)
+        try:
+            event = await http_stream.follow(ctx, opened.chunks(), url, post_reply)
+        except httpx.ReadTimeout:
+            raise ToolError(f"The endpoint's stream sent nothing for {timeout:g} seconds.") from None
+        return _map_json(event)
 
 
 def validate_config(config: dict[str, Any]) -> None:

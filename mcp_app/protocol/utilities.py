@@ -1,66 +1,18 @@
-"""Notifications a handler sends while it works: log messages and progress."""
+"""Notifications a handler sends while it works: log messages and progress.
+
+They live in `mcp_app.core.notifications`, below the handler kinds that send them too (the http
+kind relays an endpoint's events); the protocol's modules and the python callables import them here.
+"""
 
 from __future__ import annotations
 
-from typing import Any
-
-from mcp_app.core.context import RequestContext
-from mcp_app.core.versions import is_modern
-from mcp_app.protocol.jsonrpc import notification
-
-# RFC 5424 severities, least to most severe (the names MCP uses).
-LOG_LEVELS: tuple[str, ...] = (
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
+from mcp_app.core.notifications import (
+    DEFAULT_LOG_LEVEL,
+    LOG_LEVELS,
+    log,
+    log_enabled,
+    log_threshold,
+    progress,
 )
-_RANK = {name: i for i, name in enumerate(LOG_LEVELS)}
-# Before logging/setLevel the session gets messages at this level and above.
-DEFAULT_LOG_LEVEL = "info"
 
-
-def log_threshold(ctx: RequestContext) -> str | None:
-    """The least severe level the client gets; None: no log messages at all.
-
-    A modern request opts in with `io.modelcontextprotocol/logLevel` in its `_meta`, and without it
-    gets none (2026-07-28 logging); a legacy session gets DEFAULT_LOG_LEVEL until logging/setLevel.
-    """
-    if is_modern(ctx.protocol_version):
-        return ctx.log_level
-    return (ctx.session.log_level if ctx.session else None) or ctx.log_level or DEFAULT_LOG_LEVEL
-
-
-def log_enabled(ctx: RequestContext, level: str) -> bool:
-    threshold = log_threshold(ctx)
-    return threshold is not None and _RANK[level] >= _RANK[threshold]
-
-
-async def log(ctx: RequestContext, level: str, data: Any, logger: str | None = None) -> None:
-    """Send notifications/message when the session's level admits it."""
-    if level not in _RANK:
-        raise ValueError(f"unknown log level {level!r}")
-    if not log_enabled(ctx, level):
-        return
-    params: dict[str, Any] = {"level": level, "data": data}
-    if logger:
-        params["logger"] = logger
-    await ctx.emit(notification("notifications/message", params))
-
-
-async def progress(
-    ctx: RequestContext, value: float, total: float | None = None, message: str | None = None
-) -> None:
-    """Send notifications/progress when the request carried a progressToken; otherwise nothing."""
-    if ctx.progress_token is None:
-        return
-    params: dict[str, Any] = {"progressToken": ctx.progress_token, "progress": value}
-    if total is not None:
-        params["total"] = total
-    if message is not None and ctx.protocol_version >= "2025-03-26":
-        params["message"] = message
-    await ctx.emit(notification("notifications/progress", params))
+__all__ = ["DEFAULT_LOG_LEVEL", "LOG_LEVELS", "log", "log_enabled", "log_threshold", "progress"]

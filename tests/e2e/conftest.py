@@ -64,7 +64,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
 def upstream() -> Iterator[Upstream]:
     """An HTTP endpoint on 127.0.0.1 that records what the `http` handler POSTs and echoes it back."""
     httpd = UpstreamHTTPServer(("127.0.0.1", 0), EchoHandler)
-    httpd.upstream = Upstream(url=f"http://127.0.0.1:{httpd.server_address[1]}/echo")
+    base = f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.upstream = Upstream(url=f"{base}/echo", stream_url=f"{base}/stream")
     thread = threading.Thread(target=httpd.serve_forever, name="e2e-upstream", daemon=True)
     thread.start()
     yield httpd.upstream
@@ -97,7 +98,7 @@ def e2e_database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="package")
 def e2e_env(e2e_database_url: str, upstream: Upstream) -> dict[str, str]:
-    """Environment of every e2e subprocess; the database is migrated and seeded, fetch_json points at `upstream`."""
+    """Environment of every e2e subprocess; the database is migrated and seeded, the http tools point at `upstream`."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")}
     env.update(
         DJANGO_SETTINGS_MODULE="mcpsite.settings",
@@ -116,13 +117,14 @@ def e2e_env(e2e_database_url: str, upstream: Upstream) -> dict[str, str]:
     manage(env, "migrate", "--noinput")
     manage(env, "collectstatic", "--noinput", "--verbosity", "0")
     manage(env, "seed_demo")
-    # Point the seeded http tool at our upstream before any server caches the catalog.
+    # Point the seeded http tools at our upstream before any server caches the catalog.
     django_shell(
         env,
         "from mcp_app.models import Tool\n"
-        "tool = Tool.objects.get(tenant__slug='demo', name='fetch_json')\n"
-        f"tool.handler_config = {{**tool.handler_config, 'url': {upstream.url!r}}}\n"
-        "tool.save()\n",
+        f"for name, url in [('fetch_json', {upstream.url!r}), ('stream_count', {upstream.stream_url!r})]:\n"
+        "    tool = Tool.objects.get(tenant__slug='demo', name=name)\n"
+        "    tool.handler_config = {**tool.handler_config, 'url': url}\n"
+        "    tool.save()\n",
     )
     return env
 

@@ -34,6 +34,8 @@ class Upstream:
     """What the `fetch_json` tool's upstream received (filled from the server thread)."""
 
     url: str
+    # Where the seeded stream_count posts: a reply of two events (handlers/http_stream.py).
+    stream_url: str = ""
     requests: list[dict[str, Any]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 

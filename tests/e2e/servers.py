@@ -209,8 +209,12 @@ class EchoHandler(BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         self.server.upstream.record(self.path, dict(self.headers), body)
         reply = self.server.upstream.reply_for(body)
+        content_type = "application/json"
+        if self.path == "/stream":
+            reply = b'{"type": "progress", "progress": 1}\n{"type": "result", "upstream": "e2e"}\n'
+            content_type = "application/x-ndjson"
         self.send_response(200)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(reply)))
         self.end_headers()
         self.wfile.write(reply)

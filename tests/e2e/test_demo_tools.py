@@ -22,6 +22,7 @@ ARGUMENTS = {
     "count_in_background": {"n": 2, "delay": 0},
     "fetch_json": {"hello": "echo"},
     "fetch_json_self": {"hello": "echo"},
+    "stream_count": {"n": 2, "delay": 0},
     "ask_user": {},
     "show_roots": {},
     "delete_note": {"note": "groceries"},

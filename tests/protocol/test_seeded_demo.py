@@ -26,6 +26,7 @@ ARGUMENTS: dict[str, dict[str, Any]] = {
     "count_slowly": {"n": 2, "delay": 0},
     "count_in_background": {"n": 2, "delay": 0},
     "fetch_json": {"hello": "echo"},
+    "stream_count": {"n": 2, "delay": 0},
     "ask_user": {},
     "show_roots": {},
     "delete_note": {"note": "groceries"},

@@ -55,12 +55,16 @@ def test_seed_demo_creates_the_demo_tenant_with_every_definition(monkeypatch):
         "count_slowly",
         "count_in_background",
         "fetch_json",
+        "stream_count",
         "ask_user",
         "summarize",
         "show_roots",
         "delete_note",
     }
-    assert {name for name, tool in tools.items() if tool.execution == "background"} == {"count_in_background"}
+    assert {name for name, tool in tools.items() if tool.execution == "background"} == {
+        "count_in_background",
+        "stream_count",
+    }
     assert tools["echo"].handler_config == {"callable": "echo"}
     assert tools["echo"].input_schema["required"] == ["message"]
     assert tools["echo"].output_schema == {
@@ -118,7 +122,7 @@ def test_seed_demo_is_idempotent_and_a_second_run_changes_nothing(
         second = seed()
     assert "admin / demo-admin-pw" in first
     assert "Admin login" not in second  # printed only when the account is created
-    assert "kept 18" in second
+    assert "kept 19" in second
     assert [m.objects.count() for m in (Tenant, Tool, Prompt, Resource, ResourceTemplate)] == counts
     assert Tenant.objects.get(slug="demo").definitions_version == version
     assert get_user_model().objects.get(username="admin").check_password("demo-admin-pw")
@@ -130,7 +134,7 @@ def test_seed_demo_keeps_the_users_edits_to_demo_definitions_on_restart(django_c
     Tool.objects.filter(name="add").delete()
     with django_capture_on_commit_callbacks(execute=True):
         output = seed("--tenant-only")
-    assert "created 1" in output and "kept 17" in output
+    assert "created 1" in output and "kept 18" in output
     assert Tool.objects.get(name="echo").description == "edited"
     assert Tool.objects.filter(name="add").exists()  # a missing demo row is recreated
 

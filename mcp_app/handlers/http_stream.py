@@ -1,0 +1,233 @@
+"""The http kind's streamed replies: a long tool without code, its endpoint reporting as it works.
+
+An endpoint that answers ``Content-Type: application/x-ndjson`` (or ``application/jsonl``) sends one
+JSON object a line, each with a ``"type"``, read as they arrive:
+
+- ``{"type": "progress", "progress": 3, "total": 10, "message": "…"}``: notifications/progress on
+  the call's stream (when the request has a progress token); a value that does not increase is
+  dropped, as the spec wants each larger than the last.
+- ``{"type": "log", "level": "info", "data": …, "logger": "…"}``: notifications/message, when the
+  request's log level admits it (``level`` defaults to info).
+- ``{"type": "ask", "id": "…", "request": {"method": …, "params": {…}}, "reply_url": "…"}``: the
+  client is asked (elicitation/create in form mode, sampling/createMessage or roots/list) and
+  ``{"id": …, "result": <the client's answer>}`` is POSTed to ``reply_url`` (relative to the tool's
+  URL, on its origin: the secret headers go with it), through the same guard; the stream goes on.
+- ``{"type": "result", …}``: the rest of the object is the reply, mapped as a plain JSON reply is
+  (``content``/``structuredContent``/``isError``); it ends the stream.
+
+Other types are ignored, so an endpoint may send what a later platform understands. A line that is
+not such an object, or a known event with a wrong field, is an error result naming the line; so is a
+stream that ends without a result. A cancelled call closes the stream. The http kind (http.py) opens
+the exchange, owns the size cap and the timeouts, and posts the replies; this module reads events.
+
+On 2026-07-28 an unanswered question ends the round (InputRequired): the stream is closed, and the
+client's retry calls the endpoint again from the start, with the same ``Idempotency-Key``; its
+questions, asked again in the same order, are answered at once from the retry. So an endpoint must
+do nothing it cannot do twice before its last question, as a python handler must.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
+from urllib.parse import urljoin
+
+from django.core.exceptions import ValidationError
+
+from mcp_app.core import notifications
+from mcp_app.core.context import RequestContext
+from mcp_app.core.errors import ToolError
+from mcp_app.handlers import form, ssrf
+
+STREAM_TYPES = ("application/x-ndjson", "application/jsonl")
+NO_RESULT = "The endpoint ended its stream without a result."
+CANCELLED = "The call was cancelled; the endpoint's stream was closed."
+
+# Posts {"id", "result"} to a reply URL (the http kind's send: the guard, the secret headers).
+PostReply = Callable[[str, dict[str, Any]], Awaitable[None]]
+T = TypeVar("T")
+
+
+class _Malformed(Exception):
+    """What is wrong with a line; the caller names the line."""
+
+
+def is_stream(content_type: str) -> bool:
+    """Whether a reply of this Content-Type is a stream of events."""
+    return content_type.split(";", 1)[0].strip().lower() in STREAM_TYPES
+
+
+async def follow(
+    ctx: RequestContext, chunks: AsyncIterator[bytes], url: str, post_reply: PostReply
+) -> dict[str, Any]:
+    """Relay the events of a streamed reply; return its result event, without its ``"type"``.
+
+    Raises ToolError for a malformed line, a stream without a result, or a cancelled call.
+    """
+    relay = _relay(ctx, _lines(chunks), url, post_reply)
+    cancelled: asyncio.Event | None = ctx.cancelled
+    if cancelled is None:
+        return await relay
+    result = await _unless(cancelled, relay)
+    if result is None:
+        raise ToolError(CANCELLED)
+    return result
+
+
+async def _unless(cancelled: asyncio.Event, work: Coroutine[Any, Any, T]) -> T | None:
+    """`work`'s outcome, or None when `cancelled` is set first (`work` is then cancelled)."""
+    task = asyncio.ensure_future(work)
+    stop = asyncio.ensure_future(cancelled.wait())
+    try:
+        await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stop.cancel()
+        if not task.done():
+            task.cancel()
+            # The work must have let go of the stream before the exchange closes it. (asyncio.wait,
+            # not `await task`: a cancellation of this task while it waits must not be swallowed.)
+            await asyncio.wait({task})
+    return None if task.cancelled() else task.result()
+
+
+async def _lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[tuple[int, bytes]]:
+    """The body's lines as they arrive, numbered from 1 (a last line may lack its newline)."""
+    buffer = bytearray()
+    number = 0
+    async for chunk in chunks:
+        buffer += chunk
+        while (end := buffer.find(b"\n")) >= 0:
+            number += 1
+            line = bytes(buffer[:end])
+            del buffer[: end + 1]
+            yield number, line
+    if buffer.strip():
+        yield number + 1, bytes(buffer)
+
+
+async def _relay(
+    ctx: RequestContext, lines: AsyncIterator[tuple[int, bytes]], url: str, post_reply: PostReply
+) -> dict[str, Any]:
+    last_progress: float | None = None
+    async for number, line in lines:
+        if not line.strip():
+            continue
+        try:
+            event = _event(line)
+            kind = event["type"]
+            if kind == "result":
+                return {key: value for key, value in event.items() if key != "type"}
+            if kind == "progress":
+                value, total, message = _progress(event)
+                if last_progress is None or value > last_progress:
+                    last_progress = value
+                    await notifications.progress(ctx, value, total, message)
+            elif kind == "log":
+                level, data, logger = _log(event)
+                await notifications.log(ctx, level, data, logger)
+            elif kind == "ask":
+                ask_id, question, reply_url = _ask(event, url)
+                answer = await _asked(ctx, question)
+                await post_reply(reply_url, {"id": ask_id, "result": answer})
+        except _Malformed as exc:
+            raise ToolError(f"The endpoint's stream has a malformed line {number}: {exc}") from None
+    raise ToolError(NO_RESULT)
+
+
+def _event(line: bytes) -> dict[str, Any]:
+    try:
+        event = json.loads(line)
+    except ValueError:
+        raise _Malformed("it is not JSON.") from None
+    if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+        raise _Malformed('it is not a JSON object with a string "type".')
+    return event
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _optional(event: dict[str, Any], name: str, check: Callable[[Any], bool], what: str) -> Any:
+    value = event.get(name)
+    if value is not None and not check(value):
+        raise _Malformed(f'"{name}" must be {what}.')
+    return value
+
+
+def _progress(event: dict[str, Any]) -> tuple[float, float | None, str | None]:
+    if not _is_number(event.get("progress")):
+        raise _Malformed('a progress event needs a number "progress".')
+    total = _optional(event, "total", _is_number, "a number")
+    message = _optional(event, "message", lambda v: isinstance(v, str), "a string")
+    return event["progress"], total, message
+
+
+def _log(event: dict[str, Any]) -> tuple[str, Any, str | None]:
+    level = event.get("level", "info")
+    if level not in notifications.LOG_LEVELS:
+        raise _Malformed(f'"level" must be one of {", ".join(notifications.LOG_LEVELS)}.')
+    if "data" not in event:
+        raise _Malformed('a log event needs "data".')
+    logger = _optional(event, "logger", lambda v: isinstance(v, str), "a string")
+    return level, event["data"], logger
+
+
+def _ask(event: dict[str, Any], url: str) -> tuple[str | int, dict[str, Any], str]:
+    ask_id = event.get("id")
+    if not isinstance(ask_id, (str, int)) or isinstance(ask_id, bool):
+        raise _Malformed('an ask event needs an "id", a string or an integer.')
+    request = event.get("request")
+    if not isinstance(request, dict) or not isinstance(request.get("params", {}), dict):
+        raise _Malformed('"request" must be an object with a "method" and object "params".')
+    question = {"method": request.get("method"), "params": request.get("params", {})}
+    _check_question(question)
+    return ask_id, question, _reply_url(event.get("reply_url"), url)
+
+
+def _check_question(question: dict[str, Any]) -> None:
+    method, params = question["method"], question["params"]
+    if method == "elicitation/create":
+        if params.get("mode", "form") != "form":
+            raise _Malformed("only a form (elicitation in form mode) can be asked.")
+        if not isinstance(params.get("message"), str):
+            raise _Malformed('an elicitation needs a string "message".')
+        try:
+            form.validate_fields(params.get("requestedSchema"))
+        except ValidationError as exc:
+            raise _Malformed(f"its requestedSchema: {exc.messages[0]}") from None
+    elif method == "sampling/createMessage":
+        max_tokens = params.get("maxTokens")
+        if not isinstance(params.get("messages"), list) or not isinstance(max_tokens, int):
+            raise _Malformed('sampling needs a list "messages" and an integer "maxTokens".')
+    elif method != "roots/list":
+        raise _Malformed(
+            "the request's method must be elicitation/create, sampling/createMessage or roots/list."
+        )
+
+
+async def _asked(ctx: RequestContext, question: dict[str, Any]) -> dict[str, Any]:
+    """The client's answer, asked through the context's helpers (either era, inline or on a worker)."""
+    params = question["params"]
+    if question["method"] == "elicitation/create":
+        return await ctx.elicit(params["message"], params["requestedSchema"])
+    if question["method"] == "sampling/createMessage":
+        rest = {key: value for key, value in params.items() if key not in ("messages", "maxTokens")}
+        return await ctx.sample(params["messages"], params["maxTokens"], **rest)
+    return await ctx.list_roots()
+
+
+def _reply_url(value: Any, url: str) -> str:
+    """The absolute reply URL; it must be on the tool URL's origin, where its secret headers may go."""
+    if not isinstance(value, str) or not value:
+        raise _Malformed('an ask event needs a "reply_url".')
+    resolved = urljoin(url, value)
+    try:
+        same = ssrf.split_url(resolved) == ssrf.split_url(url)
+    except ToolError:
+        same = False
+    if not same:
+        raise _Malformed('"reply_url" must be on the endpoint\'s own origin (scheme, host and port).')
+    return resolved
