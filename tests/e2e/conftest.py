@@ -12,15 +12,17 @@ from __future__ import annotations
 import os
 import secrets
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
 import trustme
+from playwright.async_api import Page
 from psycopg import sql
 
 from tests.e2e import oauth_flow
+from tests.e2e.browser import PAGE_MS, chromium
 from tests.e2e.helpers import Upstream
 from tests.e2e.oauth_flow import DocumentServer
 from tests.e2e.servers import (
@@ -203,3 +205,13 @@ def oauth_server(
     daphne = start_daphne("daphne-oauth", env, tmp_path_factory.mktemp("daphne-oauth"))
     yield daphne
     daphne.stop()
+
+
+@pytest.fixture
+async def page() -> AsyncIterator[Page]:
+    """A page of a fresh headless Chromium profile (no cookies), closed with its browser."""
+    async with chromium() as browser:
+        context = await browser.new_context()
+        context.set_default_timeout(PAGE_MS)
+        yield await context.new_page()
+        await context.close()

@@ -403,3 +403,9 @@ async def answered_on_the_other_server(first_url: str, second_url: str, tool: st
     final = [m for m in parse_sse(buffer) if m.get("id") == 5]
     assert final, buffer
     return final[0]["result"]["content"][0]["text"]
+
+
+def sdk_client(url: str, mode: str, **callbacks: Any) -> Client:
+    """The official SDK client as a person's app uses it (`mode` "legacy" or "auto"), bounded by the
+    tests' request timeout and without its list cache, so every call reaches the server."""
+    return Client(url, mode=mode, read_timeout_seconds=REQUEST_SECONDS, cache=None, **callbacks)  # type: ignore[arg-type]

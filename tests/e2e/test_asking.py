@@ -11,10 +11,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from mcp import Client
 from mcp_types import ElicitResult
 
-from tests.e2e.helpers import REQUEST_SECONDS, answered_on_the_other_server, wait_until_served
+from tests.e2e.helpers import answered_on_the_other_server, sdk_client, wait_until_served
 from tests.e2e.servers import DaphneServer, django_shell
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
@@ -50,11 +49,9 @@ async def test_the_sdk_answers_a_tools_question_through_its_elicitation_callback
         asked.append(params)
         return ElicitResult(action=action, content={"name": "Ada"} if action == "accept" else None)
 
-    async with Client(
+    async with sdk_client(
         server.mcp_url(),
-        mode=mode,
-        read_timeout_seconds=REQUEST_SECONDS,
-        cache=None,
+        mode,
         elicitation_callback=on_elicit,
     ) as client:
         result = await client.call_tool(ask_tool, {"question": "Who are you?"})
@@ -95,11 +92,9 @@ async def test_the_sdk_answers_a_prompts_question_for_an_argument_it_left_out(
         assert list(params.requested_schema["properties"]) == ["language"]
         return ElicitResult(action="accept", content={"language": "Rust"})
 
-    async with Client(
+    async with sdk_client(
         server.mcp_url(),
-        mode=mode,
-        read_timeout_seconds=REQUEST_SECONDS,
-        cache=None,
+        mode,
         elicitation_callback=on_elicit,
     ) as client:
         result = await client.get_prompt(ask_prompt, {})

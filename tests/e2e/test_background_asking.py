@@ -13,10 +13,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from mcp import Client
 from mcp_types import ElicitResult
 
-from tests.e2e.helpers import REQUEST_SECONDS, answered_on_the_other_server, wait_until, wait_until_served
+from tests.e2e.helpers import (
+    answered_on_the_other_server,
+    sdk_client,
+    wait_until,
+    wait_until_served,
+)
 from tests.e2e.servers import DaphneServer, ServerProcess, django_shell
 
 pytestmark = [
@@ -65,11 +69,9 @@ async def test_the_sdk_answers_a_background_tools_question_and_the_worker_finish
         return ElicitResult(action=action, content={"name": "Ada"} if action == "accept" else None)
 
     finished, rounds = worker_said(celery_worker, "finished"), worker_said(celery_worker, r"ended .*Asked")
-    async with Client(
+    async with sdk_client(
         server.mcp_url(),
-        mode=mode,
-        read_timeout_seconds=REQUEST_SECONDS,
-        cache=None,
+        mode,
         elicitation_callback=on_elicit,
     ) as client:
         result = await client.call_tool(ask_tool, {"question": "Who are you?"})

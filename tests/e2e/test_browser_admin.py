@@ -3,26 +3,16 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 
 import pytest
 from mcp import Client
 from playwright.async_api import Page
 
-from tests.e2e.browser import PAGE_MS, Screenshots, chromium, forbidden_by_csrf, sign_in
+from tests.e2e.browser import Screenshots, forbidden_by_csrf, sign_in
 from tests.e2e.helpers import REQUEST_SECONDS
 from tests.e2e.servers import ADMIN_PASSWORD, ADMIN_USERNAME, DaphneServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
-
-
-@pytest.fixture
-async def page() -> AsyncIterator[Page]:
-    async with chromium() as browser:
-        context = await browser.new_context()
-        context.set_default_timeout(PAGE_MS)
-        yield await context.new_page()
-        await context.close()
 
 
 async def body_text(page: Page) -> str:

@@ -8,26 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator
 
 import pytest
 from mcp import Client
 from playwright.async_api import Page, expect
 
-from tests.e2e.browser import PAGE_MS, Screenshots, chromium, sign_in
+from tests.e2e.browser import PAGE_MS, Screenshots, sign_in
 from tests.e2e.helpers import REQUEST_SECONDS
 from tests.e2e.servers import ADMIN_PASSWORD, ADMIN_USERNAME, DaphneServer, ServerProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
-
-
-@pytest.fixture
-async def page() -> AsyncIterator[Page]:
-    async with chromium() as browser:
-        context = await browser.new_context()
-        context.set_default_timeout(PAGE_MS)
-        yield await context.new_page()
-        await context.close()
 
 
 async def test_an_operator_watches_a_background_runs_progress_and_cancels_it(

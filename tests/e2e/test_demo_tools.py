@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from mcp import Client
 from mcp_types import CreateMessageResult, ElicitResult, ListRootsResult, Root, TextContent
 
-from tests.e2e.helpers import REQUEST_SECONDS, wait_until_served
+from tests.e2e.helpers import sdk_client, wait_until_served
 from tests.e2e.servers import DaphneServer, django_shell
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
@@ -64,11 +63,9 @@ async def test_every_demo_tool_prompt_and_resource_answers_without_an_error(
             role="assistant", content=TextContent(type="text", text="A summary."), model="m"
         )
 
-    async with Client(
+    async with sdk_client(
         server.mcp_url("demo"),
-        mode=mode,
-        read_timeout_seconds=REQUEST_SECONDS,
-        cache=None,
+        mode,
         elicitation_callback=fill_in,
         list_roots_callback=share_roots,
         sampling_callback=model,

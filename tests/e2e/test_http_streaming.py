@@ -16,10 +16,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from mcp import Client
 from mcp_types import ElicitResult
 
-from tests.e2e.helpers import REQUEST_SECONDS, wait_until, wait_until_served
+from tests.e2e.helpers import REQUEST_SECONDS, sdk_client, wait_until, wait_until_served
 from tests.e2e.servers import DaphneServer, ServerProcess, django_shell
 
 pytestmark = [
@@ -130,8 +129,9 @@ async def test_the_workers_http_tool_relays_its_endpoints_progress_events_to_the
         progress.append((value, total, message))
 
     before = finished(celery_worker, COUNT)
-    async with Client(
-        server.mcp_url(), mode=mode, read_timeout_seconds=REQUEST_SECONDS, cache=None
+    async with sdk_client(
+        server.mcp_url(),
+        mode,
     ) as client:
         result = await client.call_tool(COUNT, {"n": 3, "delay": 0.05}, progress_callback=on_progress)
     assert not result.is_error, result
@@ -155,11 +155,9 @@ async def test_the_endpoints_question_is_asked_through_the_worker_and_the_answer
         return ElicitResult(action="accept", content={"name": "Ada"})
 
     calls = len(asking_endpoint.calls)
-    async with Client(
+    async with sdk_client(
         server.mcp_url(),
-        mode=mode,
-        read_timeout_seconds=REQUEST_SECONDS,
-        cache=None,
+        mode,
         elicitation_callback=on_elicit,
     ) as client:
         result = await client.call_tool(ASK, {})

@@ -18,7 +18,7 @@ import pytest
 from mcp import Client
 from mcp_types import CreateMessageRequestParams, CreateMessageResult, TextContent
 
-from tests.e2e.helpers import REQUEST_SECONDS, wait_until_served
+from tests.e2e.helpers import REQUEST_SECONDS, sdk_client, wait_until_served
 from tests.e2e.servers import DaphneServer, django_shell
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
@@ -115,9 +115,7 @@ async def test_the_sdk_clients_model_is_asked_the_filled_prompt_and_the_tool_ret
             role="assistant", content=TextContent(text="Cats sit."), model="e2e-model", stop_reason="endTurn"
         )
 
-    async with Client(
-        server.mcp_url(), mode=mode, read_timeout_seconds=REQUEST_SECONDS, cache=None, sampling_callback=model
-    ) as client:
+    async with sdk_client(server.mcp_url(), mode, sampling_callback=model) as client:
         result = await client.call_tool("llm_summarize_e2e", {"text": "The cat sat on the mat."})
     [params] = asked
     assert [(m.role, m.content.text) for m in params.messages] == [

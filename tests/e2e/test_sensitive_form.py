@@ -10,12 +10,11 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-from mcp import Client
 from mcp_types import ElicitResult
 from playwright.async_api import Browser
 
 from tests.e2e.browser import PAGE_MS, Screenshots, chromium
-from tests.e2e.helpers import REQUEST_SECONDS, wait_until_served
+from tests.e2e.helpers import sdk_client, wait_until_served
 from tests.e2e.servers import DaphneServer, django_shell
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
@@ -77,11 +76,9 @@ async def test_the_person_types_the_key_on_the_platforms_page_and_the_client_nev
         await page.close()
         return ElicitResult(action="accept")
 
-    async with Client(
+    async with sdk_client(
         server.mcp_url(),
-        mode=mode,
-        read_timeout_seconds=REQUEST_SECONDS,
-        cache=None,
+        mode,
         elicitation_callback=open_in_browser,
     ) as client:
         result = await client.call_tool(connect_tool, {"service": "Acme"})
