@@ -133,8 +133,8 @@ class ToolRunAdmin(ReadOnlyTenantAdmin):
                     entry.get("at", ""),
                     (entry.get("asked") or {}).get("method", "?"),
                     _json_block((entry.get("asked") or {}).get("params")),
-                    "Error: " + str(entry["error"]) if "error" in entry else "Answer:",
-                    _json_block(entry.get("answer")) if "error" not in entry else "",
+                    _said(entry),
+                    _json_block(entry["answer"]) if "answer" in entry else "",
                 )
                 for entry in obj.exchanges
             ),
@@ -204,6 +204,12 @@ def _ran(run: ToolRun) -> str:
     if run.started_at:
         return f"{(timezone.now() - run.started_at).total_seconds():.0f} s so far"
     return "-"
+
+
+def _said(entry: dict[str, Any]) -> str:
+    if "error" in entry:
+        return f"Error: {entry['error']}"
+    return "Answer:" if "answer" in entry else "Waiting for the answer (the task is input_required)."
 
 
 def _json_block(value: Any) -> str:

@@ -89,7 +89,9 @@ async def close_run(
 def _note_exchange(job_id: str, entry: dict[str, Any]) -> None:
     with transaction.atomic():
         run = ToolRun.objects.select_for_update().filter(job_id=job_id).only("pk", "exchanges").first()
-        if run is not None:
+        # A task keeps its questions itself (protocol/task_input.py): the relayed copy is not kept twice.
+        kept = any(e.get("key") and e.get("asked") == entry["asked"] for e in run.exchanges) if run else False
+        if run is not None and not kept:
             run.exchanges = [*run.exchanges, entry][-MAX_EXCHANGES:]
             run.save(update_fields=["exchanges"])
 

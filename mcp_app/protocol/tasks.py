@@ -41,6 +41,7 @@ from mcp_app.core.errors import error_result
 from mcp_app.core.types import Catalog, ToolDef
 from mcp_app.core.versions import V2025_11_25, is_modern
 from mcp_app.models import ToolRun
+from mcp_app.protocol import task_input
 from mcp_app.protocol.jsonrpc import InvalidParams, JsonRpcError, MethodNotFound, truncate
 from mcp_app.protocol.pagination import decode_cursor, encode_cursor, with_cursor
 
@@ -165,6 +166,7 @@ _FIELDS = (
     "task_protocol_version",
     "task_ttl_ms",
     "task_outcome",
+    "exchanges",
 )
 
 
@@ -210,7 +212,9 @@ def _iso(moment: datetime) -> str:
 
 def _status(row: ToolRun) -> str:
     outcome = row.task_outcome
-    return outcome["status"] if isinstance(outcome, dict) else "working"
+    if isinstance(outcome, dict):
+        return outcome["status"]
+    return "input_required" if task_input.pending(row.exchanges) else "working"
 
 
 def describe(row: ToolRun, detailed: bool = False) -> dict[str, Any]:
@@ -225,6 +229,8 @@ def describe(row: ToolRun, detailed: bool = False) -> dict[str, Any]:
     task["lastUpdatedAt"] = _iso(updated)
     task["ttlMs" if modern else "ttl"] = row.task_ttl_ms
     task["pollIntervalMs" if modern else "pollInterval"] = POLL_INTERVAL_MS
+    if detailed and task["status"] == "input_required":
+        task["inputRequests"] = task_input.pending(row.exchanges)
     if detailed and "result" in outcome:
         task["result"] = outcome["result"]
     if detailed and "error" in outcome:
@@ -299,6 +305,8 @@ async def create(
     task_ctx = dataclasses.replace(
         ctx, emit=_task_emit(ctx, row.task_id), cancelled=asyncio.Event(), request_id=None
     )
+    if is_modern(ctx.protocol_version):  # the extension's input_required / tasks/update
+        task_ctx = dataclasses.replace(task_ctx, ask=task_input.asker(ctx, row.job_id))
     runner = asyncio.get_running_loop().create_task(_run(task_ctx, row, run, in_background))
     _running[row.task_id] = runner
     runner.add_done_callback(lambda _: _running.pop(row.task_id, None))
@@ -439,9 +447,12 @@ async def handle_cancel(ctx: RequestContext, params: dict[str, Any]) -> dict[str
 
 
 async def handle_update(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    """2026-07-28: no task here waits for input (a task's handler cannot ask), so every response is for
-    a key that is not outstanding and is ignored, as the extension directs; unknown ids are not found."""
-    await _row(ctx, params)
-    if not isinstance(params.get("inputResponses"), dict):
+    """2026-07-28: answers for a task that is input_required (task_input.py); a response to a question
+    that is not outstanding is ignored, as the extension directs; unknown ids are not found."""
+    row = await _row(ctx, params)
+    responses = params.get("inputResponses")
+    if not isinstance(responses, dict):
         raise InvalidParams('tasks/update needs "inputResponses" (an object).')
+    if _status(row) == "input_required":
+        await database_sync_to_async(task_input.answer)(row.job_id, responses)
     return {}

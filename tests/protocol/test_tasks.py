@@ -274,3 +274,67 @@ async def test_a_legacy_task_is_not_found_by_a_modern_request_of_the_same_user(d
     task_id = (await result_of(legacy, "tools/call", count(task={})))["task"]["taskId"]
     modern = await ctx_for(demo_a, MODERN, session=None, user_id=alice.id, client_id="c")
     assert (await error_of(modern, "tasks/get", {"taskId": task_id}))["message"] == tasks.NOT_FOUND
+
+
+# --- 2026-07-28: a task that asks (protocol/task_input.py) ----------------------------------------
+
+
+@pytest.fixture
+async def asking_tool(demo_a: Any) -> str:
+    await sync_to_async(Tool.objects.create)(
+        tenant=demo_a,
+        name="ask_in_background",
+        handler="python",
+        handler_config={"callable": "ask_name"},
+        timeout_seconds=20,
+        execution="background",
+    )
+    return "ask_in_background"
+
+
+def bare(result: dict[str, Any]) -> bool:
+    """An empty result, as every 2026-07-28 result is finished (resultType, the server's _meta)."""
+    return set(result) <= {"resultType", "_meta"}
+
+
+async def status_becomes(ctx: RequestContext, task_id: str, status: str) -> dict[str, Any]:
+    for _ in range(200):
+        task = await result_of(ctx, "tasks/get", {"taskId": task_id})
+        if task["status"] == status:
+            return task
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"the task never became {status}")
+
+
+async def test_a_modern_task_that_asks_is_input_required_until_tasks_update_brings_the_answer(
+    demo_a, asking_tool
+):
+    caps = {**EXTENSION_CAPS, "elicitation": {}}
+    ctx = await ctx_for(demo_a, MODERN, session=None, client_capabilities=caps)
+    created = await result_of(ctx, "tools/call", {"name": asking_tool, "arguments": {"question": "Name?"}})
+    task_id = created["taskId"]
+    waiting = await status_becomes(ctx, task_id, "input_required")
+    ((key, question),) = waiting["inputRequests"].items()
+    assert question["method"] == "elicitation/create" and question["params"]["message"] == "Name?"
+    # A response to nothing outstanding is ignored; another caller's update finds no task.
+    assert bare(await result_of(ctx, "tasks/update", {"taskId": task_id, "inputResponses": {"q9": {}}}))
+    assert (await result_of(ctx, "tasks/get", {"taskId": task_id}))["status"] == "input_required"
+    stranger = await ctx_for(demo_a, MODERN, session=None, client_capabilities=caps, user_id=99)
+    answer = {"action": "accept", "content": {"name": "Ada"}}
+    refused = await error_of(stranger, "tasks/update", {"taskId": task_id, "inputResponses": {key: answer}})
+    assert refused["code"] == -32602
+    assert bare(await result_of(ctx, "tasks/update", {"taskId": task_id, "inputResponses": {key: answer}}))
+    done = await finished(ctx, task_id)
+    assert done["status"] == "completed" and done["result"]["content"][0]["text"] == "Hello, Ada!"
+    run = await sync_to_async(ToolRun.objects.get)(task_id=task_id)
+    assert [(e["key"], e["answer"]) for e in run.exchanges] == [(key, answer)]
+
+
+async def test_a_modern_task_whose_creator_cannot_be_asked_ends_with_an_error_result_saying_so(
+    demo_a, asking_tool
+):
+    ctx = await ctx_for(demo_a, MODERN, session=None, client_capabilities=EXTENSION_CAPS)
+    created = await result_of(ctx, "tools/call", {"name": asking_tool, "arguments": {}})
+    done = await finished(ctx, created["taskId"])
+    assert done["result"]["isError"] is True
+    assert "did not declare that capability" in done["result"]["content"][0]["text"]

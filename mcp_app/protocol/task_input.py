@@ -1,0 +1,107 @@
+"""A 2026-07-28 task that asks: `input_required` until the client answers with tasks/update.
+
+The tasks extension's human-in-the-loop: the task's handler (inline, or on a worker whose questions
+the server relays) awaits `ctx.elicit`/`sample`/`list_roots` as in a plain call. Here a question
+is kept on the task's row (`ToolRun.exchanges`, with its key `q1`, `q2`, …), tasks/get shows the
+task `input_required` with `inputRequests`, and tasks/update (on any process) writes the answer to
+the row; the asking task polls its row every ANSWER_POLL_SECONDS until MCP_ASK_TIMEOUT_SECONDS.
+A response to a question that is not outstanding is ignored, as the extension directs. Only what the
+creating request declared may be asked (its client capabilities); otherwise the handler gets the
+usual "cannot ask" error result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from mcp_app.core.context import Asker, RequestContext
+from mcp_app.core.errors import ToolError
+from mcp_app.models import ToolRun
+from mcp_app.protocol import asking
+
+ANSWER_POLL_SECONDS = 0.5
+
+
+def pending(exchanges: Any) -> dict[str, dict[str, Any]]:
+    """The questions a task waits on: key -> the request (the inputRequests of tasks/get)."""
+    return {
+        entry["key"]: entry["asked"]
+        for entry in exchanges or []
+        if isinstance(entry, dict) and entry.get("key") and "answer" not in entry and "error" not in entry
+    }
+
+
+def _pose(job_id: str, key: str, request: dict[str, Any]) -> None:
+    with transaction.atomic():
+        run = ToolRun.objects.select_for_update().only("pk", "exchanges").get(job_id=job_id)
+        entry = {"key": key, "asked": request, "at": timezone.now().isoformat(timespec="seconds")}
+        run.exchanges = [*run.exchanges, entry]
+        run.save(update_fields=["exchanges"])
+
+
+def _answer_of(job_id: str, key: str) -> dict[str, Any] | None:
+    exchanges = ToolRun.objects.filter(job_id=job_id).values_list("exchanges", flat=True).first() or []
+    for entry in exchanges:
+        if isinstance(entry, dict) and entry.get("key") == key and "answer" in entry:
+            return entry["answer"]
+    return None
+
+
+def _give_up(job_id: str, key: str, why: str) -> None:
+    with transaction.atomic():
+        run = ToolRun.objects.select_for_update().only("pk", "exchanges").get(job_id=job_id)
+        run.exchanges = [{**e, "error": why} if e.get("key") == key else e for e in run.exchanges]
+        run.save(update_fields=["exchanges"])
+
+
+def asker(ctx: RequestContext, job_id: str) -> Asker:
+    """The asker of a 2026-07-28 task's handler: questions wait on the row for tasks/update."""
+    numbers = itertools.count(1)
+
+    async def ask(request: dict[str, Any]) -> dict[str, Any]:
+        method = request["method"]
+        if not asking.can_ask(ctx, method):
+            raise ToolError(
+                f"This needs to ask the client ({method}), and the request that made this task did not "
+                "declare that capability."
+            )
+        key = f"q{next(numbers)}"
+        await database_sync_to_async(_pose)(job_id, key, request)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + settings.MCP_ASK_TIMEOUT_SECONDS
+        while (answer := await database_sync_to_async(_answer_of)(job_id, key)) is None:
+            if loop.time() >= deadline:
+                why = f"The client did not answer within {settings.MCP_ASK_TIMEOUT_SECONDS:g} seconds."
+                await database_sync_to_async(_give_up)(job_id, key, why)
+                raise ToolError(why)
+            await asyncio.sleep(ANSWER_POLL_SECONDS)
+        return answer
+
+    return ask
+
+
+def answer(job_id: str, responses: dict[str, Any]) -> int:
+    """Write tasks/update's answers to the questions still outstanding; returns how many were taken."""
+    taken = 0
+    with transaction.atomic():
+        run = ToolRun.objects.select_for_update().only("pk", "exchanges").get(job_id=job_id)
+        waiting = pending(run.exchanges)
+        updated = []
+        for entry in run.exchanges:
+            key = entry.get("key") if isinstance(entry, dict) else None
+            response = responses.get(key) if key in waiting else None
+            if isinstance(response, dict):
+                entry = {**entry, "answer": response}
+                taken += 1
+            updated.append(entry)
+        if taken:
+            run.exchanges = updated
+            run.save(update_fields=["exchanges"])
+    return taken
