@@ -167,6 +167,8 @@ _FIELDS = (
     "task_ttl_ms",
     "task_outcome",
     "exchanges",
+    "result",
+    "detail",
 )
 
 
@@ -210,9 +212,23 @@ def _iso(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
+def _outcome_on(row: ToolRun) -> dict[str, Any] | None:
+    """How the task ended: as written on the row, or, when the process that ran it went away before
+    writing it, as its run ended (a worker records its result and status on the same row)."""
+    if isinstance(row.task_outcome, dict):
+        return row.task_outcome
+    if row.status in (ToolRun.Status.DONE, ToolRun.Status.FAILED) and isinstance(row.result, dict):
+        return _outcome(row.task_protocol_version, row.result)
+    if row.status in (ToolRun.Status.LOST, ToolRun.Status.NOT_STARTED):
+        return _outcome(row.task_protocol_version, error_result(row.detail or "The run was lost."))
+    if row.status == ToolRun.Status.CANCELLED:
+        return {"status": "cancelled", "message": row.detail or "The task was cancelled."}
+    return None
+
+
 def _status(row: ToolRun) -> str:
-    outcome = row.task_outcome
-    if isinstance(outcome, dict):
+    outcome = _outcome_on(row)
+    if outcome is not None:
         return outcome["status"]
     return "input_required" if task_input.pending(row.exchanges) else "working"
 
@@ -222,7 +238,7 @@ def describe(row: ToolRun, detailed: bool = False) -> dict[str, Any]:
     modern = is_modern(row.task_protocol_version)
     updated = max(t for t in (row.queued_at, row.started_at, row.finished_at) if t is not None)
     task: dict[str, Any] = {"taskId": row.task_id, "status": _status(row)}
-    outcome = row.task_outcome if isinstance(row.task_outcome, dict) else {}
+    outcome = _outcome_on(row) or {}
     if outcome.get("message"):
         task["statusMessage"] = outcome["message"]
     task["createdAt"] = _iso(row.queued_at)
@@ -393,7 +409,7 @@ async def handle_result(ctx: RequestContext, params: dict[str, Any]) -> dict[str
         await asyncio.sleep(delay)
         delay = min(delay * 2, WATCH_SECONDS)
         row = await _row(ctx, params)
-    outcome = row.task_outcome
+    outcome = _outcome_on(row)
     assert isinstance(outcome, dict)
     if "error" in outcome:
         error = outcome["error"]

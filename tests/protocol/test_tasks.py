@@ -338,3 +338,31 @@ async def test_a_modern_task_whose_creator_cannot_be_asked_ends_with_an_error_re
     done = await finished(ctx, created["taskId"])
     assert done["result"]["isError"] is True
     assert "did not declare that capability" in done["result"]["content"][0]["text"]
+
+
+@pytest.mark.parametrize(
+    ("status", "result", "expected"),
+    [
+        ("done", {"content": [{"type": "text", "text": "Counted to 2."}]}, "completed"),
+        ("lost", None, "completed"),  # 2026-07-28: an isError result is a completed call
+        ("cancelled", None, "cancelled"),
+        ("running", None, "working"),
+    ],
+)
+async def test_a_task_whose_process_went_away_reads_how_its_run_ended_on_the_row(
+    demo_a, count_in_background, status, result, expected
+):
+    """The worker records its run's end on the same row, so the task is not left `working`."""
+    ctx = await ctx_for(demo_a, MODERN, session=None, client_capabilities=EXTENSION_CAPS)
+    tool = (await catalogs.get_catalog(demo_a.id)).tools_by_name["count_in_background"]
+    row = await sync_to_async(tasks._create)(ctx, tool, 60_000)
+    await sync_to_async(ToolRun.objects.filter(pk=row.pk).update)(
+        status=status, result=result, detail="The worker stopped answering."
+    )
+    task = await result_of(ctx, "tasks/get", {"taskId": row.task_id})
+    assert task["status"] == expected
+    if status == "done":
+        assert task["result"] == result
+    if status == "lost":
+        assert task["result"]["isError"] is True
+        assert task["result"]["content"][0]["text"] == "The worker stopped answering."
