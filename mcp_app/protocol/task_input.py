@@ -1,4 +1,4 @@
-"""A 2026-07-28 task that asks: `input_required` until the client answers with tasks/update.
+"""A task that asks: `input_required` until the client answers (both eras).
 
 The tasks extension's human-in-the-loop: the task's handler (inline, or on a worker whose questions
 the server relays) awaits `ctx.elicit`/`sample`/`list_roots` as in a plain call. Here a question
@@ -8,6 +8,11 @@ the row; the asking task polls its row every ANSWER_POLL_SECONDS until MCP_ASK_T
 A response to a question that is not outstanding is ignored, as the extension directs. Only what the
 creating request declared may be asked (its client capabilities); otherwise the handler gets the
 usual "cannot ask" error result.
+
+2025-11-25 (basic/utilities/tasks "Input Required"): the question goes out as a plain call's does,
+a request on the session's stream (the task's emit tags it with `related-task`), and the answer POST
+reaches it on any process (protocol/asking.py); the task is `input_required` meanwhile, the
+question kept on the row as above.
 """
 
 from __future__ import annotations
@@ -105,3 +110,24 @@ def answer(job_id: str, responses: dict[str, Any]) -> int:
             run.exchanges = updated
             run.save(update_fields=["exchanges"])
     return taken
+
+
+def session_asker(ctx: RequestContext, job_id: str) -> Asker:
+    """The asker of a 2025-11-25 task's handler: on the session's stream, input_required meanwhile."""
+    numbers = itertools.count(1)
+    on_stream = asking.session_asker(ctx)
+
+    async def ask(request: dict[str, Any]) -> dict[str, Any]:
+        if not asking.can_ask(ctx, request["method"]):
+            return await on_stream(request)  # raises the "cannot ask" ToolError, with its reason
+        key = f"q{next(numbers)}"
+        await database_sync_to_async(_pose)(job_id, key, request)
+        try:
+            result = await on_stream(request)
+        except ToolError as exc:
+            await database_sync_to_async(_give_up)(job_id, key, exc.message)
+            raise
+        await database_sync_to_async(answer)(job_id, {key: result})
+        return result
+
+    return ask

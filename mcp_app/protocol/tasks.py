@@ -321,8 +321,10 @@ async def create(
     task_ctx = dataclasses.replace(
         ctx, emit=_task_emit(ctx, row.task_id), cancelled=asyncio.Event(), request_id=None
     )
-    if is_modern(ctx.protocol_version):  # the extension's input_required / tasks/update
-        task_ctx = dataclasses.replace(task_ctx, ask=task_input.asker(ctx, row.job_id))
+    # A task's handler asks while the task is input_required: answered by tasks/update (2026-07-28),
+    # or as a request on the legacy session's stream.
+    task_asker = task_input.asker if is_modern(ctx.protocol_version) else task_input.session_asker
+    task_ctx = dataclasses.replace(task_ctx, ask=task_asker(task_ctx, row.job_id))
     runner = asyncio.get_running_loop().create_task(_run(task_ctx, row, run, in_background))
     _running[row.task_id] = runner
     runner.add_done_callback(lambda _: _running.pop(row.task_id, None))

@@ -142,8 +142,8 @@ def _task_run(tool: ToolDef, arguments: dict[str, Any]) -> tasks.Run:
                 raw = await background.run(ctx, tool, arguments, ctx.ask, job_id=job_id)
             else:
                 raw = await registry.run_inline(ctx, tool, arguments)
-        except (InputRequired, MissingCapability):  # a legacy task's handler has no client to ask
-            raw = error_result(f"Tool {tool.name!r} asks the client, which a 2025-11-25 task cannot do.")
+        except (InputRequired, MissingCapability):  # never raised by a task's askers (task_input.py)
+            raw = error_result(f"Tool {tool.name!r} asked the client in a way a task cannot carry.")
         return shaping.call_tool_result(_finish_result(tool, raw), ctx.protocol_version)
 
     return run
@@ -182,7 +182,7 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
                 return shaping.call_tool_result(refusal, ctx.protocol_version)
             if as_task:
                 # Asked (approval) before the handle is returned; the run goes on without the request:
-                # a 2026-07-28 task's questions wait for tasks/update (protocol/task_input.py).
+                # a task's questions wait while it is input_required (protocol/task_input.py).
                 return await tasks.create(
                     ctx, tool, params, _task_run(tool, arguments), background.runs_in_background(tool)
                 )

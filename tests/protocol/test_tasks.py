@@ -16,7 +16,7 @@ from asgiref.sync import sync_to_async
 from mcp_app import catalog as catalogs
 from mcp_app.core.context import RequestContext
 from mcp_app.models import Tool, ToolRun
-from mcp_app.protocol import tasks
+from mcp_app.protocol import asking, tasks
 from tests.protocol.support import error_of, result_of
 from tests.support import make_ctx
 
@@ -366,3 +366,24 @@ async def test_a_task_whose_process_went_away_reads_how_its_run_ended_on_the_row
     if status == "lost":
         assert task["result"]["isError"] is True
         assert task["result"]["content"][0]["text"] == "The worker stopped answering."
+
+
+async def test_a_2025_11_25_task_that_asks_sends_its_question_on_the_session_stream_and_is_input_required(
+    demo_a, asking_tool, monkeypatch
+):
+    sent: list[dict[str, Any]] = []
+
+    async def publish(session_id: str, event: dict[str, Any]) -> None:
+        sent.append(event["message"])
+
+    monkeypatch.setattr(tasks.notify, "apublish_session", publish)
+    ctx = await ctx_for(demo_a, client_capabilities={"elicitation": {}})
+    created = await result_of(ctx, "tools/call", {"name": asking_tool, "arguments": {}, "task": {}})
+    task_id = created["task"]["taskId"]
+    await status_becomes(ctx, task_id, "input_required")
+    (question,) = [m for m in sent if m.get("method") == "elicitation/create"]
+    assert question["params"]["_meta"][tasks.RELATED_TASK] == {"taskId": task_id}
+    answer = {"action": "accept", "content": {"name": "Ada"}}
+    await asking.deliver("sess-1", {"jsonrpc": "2.0", "id": question["id"], "result": answer})
+    result = await result_of(ctx, "tasks/result", {"taskId": task_id})
+    assert result["content"][0]["text"] == "Hello, Ada!"
