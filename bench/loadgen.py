@@ -103,11 +103,15 @@ class SseParser:
 class BodyReader:
     """Read one HTTP/1.1 body (chunked, Content-Length or until close) piece by piece."""
 
-    def __init__(self, reader: asyncio.StreamReader, headers: dict[str, str]) -> None:
+    def __init__(self, reader: asyncio.StreamReader, headers: dict[str, str], status: int = 200) -> None:
         self.reader = reader
         self.chunked = "chunked" in headers.get("transfer-encoding", "").lower()
         length = headers.get("content-length")
         self.remaining = int(length) if length is not None and not self.chunked else None
+        if status in (204, 304):
+            # No body, whatever the headers say (RFC 9112 6.3); reading "until close" would wait
+            # for the keep-alive connection to time out (Daphne answers DELETE with a bare 204).
+            self.chunked, self.remaining = False, 0
         self.done = False
 
     async def next_piece(self) -> bytes:
@@ -144,6 +148,10 @@ class McpClient:
     """One simulated MCP client: a keep-alive connection and a session (the legacy wire)."""
 
     wire = "legacy"
+    # What initialize declares (a client that answers elicitations says so).
+    capabilities: dict[str, Any] = {}
+    # How long one response may take to read in full (a client of slow tools waits longer).
+    request_timeout = REQUEST_TIMEOUT
 
     def __init__(self, host: str, port: int, path: str, extra_headers: dict[str, str] | None = None) -> None:
         self.host, self.port, self.path = host, port, path
@@ -202,7 +210,7 @@ class McpClient:
                 self._head("POST", len(body), "application/json, text/event-stream", headers) + body
             )
             try:
-                return await asyncio.wait_for(self._read_response(payload.get("id")), REQUEST_TIMEOUT)
+                return await asyncio.wait_for(self._read_response(payload.get("id")), self.request_timeout)
             except asyncio.IncompleteReadError as exc:
                 await self.close()
                 if reused and attempt == 0 and not exc.partial:
@@ -218,7 +226,7 @@ class McpClient:
         assert self._reader is not None
         head = await self._reader.readuntil(b"\r\n\r\n")
         status, headers = _parse_head(head)
-        body = BodyReader(self._reader, headers)
+        body = BodyReader(self._reader, headers, status)
         ctype = headers.get("content-type", "").split(";", 1)[0].strip().lower()
         resp = HttpResponse(status=status, headers=headers, message=None)
         if ctype == "text/event-stream":
@@ -238,6 +246,7 @@ class McpClient:
                         resp.message = msg
                     else:
                         resp.others.append(msg)
+                        await self._on_stream_message(msg)
         else:
             chunks = []
             while True:
@@ -280,6 +289,10 @@ class McpClient:
         self._check_result(method, result)
         return result
 
+    async def _on_stream_message(self, msg: dict[str, Any]) -> None:
+        """A message other than the response, as it arrives on a response's SSE stream (a hook: a
+        subclass times progress or answers the server's questions while the call is in flight)."""
+
     def _params(self, params: dict[str, Any] | None) -> dict[str, Any] | None:
         """The params as sent (the modern wire adds its envelope)."""
         return params
@@ -307,7 +320,7 @@ class McpClient:
             "initialize",
             {
                 "protocolVersion": PROTOCOL_VERSION,
-                "capabilities": {},
+                "capabilities": self.capabilities,
                 "clientInfo": {"name": "mcp-bench", "version": "1.0"},
             },
         )
@@ -574,6 +587,19 @@ def proc_cpu_seconds(pid: int) -> float | None:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, IndexError, ValueError):
         return None
+
+
+def tree_cpu_seconds(pid: int) -> float | None:
+    """CPU seconds of a process and its live descendants (a prefork Celery worker and its children)."""
+    own = proc_cpu_seconds(pid)
+    if own is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            children = [int(c) for c in f.read().split()]
+    except (OSError, ValueError):
+        children = []
+    return own + sum(tree_cpu_seconds(c) or 0.0 for c in children)
 
 
 def machine_busy_seconds() -> float | None:

@@ -4,11 +4,13 @@
     .venv/bin/python bench/run.py --only-oauth   # tools/call on an oauth tenant (token) vs a public one
     .venv/bin/python bench/run.py --only-background   # echo on a Celery worker vs the same echo inline
     .venv/bin/python bench/run.py --only-modern   # the 2026-07-28 wire: vs the SDK stateless, vs legacy
+    .venv/bin/python bench/run.py --only-asking   # background progress, asking, workers, held runs
 
 Prints figures; it is not a test. See bench/README.md for what is measured and how to read it.
 
 Longer than 400 lines on purpose: one script a person reads top to bottom to see how each figure is
-made (database setup, server start, phases, tables); splitting it would scatter that story.
+made (phases, tables); splitting it would scatter that story. Starting, pinning and stopping the
+processes (and the bench database) live in procs.py, shared with issue 11's phases (asking.py).
 The 2026-07-28 listen phase and the legacy GET-stream phase share `hold_streams` (open with bounded
 concurrency, RSS, one edit, delivery to every stream), so their figures are made the same way.
 """
@@ -20,30 +22,24 @@ import asyncio
 import collections
 import contextlib
 import datetime
-import fcntl
 import importlib.util
 import json
 import os
 import platform
 import pstats
-import resource
 import secrets
 import shutil
-import socket
-import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
-
-import psycopg
-import redis
+from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from asking import print_asking_section  # noqa: E402
 from loadgen import (  # noqa: E402
     MODERN_VERSION,
     BenchError,
@@ -58,279 +54,31 @@ from loadgen import (  # noqa: E402
     proc_rss_kib,
     run_phase,
 )
+from procs import (  # noqa: E402
+    HOST,
+    PYTHON,
+    ROOT,
+    Affinity,
+    Server,
+    celery_worker,
+    daphne_server,
+    hold_bench_lock,
+    log,
+    plan_affinity,
+    prepare_database,
+    raise_fd_limit,
+    reference_server,
+    run_checked,
+    running,
+    uvicorn_ours,
+    wait_workers_ready,
+    with_db_name,
+)
 
-ROOT = Path(__file__).resolve().parent.parent
-PYTHON = sys.executable
-HOST = "127.0.0.1"
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/mcp_bench"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/2"
 CONCURRENCIES = (1, 16, 64)
 LIST_CONCURRENCY = 16
-STARTUP_TIMEOUT = 60.0
-
-
-# ---------------------------------------------------------------------------------------------
-# Processes
-
-
-def log(msg: str) -> None:
-    """Progress line on stderr, so stdout keeps only the figures."""
-    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
-
-@dataclass
-class Affinity:
-    server: set[int] | None
-    loadgen: set[int] | None
-    note: str
-
-
-def plan_affinity() -> Affinity:
-    """Give the server the first allowed core and the load generator the others."""
-    if not hasattr(os, "sched_getaffinity"):
-        return Affinity(None, None, "no CPU pinning (sched_setaffinity unavailable)")
-    cores = sorted(os.sched_getaffinity(0))
-    if len(cores) < 2:
-        return Affinity(None, None, f"no CPU pinning (only {len(cores)} core available)")
-    server, loadgen = {cores[0]}, set(cores[1:])
-    os.sched_setaffinity(0, loadgen)
-    return Affinity(
-        server,
-        loadgen,
-        f"server pinned to core {cores[0]}, load generator to core(s) {','.join(map(str, sorted(loadgen)))} "
-        "(os.sched_setaffinity); PostgreSQL and Redis are not pinned",
-    )
-
-
-LOCK_PATH = Path("/tmp/mcp-bench.lock")
-
-
-def hold_bench_lock() -> object:
-    """Wait (bounded) until no other bench run is going: two runs would drop each other's
-    databases and load the same two cores. The lock lasts as long as the returned file is open."""
-    f = open(LOCK_PATH, "w")  # noqa: SIM115 - kept open for the whole run
-    deadline = time.monotonic() + 900
-    waited = False
-    while True:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return f
-        except BlockingIOError:
-            if time.monotonic() > deadline:
-                raise SystemExit(
-                    "another bench run has held /tmp/mcp-bench.lock for 15 minutes; giving up"
-                ) from None
-            if not waited:
-                log("another bench run is in progress; waiting for it to finish")
-                waited = True
-            time.sleep(1)
-
-
-def raise_fd_limit(want: int = 65536) -> int:
-    """Raise the soft fd limit (children inherit it) and return the new value."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    target = want if hard == resource.RLIM_INFINITY else min(want, hard)
-    if soft < target:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-
-
-def run_checked(cmd: list[str], env: dict[str, str], what: str, timeout: float = 600) -> str:
-    """Run a setup command; stop the bench with its output if it fails."""
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
-    if proc.returncode != 0:
-        raise SystemExit(
-            f"{what} failed (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-        )
-    return proc.stdout
-
-
-class Server:
-    """A server process under test, pinned to the server core."""
-
-    def __init__(
-        self, label: str, cmd: list[str], env: dict[str, str], port: int, path: str, cores: set[int] | None
-    ):
-        self.label, self.cmd, self.env, self.port, self.path, self.cores = label, cmd, env, port, path, cores
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.log_path = Path(f"/tmp/mcp-bench-{label}-{port}.log")
-
-    def start(self) -> None:
-        cores = self.cores
-
-        def pin() -> None:
-            if cores:
-                os.sched_setaffinity(0, cores)
-
-        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen(
-            self.cmd, cwd=ROOT, env=self.env, stdout=self._log, stderr=subprocess.STDOUT, preexec_fn=pin
-        )
-
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
-
-    async def wait_ready(self, wire: str = "legacy") -> None:
-        """Wait until an initialize (on the modern wire: a server/discover) succeeds (bounded)."""
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        last = "not started"
-        while time.monotonic() < deadline:
-            assert self.proc is not None
-            if self.proc.poll() is not None:
-                raise SystemExit(f"{self.label} exited with {self.proc.returncode}:\n{self.tail()}")
-            client = (
-                McpClient(HOST, self.port, self.path)
-                if wire == "legacy"
-                else ModernClient(HOST, self.port, self.path)
-            )
-            try:
-                if wire == "legacy":
-                    await client.initialize()
-                    await client.delete_session()
-                else:
-                    await client.discover()
-                return
-            except (BenchError, OSError) as exc:
-                last = str(exc)
-            finally:
-                await client.close()
-            await asyncio.sleep(0.2)
-        raise SystemExit(f"{self.label} not ready after {STARTUP_TIMEOUT}s: {last}\n{self.tail()}")
-
-    def tail(self, n: int = 4000) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-n:]
-        except OSError:
-            return ""
-
-    def stop(self, sig_int: bool = False) -> None:
-        if self.proc is None:
-            return
-        if self.proc.poll() is None:
-            if sig_int:
-                self.proc.send_signal(2)
-            else:
-                self.proc.terminate()
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        self._log.close()
-
-
-def with_db_name(url: str, name: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, parts.fragment))
-
-
-def recreate_database(url: str) -> None:
-    """Drop and create the PostgreSQL database named in `url` (a fresh, known state)."""
-    parts = urlsplit(url)
-    name = parts.path.lstrip("/")
-    admin = with_db_name(url, "postgres").replace("postgres://", "postgresql://", 1)
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
-
-
-def django_env(database_url: str, redis_url: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        DATABASE_URL=database_url,
-        REDIS_URL=redis_url,
-        DJANGO_SETTINGS_MODULE="mcpsite.settings",
-        DEBUG="0",
-        PYTHONUNBUFFERED="1",
-        # The per-session tool-call rate limit (TL-13) would cap one client at 20 calls/s; the
-        # reference has none, and this measures capacity, so it is off for the bench.
-        MCP_TOOL_CALLS_PER_MINUTE="0",
-    )
-    return env
-
-
-def forget_redis_versions(redis_url: str) -> None:
-    """Delete the per-tenant version counters a previous bench database left in Redis.
-
-    Tenant ids restart at 1 in a recreated database; a higher counter left over from an earlier
-    run would never match the new rows' version and every request would miss the catalog cache.
-    """
-    client = redis.Redis.from_url(redis_url)
-    keys = list(client.scan_iter(match="mcp:*", count=1000))
-    if keys:
-        client.delete(*keys)
-    client.close()
-
-
-def prepare_database(database_url: str, redis_url: str, seed: bool = True) -> dict[str, str]:
-    """Create the database, migrate it and seed the demo tenant, each in a subprocess."""
-    env = django_env(database_url, redis_url)
-    recreate_database(database_url)
-    forget_redis_versions(redis_url)
-    run_checked([PYTHON, "manage.py", "migrate", "--noinput", "-v", "0"], env, "migrate")
-    # Apps without migration files yet get their tables from --run-syncdb; that step runs
-    # before migrations, hence after a first plain migrate (a no-op once every app has them).
-    run_checked(
-        [PYTHON, "manage.py", "migrate", "--run-syncdb", "--noinput", "-v", "0"], env, "migrate --run-syncdb"
-    )
-    if seed:
-        run_checked([PYTHON, "manage.py", "seed_demo"], env, "seed_demo")
-    return env
-
-
-def daphne_server(
-    env: dict[str, str], cores: set[int] | None, label: str = "ours", profile: Path | None = None
-) -> Server:
-    port = free_port()
-    # One process; Daphne writes no access log unless --access-log is given.
-    cmd = [PYTHON]
-    if profile is not None:
-        cmd += ["-m", "cProfile", "-o", str(profile)]
-    cmd += ["-m", "daphne", "-b", HOST, "-p", str(port), "-v", "0", "mcpsite.asgi:application"]
-    env = dict(env, MCP_PUBLIC_URL=f"http://{HOST}:{port}")
-    return Server(label, cmd, env, port, "/t/demo/mcp", cores)
-
-
-def reference_server(json_response: bool, cores: set[int] | None, stateless: bool = False) -> Server:
-    port = free_port()
-    cmd = [PYTHON, str(ROOT / "bench" / "reference_server.py"), "--port", str(port)]
-    if json_response:
-        cmd.append("--json-response")
-    if stateless:
-        cmd.append("--stateless")
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    label = "ref-stateless" if stateless else "ref-json" if json_response else "ref-sse"
-    return Server(label, cmd, env, port, "/mcp", cores)
-
-
-def uvicorn_ours(env: dict[str, str], cores: set[int] | None) -> Server:
-    """The same ASGI app as Daphne serves, on uvicorn with uvloop and httptools; one process."""
-    port = free_port()
-    cmd = [
-        PYTHON, "-m", "uvicorn", "mcpsite.asgi:application", "--host", HOST, "--port", str(port),
-        "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning",
-        # Channels' ProtocolTypeRouter serves no lifespan scope; "auto" would only log that.
-        "--lifespan", "off",
-    ]  # fmt: skip
-    env = dict(env, MCP_PUBLIC_URL=f"http://{HOST}:{port}")
-    return Server("ours-uvicorn", cmd, env, port, "/t/demo/mcp", cores)
-
-
-@contextlib.contextmanager
-def running(server: Server) -> Iterator[Server]:
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -554,32 +302,6 @@ if not Tool.objects.filter(tenant=bg, name="echo").exists():
 """
 
 
-WORKER_POOL = os.environ.get("BENCH_WORKER_POOL", "--concurrency=2").split()
-
-
-def celery_worker(env: dict[str, str], cores: set[int] | None) -> Server:
-    """The worker `bin/serve` starts (prefork, concurrency 2), pinned like the server."""
-    cmd = [PYTHON, "-m", "celery", "-A", "mcpsite", "worker", "--loglevel=WARNING", *WORKER_POOL]
-    return Server("worker", cmd, env, 0, "", cores)
-
-
-def wait_worker_ready(worker: Server) -> None:
-    """Wait until the worker answers a ping (bounded)."""
-    deadline = time.monotonic() + STARTUP_TIMEOUT
-    while time.monotonic() < deadline:
-        assert worker.proc is not None
-        if worker.proc.poll() is not None:
-            raise SystemExit(f"celery worker exited with {worker.proc.returncode}:\n{worker.tail()}")
-        out = subprocess.run(
-            [PYTHON, "-m", "celery", "-A", "mcpsite", "inspect", "ping", "--timeout", "1"],
-            cwd=ROOT, env=worker.env, capture_output=True, text=True,
-        )  # fmt: skip
-        if out.returncode == 0 and "pong" in out.stdout:
-            return
-        time.sleep(0.5)
-    raise SystemExit(f"celery worker not ready after {STARTUP_TIMEOUT}s:\n{worker.tail()}")
-
-
 def background_bench(
     env: dict[str, str], affinity: Affinity, timing: Timing, slices: int
 ) -> dict[str, PhaseResult]:
@@ -588,7 +310,7 @@ def background_bench(
     server = daphne_server(env, affinity.server, label="background")
     worker = celery_worker(server.env, affinity.server)
     with running(worker), running(server):
-        wait_worker_ready(worker)
+        wait_workers_ready([worker])
         targets = {"inline": ("/t/demo/mcp", None), "background": ("/t/demo-bg/mcp", None)}
         return asyncio.run(drive_pair(server, targets, timing, slices))
 
@@ -1345,6 +1067,16 @@ def main() -> None:
     )
     parser.add_argument("--skip-modern", action="store_true", help=f"skip the MCP {MODERN_VERSION} phases")
     parser.add_argument(
+        "--only-asking",
+        action="store_true",
+        help="only issue 11's phases: progress from a worker vs inline, an elicitation through a worker, "
+        "two worker processes vs one, many slow background runs held open",
+    )
+    parser.add_argument("--skip-asking", action="store_true", help="skip issue 11's background/asking phases")
+    parser.add_argument(
+        "--runs", type=int, default=500, help="slow background runs to hold open (default 500)"
+    )
+    parser.add_argument(
         "--listens", type=int, default=1000, help="subscriptions/listen streams to hold open (default 1000)"
     )
     args = parser.parse_args()
@@ -1377,8 +1109,8 @@ def main() -> None:
         "reference: mcp SDK MCPServer, stateful Streamable HTTP, uvicorn 1 process (asyncio loop, h11), "
         "access log off",
     ]
-    if args.only_modern:
-        # The modern section describes its own phases, servers and timing.
+    if args.only_modern or args.only_asking:
+        # These sections describe their own phases, servers and timing.
         header = [line for line in header if not line.startswith(("phases:", "servers are", "reference:"))]
     for line in header:
         print(line)
@@ -1394,6 +1126,14 @@ def main() -> None:
             profile_ours(env, affinity, timing, wire="modern")
         if args.json:
             args.json.write_text(json.dumps({"modern": figures(modern)}, indent=2))
+        print()
+        print(f"total bench time: {time.monotonic() - started:.0f}s")
+        return
+
+    if args.only_asking:
+        log("asking: preparing the database (create, migrate, seed_demo)")
+        env = prepare_database(database_url, redis_url)
+        print_asking_section(env, affinity, args.quick, args.runs)
         print()
         print(f"total bench time: {time.monotonic() - started:.0f}s")
         return
@@ -1437,6 +1177,10 @@ def main() -> None:
     if ours_env is not None and not args.skip_modern:
         print()
         modern = print_modern_section(ours_env, affinity, args.quick, args.duration, args.listens)
+
+    if ours_env is not None and not args.skip_asking:
+        print()
+        print_asking_section(ours_env, affinity, args.quick, args.runs)
 
     if ours_env is not None and not args.skip_scale:
         print()
