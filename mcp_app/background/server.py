@@ -68,6 +68,9 @@ TASK_NAME = "mcp_app.run_tool_job"
 REPLY_GRACE_SECONDS = 10.0
 # How often a worker running a job tells the waiting server it is alive.
 HEARTBEAT_SECONDS = 1.0
+# How long a worker's last beat stays readable in Redis (its own key: a beat sent on a full reply
+# channel is dropped).
+ALIVE_KEY_SECONDS = 3
 # How often a worker checks whether its job was cancelled.
 CANCEL_POLL_SECONDS = 0.2
 # How long a cancelled handler may take to return after its `cancelled` event is set.
@@ -93,6 +96,19 @@ def runs_in_background(tool: ToolDef) -> bool:
 
 def cancel_key(job_id: str) -> str:
     return f"mcp:job:{job_id}:cancelled"
+
+
+def alive_key(job_id: str) -> str:
+    return f"mcp:job:{job_id}:alive"
+
+
+async def _still_alive(job_id: str) -> bool:
+    """Whether the worker beat within ALIVE_KEY_SECONDS (its channel messages may have been dropped)."""
+    try:
+        return bool(await redis_client.client().exists(alive_key(job_id)))
+    except Exception:
+        logger.warning("could not read the sign of life of background job %s", job_id, exc_info=True)
+        return False
 
 
 def answer_key(job_id: str, ask_id: str) -> str:
@@ -253,6 +269,9 @@ async def run(
             # While this process waits for the client, the worker waits too: only its silence counts.
             wait = max(0.0, (alive_until if asks else min(deadline, alive_until)) - loop.time())
             done, _ = await asyncio.wait({receiver, *asks}, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+            if not done and started and (asks or loop.time() < deadline) and await _still_alive(job["id"]):
+                alive_until = loop.time() + settings.MCP_BACKGROUND_LIVENESS_SECONDS
+                continue  # its beats were dropped on the way (a full reply channel), not its work
             if not done and started and (asks or loop.time() < deadline):
                 silent = settings.MCP_BACKGROUND_LIVENESS_SECONDS
                 await asyncio.shield(request_cancel(job["id"]))

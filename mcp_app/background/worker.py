@@ -165,9 +165,12 @@ async def _watch_cancel(
         if time.monotonic() >= next_beat:
             next_beat = time.monotonic() + server.HEARTBEAT_SECONDS
             try:
+                # Also in Redis: a reply channel full of other jobs' messages drops this beat, and the
+                # server looks at the key before it calls a run lost.
+                await redis.set(server.alive_key(job_id), "1", ex=server.ALIVE_KEY_SECONDS)
                 await replies.send("mcp.job.alive")
             except ChannelFull:
-                pass  # the server is behind on this channel: it is being fed, so it knows we live
+                pass
             except Exception as exc:  # keep running and polling; the next beat may get through
                 logger.warning("job %s: could not send a sign of life: %r", job_id, exc)
         try:
@@ -248,7 +251,15 @@ async def work(job: dict[str, Any]) -> str:
         logger.info("job %s (tool %s) dropped: no longer queued", job_id, job["tool_name"])
         return "expired"
     replies = _Replies(job)
-    await replies.send("mcp.job.started")
+    # Retried like a result: a full reply channel must not crash a job whose row is now running.
+    if not await replies.reliably("mcp.job.started"):
+        await runs.close_run(
+            job_id,
+            (runs.RUNNING,),
+            ToolRun.Status.LOST,
+            "The server waiting for this run never took its start.",
+        )
+        return "unheard"
     tenant, catalog, tool = await _find_tool(job)
     if tool is None or tenant is None or catalog is None:
         message = f"Tool {job['tool_name']!r} was removed or disabled before a worker could run it."

@@ -192,7 +192,12 @@ def move(tenant_id: int, version: int) -> int | None:
         try:
             token = int(
                 _redis_sync().eval(
-                    _BUMP, 1, version_key(tenant_id), _fresh_token(), CHANGES_CHANNEL, tenant_id
+                    _BUMP,
+                    1,
+                    version_key(tenant_id),
+                    _fresh_token(),
+                    redis_client.channel(CHANGES_CHANNEL),
+                    tenant_id,
                 )
             )
             _learn(tenant_id, token)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -23,7 +24,9 @@ logger = logging.getLogger(__name__)
 class Subscriber:
     """One channel, one listening task per event loop (Daphne has one; tests and workers have many)."""
 
-    def __init__(self, channel: str, on_message: Callable[[Any], None], on_reset: Callable[[], None], what: str):
+    def __init__(
+        self, channel: str, on_message: Callable[[Any], None], on_reset: Callable[[], None], what: str
+    ):
         self.channel = channel
         self.on_message = on_message
         self.on_reset = on_reset
@@ -31,6 +34,7 @@ class Subscriber:
         self.generation = 0
         self._tasks: dict[asyncio.AbstractEventLoop, asyncio.Task] = {}
         self._listening: dict[asyncio.AbstractEventLoop, asyncio.Event] = {}
+        self._lock = threading.Lock()
 
     def ensure(self) -> None:
         """Start this loop's listener if it is not running (Redis only)."""
@@ -40,11 +44,13 @@ class Subscriber:
         task = self._tasks.get(loop)
         if task is not None and not task.done():
             return
-        for old in [key for key in self._tasks if key.is_closed()]:
-            del self._tasks[old]
-            self._listening.pop(old, None)
-        self._listening[loop] = asyncio.Event()
-        self._tasks[loop] = loop.create_task(self._run(self._listening[loop]))
+        # Loops of several threads (a thread-pool Celery worker) may start theirs at once.
+        with self._lock:
+            for old in [key for key in list(self._tasks) if key.is_closed()]:
+                del self._tasks[old]
+                self._listening.pop(old, None)
+            self._listening[loop] = asyncio.Event()
+            self._tasks[loop] = loop.create_task(self._run(self._listening[loop]))
 
     def live(self) -> bool:
         """True while this loop's listener is subscribed: what is published now reaches it."""
@@ -78,7 +84,7 @@ class Subscriber:
         while True:
             pubsub = redis_client.client().pubsub()
             try:
-                await pubsub.subscribe(self.channel)
+                await pubsub.subscribe(redis_client.channel(self.channel))
                 # Whatever was published while this loop was not subscribed is lost: start clean.
                 self.generation += 1
                 self.on_reset()

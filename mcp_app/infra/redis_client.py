@@ -27,6 +27,16 @@ def enabled() -> bool:
     return bool(settings.REDIS_URL)
 
 
+def channel(name: str) -> str:
+    """A pub/sub channel of this deployment's: `name` with REDIS_URL's database number.
+
+    Keys live in one database, but pub/sub channels are shared by every database of a Redis server:
+    two deployments on one server (a test run beside a benchmark, staging beside production) would
+    otherwise hear each other's change tokens and evictions for tenants that share an id.
+    """
+    return f"{name}:db{redis.connection.parse_url(settings.REDIS_URL).get('db', 0)}"
+
+
 def client() -> Any:
     """Return this loop's redis.asyncio client for REDIS_URL (decoded strings)."""
     clients = _clients.setdefault(asyncio.get_running_loop(), {})

@@ -270,7 +270,7 @@ def _publish(message: dict[str, Any]) -> None:
 
     def send() -> None:
         try:
-            redis_client.sync_client().publish(EVICT_CHANNEL, json.dumps(message))
+            redis_client.sync_client().publish(redis_client.channel(EVICT_CHANNEL), json.dumps(message))
         except Exception:  # the other processes still drop the entry when its TTL ends
             logger.warning("could not publish a token cache eviction", exc_info=True)
 

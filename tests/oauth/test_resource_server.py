@@ -19,6 +19,7 @@ from django.db import connection, transaction
 from oauth2_provider.models import get_access_token_model
 
 from mcp_app import catalog
+from mcp_app.infra import redis_client
 from mcp_app.models import Prompt, Tool
 from mcp_app.oauth import tokens
 from mcp_app.transport import sessions
@@ -548,7 +549,7 @@ def publish(message: dict) -> None:
     """What another process's signal handler sends after its transaction commits."""
     client = redis.Redis.from_url(settings.REDIS_URL)
     try:
-        client.publish(tokens.EVICT_CHANNEL, json.dumps(message))
+        client.publish(redis_client.channel(tokens.EVICT_CHANNEL), json.dumps(message))
     finally:
         client.close()
 
@@ -610,7 +611,7 @@ def test_revoking_a_token_publishes_its_checksum_after_the_commit(secured, alice
     client = redis.Redis.from_url(settings.REDIS_URL)
     pubsub = client.pubsub()
     try:
-        pubsub.subscribe(tokens.EVICT_CHANNEL)
+        pubsub.subscribe(redis_client.channel(tokens.EVICT_CHANNEL))
         assert pubsub.get_message(timeout=2)["type"] == "subscribe"
         token = get_access_token_model().objects.get(token_checksum=tokens.checksum(alice_token))
         with transaction.atomic():
@@ -632,7 +633,7 @@ async def test_a_garbled_eviction_message_is_ignored_and_the_subscriber_keeps_wo
     assert await tokens.listening()
     publish({"key": 42})
     client_redis = redis.Redis.from_url(settings.REDIS_URL)
-    client_redis.publish(tokens.EVICT_CHANNEL, b"\xff not json")
+    client_redis.publish(redis_client.channel(tokens.EVICT_CHANNEL), b"\xff not json")
     client_redis.close()
     assert (await client.request("tools/list")).status == 200
     table = get_access_token_model()._meta.db_table

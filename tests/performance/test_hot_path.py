@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 import redis.asyncio.client
+import redis.connection
 from asgiref.sync import sync_to_async
 from daphne.http_protocol import WebRequest
 from twisted.web.test.requesthelper import DummyChannel
@@ -203,7 +205,7 @@ def another_process_moves(tenant_id: int) -> int:
     script = tokens._BUMP
     return int(
         redis_client.sync_client().eval(
-            script, 1, key, tokens._fresh_token(), tokens.CHANGES_CHANNEL, tenant_id
+            script, 1, key, tokens._fresh_token(), redis_client.channel(tokens.CHANGES_CHANNEL), tenant_id
         )
     )
 
@@ -227,5 +229,31 @@ async def test_with_redis_a_token_moved_by_another_process_reaches_this_one_by_p
         round_trips["n"] = 0
         assert await tokens.current_version(tools_a.id) == moved
         assert round_trips["n"] == 0
+    finally:
+        await tokens.stop_listening()
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+async def test_with_redis_tokens_of_a_deployment_on_another_database_of_the_server_are_not_heard(
+    tools_a, settings
+):
+    """Pub/sub channels are server-wide while keys are per database: a test run beside a benchmark
+    heard the benchmark's tokens for the same tenant ids and served stale catalogs."""
+    ours = settings.REDIS_URL = os.environ["REDIS_URL"]
+    settings.MCP_CHANGE_TOKEN_SUBSCRIBER = True
+    db = int(redis.connection.parse_url(ours).get("db", 0))
+    try:
+        before = await tokens.current_version(tools_a.id)
+        assert await tokens.listening()
+        settings.REDIS_URL = urlunsplit(urlsplit(ours)._replace(path=f"/{(db + 1) % 16}"))
+        theirs = redis_client.channel(tokens.CHANGES_CHANNEL)
+        settings.REDIS_URL = ours
+        # The other deployment's tenant with the same id moves far ahead; then ours moves a little.
+        await sync_to_async(redis_client.sync_client().publish)(theirs, f"{tools_a.id} {before + 10**9}")
+        moved = await sync_to_async(another_process_moves)(tools_a.id)
+        async with asyncio.timeout(5):
+            while tokens._pushed.get(tools_a.id) != moved:
+                await asyncio.sleep(0.01)
     finally:
         await tokens.stop_listening()

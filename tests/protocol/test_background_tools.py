@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
+from channels.exceptions import ChannelFull
 
 from mcp_app.background import server, worker
 from mcp_app.core.context import RequestContext
@@ -429,3 +430,27 @@ async def test_a_background_handler_sees_its_calls_own_id_the_same_in_every_2026
     assert await worker.work(await take_job(celery_mode)) == "done"
     assert (await asyncio.wait_for(call, 5))["content"][0]["text"] == "went on"
     assert len(CALL_IDS) == 2 and CALL_IDS[0] == CALL_IDS[1] != ""
+
+
+@pytest.mark.services
+async def test_a_run_whose_beats_a_full_reply_channel_drops_is_not_called_lost_while_its_worker_beats(
+    settings, celery_mode, background_tool, monkeypatch
+):
+    """The bench (500 runs on one Daphne) filled the reply channel: heartbeats were dropped and live
+    runs were reported lost. The server looks at the worker's own key before it gives up."""
+    settings.MCP_BACKGROUND_LIVENESS_SECONDS = 2.0
+    send = worker._Replies.send
+
+    async def full_for_beats(self: Any, kind: str, **fields: Any) -> None:
+        if kind == "mcp.job.alive":
+            raise ChannelFull()
+        await send(self, kind, **fields)
+
+    monkeypatch.setattr(worker._Replies, "send", full_for_beats)
+    ctx = make_ctx(background_tool.tenant, emit=Recorder())
+    call = asyncio.create_task(
+        result_of(ctx, "tools/call", {"name": "bg_count", "arguments": {"n": 1, "delay": 4.5}})
+    )
+    assert await worker.work(await take_job(celery_mode)) == "done"
+    result = await asyncio.wait_for(call, 5)
+    assert not result.get("isError"), result["content"]

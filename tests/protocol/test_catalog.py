@@ -155,3 +155,4 @@ async def test_with_redis_an_edit_is_seen_even_when_the_token_is_far_ahead_of_th
         await client.delete(key)
         await client.aclose()
         await tokens._async_redis().aclose()
+
