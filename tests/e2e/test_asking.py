@@ -38,7 +38,12 @@ def ask_tool(server: DaphneServer) -> Iterator[str]:
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 @pytest.mark.parametrize(
-    ("action", "expected"), [("accept", "Hello, Ada!"), ("decline", "No name given (decline).")]
+    ("action", "expected"),
+    [
+        ("accept", "Hello, Ada!"),
+        ("decline", "No name given (decline)."),
+        ("cancel", "No name given (cancel)."),
+    ],
 )
 async def test_the_sdk_answers_a_tools_question_through_its_elicitation_callback(
     server: DaphneServer, ask_tool: str, mode: str, action: str, expected: str

@@ -82,6 +82,8 @@ async def call_answering_forms(ctx: Any, name: str, arguments: dict[str, Any]) -
     return result
 
 
+# live_server is WSGI: it reads stream_count's streamed demo endpoint (an async iterator, for Daphne) at once.
+@pytest.mark.filterwarnings("ignore:StreamingHttpResponse must consume asynchronous iterators")
 async def test_every_seeded_demo_tool_answers_without_an_error_under_bin_serve_settings(served_demo):
     capabilities = {"elicitation": {}, "roots": {}, "sampling": {}}
     ctx = make_ctx(served_demo, version="2026-07-28", session=None, client_capabilities=capabilities)
