@@ -270,21 +270,24 @@ async def test_a_background_tool_asks_in_process_in_both_eras_when_background_to
     ctx = make_ctx(asking_tool.tenant, version=MODERN, session=None, client_capabilities=CAN_ELICIT)
     first = await result_of(ctx, "tools/call", {"name": "bg_ask", "arguments": {}})
     assert list(first["inputRequests"]) == ["q1"]
-    recorder = Recorder()
-    ctx = make_ctx(asking_tool.tenant, client_capabilities=CAN_ELICIT, emit=recorder)
-    call = asyncio.create_task(result_of(ctx, "tools/call", {"name": "bg_ask", "arguments": {}}))
+    recorder, call = legacy_call(asking_tool)
     question = await question_on(recorder)
     await asking.deliver("sess-1", {"jsonrpc": "2.0", "id": question["id"], "result": ACCEPT})
     assert (await asyncio.wait_for(call, 5))["content"][0]["text"] == "Hello, Ada!"
+
+
+def legacy_call(asking_tool: Tool) -> tuple[Recorder, asyncio.Task]:
+    """A legacy session's call of the asking background tool, its stream recorded; the caller runs the job."""
+    recorder = Recorder()
+    ctx = make_ctx(asking_tool.tenant, client_capabilities=CAN_ELICIT, emit=recorder)
+    return recorder, asyncio.create_task(result_of(ctx, "tools/call", {"name": "bg_ask", "arguments": {}}))
 
 
 @pytest.mark.services
 async def test_a_legacy_background_handler_asks_on_the_calls_stream_and_resumes_with_the_answer(
     celery_mode, asking_tool
 ):
-    recorder = Recorder()
-    ctx = make_ctx(asking_tool.tenant, client_capabilities=CAN_ELICIT, emit=recorder)
-    call = asyncio.create_task(result_of(ctx, "tools/call", {"name": "bg_ask", "arguments": {}}))
+    recorder, call = legacy_call(asking_tool)
     job = await take_job(celery_mode)
     running = asyncio.create_task(worker.work(job))
     question = await question_on(recorder)
@@ -317,9 +320,7 @@ async def test_a_client_that_does_not_answer_in_time_gives_the_background_handle
     settings, celery_mode, asking_tool
 ):
     settings.MCP_ASK_TIMEOUT_SECONDS = 0.5
-    recorder = Recorder()
-    ctx = make_ctx(asking_tool.tenant, client_capabilities=CAN_ELICIT, emit=recorder)
-    call = asyncio.create_task(result_of(ctx, "tools/call", {"name": "bg_ask", "arguments": {}}))
+    recorder, call = legacy_call(asking_tool)
     assert await worker.work(await take_job(celery_mode)) == "done"
     result = await asyncio.wait_for(call, 5)
     assert result["isError"] is True
@@ -331,9 +332,7 @@ async def test_the_worker_keeps_signalling_life_while_the_client_takes_longer_th
     settings, celery_mode, asking_tool
 ):
     settings.MCP_BACKGROUND_LIVENESS_SECONDS = 2.0
-    recorder = Recorder()
-    ctx = make_ctx(asking_tool.tenant, client_capabilities=CAN_ELICIT, emit=recorder)
-    call = asyncio.create_task(result_of(ctx, "tools/call", {"name": "bg_ask", "arguments": {}}))
+    recorder, call = legacy_call(asking_tool)
     running = asyncio.create_task(worker.work(await take_job(celery_mode)))
     question = await question_on(recorder)
     await asyncio.sleep(3.0)  # the person thinks: no progress, only the worker's signs of life
@@ -347,9 +346,7 @@ async def test_the_worker_keeps_signalling_life_while_the_client_takes_longer_th
 async def test_cancelling_a_call_whose_background_handler_waits_for_an_answer_stops_the_job(
     celery_mode, asking_tool
 ):
-    recorder = Recorder()
-    ctx = make_ctx(asking_tool.tenant, client_capabilities=CAN_ELICIT, emit=recorder)
-    call = asyncio.create_task(result_of(ctx, "tools/call", {"name": "bg_ask", "arguments": {}}))
+    recorder, call = legacy_call(asking_tool)
     job = await take_job(celery_mode)
     running = asyncio.create_task(worker.work(job))
     await question_on(recorder)
