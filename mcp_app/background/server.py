@@ -23,9 +23,11 @@ Deadlines, so nothing runs that nobody waits for and no caller waits forever:
     caller gets an isError result naming the wait, and a worker that picks it up later drops it;
   - once started, the worker enforces the tool's timeout (the same funnel as inline tools) and the
     server waits that long plus REPLY_GRACE_SECONDS before reporting a worker that stopped answering;
-  - meanwhile the worker sends a sign of life every HEARTBEAT_SECONDS: a worker killed mid-run (or
-    hung) is noticed after MCP_BACKGROUND_LIVENESS_SECONDS without one; the run is marked lost and the
-    caller gets an isError result then. Nothing is retried: the claimed row keeps a redelivered job
+  - meanwhile the worker leaves a sign of life in Redis every HEARTBEAT_SECONDS (a key, not a reply:
+    replies are for what the client sees); after MCP_BACKGROUND_LIVENESS_SECONDS without a reply the
+    server looks at that key, and again every ALIVE_KEY_SECONDS while it is there: a worker killed
+    mid-run (or hung) is noticed within the bound plus ALIVE_KEY_SECONDS; the run is marked lost and
+    the caller gets an isError result then. Nothing is retried: the claimed row keeps a redelivered job
     (Celery's late acknowledgement) from running twice.
 Progress is best effort (a full reply channel drops it); the result is retried until it is taken.
 
@@ -68,9 +70,9 @@ TASK_NAME = "mcp_app.run_tool_job"
 REPLY_GRACE_SECONDS = 10.0
 # How often a worker running a job tells the waiting server it is alive.
 HEARTBEAT_SECONDS = 1.0
-# How long a worker's last beat stays readable in Redis (its own key: a beat sent on a full reply
-# channel is dropped).
-ALIVE_KEY_SECONDS = 3
+# How long a worker's last beat stays readable in Redis: a dead worker's key is gone this long after
+# its last beat, and a quiet run's server looks again this often.
+ALIVE_KEY_SECONDS = 2
 # How often a worker checks whether its job was cancelled.
 CANCEL_POLL_SECONDS = 0.2
 # How long a cancelled handler may take to return after its `cancelled` event is set.
@@ -270,8 +272,8 @@ async def run(
             wait = max(0.0, (alive_until if asks else min(deadline, alive_until)) - loop.time())
             done, _ = await asyncio.wait({receiver, *asks}, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
             if not done and started and (asks or loop.time() < deadline) and await _still_alive(job["id"]):
-                alive_until = loop.time() + settings.MCP_BACKGROUND_LIVENESS_SECONDS
-                continue  # its beats were dropped on the way (a full reply channel), not its work
+                alive_until = loop.time() + ALIVE_KEY_SECONDS
+                continue  # quiet, not dead: its worker beat within ALIVE_KEY_SECONDS
             if not done and started and (asks or loop.time() < deadline):
                 silent = settings.MCP_BACKGROUND_LIVENESS_SECONDS
                 await asyncio.shield(request_cancel(job["id"]))

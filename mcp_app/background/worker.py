@@ -156,8 +156,8 @@ async def _find_tool(job: dict[str, Any]) -> tuple[TenantInfo | None, Catalog | 
 async def _watch_cancel(
     job_id: str, cancelled: asyncio.Event, handler: asyncio.Task, replies: _Replies, by: list[str]
 ) -> None:
-    """Poll for a cancellation (its key's value goes to `by`), and send the server a sign of life
-    every HEARTBEAT_SECONDS."""
+    """Poll for a cancellation (its key's value goes to `by`), and leave a sign of life in Redis every
+    HEARTBEAT_SECONDS."""
     redis = redis_client.client()
     next_beat = time.monotonic() + server.HEARTBEAT_SECONDS
     while not handler.done():
@@ -165,14 +165,11 @@ async def _watch_cancel(
         if time.monotonic() >= next_beat:
             next_beat = time.monotonic() + server.HEARTBEAT_SECONDS
             try:
-                # Also in Redis: a reply channel full of other jobs' messages drops this beat, and the
-                # server looks at the key before it calls a run lost.
+                # A key the waiting server reads when the run has been quiet, not a reply: a message a
+                # second per run filled a busy Daphne's reply channel (and a dropped beat looked dead).
                 await redis.set(server.alive_key(job_id), "1", ex=server.ALIVE_KEY_SECONDS)
-                await replies.send("mcp.job.alive")
-            except ChannelFull:
-                pass
             except Exception as exc:  # keep running and polling; the next beat may get through
-                logger.warning("job %s: could not send a sign of life: %r", job_id, exc)
+                logger.warning("job %s: could not leave a sign of life: %r", job_id, exc)
         try:
             value = await redis.get(server.cancel_key(job_id))
             if value is not None:
