@@ -130,3 +130,33 @@ def progress_of(job_id: str) -> dict[str, Any] | None:
 
 
 QUEUED, RUNNING = ToolRun.Status.QUEUED, ToolRun.Status.RUNNING
+
+
+# A run that the serving process itself runs (an inline task, protocol/tasks.py) has no worker to
+# record its end: the process beats this key while it runs it, so a process that died is noticed.
+RUNNER_ALIVE_SECONDS = 10  # beats every second; a slow database read must not make a live run look dead
+IN_SERVER = " (server)"  # the end of `ToolRun.worker` for such a run
+
+
+def _runner_key(job_id: str) -> str:
+    return f"mcp:run:{job_id}:runner"
+
+
+async def runner_beat(job_id: str) -> None:
+    """This process still runs `job_id` (Redis only; never raises)."""
+    if not redis_client.enabled():
+        return
+    try:
+        await redis_client.client().set(_runner_key(job_id), "1", ex=RUNNER_ALIVE_SECONDS)
+    except Exception:
+        logger.warning("could not beat for run %s", job_id, exc_info=True)
+
+
+async def runner_gone(job_id: str) -> bool:
+    """True when the process running `job_id` in itself stopped beating (False without Redis: unknown)."""
+    if not redis_client.enabled():
+        return False
+    try:
+        return not await redis_client.client().exists(_runner_key(job_id))
+    except Exception:
+        return False

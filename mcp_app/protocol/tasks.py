@@ -169,6 +169,7 @@ _FIELDS = (
     "exchanges",
     "result",
     "detail",
+    "worker",
 )
 
 
@@ -336,7 +337,8 @@ async def create(
 
 async def _run(ctx: RequestContext, row: ToolRun, run: Run, in_background: bool) -> None:
     job_id = row.job_id
-    here = f"{socket.gethostname()}:{os.getpid()} (server)"
+    here = f"{socket.gethostname()}:{os.getpid()}{runs.IN_SERVER}"
+    await runs.runner_beat(job_id)  # before the claim: a running row always has a live beat
     if not in_background and not await database_sync_to_async(runs.claim)(job_id, here):
         return  # cancelled before it started
     work = asyncio.get_running_loop().create_task(run(ctx, job_id))
@@ -345,6 +347,7 @@ async def _run(ctx: RequestContext, row: ToolRun, run: Run, in_background: bool)
             await asyncio.wait({work}, timeout=WATCH_SECONDS)
             if work.done():
                 break
+            await runs.runner_beat(job_id)
             outcome = await database_sync_to_async(_outcome_of)(job_id)
             if isinstance(outcome, dict) and outcome.get("status") == "cancelled":
                 raise asyncio.CancelledError  # cancelled through another process
@@ -396,6 +399,19 @@ async def _row(ctx: RequestContext, params: dict[str, Any]) -> ToolRun:
     row = await database_sync_to_async(_find)(ctx, _task_id(params))
     if row is None:
         raise InvalidParams(NOT_FOUND)
+    if (
+        row.status == ToolRun.Status.RUNNING
+        and row.worker.endswith(runs.IN_SERVER)
+        and row.task_outcome is None
+        and await runs.runner_gone(row.job_id)
+    ):
+        # The process that ran this task in itself died: say so once, rather than `working` until the ttl.
+        why = "The server process running this task stopped before it ended; it was not retried."
+        if await database_sync_to_async(_end)(
+            row.job_id, _outcome(row.task_protocol_version, error_result(why))
+        ):
+            await runs.close_run(row.job_id, (runs.RUNNING,), ToolRun.Status.LOST, why)
+        row = await database_sync_to_async(_find)(ctx, row.task_id) or row
     return row
 
 

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
 
 from mcp_app import catalog as catalogs
+from mcp_app.background import runs
 from mcp_app.core.context import RequestContext
 from mcp_app.models import Tool, ToolRun
 from mcp_app.protocol import asking, tasks
@@ -387,3 +389,26 @@ async def test_a_2025_11_25_task_that_asks_sends_its_question_on_the_session_str
     await asking.deliver("sess-1", {"jsonrpc": "2.0", "id": question["id"], "result": answer})
     result = await result_of(ctx, "tasks/result", {"taskId": task_id})
     assert result["content"][0]["text"] == "Hello, Ada!"
+
+
+@pytest.mark.services(reason="the serving process beats for the tasks it runs in Redis")
+async def test_an_inline_task_whose_server_process_died_is_reported_once_instead_of_working_forever(
+    demo_a, count_in_background, settings
+):
+    settings.REDIS_URL = os.environ["REDIS_URL"]
+    ctx = await ctx_for(demo_a, MODERN, session=None, client_capabilities=EXTENSION_CAPS)
+    tool = (await catalogs.get_catalog(demo_a.id)).tools_by_name["count_in_background"]
+    alive = await sync_to_async(tasks._create)(ctx, tool, 60_000)
+    dead = await sync_to_async(tasks._create)(ctx, tool, 60_000)
+    for row in (alive, dead):
+        await sync_to_async(ToolRun.objects.filter(pk=row.pk).update)(status="running", worker="h:1 (server)")
+    await runs.runner_beat(alive.job_id)  # its process still runs it
+    assert (await result_of(ctx, "tasks/get", {"taskId": alive.task_id}))["status"] == "working"
+    task = await result_of(ctx, "tasks/get", {"taskId": dead.task_id})
+    assert task["status"] == "completed" and task["result"]["isError"] is True
+    assert "server process running this task stopped" in task["result"]["content"][0]["text"]
+    assert (await run_status(dead.job_id)) == "lost"
+
+
+async def run_status(job_id: str) -> str:
+    return (await sync_to_async(ToolRun.objects.get)(job_id=job_id)).status
