@@ -8,6 +8,7 @@ import itertools
 from typing import Any
 
 from mcp_app.core.context import RequestContext
+from mcp_app.models import Tool
 from mcp_app.protocol import asking
 from mcp_app.protocol.dispatch import dispatch
 from tests.support import make_ctx
@@ -65,3 +66,19 @@ async def call_answered_on_the_stream(
     question = sent[0]
     await asking.deliver(ctx.session.id, {"jsonrpc": "2.0", "id": question["id"], "result": answer})
     return question, await asyncio.wait_for(running, 5)
+
+
+def counting_background_tool(tenant: Any, name: str) -> Any:
+    """A background tool running the demo's `count_slowly` (progress per step), made in `tenant`."""
+    return Tool.objects.create(
+        tenant=tenant,
+        name=name,
+        input_schema={
+            "type": "object",
+            "properties": {"n": {"type": "integer"}, "delay": {"type": "number"}},
+        },
+        handler="python",
+        handler_config={"callable": "count_slowly"},
+        timeout_seconds=20,
+        execution="background",
+    )

@@ -28,7 +28,7 @@ from mcp_app.models import Tool, ToolRun
 from mcp_app.protocol import asking
 from mcp_app.protocol.jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY
 from tests.protocol.support import call as tools_call_of
-from tests.protocol.support import result_of
+from tests.protocol.support import counting_background_tool, result_of
 from tests.support import make_ctx
 
 
@@ -50,18 +50,7 @@ class Recorder:
 
 @pytest.fixture
 def background_tool(demo_a: Any) -> Tool:
-    return Tool.objects.create(
-        tenant=demo_a,
-        name="bg_count",
-        input_schema={
-            "type": "object",
-            "properties": {"n": {"type": "integer"}, "delay": {"type": "number"}},
-        },
-        handler="python",
-        handler_config={"callable": "count_slowly"},
-        timeout_seconds=20,
-        execution="background",
-    )
+    return counting_background_tool(demo_a, "bg_count")
 
 
 @pytest.fixture

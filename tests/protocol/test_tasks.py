@@ -19,7 +19,7 @@ from mcp_app.background import runs
 from mcp_app.core.context import RequestContext
 from mcp_app.models import Tool, ToolRun
 from mcp_app.protocol import asking, tasks
-from tests.protocol.support import error_of, result_of
+from tests.protocol.support import counting_background_tool, error_of, result_of
 from tests.support import make_ctx
 
 MODERN = "2026-07-28"
@@ -43,18 +43,7 @@ def in_process(settings: Any) -> None:
 @pytest.fixture(autouse=True)
 def count_in_background(demo_a: Any) -> Tool:
     """The demo's background counter (its task support left automatic: optional)."""
-    return Tool.objects.create(
-        tenant=demo_a,
-        name="count_in_background",
-        input_schema={
-            "type": "object",
-            "properties": {"n": {"type": "integer"}, "delay": {"type": "number"}},
-        },
-        handler="python",
-        handler_config={"callable": "count_slowly"},
-        timeout_seconds=20,
-        execution="background",
-    )
+    return counting_background_tool(demo_a, "count_in_background")
 
 
 def count(n: int = 2, delay: float = 0.01, **extra: Any) -> dict[str, Any]:
