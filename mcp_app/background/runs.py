@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -86,14 +87,30 @@ async def close_run(
         return False
 
 
-def _note_exchange(job_id: str, entry: dict[str, Any]) -> None:
+def change_exchanges(
+    job_id: str, change: Callable[[list[dict[str, Any]]], list[dict[str, Any]] | None]
+) -> bool:
+    """The one way to edit a run's questions and answers: `change` gets them under a row lock and
+    returns the new list (None: leave them); kept to the last MAX_EXCHANGES. False: no such run."""
     with transaction.atomic():
         run = ToolRun.objects.select_for_update().filter(job_id=job_id).only("pk", "exchanges").first()
-        # A task keeps its questions itself (protocol/task_input.py): the relayed copy is not kept twice.
-        kept = any(e.get("key") and e.get("asked") == entry["asked"] for e in run.exchanges) if run else False
-        if run is not None and not kept:
-            run.exchanges = [*run.exchanges, entry][-MAX_EXCHANGES:]
+        if run is None:
+            return False
+        changed = change([e for e in run.exchanges if isinstance(e, dict)])
+        if changed is not None:
+            run.exchanges = changed[-MAX_EXCHANGES:]
             run.save(update_fields=["exchanges"])
+        return True
+
+
+def _note_exchange(job_id: str, entry: dict[str, Any]) -> None:
+    def add(exchanges: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+        # A task keeps its questions itself (protocol/task_input.py): the relayed copy is not kept twice.
+        if any(e.get("key") and e.get("asked") == entry["asked"] for e in exchanges):
+            return None
+        return [*exchanges, entry]
+
+    change_exchanges(job_id, add)
 
 
 async def note_exchange(job_id: str, asked: dict[str, Any], answer: dict[str, Any]) -> None:

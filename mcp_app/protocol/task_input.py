@@ -23,9 +23,9 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
 
+from mcp_app.background import runs
 from mcp_app.core.context import Asker, RequestContext
 from mcp_app.core.errors import ToolError
 from mcp_app.models import ToolRun
@@ -44,11 +44,8 @@ def pending(exchanges: Any) -> dict[str, dict[str, Any]]:
 
 
 def _pose(job_id: str, key: str, request: dict[str, Any]) -> None:
-    with transaction.atomic():
-        run = ToolRun.objects.select_for_update().only("pk", "exchanges").get(job_id=job_id)
-        entry = {"key": key, "asked": request, "at": timezone.now().isoformat(timespec="seconds")}
-        run.exchanges = [*run.exchanges, entry]
-        run.save(update_fields=["exchanges"])
+    entry = {"key": key, "asked": request, "at": timezone.now().isoformat(timespec="seconds")}
+    runs.change_exchanges(job_id, lambda exchanges: [*exchanges, entry])
 
 
 def _answer_of(job_id: str, key: str) -> dict[str, Any] | None:
@@ -60,10 +57,9 @@ def _answer_of(job_id: str, key: str) -> dict[str, Any] | None:
 
 
 def _give_up(job_id: str, key: str, why: str) -> None:
-    with transaction.atomic():
-        run = ToolRun.objects.select_for_update().only("pk", "exchanges").get(job_id=job_id)
-        run.exchanges = [{**e, "error": why} if e.get("key") == key else e for e in run.exchanges]
-        run.save(update_fields=["exchanges"])
+    runs.change_exchanges(
+        job_id, lambda exchanges: [{**e, "error": why} if e.get("key") == key else e for e in exchanges]
+    )
 
 
 def asker(ctx: RequestContext, job_id: str) -> Asker:
@@ -95,20 +91,17 @@ def asker(ctx: RequestContext, job_id: str) -> Asker:
 def answer(job_id: str, responses: dict[str, Any]) -> int:
     """Write tasks/update's answers to the questions still outstanding; returns how many were taken."""
     taken = 0
-    with transaction.atomic():
-        run = ToolRun.objects.select_for_update().only("pk", "exchanges").get(job_id=job_id)
-        waiting = pending(run.exchanges)
-        updated = []
-        for entry in run.exchanges:
-            key = entry.get("key") if isinstance(entry, dict) else None
-            response = responses.get(key) if key in waiting else None
-            if isinstance(response, dict):
-                entry = {**entry, "answer": response}
-                taken += 1
-            updated.append(entry)
-        if taken:
-            run.exchanges = updated
-            run.save(update_fields=["exchanges"])
+
+    def take(exchanges: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+        nonlocal taken
+        waiting = pending(exchanges)
+        answered = {key: r for key, r in responses.items() if key in waiting and isinstance(r, dict)}
+        taken = len(answered)
+        if not answered:
+            return None
+        return [{**e, "answer": answered[e["key"]]} if e.get("key") in answered else e for e in exchanges]
+
+    runs.change_exchanges(job_id, take)
     return taken
 
 
