@@ -19,6 +19,7 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types import ElicitResult
 
 # Upper bound for one MCP request; a hung server fails the test instead of the suite.
 REQUEST_SECONDS = 20.0
@@ -409,3 +410,17 @@ def sdk_client(url: str, mode: str, **callbacks: Any) -> Client:
     """The official SDK client as a person's app uses it (`mode` "legacy" or "auto"), bounded by the
     tests' request timeout and without its list cache, so every call reaches the server."""
     return Client(url, mode=mode, read_timeout_seconds=REQUEST_SECONDS, cache=None, **callbacks)  # type: ignore[arg-type]
+
+
+async def call_answering_a_name(url: str, mode: str, tool: str, action: str) -> tuple[list[str], Any]:
+    """Call `tool` (which asks for a name) with the SDK client whose person answers `action` (with "Ada"
+    when accepting); returns the messages the person was shown and the call's result."""
+    asked: list[str] = []
+
+    async def person(context: Any, params: Any) -> ElicitResult:
+        asked.append(params.message)
+        return ElicitResult(action=action, content={"name": "Ada"} if action == "accept" else None)
+
+    async with sdk_client(url, mode, elicitation_callback=person) as client:
+        result = await client.call_tool(tool, {"question": "Who are you?"})
+    return asked, result

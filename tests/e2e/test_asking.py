@@ -13,7 +13,12 @@ from typing import Any
 import pytest
 from mcp_types import ElicitResult
 
-from tests.e2e.helpers import answered_on_the_other_server, sdk_client, wait_until_served
+from tests.e2e.helpers import (
+    answered_on_the_other_server,
+    call_answering_a_name,
+    sdk_client,
+    wait_until_served,
+)
 from tests.e2e.servers import DaphneServer, django_shell
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
@@ -48,19 +53,8 @@ def ask_tool(server: DaphneServer) -> Iterator[str]:
 async def test_the_sdk_answers_a_tools_question_through_its_elicitation_callback(
     server: DaphneServer, ask_tool: str, mode: str, action: str, expected: str
 ) -> None:
-    asked: list[Any] = []
-
-    async def on_elicit(context: Any, params: Any) -> ElicitResult:
-        asked.append(params)
-        return ElicitResult(action=action, content={"name": "Ada"} if action == "accept" else None)
-
-    async with sdk_client(
-        server.mcp_url(),
-        mode,
-        elicitation_callback=on_elicit,
-    ) as client:
-        result = await client.call_tool(ask_tool, {"question": "Who are you?"})
-    assert [params.message for params in asked] == ["Who are you?"]
+    asked, result = await call_answering_a_name(server.mcp_url(), mode, ask_tool, action)
+    assert asked == ["Who are you?"]
     assert result.content[0].text == expected
 
 

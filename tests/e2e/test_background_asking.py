@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
-from mcp_types import ElicitResult
 
 from tests.e2e.helpers import (
     answered_on_the_other_server,
-    sdk_client,
+    call_answering_a_name,
     wait_until,
     wait_until_served,
 )
@@ -62,20 +60,9 @@ def worker_said(worker: ServerProcess, outcome: str) -> int:
 async def test_the_sdk_answers_a_background_tools_question_and_the_worker_finishes_with_it(
     server: DaphneServer, celery_worker: ServerProcess, ask_tool: str, mode: str, action: str, expected: str
 ) -> None:
-    asked: list[Any] = []
-
-    async def on_elicit(context: Any, params: Any) -> ElicitResult:
-        asked.append(params)
-        return ElicitResult(action=action, content={"name": "Ada"} if action == "accept" else None)
-
     finished, rounds = worker_said(celery_worker, "finished"), worker_said(celery_worker, r"ended .*Asked")
-    async with sdk_client(
-        server.mcp_url(),
-        mode,
-        elicitation_callback=on_elicit,
-    ) as client:
-        result = await client.call_tool(ask_tool, {"question": "Who are you?"})
-    assert [params.message for params in asked] == ["Who are you?"]
+    asked, result = await call_answering_a_name(server.mcp_url(), mode, ask_tool, action)
+    assert asked == ["Who are you?"]
     assert result.content[0].text == expected
     # It ran on the worker: one job (legacy), or one that asked and the retry's (2026-07-28).
     await wait_until(lambda: worker_said(celery_worker, "finished") == finished + 1, "the worker's log line")
