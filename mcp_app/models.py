@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
+from simple_history.models import HistoricalRecords
 
 from mcp_app import validation
 from tenants.models import Tenant, TenantQuerySet
@@ -135,6 +136,8 @@ class Tool(Definition):
     )
 
     objects = ToolQuerySet.as_manager()
+    # Secrets stay out of history: a revert keeps today's secret values (never stored twice).
+    history = HistoricalRecords(excluded_fields=["handler_secrets", "updated_at"])
 
     class Meta:
         ordering = ["name"]
@@ -165,6 +168,7 @@ class Prompt(Definition):
         default=list,
         help_text='List of {"role": "user"|"assistant", "content": {content block; text is a Django template}}.',
     )
+    history = HistoricalRecords(excluded_fields=["updated_at"])
 
     class Meta:
         ordering = ["name"]
@@ -186,6 +190,7 @@ class Resource(Definition):
     text = models.TextField(blank=True, help_text="Text content; leave empty for a binary resource.")
     blob = models.BinaryField(null=True, blank=True, editable=False, help_text="Binary content (uploaded).")
     annotations = models.JSONField(default=dict, blank=True, help_text="audience, priority, lastModified.")
+    history = HistoricalRecords(excluded_fields=["updated_at"])
 
     class Meta:
         ordering = ["uri"]
@@ -220,6 +225,7 @@ class ResourceTemplate(Definition):
         default=dict, blank=True, help_text='Values offered per variable: {"id": ["1", "2"]}.'
     )
     annotations = models.JSONField(default=dict, blank=True)
+    history = HistoricalRecords(excluded_fields=["updated_at"])
 
     class Meta:
         ordering = ["uri_template"]
