@@ -247,6 +247,18 @@ LOGGING = {
 
 REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+# The management API's OpenAPI schema (mcp_app/api/); the docs page's assets come from
+# drf_spectacular_sidecar's static files, never a CDN.
+SPECTACULAR_SETTINGS = {
+    "TITLE": "MCP platform management API",
+    "DESCRIPTION": "Tools, prompts, resources, templates, runs, OAuth clients, members and settings of a tenant.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- MCP platform settings -------------------------------------------------------

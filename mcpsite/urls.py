@@ -28,6 +28,8 @@ oauth_urlpatterns = [
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # The REST management API (mcp_app/api/): definitions, runs, clients, members, settings; OpenAPI.
+    path("api/v1/", include("mcp_app.api.urls")),
     # RFC 9728 metadata of each tenant's MCP endpoint (resource server side).
     path(
         ".well-known/oauth-protected-resource/t/<slug:slug>/mcp",
