@@ -94,6 +94,8 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "simple_history",
+    # Only its static JSONEditor build, for the admin's JSON editor (mcpsite/forms.py, AMB-70).
+    "django_json_widget",
     "oauth2_provider",
     "tenants",
     "mcp_app",
@@ -247,7 +249,18 @@ LOGGING = {
 
 REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # A `manage` bearer token first (its 401 carries the Bearer challenge), else the admin's session
+    # (with its CSRF check): mcp_app/api/authentication.py.
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "mcp_app.api.authentication.ManageTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_SCHEMA_CLASS": "mcp_app.api.schema.ApiSchema",
+    "EXCEPTION_HANDLER": "mcp_app.api.errors.handle",
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
 }
 # The management API's OpenAPI schema (mcp_app/api/); the docs page's assets come from
 # drf_spectacular_sidecar's static files, never a CDN.
@@ -318,6 +331,9 @@ MCP_CIMD_DENIED_HOSTS = _env_list("MCP_CIMD_DENIED_HOSTS", [])
 MCP_CIMD_CA_BUNDLE = os.environ.get("MCP_CIMD_CA_BUNDLE") or None
 
 OAUTH2_PROVIDER = {
+    # DOT's audience check for its DRF integration: only the management API uses it, and only a
+    # token whose audience is the API passes it (the MCP endpoints check theirs in mcp_app/oauth/tokens.py).
+    "RESOURCE_SERVER_TOKEN_RESOURCE_VALIDATOR": "mcp_app.api.authentication.audience_covers",
     "OAUTH2_SERVER_CLASS": "mcp_app.oauth.server.McpOAuthServer",
     "OAUTH2_VALIDATOR_CLASS": "mcp_app.oauth.validators.McpOAuth2Validator",
     "APPLICATION_ADMIN_CLASS": "mcp_app.oauth.admin.ApplicationAdmin",

@@ -52,6 +52,19 @@ def secret_summary(tool: Tool) -> str:
     return str(format_html_join(", ", "{} (set)", ((name,) for name in names))) + "."
 
 
+def check_secret_headers(value: Any) -> dict[str, str]:
+    """Secret headers as entered (admin form, API): an object of valid header names → one-line values."""
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise ValidationError("Secret headers must be a JSON object of header name → string value.")
+    for name in value:
+        if not name or any(ch in name for ch in " \t\r\n:") or not name.isascii():
+            raise ValidationError(f"{name!r} is not a valid HTTP header name.")
+    for header_value in value.values():
+        if any(ch in header_value for ch in "\r\n\0"):
+            raise ValidationError("Header values must not contain line breaks.")
+    return value
+
+
 class ToolAdminForm(forms.ModelForm):
     """Tool form: handler kind select, python callable select, write-only secret headers."""
 
@@ -103,17 +116,7 @@ class ToolAdminForm(forms.ModelForm):
             raise ValidationError(
                 f"Invalid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}."
             ) from None
-        if not isinstance(value, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-        ):
-            raise ValidationError("Secret headers must be a JSON object of header name → string value.")
-        for name in value:
-            if not name or any(ch in name for ch in " \t\r\n:") or not name.isascii():
-                raise ValidationError(f"{name!r} is not a valid HTTP header name.")
-        for header_value in value.values():
-            if any(ch in header_value for ch in "\r\n\0"):
-                raise ValidationError("Header values must not contain line breaks.")
-        return value
+        return check_secret_headers(value)
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()

@@ -1,14 +1,33 @@
 """Routes of the management API, mounted at /api/v1/ by mcpsite/urls.py."""
 
-from django.urls import path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.routers import SimpleRouter
+
+from mcp_app.api import tenancy, views
+from mcp_app.api.errors import not_found
 
 app_name = "api"
+
+tenant_router = SimpleRouter()
+tenant_router.register("tools", views.ToolViewSet, basename="tool")
+tenant_router.register("prompts", views.PromptViewSet, basename="prompt")
+tenant_router.register("resources", views.ResourceViewSet, basename="resource")
+tenant_router.register("resource-templates", views.ResourceTemplateViewSet, basename="resource-template")
+tenant_router.register("runs", views.ToolRunViewSet, basename="run")
+tenant_router.register("members", tenancy.MembershipViewSet, basename="member")
+tenant_router.register("clients", tenancy.ClientViewSet, basename="client")
 
 urlpatterns = [
     # The OpenAPI 3 schema and its documentation page (Swagger UI from drf_spectacular_sidecar: offline).
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    path("tenants/", tenancy.TenantListView.as_view(), name="tenants"),
+    path("tenants/<str:slug>/", tenancy.TenantSettingsView.as_view(), name="tenant"),
+    path("tenants/<str:slug>/", include(tenant_router.urls)),
     # Import/export (mcp_app/api/portability.py) and history/revert (mcp_app/api/history.py) add
-    # their own path(...) lines below.
+    # their own path(...) lines here, above the catch-all.
+    #
+    # Keep last: any other URL under /api/v1/ is a 404 in the API's JSON error shape.
+    re_path(r"^.*$", not_found),
 ]

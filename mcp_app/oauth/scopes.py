@@ -13,6 +13,12 @@ BASE_SCOPES: dict[str, str] = {
     RESOURCES: "List, read and subscribe to this server's resources",
 }
 
+# The management API's scope (mcp_app/api/). Deliberately not a base scope (AMB-51): base scopes are
+# the default grant and the 401 challenge of every MCP endpoint, and a token is bound to one audience
+# anyway: a `manage` token's audience is the API (<MCP_PUBLIC_URL>/api/v1), which no MCP endpoint accepts.
+MANAGE = "manage"
+MANAGE_DESCRIPTION = "Manage your tenants' definitions, members and settings through the REST API"
+
 # The scope each MCP method family needs (methods not listed need only a valid token).
 METHOD_SCOPES: dict[str, str] = {
     "tools/list": TOOLS,

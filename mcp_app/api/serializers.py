@@ -1,0 +1,188 @@
+"""Definitions as JSON: tools, prompts, resources and templates, validated by the models' own clean().
+
+Every write runs the row's `full_clean` (mcp_app/validation.py through each model's `clean()`, the
+field validators, the per-tenant unique constraints) on the row as it would be saved, so the API and
+the admin share one implementation and the same messages (DRF's own duplicate validators are
+dropped). What a read returns can be sent back: read-only fields (id, updated_at, secret names,
+size) are ignored on write, so a fetched object, renamed and POSTed, is a copy (AMB-52).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import copy
+import mimetypes
+from typing import Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import models
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from mcp_app.admin.forms import MAX_UPLOAD_BYTES, check_secret_headers, secret_names
+from mcp_app.api.errors import django_errors
+from mcp_app.handlers.secrets import encrypt_secrets
+from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool
+
+READ_ONLY = ("id", "updated_at")
+
+
+class CleanedModelSerializer(serializers.ModelSerializer):
+    """A ModelSerializer whose only row validation is the model's full_clean (the admin's too)."""
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        fields = super().get_fields()
+        for field in fields.values():
+            if not field.read_only:
+                # Model validators and max lengths run once, in full_clean, with Django's words.
+                field.validators = []
+        return fields
+
+    def candidate(self, attrs: dict[str, Any]) -> models.Model:
+        """The row as it would be saved with these attributes (never saved here)."""
+        row = copy.copy(self.instance) if self.instance is not None else self.Meta.model()
+        row.tenant = self.context["tenant"]
+        for name, value in attrs.items():
+            setattr(row, name, value)
+        return row
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        try:
+            self.candidate(attrs).full_clean()
+        except DjangoValidationError as error:
+            raise serializers.ValidationError(django_errors(error)) from None
+        return attrs
+
+
+class ToolSerializer(CleanedModelSerializer):
+    secrets = serializers.DictField(
+        child=serializers.CharField(allow_blank=True, trim_whitespace=False),
+        write_only=True,
+        required=False,
+        allow_null=True,
+        help_text="Secret headers (header → value), stored encrypted and never returned: an object "
+        "replaces the stored set, {} removes it, absent or null keeps it.",
+    )
+    secret_names = serializers.SerializerMethodField(help_text="Names of the stored secret headers.")
+
+    class Meta:
+        model = Tool
+        exclude = ("tenant", "handler_secrets")
+        read_only_fields = READ_ONLY
+
+    def get_secret_names(self, tool: Tool) -> list[str]:
+        return secret_names(tool)
+
+    def validate_secrets(self, value: dict[str, str] | None) -> dict[str, str] | None:
+        if value is None:
+            return None
+        try:
+            return check_secret_headers(value)
+        except DjangoValidationError as error:
+            raise serializers.ValidationError(error.messages) from None
+
+    def candidate(self, attrs: dict[str, Any]) -> models.Model:
+        return super().candidate({k: v for k, v in attrs.items() if k != "secrets"})
+
+    def _with_secrets(self, validated: dict[str, Any]) -> dict[str, Any]:
+        value = validated.pop("secrets", None)
+        if value is not None:
+            validated["handler_secrets"] = encrypt_secrets(value) if value else ""
+        return validated
+
+    def create(self, validated: dict[str, Any]) -> Tool:
+        return super().create(self._with_secrets(validated))
+
+    def update(self, instance: Tool, validated: dict[str, Any]) -> Tool:
+        return super().update(instance, self._with_secrets(validated))
+
+
+class PromptSerializer(CleanedModelSerializer):
+    class Meta:
+        model = Prompt
+        exclude = ("tenant",)
+        read_only_fields = READ_ONLY
+
+
+class ResourceTemplateSerializer(CleanedModelSerializer):
+    class Meta:
+        model = ResourceTemplate
+        exclude = ("tenant",)
+        read_only_fields = READ_ONLY
+
+
+@extend_schema_field(OpenApiTypes.BYTE)
+class Base64Field(serializers.Field):
+    """Binary contents as base64 text (null for a text resource)."""
+
+    def to_representation(self, value: bytes | memoryview) -> str:
+        return base64.b64encode(bytes(value)).decode("ascii")
+
+    def to_internal_value(self, data: Any) -> bytes:
+        if not isinstance(data, str):
+            raise serializers.ValidationError("Send binary contents as a base64 string.")
+        try:
+            return base64.b64decode(data, validate=True)
+        except (binascii.Error, ValueError):
+            raise serializers.ValidationError("This is not valid base64.") from None
+
+
+class ResourceSerializer(CleanedModelSerializer):
+    """A resource's text, or binary contents: base64 `blob` in JSON, or an `upload` (multipart)."""
+
+    blob = Base64Field(
+        required=False,
+        allow_null=True,
+        help_text="Binary contents, base64 (null: a text resource). Leave out to keep them.",
+    )
+    upload = serializers.FileField(
+        write_only=True, required=False, help_text="A file whose bytes become the binary contents (multipart)."
+    )
+    size = serializers.IntegerField(read_only=True, help_text="Bytes of the contents.")
+    is_binary = serializers.BooleanField(read_only=True)
+
+    class Meta:
+        model = Resource
+        exclude = ("tenant",)
+        read_only_fields = READ_ONLY
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        # The admin form's rules (ResourceAdminForm.clean): an upload or text, never both; 10 MiB.
+        upload = attrs.pop("upload", None)
+        if upload is not None:
+            if "blob" in attrs:
+                raise serializers.ValidationError({"upload": ["Send either blob or upload, not both."]})
+            if upload.size > MAX_UPLOAD_BYTES:
+                raise serializers.ValidationError(
+                    {"upload": [f"The file is larger than {MAX_UPLOAD_BYTES // (1024 * 1024)} MiB."]}
+                )
+            upload.seek(0)
+            attrs["blob"] = upload.read()
+            if not attrs.get("mime_type") or attrs["mime_type"] == "text/plain":
+                guessed = upload.content_type
+                if not guessed or guessed == "application/octet-stream":
+                    guessed = mimetypes.guess_type(upload.name)[0] or "application/octet-stream"
+                attrs["mime_type"] = guessed
+        blob = attrs.get("blob", self.instance.blob if self.instance is not None else None)
+        if blob is not None:
+            if len(blob) > MAX_UPLOAD_BYTES:
+                raise serializers.ValidationError(
+                    {"blob": [f"The contents are larger than {MAX_UPLOAD_BYTES // (1024 * 1024)} MiB."]}
+                )
+            if attrs.get("text"):
+                raise serializers.ValidationError(
+                    {"text": ["A resource has text or binary contents, not both: set blob to null for text."]}
+                )
+            attrs["text"] = ""
+        return super().validate(attrs)
+
+
+class ResourceListSerializer(ResourceSerializer):
+    """Resources in a list: everything but the binary contents (read one resource for those)."""
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        fields = super().get_fields()
+        fields.pop("blob")
+        return fields

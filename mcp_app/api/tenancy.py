@@ -1,0 +1,227 @@
+"""The API's views of tenants themselves: the caller's tenants, a tenant's settings, members, clients.
+
+Members read all of it; only owners (and superusers) change settings and members or revoke a
+client, as in the admin. Settings never touch `definitions_version` (a definition saved meanwhile may
+have bumped it) nor the slug (the endpoint URL every configured client uses).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import models, transaction
+from drf_spectacular.utils import extend_schema, extend_schema_view
+from oauth2_provider.models import (
+    get_access_token_model,
+    get_application_model,
+    get_grant_model,
+    get_refresh_token_model,
+)
+from rest_framework import generics, mixins, serializers, viewsets
+from rest_framework.permissions import IsAuthenticated
+
+from mcp_app.api.permissions import OWNER_ONLY
+from mcp_app.api.serializers import CleanedModelSerializer
+from mcp_app.api.views import ID, SLUG, TenantScoped
+from mcp_app.oauth import resources
+from tenants import access
+from tenants.models import Membership, Role, Tenant
+
+
+def mcp_url(tenant: Tenant) -> str:
+    return f"{settings.MCP_PUBLIC_URL}/t/{tenant.slug}/mcp"
+
+
+class TenantSummarySerializer(serializers.ModelSerializer):
+    role = serializers.SerializerMethodField(help_text="Your role in this tenant.")
+    mcp_url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Tenant
+        fields = ("slug", "name", "title", "is_active", "auth_mode", "role", "mcp_url")
+        read_only_fields = fields
+
+    def get_role(self, tenant: Tenant) -> str:
+        roles = self.context["roles"]
+        return Role.OWNER if roles is None else roles.get(tenant.pk, "")
+
+    def get_mcp_url(self, tenant: Tenant) -> str:
+        return mcp_url(tenant)
+
+
+class TenantListView(generics.ListAPIView):
+    """The tenants you belong to, with your role in each (a superuser: every tenant, as owner)."""
+
+    serializer_class = TenantSummarySerializer
+    permission_classes = [IsAuthenticated]
+
+    def get_queryset(self) -> models.QuerySet:
+        ids = access.tenant_ids_for(self.request.user)
+        tenants = Tenant.objects.order_by("slug")
+        return tenants if ids is None else tenants.filter(pk__in=ids)
+
+    def get_serializer_context(self) -> dict[str, Any]:
+        return {**super().get_serializer_context(), "roles": access.roles_of(self.request.user)}
+
+
+class TenantSettingsSerializer(CleanedModelSerializer):
+    mcp_url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Tenant
+        exclude = ("id",)
+        read_only_fields = ("slug", "definitions_version", "created_at", "updated_at")
+
+    def get_mcp_url(self, tenant: Tenant) -> str:
+        return mcp_url(tenant)
+
+    def candidate(self, attrs: dict[str, Any]) -> models.Model:
+        row = self.instance
+        for name, value in attrs.items():
+            setattr(row, name, value)
+        return row
+
+    def update(self, instance: Tenant, validated: dict[str, Any]) -> Tenant:
+        for name, value in validated.items():
+            setattr(instance, name, value)
+        skip = {"id", "slug", "definitions_version", "created_at"}
+        instance.save(update_fields=[f.name for f in Tenant._meta.concrete_fields if f.name not in skip])
+        return instance
+
+
+@extend_schema_view(get=extend_schema(parameters=[SLUG]), put=extend_schema(parameters=[SLUG]),
+                    patch=extend_schema(parameters=[SLUG]))  # fmt: skip
+class TenantSettingsView(TenantScoped, generics.RetrieveUpdateAPIView):
+    """A tenant's settings (serverInfo, instructions, auth mode, origins, caching, tasks); owners edit."""
+
+    model = Tenant
+    serializer_class = TenantSettingsSerializer
+    write_roles = OWNER_ONLY
+
+    def get_object(self) -> Tenant:
+        return self.tenant()
+
+
+# --- Members -------------------------------------------------------------------------------------
+
+
+class MembershipSerializer(serializers.ModelSerializer):
+    username = serializers.SlugRelatedField(
+        source="user", slug_field="username", queryset=get_user_model().objects.all(),
+        help_text="Username of an existing account (fixed once the membership exists).",
+    )  # fmt: skip
+
+    class Meta:
+        model = Membership
+        fields = ("id", "username", "role")
+        read_only_fields = ("id",)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        tenant = self.context["tenant"]
+        user = attrs.get("user")
+        if self.instance is not None:
+            if user is not None and user != self.instance.user:
+                raise serializers.ValidationError({"username": ["A membership's user cannot change."]})
+            if (
+                self.instance.role == Role.OWNER
+                and attrs.get("role", Role.OWNER) != Role.OWNER
+                and last_owner(self.instance)
+            ):
+                raise serializers.ValidationError(
+                    {"role": ["A tenant keeps at least one owner: make someone else owner first."]}
+                )
+        elif Membership.objects.filter(tenant=tenant, user=user).exists():
+            raise serializers.ValidationError({"username": ["This user is already a member."]})
+        return attrs
+
+
+def last_owner(membership: Membership) -> bool:
+    """The admin's rule: the tenant's only owner can be neither demoted nor removed."""
+    others = Membership.objects.filter(tenant_id=membership.tenant_id, role=Role.OWNER).exclude(
+        pk=membership.pk
+    )
+    return membership.role == Role.OWNER and not others.exists()
+
+
+@extend_schema_view(**{a: extend_schema(parameters=[SLUG]) for a in ("list", "create")})
+@extend_schema_view(
+    **{a: extend_schema(parameters=[SLUG, ID]) for a in ("retrieve", "update", "partial_update", "destroy")}
+)
+class MembershipViewSet(TenantScoped, viewsets.ModelViewSet):
+    """Who belongs to the tenant; owners add, change and remove members (never the last owner)."""
+
+    model = Membership
+    serializer_class = MembershipSerializer
+    write_roles = OWNER_ONLY
+
+    def get_queryset(self) -> models.QuerySet:
+        if getattr(self, "swagger_fake_view", False):
+            return Membership.objects.none()
+        return Membership.objects.filter(tenant=self.tenant()).select_related("user").order_by("id")
+
+    def perform_create(self, serializer: serializers.ModelSerializer) -> None:
+        serializer.save(tenant=self.tenant())
+
+    def perform_destroy(self, instance: Membership) -> None:
+        if last_owner(instance):
+            raise serializers.ValidationError("A tenant keeps at least one owner: make someone else owner first.")
+        instance.delete()
+
+
+# --- OAuth clients -------------------------------------------------------------------------------
+
+
+def _bound_to(slug: str) -> dict[str, str]:
+    # The audience list as JSON text contains the quoted canonical URI (exact: "/t/a/mcp" never
+    # matches "/t/a/mcp2"); this lookup works on PostgreSQL and SQLite alike.
+    return {"resource__icontains": f'"{resources.canonical_uri(slug)}"'}
+
+
+class ClientSerializer(serializers.ModelSerializer):
+    live_tokens = serializers.IntegerField(read_only=True, help_text="Access tokens for this tenant.")
+
+    class Meta:
+        model = get_application_model()
+        fields = ("id", "client_id", "name", "client_type", "registration_source", "created", "live_tokens")
+        read_only_fields = fields
+
+
+@extend_schema_view(
+    list=extend_schema(parameters=[SLUG]),
+    retrieve=extend_schema(parameters=[SLUG, ID]),
+    destroy=extend_schema(parameters=[SLUG, ID]),
+)
+class ClientViewSet(
+    TenantScoped, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):  # fmt: skip
+    """OAuth clients holding tokens or grants for this tenant's MCP endpoint (clients are global: one
+    authorization server). DELETE revokes what the client holds for this tenant only."""
+
+    serializer_class = ClientSerializer
+    write_roles = OWNER_ONLY
+
+    def get_queryset(self) -> models.QuerySet:
+        application = get_application_model()
+        if getattr(self, "swagger_fake_view", False):
+            return application.objects.none()
+        bound = _bound_to(self.tenant().slug)
+        ids = set()
+        for model in (get_access_token_model(), get_grant_model()):
+            ids |= set(model.objects.filter(**bound).values_list("application_id", flat=True))
+        access_tokens = get_access_token_model().objects.filter(application=models.OuterRef("pk"), **bound)
+        live = access_tokens.values("application").annotate(n=models.Count("pk")).values("n")
+        return (
+            application.objects.filter(pk__in=ids)
+            .annotate(live_tokens=models.functions.Coalesce(models.Subquery(live), 0))
+            .order_by("-created")
+        )
+
+    def perform_destroy(self, instance: Any) -> None:
+        bound = _bound_to(self.tenant().slug)
+        with transaction.atomic():
+            get_refresh_token_model().objects.filter(application=instance, **bound).delete()
+            get_access_token_model().objects.filter(application=instance, **bound).delete()
+            get_grant_model().objects.filter(application=instance, **bound).delete()

@@ -1,0 +1,177 @@
+"""The API's views of one tenant's definitions and runs (`/api/v1/tenants/<slug>/...`).
+
+Every queryset is the URL's tenant's rows (`for_tenant`), and the tenant itself comes from
+tenants.access, so another tenant's object is a 404 exactly like a missing one. Saves go through the
+models (mcp_app/signals.py announces list_changed / resources/updated after commit, as for the admin).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db import models
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import filters, mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.parsers import JSONParser, MultiPartParser
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from mcp_app.api import serializers as defs
+from mcp_app.api.errors import ErrorSerializer, error_response
+from mcp_app.api.permissions import TenantRole, tenant_of
+from mcp_app.background import server as background
+from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool, ToolRun
+from mcp_app.protocol import tasks
+from tenants.models import Tenant
+
+logger = logging.getLogger(__name__)
+
+SLUG = OpenApiParameter(
+    "slug", str, OpenApiParameter.PATH, description="The tenant's slug.", pattern=r"^[a-z0-9][a-z0-9-]{0,62}$"
+)
+ID = OpenApiParameter("id", int, OpenApiParameter.PATH, description="The object's id.")
+
+
+class TenantScoped:
+    """What every view under /tenants/<slug>/ shares: the tenant, its role check, its rows."""
+
+    permission_classes = [IsAuthenticated, TenantRole]
+    parser_classes = [JSONParser]
+    model: type[models.Model]
+
+    def tenant(self) -> Tenant:
+        return tenant_of(self.request, self.kwargs["slug"])[0]
+
+    def get_queryset(self) -> models.QuerySet:
+        if getattr(self, "swagger_fake_view", False):  # schema generation: no tenant in the URL
+            return self.model.objects.none()
+        return self.model.objects.for_tenant(self.tenant())
+
+    def get_serializer_context(self) -> dict[str, Any]:
+        context = super().get_serializer_context()
+        if not getattr(self, "swagger_fake_view", False) and "slug" in self.kwargs:
+            context["tenant"] = self.tenant()
+        return context
+
+
+class DefinitionViewSet(TenantScoped, viewsets.ModelViewSet):
+    """Create, read, update, delete one kind of definition; owners and editors write, viewers read."""
+
+    filter_backends = [DjangoFilterBackend, filters.SearchFilter, filters.OrderingFilter]
+    search_fields = ["name", "title", "description"]
+    ordering = ["id"]
+    ordering_fields = ["id", "name", "updated_at"]
+
+    def perform_create(self, serializer: serializers.ModelSerializer) -> None:
+        serializer.save(tenant=self.tenant())
+
+
+@extend_schema_view(**{a: extend_schema(parameters=[SLUG]) for a in ("list", "create")})
+@extend_schema_view(
+    **{a: extend_schema(parameters=[SLUG, ID]) for a in ("retrieve", "update", "partial_update", "destroy")}
+)
+class ToolViewSet(DefinitionViewSet):
+    model = Tool
+    serializer_class = defs.ToolSerializer
+    filterset_fields = {"name": ["exact"], "enabled": ["exact"], "handler": ["exact"], "execution": ["exact"]}
+
+
+@extend_schema_view(**{a: extend_schema(parameters=[SLUG]) for a in ("list", "create")})
+@extend_schema_view(
+    **{a: extend_schema(parameters=[SLUG, ID]) for a in ("retrieve", "update", "partial_update", "destroy")}
+)
+class PromptViewSet(DefinitionViewSet):
+    model = Prompt
+    serializer_class = defs.PromptSerializer
+    filterset_fields = {"name": ["exact"], "enabled": ["exact"]}
+
+
+@extend_schema_view(**{a: extend_schema(parameters=[SLUG]) for a in ("list", "create")})
+@extend_schema_view(
+    **{a: extend_schema(parameters=[SLUG, ID]) for a in ("retrieve", "update", "partial_update", "destroy")}
+)
+class ResourceViewSet(DefinitionViewSet):
+    model = Resource
+    parser_classes = [JSONParser, MultiPartParser]
+    search_fields = ["name", "title", "description", "uri"]
+    ordering_fields = ["id", "name", "uri", "updated_at"]
+    filterset_fields = {"name": ["exact"], "uri": ["exact"], "enabled": ["exact"], "mime_type": ["exact"]}
+
+    def get_serializer_class(self) -> type[serializers.Serializer]:
+        return defs.ResourceListSerializer if self.action == "list" else defs.ResourceSerializer
+
+
+@extend_schema_view(**{a: extend_schema(parameters=[SLUG]) for a in ("list", "create")})
+@extend_schema_view(
+    **{a: extend_schema(parameters=[SLUG, ID]) for a in ("retrieve", "update", "partial_update", "destroy")}
+)
+class ResourceTemplateViewSet(DefinitionViewSet):
+    model = ResourceTemplate
+    serializer_class = defs.ResourceTemplateSerializer
+    search_fields = ["name", "title", "description", "uri_template"]
+    ordering_fields = ["id", "name", "uri_template", "updated_at"]
+    filterset_fields = {"name": ["exact"], "uri_template": ["exact"], "enabled": ["exact"]}
+
+
+# --- Runs ----------------------------------------------------------------------------------------
+
+
+ACTIVE = (ToolRun.Status.QUEUED, ToolRun.Status.RUNNING)
+
+
+class ToolRunSerializer(serializers.ModelSerializer):
+    user = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    is_task = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ToolRun
+        fields = (
+            "id", "job_id", "tool", "tool_name", "status", "user", "client_id", "session_id", "queued_at",
+            "started_at", "finished_at", "worker", "detail", "arguments", "result", "exchanges", "is_task",
+        )  # fmt: skip
+        read_only_fields = fields
+
+    def get_is_task(self, run: ToolRun) -> bool:
+        return run.task_id is not None
+
+
+@extend_schema_view(
+    list=extend_schema(parameters=[SLUG]),
+    retrieve=extend_schema(parameters=[SLUG, ID]),
+    cancel=extend_schema(
+        parameters=[SLUG, ID],
+        request=None,
+        responses={202: ToolRunSerializer, 409: ErrorSerializer, 503: ErrorSerializer},
+    ),
+)
+class ToolRunViewSet(TenantScoped, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Background runs and tasks, newest first; owners and editors cancel a queued or running one."""
+
+    model = ToolRun
+    serializer_class = ToolRunSerializer
+    filter_backends = [DjangoFilterBackend]
+    filterset_fields = {"status": ["exact"], "tool_name": ["exact"]}
+
+    def get_queryset(self) -> models.QuerySet:
+        return super().get_queryset().select_related("user").order_by("-queued_at", "-id")
+
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, slug: str, pk: str) -> Response:
+        """Stop the run as the admin's Cancel button does: its waiting caller is told who stopped it."""
+        run = self.get_object()
+        if run.status not in ACTIVE:
+            return error_response(409, "conflict", f"The run is {run.status}: only a queued or running run stops.")
+        who = request.user.get_username()
+        try:
+            if run.task_id:
+                tasks.cancel_from_admin(run, who)
+            else:
+                background.cancel_from_admin(run.job_id, who)
+        except Exception:
+            logger.exception("could not cancel run %s", run.job_id)
+            return error_response(503, "unavailable", "The run could not be cancelled: Redis did not answer.")
+        return Response(self.get_serializer(run).data, status=status.HTTP_202_ACCEPTED)
