@@ -1,0 +1,118 @@
+"""History pages of the definition admins: versions with their diffs, revert, deleted ones and restore.
+
+A mixin of DefinitionAdmin (admin/definitions.py). It replaces the stock "History" page (Django's
+LogEntry list) with the versions django-simple-history recorded, read through mcp_app/history.py.
+Scoped exactly like the change form: `get_object` answers 404 for another tenant's row, any member
+reads, editors and owners revert and restore (POST with CSRF); a viewer's POST is 403.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.views.decorators.http import require_POST
+
+from mcp_app import history
+from tenants.admin import editable_tenant_ids, viewable_tenant_ids
+
+
+class HistoryAdminMixin:
+    """Adds <id>/history/ (replaced), <id>/history/<hid>/revert/, deleted/ and deleted/<hid>/restore/."""
+
+    def _name(self, suffix: str) -> str:
+        opts = self.model._meta
+        return f"{opts.app_label}_{opts.model_name}_{suffix}"
+
+    def get_urls(self) -> list[Any]:
+        wrap = self.admin_site.admin_view
+        return [
+            path(
+                "<path:object_id>/history/<int:history_id>/revert/",
+                wrap(require_POST(self.revert_view)),
+                name=self._name("revert"),
+            ),
+            path("deleted/", wrap(self.deleted_view), name=self._name("deleted")),
+            path(
+                "deleted/<int:history_id>/restore/",
+                wrap(require_POST(self.restore_view)),
+                name=self._name("restore"),
+            ),
+            *super().get_urls(),
+        ]
+
+    def _context(self, request: HttpRequest, title: str, **extra: Any) -> dict[str, Any]:
+        return {**self.admin_site.each_context(request), "opts": self.model._meta, "title": title, **extra}
+
+    def history_view(
+        self, request: HttpRequest, object_id: str, extra_context: dict | None = None
+    ) -> HttpResponse:
+        obj = self.get_object(request, object_id)  # another tenant's: 404 like a missing one
+        if not self.has_view_permission(request, obj):
+            raise PermissionDenied
+        context = self._context(
+            request,
+            f"History of {obj}",
+            original=obj,
+            object=obj,
+            versions=history.versions(self.model, obj.pk),
+            can_revert=self.has_change_permission(request, obj),
+            **(extra_context or {}),
+        )
+        return TemplateResponse(request, "admin/mcp_app/history.html", context)
+
+    def revert_view(self, request: HttpRequest, object_id: str, history_id: int) -> HttpResponse:
+        obj = self.get_object(request, object_id)
+        if not self.has_change_permission(request, obj):
+            raise PermissionDenied
+        back = reverse(f"admin:{self._name('history')}", args=[obj.pk])
+        try:
+            history.revert(obj, history_id, request.user)
+        except history.NoSuchVersion:
+            raise Http404("No such version.") from None
+        except history.HistoryError as exc:
+            messages.error(request, str(exc))
+            return HttpResponseRedirect(back)
+        messages.success(request, f"{obj} is back to that version; the revert is the newest entry below.")
+        return HttpResponseRedirect(back)
+
+    def deleted_view(self, request: HttpRequest) -> HttpResponse:
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        editable = editable_tenant_ids(request, self.edit_roles)
+        entries = history.deleted(self.model, viewable_tenant_ids(request))
+        context = self._context(
+            request,
+            f"Deleted {self.model._meta.verbose_name_plural}",
+            entries=[(v, editable is None or v.tenant_id in editable) for v in entries],
+        )
+        return TemplateResponse(request, "admin/mcp_app/deleted.html", context)
+
+    def restore_view(self, request: HttpRequest, history_id: int) -> HttpResponse:
+        try:
+            record = history.deletion(self.model, history_id, viewable_tenant_ids(request))
+        except history.NoSuchVersion:
+            raise Http404("No such deleted definition.") from None
+        editable = editable_tenant_ids(request, self.edit_roles)
+        if editable is not None and record.tenant_id not in editable:
+            raise PermissionDenied
+        try:
+            restored = history.restore(record, request.user)
+        except history.HistoryError as exc:
+            messages.error(request, str(exc))
+            return HttpResponseRedirect(reverse(f"admin:{self._name('deleted')}"))
+        note = (
+            " Its secret headers are not kept in history: enter them again."
+            if hasattr(restored, "handler_secrets")
+            else ""
+        )
+        messages.success(request, f"{restored} is restored.{note}")
+        return HttpResponseRedirect(reverse(f"admin:{self._name('change')}", args=[restored.pk]))
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict | None = None) -> HttpResponse:
+        extra = {**(extra_context or {}), "deleted_url": reverse(f"admin:{self._name('deleted')}")}
+        return super().changelist_view(request, extra)
