@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -32,6 +33,9 @@ from mcp_app.models import ToolRun
 from mcp_app.protocol import asking
 
 ANSWER_POLL_SECONDS = 0.5
+
+# Told the task's job id whenever it becomes input_required or goes back to working (tasks._announce).
+Announce = Callable[[str], Awaitable[None]]
 
 
 def pending(exchanges: Any) -> dict[str, dict[str, Any]]:
@@ -62,7 +66,7 @@ def _give_up(job_id: str, key: str, why: str) -> None:
     )
 
 
-def asker(ctx: RequestContext, job_id: str) -> Asker:
+def asker(ctx: RequestContext, job_id: str, announce: Announce) -> Asker:
     """The asker of a 2026-07-28 task's handler: questions wait on the row for tasks/update."""
     numbers = itertools.count(1)
 
@@ -75,6 +79,7 @@ def asker(ctx: RequestContext, job_id: str) -> Asker:
             )
         key = f"q{next(numbers)}"
         await database_sync_to_async(_pose)(job_id, key, request)
+        await announce(job_id)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + settings.MCP_ASK_TIMEOUT_SECONDS
         while (answer := await database_sync_to_async(_answer_of)(job_id, key)) is None:
@@ -83,6 +88,7 @@ def asker(ctx: RequestContext, job_id: str) -> Asker:
                 await database_sync_to_async(_give_up)(job_id, key, why)
                 raise ToolError(why)
             await asyncio.sleep(ANSWER_POLL_SECONDS)
+        await announce(job_id)
         return answer
 
     return ask
@@ -105,7 +111,7 @@ def answer(job_id: str, responses: dict[str, Any]) -> int:
     return taken
 
 
-def session_asker(ctx: RequestContext, job_id: str) -> Asker:
+def session_asker(ctx: RequestContext, job_id: str, announce: Announce) -> Asker:
     """The asker of a 2025-11-25 task's handler: on the session's stream, input_required meanwhile."""
     numbers = itertools.count(1)
     on_stream = asking.session_asker(ctx)
@@ -115,12 +121,14 @@ def session_asker(ctx: RequestContext, job_id: str) -> Asker:
             return await on_stream(request)  # raises the "cannot ask" ToolError, with its reason
         key = f"q{next(numbers)}"
         await database_sync_to_async(_pose)(job_id, key, request)
+        await announce(job_id)
         try:
             result = await on_stream(request)
         except ToolError as exc:
             await database_sync_to_async(_give_up)(job_id, key, exc.message)
             raise
         await database_sync_to_async(answer)(job_id, {key: result})
+        await announce(job_id)
         return result
 
     return ask

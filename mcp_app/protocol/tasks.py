@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import logging
 import os
 import secrets
@@ -57,6 +58,8 @@ WATCH_SECONDS = 1.0
 RESULT_POLL_SECONDS = 0.25
 PURGE_EVERY_SECONDS = 60.0
 PAGE_SIZE = 50
+# Larger results are left out of a notifications/tasks event (sent to every listener process).
+MAX_ANNOUNCED_RESULT_BYTES = 64 * 1024
 TERMINAL = ("completed", "failed", "cancelled")
 NOT_FOUND = "Failed to retrieve task: Task not found"
 
@@ -301,17 +304,38 @@ async def _publish(session_id: str, message: dict[str, Any]) -> None:
         logger.exception("could not send a task message to session %s", session_id)
 
 
-async def _announce(row_job_id: str, session_id: str) -> None:
-    """notifications/tasks/status on the session's stream (legacy; best effort)."""
-    if not session_id:
+def owner_key(user_id: int | None, client_id: str | None) -> list[Any] | None:
+    """Who a 2026-07-28 task's status notifications go to: its OAuth user and client. None for an
+    anonymous caller, whose task only the holder of its id may know of (so nobody is told)."""
+    if user_id is None and not client_id:
+        return None
+    return [user_id, client_id or ""]
+
+
+async def _announce(job_id: str) -> None:
+    """A task's status changed: notifications/tasks/status on its legacy session's stream, or
+    notifications/tasks to its owner's subscriptions/listen streams (2026-07-28). Best effort."""
+    row = await database_sync_to_async(lambda: ToolRun.objects.filter(job_id=job_id).first())()
+    if row is None or not row.task_id:
         return
-    row = await database_sync_to_async(
-        lambda: ToolRun.objects.filter(job_id=row_job_id).only(*_FIELDS).first()
-    )()
-    if row is not None and row.task_id:
-        await _publish(
-            session_id, {"jsonrpc": "2.0", "method": "notifications/tasks/status", "params": describe(row)}
-        )
+    if not is_modern(row.task_protocol_version):
+        if row.session_id:
+            await _publish(
+                row.session_id,
+                {"jsonrpc": "2.0", "method": "notifications/tasks/status", "params": describe(row)},
+            )
+        return
+    owner = owner_key(row.user_id, row.client_id)
+    if owner is None:
+        return
+    task = describe(row, detailed=True)
+    if len(json.dumps(task.get("result"), default=str)) > MAX_ANNOUNCED_RESULT_BYTES:
+        # Every listener of the tenant receives the event: a large result is fetched with tasks/get.
+        task.pop("result", None)
+    try:
+        await notify.apublish_tenant(row.tenant_id, {"type": "mcp.task_status", "owner": owner, "task": task})
+    except Exception:  # the client can always poll
+        logger.exception("could not announce the status of task run %s", job_id)
 
 
 async def create(
@@ -325,7 +349,7 @@ async def create(
     # A task's handler asks while the task is input_required: answered by tasks/update (2026-07-28),
     # or as a request on the legacy session's stream.
     task_asker = task_input.asker if is_modern(ctx.protocol_version) else task_input.session_asker
-    task_ctx = dataclasses.replace(task_ctx, ask=task_asker(task_ctx, row.job_id))
+    task_ctx = dataclasses.replace(task_ctx, ask=task_asker(task_ctx, row.job_id, _announce))
     runner = asyncio.get_running_loop().create_task(_run(task_ctx, row, run, in_background))
     _running[row.task_id] = runner
     runner.add_done_callback(lambda _: _running.pop(row.task_id, None))
@@ -374,7 +398,7 @@ async def _run(ctx: RequestContext, row: ToolRun, run: Run, in_background: bool)
             job_id, (runs.RUNNING,), ToolRun.Status.FAILED if failed else ToolRun.Status.DONE
         )
     if await database_sync_to_async(_end)(job_id, outcome):
-        await _announce(job_id, ctx.session.id if ctx.session else "")
+        await _announce(job_id)
 
 
 async def _stop(work: asyncio.Task) -> None:
@@ -411,6 +435,7 @@ async def _row(ctx: RequestContext, params: dict[str, Any]) -> ToolRun:
             row.job_id, _outcome(row.task_protocol_version, error_result(why))
         ):
             await runs.close_run(row.job_id, (runs.RUNNING,), ToolRun.Status.LOST, why)
+            await _announce(row.job_id)
         row = await database_sync_to_async(_find)(ctx, row.task_id) or row
     return row
 
@@ -470,7 +495,7 @@ async def handle_cancel(ctx: RequestContext, params: dict[str, Any]) -> dict[str
         runner = _running.get(row.task_id)
         if runner is not None:
             runner.cancel()
-        await _announce(row.job_id, row.session_id)
+        await _announce(row.job_id)
     row = await _row(ctx, params)
     if is_modern(ctx.protocol_version):
         return {}

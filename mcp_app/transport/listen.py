@@ -1,7 +1,9 @@
 """`subscriptions/listen` (2026-07-28 basic/patterns/subscriptions): one long-lived POST SSE stream.
 
-The client opts in per kind: list changes of tools, prompts and resources, and updates of the
-resource URIs it names. The stream opens with `notifications/subscriptions/acknowledged` (what is
+The client opts in per kind: list changes of tools, prompts and resources, updates of the
+resource URIs it names, and (AMB-49) the status of its own tasks: `"io.modelcontextprotocol/tasks":
+true` in the filter, honoured for a signed-in caller on a tenant that serves the tasks extension;
+each `notifications/tasks` carries the full task state, as tasks/get would answer it. The stream opens with `notifications/subscriptions/acknowledged` (what is
 honoured: every list kind asked for, and the URIs that name one of the tenant's resources or an
 expansion of one of its templates), then carries only what was asked for, each notification tagged
 with the subscription id (the listen request's JSON-RPC id). Changes arrive through the tenant's
@@ -16,8 +18,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mcp_app import catalog, notify
+from mcp_app.core.context import Caller
 from mcp_app.core.types import Catalog
 from mcp_app.core.versions import META_SUBSCRIPTION_ID
+from mcp_app.protocol import tasks
 from mcp_app.protocol.jsonrpc import INVALID_PARAMS, RequestId, notification
 from mcp_app.protocol.resources import find_template
 from mcp_app.transport import auth, sse
@@ -33,6 +37,8 @@ LIST_FIELDS = {
     "promptsListChanged": "prompts",
     "resourcesListChanged": "resources",
 }
+# The tasks extension's opt-in (its filter key is its identifier; the core filter has no field for it).
+TASKS_FIELD = tasks.EXTENSION
 MAX_URIS = 1000
 MAX_URI_LENGTH = 2048
 
@@ -48,7 +54,7 @@ def read_filter(envelope: Envelope) -> dict[str, Any]:
     wanted = envelope.params.get("notifications")
     if not isinstance(wanted, dict):
         raise invalid('subscriptions/listen needs "notifications" (an object saying what to receive).')
-    for field in LIST_FIELDS:
+    for field in [*LIST_FIELDS, TASKS_FIELD]:
         if field in wanted and not isinstance(wanted[field], bool):
             raise invalid(f"notifications.{field} must be true or false.")
     uris = wanted.get("resourceSubscriptions", [])
@@ -63,9 +69,16 @@ def read_filter(envelope: Envelope) -> dict[str, Any]:
     return wanted
 
 
-def honoured(wanted: dict[str, Any], definitions: Catalog) -> dict[str, Any]:
-    """What the acknowledgment promises: the list kinds asked for, and the URIs this tenant serves."""
+def honoured(wanted: dict[str, Any], definitions: Catalog, caller: Caller) -> dict[str, Any]:
+    """What the acknowledgment promises: the list kinds asked for, the URIs this tenant serves, and
+    the caller's task statuses where it has tasks to hear of."""
     agreed: dict[str, Any] = {field: True for field in LIST_FIELDS if wanted.get(field) is True}
+    if (
+        wanted.get(TASKS_FIELD) is True
+        and tasks.modern_extension(definitions)
+        and tasks.owner_key(caller.user_id, caller.client_id) is not None
+    ):
+        agreed[TASKS_FIELD] = True
     uris = [
         uri
         for uri in dict.fromkeys(wanted.get("resourceSubscriptions", []))
@@ -83,11 +96,16 @@ def tagged(method: str, subscription_id: RequestId, params: dict[str, Any] | Non
 async def serve(consumer: McpConsumer, envelope: Envelope) -> None:
     """Hold the stream open, forwarding the tenant's changes the client opted in to."""
     wanted = read_filter(envelope)
-    agreed = honoured(wanted, await catalog.get_catalog(consumer.tenant.id))
+    agreed = honoured(wanted, await catalog.get_catalog(consumer.tenant.id), consumer.caller)
     subscription_id = envelope.request_id
     assert subscription_id is not None
     kinds = {LIST_FIELDS[field] for field in LIST_FIELDS if agreed.get(field)}
     uris = frozenset(agreed.get("resourceSubscriptions", ()))
+    task_owner = (
+        tasks.owner_key(consumer.caller.user_id, consumer.caller.client_id)
+        if agreed.get(TASKS_FIELD)
+        else None
+    )
 
     async def send(message: dict[str, Any]) -> None:
         await consumer.send_chunk(sse.message_event(message, None))
@@ -117,6 +135,8 @@ async def serve(consumer: McpConsumer, envelope: Envelope) -> None:
             await send(tagged(f"notifications/{event['kind']}/list_changed", subscription_id))
         elif kind == "mcp.resource_updated" and event.get("uri") in uris:
             await send(tagged("notifications/resources/updated", subscription_id, {"uri": event["uri"]}))
+        elif kind == "mcp.task_status" and task_owner is not None and event.get("owner") == task_owner:
+            await send(tagged("notifications/tasks", subscription_id, event["task"]))
         return True
 
     await consumer.run_stream(

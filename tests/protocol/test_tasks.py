@@ -321,6 +321,49 @@ async def test_a_modern_task_that_asks_is_input_required_until_tasks_update_brin
     assert [(e["key"], e["answer"]) for e in run.exchanges] == [(key, answer)]
 
 
+async def test_a_signed_in_callers_modern_task_announces_each_status_to_its_owner_only(
+    demo_a, asking_tool, alice, monkeypatch
+):
+    announced: list[tuple[int, dict[str, Any]]] = []
+
+    async def publish(tenant_id: int, event: dict[str, Any]) -> None:
+        announced.append((tenant_id, event))
+
+    monkeypatch.setattr(tasks.notify, "apublish_tenant", publish)
+    caps = {**EXTENSION_CAPS, "elicitation": {}}
+    ctx = await ctx_for(
+        demo_a, MODERN, session=None, client_capabilities=caps, user_id=alice.id, client_id="c"
+    )
+    task_id = (await result_of(ctx, "tools/call", {"name": asking_tool, "arguments": {"question": "Q?"}}))[
+        "taskId"
+    ]
+    waiting = await status_becomes(ctx, task_id, "input_required")
+    ((key, _),) = waiting["inputRequests"].items()
+    answer = {"action": "accept", "content": {"name": "Ada"}}
+    await result_of(ctx, "tasks/update", {"taskId": task_id, "inputResponses": {key: answer}})
+    await finished(ctx, task_id)
+    await asyncio.sleep(0.1)
+    assert {tenant for tenant, _ in announced} == {demo_a.id}
+    assert {event["type"] for _, event in announced} == {"mcp.task_status"}
+    assert {tuple(event["owner"]) for _, event in announced} == {(alice.id, "c")}
+    assert [event["task"]["status"] for _, event in announced] == ["input_required", "working", "completed"]
+    assert announced[0][1]["task"]["inputRequests"][key]["method"] == "elicitation/create"
+    assert announced[-1][1]["task"]["result"]["content"][0]["text"] == "Hello, Ada!"
+
+
+async def test_an_anonymous_modern_task_is_announced_to_nobody(demo_a, monkeypatch):
+    announced: list[dict[str, Any]] = []
+
+    async def publish(tenant_id: int, event: dict[str, Any]) -> None:
+        announced.append(event)
+
+    monkeypatch.setattr(tasks.notify, "apublish_tenant", publish)
+    ctx = await ctx_for(demo_a, MODERN, session=None, client_capabilities=EXTENSION_CAPS)
+    await finished(ctx, (await result_of(ctx, "tools/call", count()))["taskId"])
+    await asyncio.sleep(0.1)
+    assert announced == []
+
+
 async def test_a_modern_task_whose_creator_cannot_be_asked_ends_with_an_error_result_saying_so(
     demo_a, asking_tool
 ):

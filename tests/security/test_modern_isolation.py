@@ -174,3 +174,66 @@ async def test_a_listener_whose_token_is_revoked_hears_nothing_more_and_its_stre
         assert [event for event in rest if event.get("data")] == []
     finally:
         await stream.disconnect()
+
+
+TASKS = "io.modelcontextprotocol/tasks"
+
+
+def task_event(owner: list[Any], task_id: str) -> dict[str, Any]:
+    return {"type": "mcp.task_status", "owner": owner, "task": {"taskId": task_id, "status": "completed"}}
+
+
+async def test_a_listener_hears_the_status_of_its_own_callers_tasks_and_of_nobody_elses(oauth_a, alice, bob):
+    tenant_a = await Tenant.objects.aget(slug="tenant-a")
+    await Tool.objects.acreate(
+        tenant=tenant_a, name="long_a", handler="template", handler_config={"text": "x"}, execution="background"
+    )
+    client_id = (
+        await AccessToken.objects.select_related("application").aget(user=alice)
+    ).application.client_id
+    wanted = {"toolsListChanged": True, TASKS: True}
+    stream_alice = await listen("tenant-a", wanted, token=oauth_a["alice"], id="alice")
+    stream_bob = await listen("tenant-a", wanted, token=oauth_a["bob"], id="bob")
+    try:
+        assert (await acknowledged(stream_alice))["notifications"] == wanted
+        assert (await acknowledged(stream_bob))["notifications"] == wanted
+        await notify.apublish_tenant(tenant_a.id, task_event([alice.id, client_id], "alices"))
+        await notify.apublish_tenant(tenant_a.id, task_event([bob.id, client_id], "bobs"))
+        await notify.apublish_tenant(tenant_a.id, task_event([alice.id, "another-client"], "elsewhere"))
+        heard_alice, heard_bob = (await stream_alice.next_message())[1], (await stream_bob.next_message())[1]
+        assert heard_alice == {
+            "jsonrpc": "2.0",
+            "method": "notifications/tasks",
+            "params": {
+                "taskId": "alices",
+                "status": "completed",
+                "_meta": {"io.modelcontextprotocol/subscriptionId": "alice"},
+            },
+        }
+        assert heard_bob["params"]["taskId"] == "bobs"
+        await asyncio.gather(stream_alice.assert_quiet(0.3), stream_bob.assert_quiet(0.3))
+    finally:
+        await asyncio.gather(stream_alice.disconnect(), stream_bob.disconnect())
+
+
+async def test_task_statuses_are_not_promised_to_an_anonymous_listener_or_where_no_tool_becomes_a_task(defs):
+    await Tool.objects.acreate(
+        tenant=defs["a"],
+        name="long_a",
+        handler="template",
+        handler_config={"text": "x"},
+        execution="background",
+    )
+    for slug in ("tenant-a", "tenant-b"):  # a: anonymous caller; b: no background tool either
+        stream = await listen(slug, {"toolsListChanged": True, TASKS: True})
+        try:
+            assert (await acknowledged(stream))["notifications"] == {"toolsListChanged": True}
+        finally:
+            await stream.disconnect()
+
+
+async def test_a_listen_filter_whose_tasks_opt_in_is_not_a_boolean_is_invalid_params(defs):
+    body, headers = modern("subscriptions/listen", {"notifications": {TASKS: "yes"}})
+    response = await call("POST", "/t/tenant-a/mcp", body, headers)
+    assert response.status == 400
+    assert response.json()["error"]["code"] == -32602
