@@ -31,6 +31,7 @@ FORBIDDEN = {
     "mcp_app.background": ("mcp_app.protocol", "mcp_app.transport", "mcp_app.admin"),
     "mcp_app.catalog": ("mcp_app.protocol", "mcp_app.transport", "mcp_app.admin", "mcp_app.background"),
     "mcp_app.oauth": ("mcp_app.transport", "mcp_app.admin", "mcp_app.protocol"),
+    "mcp_app.portability": ("mcp_app.transport", "mcp_app.protocol", "mcp_app.admin", "mcp_app.api", "django.http"),
 }
 
 

@@ -1,0 +1,75 @@
+"""Import a tenant document: everything checked first, one transaction, idempotent (docs/decisions/portability.md)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+
+from mcp_app.portability.document import DocumentError, loads
+from mcp_app.portability.importer import import_document
+from tenants.models import Tenant
+
+# Exit status when the document has problems (CommandError's own status, 1, means it could not run).
+INVALID = 2
+
+
+class Command(BaseCommand):
+    help = (
+        "Import FILE (YAML or JSON, '-' for standard input) into tenant --tenant: create and change "
+        "what differs, delete what the document lacks with --prune, or only show it with --dry-run."
+    )
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("file")
+        parser.add_argument("--tenant", required=True, help="Slug of the tenant to import into.")
+        parser.add_argument("--create", action="store_true", help="Create the tenant when it does not exist.")
+        parser.add_argument(
+            "--dry-run", action="store_true", help="Check and show the changes; change nothing."
+        )
+        parser.add_argument(
+            "--prune", action="store_true", help="Delete definitions the document does not have."
+        )
+
+    def handle(
+        self, *args: Any, file: str, tenant: str, create: bool, dry_run: bool, prune: bool, **options: Any
+    ) -> None:
+        try:
+            raw = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
+        except OSError as exc:
+            raise CommandError(f"Cannot read {file}: {exc.strerror}.") from None
+        try:
+            with transaction.atomic():
+                target = self._tenant(tenant, create)
+                plan = import_document(target, loads(raw), prune=prune, dry_run=dry_run)
+                if dry_run:
+                    transaction.set_rollback(True)  # a tenant made by --create is not kept either
+        except DocumentError as exc:
+            for path, message in exc.problems:
+                self.stderr.write(f"{path}: {message}")
+            self.stderr.write(f"{len(exc.problems)} problem(s); nothing was changed.")
+            raise SystemExit(INVALID) from None
+        for line in plan.lines():
+            self.stdout.write(line)
+        if dry_run:
+            self.stdout.write("Dry run: nothing was changed.")
+        elif not plan.has_changes:
+            self.stdout.write("Already up to date: nothing was changed.")
+
+    def _tenant(self, slug: str, create: bool) -> Tenant:
+        found = Tenant.objects.filter(slug=slug).first()
+        if found is not None:
+            return found
+        if not create:
+            raise CommandError(f"No tenant {slug!r}; add --create to make it.")
+        tenant = Tenant(slug=slug, name=slug, auth_mode="oauth")
+        try:
+            tenant.full_clean()
+        except ValidationError as exc:
+            raise CommandError(f"Cannot create tenant {slug!r}: {' '.join(exc.messages)}") from None
+        tenant.save()
+        return tenant

@@ -1,0 +1,1 @@
+"""A tenant's definitions as one document (export, import with a dry-run diff) and OpenAPI → http tools."""

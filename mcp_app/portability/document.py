@@ -1,0 +1,269 @@
+"""The tenant document: which fields of which rows it holds, how it is written, read and checked.
+
+One document (YAML or JSON) holds a tenant's settings and every tool, prompt, resource and resource
+template, each keyed by its natural key (name, URI, URI template). A field equal to the model's
+default is left out (a short document reviews well in git) and a field left out means the default,
+so export → import is exact. Secrets are named, never given (AMB-56). The published JSON Schema is
+``tenant-document.schema.json`` beside this module; problems are reported with their document path,
+``tools[2].input_schema.properties`` (0-based indexes).
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from django.db import models
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError as SchemaValidationError
+
+from mcp_app.handlers.secrets import SecretsError, decrypt_secrets
+from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool
+from tenants.models import Tenant
+
+FORMAT = "mcp-platform/tenant"
+VERSION = 1
+SCHEMA_PATH = Path(__file__).with_name("tenant-document.schema.json")
+# Largest document the admin and the API accept (the command reads any file).
+MAX_DOCUMENT_BYTES = 20 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One list of the document: its key, the model, its natural key and the fields it carries."""
+
+    key: str
+    model: type[models.Model]
+    natural_key: str
+    fields: tuple[str, ...]
+
+
+_COMMON = ("title", "description", "enabled")
+KINDS: tuple[Kind, ...] = (
+    Kind(
+        "tools",
+        Tool,
+        "name",
+        (
+            "name",
+            *_COMMON,
+            "input_schema",
+            "output_schema",
+            "annotations",
+            "handler",
+            "handler_config",
+            "timeout_seconds",
+            "execution",
+            "task_support",
+            "required_scope",
+            "approval",
+            "approval_without_elicitation",
+            "icons",
+            "meta",
+        ),
+    ),  # fmt: skip
+    Kind("prompts", Prompt, "name", ("name", *_COMMON, "arguments", "messages", "icons", "meta")),
+    Kind(
+        "resources",
+        Resource,
+        "uri",
+        ("uri", "name", *_COMMON, "mime_type", "text", "blob", "annotations", "icons", "meta"),
+    ),
+    Kind(
+        "resource_templates",
+        ResourceTemplate,
+        "uri_template",
+        (
+            "uri_template",
+            "name",
+            *_COMMON,
+            "mime_type",
+            "handler",
+            "handler_config",
+            "completions",
+            "annotations",
+            "icons",
+            "meta",
+        ),
+    ),  # fmt: skip
+)
+# Model fields a document never carries: identity, bookkeeping, and the encrypted secret values.
+NOT_CARRIED = frozenset({"id", "tenant", "updated_at", "handler_secrets"})
+SETTINGS_FIELDS = (
+    "name", "title", "description", "server_version", "website_url", "icons", "instructions",
+    "allowed_origins", "auth_mode", "cache_ttl_ms", "task_ttl_seconds", "cache_scope",
+)  # fmt: skip
+
+
+class DocumentError(Exception):
+    """The document cannot be imported; ``problems`` lists each (path, message)."""
+
+    def __init__(self, problems: list[tuple[str, str]]) -> None:
+        super().__init__("; ".join(f"{path}: {message}" for path, message in problems))
+        self.problems = problems
+
+
+# --- Paths --------------------------------------------------------------------------------------
+
+_PLAIN_KEY = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$-]*$")
+
+
+def path_of(parts: Any) -> str:
+    """``["tools", 2, "input_schema"]`` → ``tools[2].input_schema``; odd keys as ``["a b"]``."""
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif _PLAIN_KEY.match(str(part)):
+            out += f".{part}" if out else str(part)
+        else:
+            out += f"[{json.dumps(str(part))}]"
+    return out or "(document)"
+
+
+# --- Reading and writing ------------------------------------------------------------------------
+
+
+def loads(text: str | bytes) -> Any:
+    """Parse a YAML or JSON document (JSON is YAML); DocumentError with the line on a syntax error."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            raise DocumentError([("(document)", "The document is not UTF-8 text.")]) from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or "not valid YAML or JSON"
+        raise DocumentError([("(document)", f"The document cannot be read{where}: {problem}.")]) from None
+
+
+class _Dumper(yaml.SafeDumper):
+    """Multi-line strings as literal blocks (text resources and templates stay readable in a diff)."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def dumps(document: dict[str, Any], fmt: str = "yaml") -> str:
+    if fmt == "json":
+        return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    return yaml.dump(document, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+
+
+# --- Export -------------------------------------------------------------------------------------
+
+
+def default_of(model: type[models.Model], field: str) -> Any:
+    return model._meta.get_field(field).get_default()
+
+
+def to_document_value(field: str, value: Any) -> Any:
+    if field == "blob":
+        return None if value is None else base64.b64encode(bytes(value)).decode("ascii")
+    return value
+
+
+def secret_names(tool: Tool) -> list[str]:
+    """Names of the tool's stored secret headers (unreadable secrets: none, the import says so)."""
+    try:
+        return sorted(decrypt_secrets(tool.handler_secrets))
+    except SecretsError:
+        return []
+
+
+def export_item(kind: Kind, obj: models.Model) -> dict[str, Any]:
+    item: dict[str, Any] = {}
+    for field in kind.fields:
+        value = getattr(obj, field)
+        if field != kind.natural_key and same(value, default_of(kind.model, field)):
+            continue
+        if field == "blob" and value is None:
+            continue
+        item[field] = to_document_value(field, value)
+    if kind.model is Tool and (names := secret_names(obj)):  # type: ignore[arg-type]
+        item["secrets"] = names
+    return item
+
+
+def export_tenant(tenant: Tenant) -> dict[str, Any]:
+    """The tenant's whole definition set as a document (secrets by name only)."""
+    document: dict[str, Any] = {
+        "format": FORMAT,
+        "version": VERSION,
+        "tenant": tenant.slug,
+        "settings": {field: getattr(tenant, field) for field in SETTINGS_FIELDS},
+    }
+    for kind in KINDS:
+        rows = kind.model.objects.filter(tenant=tenant).order_by(kind.natural_key)
+        document[kind.key] = [export_item(kind, row) for row in rows]
+    return document
+
+
+# --- Comparing ----------------------------------------------------------------------------------
+
+
+def canonical(value: Any) -> Any:
+    """A value as compared: bytes for binary, and JSON text telling true from 1 and 1 from 1.0."""
+    if isinstance(value, memoryview | bytearray):
+        return bytes(value)
+    if isinstance(value, dict | list):
+        return json.dumps(value, sort_keys=True, ensure_ascii=False)
+    return value
+
+
+def same(a: Any, b: Any) -> bool:
+    return type(canonical(a)) is type(canonical(b)) and canonical(a) == canonical(b)
+
+
+# --- The JSON Schema ----------------------------------------------------------------------------
+
+
+@functools.cache
+def schema() -> dict[str, Any]:
+    return json.loads(SCHEMA_PATH.read_text())
+
+
+@functools.cache
+def _validator() -> Draft202012Validator:
+    return Draft202012Validator(schema())
+
+
+def schema_problems(document: Any) -> list[tuple[str, str]]:
+    """Every place the document breaks the published JSON Schema, as (path, message)."""
+    problems: list[tuple[str, str]] = []
+    for error in sorted(_validator().iter_errors(document), key=lambda e: list(map(str, e.absolute_path))):
+        problems.extend(_explain(error))
+    return problems
+
+
+def _explain(error: SchemaValidationError) -> list[tuple[str, str]]:
+    parts = list(error.absolute_path)
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        allowed = set(error.schema.get("properties", {}))
+        return [
+            (path_of([*parts, key]), f"Unknown key; allowed: {', '.join(sorted(allowed))}.")
+            for key in sorted(set(error.instance) - allowed)
+        ]
+    if error.validator == "required" and isinstance(error.instance, dict):
+        return [
+            (path_of([*parts, key]), "Required.")
+            for key in error.validator_value
+            if key not in error.instance
+        ]
+    if error.validator == "const":
+        return [(path_of(parts), f"Must be {json.dumps(error.validator_value)}.")]
+    return [(path_of(parts), error.message)]

@@ -1,0 +1,245 @@
+"""Import a tenant document: check everything, show what would change, then change it in one transaction.
+
+``plan`` reads the tenant's rows, checks the document against the published JSON Schema and every
+row it describes with the models' own ``full_clean`` (``mcp_app/validation.py``: one implementation
+for the admin, the API and this), and returns what would be created, changed (with the field names),
+deleted (``prune``) or left unchanged, or raises DocumentError listing each problem with its path.
+``apply`` saves only what differs, so a second import of the same document writes nothing: no save,
+no history row, no version bump, no notification (AMB-55). Secrets are never in the document: a
+tool keeps its stored secret values, and the plan names the secrets a tool needs but lacks (AMB-56).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+from django.db import models, transaction
+
+from mcp_app.models import Tool
+from mcp_app.portability.document import (
+    KINDS,
+    SETTINGS_FIELDS,
+    DocumentError,
+    Kind,
+    default_of,
+    path_of,
+    same,
+    schema_problems,
+    secret_names,
+)
+from tenants.models import Tenant
+
+CHANGE_REASON = "imported from a tenant document"
+
+
+@dataclass
+class Change:
+    """One row's fate: create, change (with the fields that differ), delete or unchanged."""
+
+    kind: str
+    key: str
+    action: str
+    fields: list[str] = field(default_factory=list)
+    obj: models.Model | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "key": self.key, "action": self.action}
+        if self.fields:
+            out["fields"] = self.fields
+        return out
+
+
+@dataclass
+class Plan:
+    """What an import does to a tenant; ``apply`` carries it out."""
+
+    tenant: Tenant
+    changes: list[Change] = field(default_factory=list)
+    settings_changed: list[str] = field(default_factory=list)
+    missing_secrets: list[tuple[str, str]] = field(default_factory=list)
+    applied: bool = False
+
+    def of(self, action: str) -> list[Change]:
+        return [c for c in self.changes if c.action == action]
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self.settings_changed) or any(c.action != "unchanged" for c in self.changes)
+
+    def counts(self) -> dict[str, int]:
+        return {a: len(self.of(a)) for a in ("create", "change", "delete", "unchanged")}
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "tenant": self.tenant.slug,
+            "applied": self.applied,
+            "counts": self.counts(),
+            "settings_changed": self.settings_changed,
+            "changes": [c.as_dict() for c in self.changes],
+            "missing_secrets": [{"tool": tool, "secret": name} for tool, name in self.missing_secrets],
+        }
+
+    def lines(self) -> list[str]:
+        """The plan as a reader sees it: one line per row that moves, then the counts."""
+        signs = {"create": "+", "change": "~", "delete": "-"}
+        out = [f"~ settings: {', '.join(self.settings_changed)}"] if self.settings_changed else []
+        for change in self.changes:
+            if change.action in signs:
+                detail = f" ({', '.join(change.fields)})" if change.fields else ""
+                out.append(f"{signs[change.action]} {change.kind} {change.key}{detail}")
+        out += [
+            f"! tool {tool} needs the secret {name!r}, which it does not have"
+            for tool, name in self.missing_secrets
+        ]
+        counts = self.counts()
+        out.append(
+            f"{counts['create']} created, {counts['change']} changed, {counts['delete']} deleted, "
+            f"{counts['unchanged']} unchanged"
+        )
+        return out
+
+
+def _decode_blob(value: str, where: str, problems: list[tuple[str, str]]) -> bytes | None:
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        problems.append((where, "Not valid base64."))
+        return None
+
+
+def _clean(obj: models.Model, exclude: list[str], base: list[Any], problems: list[tuple[str, str]]) -> None:
+    """The model's own checks (fields, validators, clean()), each message at its document path."""
+    try:
+        obj.full_clean(exclude=exclude, validate_unique=False, validate_constraints=False)
+    except ValidationError as exc:
+        for name, messages in exc.message_dict.items():
+            where = path_of(base if name == NON_FIELD_ERRORS else [*base, name])
+            problems.extend((where, message) for message in messages)
+
+
+def _plan_kind(
+    kind: Kind,
+    tenant: Tenant,
+    items: list[Any],
+    prune: bool,
+    plan: Plan,
+    problems: list[tuple[str, str]],
+    bad: set[int],
+) -> None:
+    existing = {getattr(row, kind.natural_key): row for row in kind.model.objects.filter(tenant=tenant)}
+    seen: dict[str, int] = {}
+    for index, item in enumerate(items):
+        if index in bad:  # already reported by the JSON Schema: its values may not even have the right types
+            continue
+        key = item[kind.natural_key]
+        base = [kind.key, index]
+        if key in seen:
+            problems.append(
+                (path_of([*base, kind.natural_key]), f"Defined twice: also {kind.key}[{seen[key]}].")
+            )
+            continue
+        seen[key] = index
+        current = existing.get(key)
+        target = kind.model(tenant=tenant) if current is None else kind.model.objects.get(pk=current.pk)
+        for name in kind.fields:
+            value = item.get(name, default_of(kind.model, name)) if name != "blob" else item.get("blob")
+            if name == "blob" and value is not None:
+                value = _decode_blob(value, path_of([*base, "blob"]), problems)
+            setattr(target, name, value)
+        _clean(target, ["tenant"], base, problems)
+        if kind.model is Tool:
+            held = {n.lower() for n in (secret_names(current) if current is not None else [])}
+            plan.missing_secrets += [(key, n) for n in item.get("secrets", []) if n.lower() not in held]
+        if current is None:
+            plan.changes.append(Change(kind.key, key, "create", obj=target))
+            continue
+        differ = [n for n in kind.fields if not same(getattr(current, n), getattr(target, n))]
+        plan.changes.append(Change(kind.key, key, "change" if differ else "unchanged", differ, target))
+    if prune:
+        for key, row in existing.items():
+            if key not in seen:
+                plan.changes.append(Change(kind.key, key, "delete", obj=row))
+
+
+def _plan_settings(
+    tenant: Tenant, settings: dict[str, Any], plan: Plan, problems: list[tuple[str, str]], may: bool
+) -> None:
+    target = Tenant.objects.get(pk=tenant.pk) if tenant.pk else Tenant(slug=tenant.slug)
+    for name, value in settings.items():
+        setattr(target, name, value)
+    _clean(target, ["slug"], ["settings"], problems)
+    plan.settings_changed = [
+        n for n in SETTINGS_FIELDS if n in settings and not same(getattr(tenant, n), settings[n])
+    ]
+    if plan.settings_changed and not may:
+        problems.append(
+            ("settings", "Only an owner of the tenant changes its settings; leave them out or ask an owner.")
+        )
+
+
+def plan(tenant: Tenant, document: Any, *, prune: bool = False, may_change_settings: bool = True) -> Plan:
+    """Check the document for this tenant and return what importing it would do (DocumentError if it cannot)."""
+    problems = schema_problems(document)
+    if not isinstance(document, dict):
+        raise DocumentError(problems or [("(document)", "The document must be an object.")])
+    result = Plan(tenant)
+    for kind in KINDS:
+        items = document.get(kind.key, [])
+        if not isinstance(items, list):
+            continue  # reported by the schema
+        bad = {int(p.split("]")[0].split("[")[1]) for p, _m in problems if p.startswith(f"{kind.key}[")}
+        _plan_kind(kind, tenant, items, prune, result, problems, bad)
+    settings = document.get("settings")
+    if isinstance(settings, dict) and not any(
+        p == "settings" or p.startswith("settings.") for p, _m in problems
+    ):
+        _plan_settings(tenant, settings, result, problems, may_change_settings)
+    if problems:
+        raise DocumentError(problems)
+    return result
+
+
+def apply(plan: Plan, document: dict[str, Any], user: Any = None) -> None:
+    """Carry out a plan made in the same transaction: only rows that differ are saved or deleted."""
+    for change in plan.of("delete"):
+        _tag(change.obj, user).delete()
+    for change in plan.changes:
+        if change.action in ("create", "change"):
+            _tag(change.obj, user).save()
+    if plan.settings_changed:
+        tenant = plan.tenant
+        for name in plan.settings_changed:
+            setattr(tenant, name, document["settings"][name])
+        tenant.save(update_fields=[*plan.settings_changed, "updated_at"])
+    plan.applied = True
+
+
+def _tag(obj: Any, user: Any) -> Any:
+    # django-simple-history reads these: who made the change, and why.
+    obj._change_reason = CHANGE_REASON
+    if user is not None and getattr(user, "is_authenticated", False):
+        obj._history_user = user
+    return obj
+
+
+def import_document(
+    tenant: Tenant,
+    document: Any,
+    *,
+    prune: bool = False,
+    dry_run: bool = False,
+    user: Any = None,
+    may_change_settings: bool = True,
+) -> Plan:
+    """Plan and (unless dry_run) apply, all in one transaction holding the tenant's row."""
+    with transaction.atomic():
+        if tenant.pk is not None:
+            tenant = Tenant.objects.select_for_update().get(pk=tenant.pk)
+        result = plan(tenant, document, prune=prune, may_change_settings=may_change_settings)
+        if not dry_run:
+            apply(result, document, user)
+    return result
