@@ -64,6 +64,9 @@ def _secret_key() -> str:
 
 
 SECRET_KEY = _secret_key()
+# Old keys, comma-separated: signatures made with them (sessions, cursors, requestState, form links)
+# still verify, and handler secrets encrypted with them still decrypt until `rotate_secrets` runs.
+SECRET_KEY_FALLBACKS = _env_list("SECRET_KEY_FALLBACKS", [])
 DEBUG = _env_bool("DEBUG", False)
 
 MCP_PUBLIC_URL = os.environ.get("MCP_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
@@ -214,6 +217,10 @@ MCP_URL_FORM_SECONDS: int = _env_int("MCP_URL_FORM_SECONDS", 600, minimum=10)
 MCP_URL_FORM_WAIT_SECONDS: int = _env_int("MCP_URL_FORM_WAIT_SECONDS", 30, minimum=0)
 # Background runs (ToolRun rows, listed in the admin) older than this are deleted.
 MCP_TOOL_RUN_RETENTION_DAYS = _env_int("MCP_TOOL_RUN_RETENTION_DAYS", 30, minimum=1)
+# Usage (mcp_app/usage/): each process writes its counts this often and at exit (0: never, tests);
+# the per-minute buckets are kept this many days.
+MCP_USAGE_FLUSH_SECONDS = _env_int("MCP_USAGE_FLUSH_SECONDS", 10, minimum=0)
+MCP_USAGE_RETENTION_DAYS = _env_int("MCP_USAGE_RETENTION_DAYS", 8, minimum=1)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -1,9 +1,12 @@
 """Encrypt the secret values of a handler (e.g. HTTP Authorization headers) at rest.
 
 Fernet with a key from env ``MCP_SECRETS_KEY`` (a Fernet key, or any passphrase which is then
-stretched with HKDF) or, when unset, derived from ``settings.SECRET_KEY`` with HKDF. Changing the
-key makes stored secrets unreadable (they must be entered again). Values are never logged and
-error messages never quote them.
+stretched with HKDF) or, when unset, derived from ``settings.SECRET_KEY`` with HKDF. Several keys at
+once (MultiFernet): ``MCP_SECRETS_KEY`` may list them separated by commas, the first encrypting and
+every one decrypting; without it, ``SECRET_KEY_FALLBACKS`` are the old keys. ``manage.py
+rotate_secrets`` re-encrypts every stored value with the current key, after which an old key can go.
+A key that is in none of those makes stored secrets unreadable (they must be entered again). Values
+are never logged and error messages never quote them.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import functools
 import json
 import os
 
-from cryptography.fernet import Fernet, InvalidToken
+from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from django.conf import settings
@@ -31,21 +34,29 @@ def _derive(material: bytes) -> bytes:
     return base64.urlsafe_b64encode(key)
 
 
+def _one(raw: str) -> Fernet:
+    try:
+        if len(base64.urlsafe_b64decode(raw.encode())) == 32:
+            return Fernet(raw.encode())
+    except (binascii.Error, ValueError):
+        pass
+    return Fernet(_derive(raw.encode()))
+
+
 @functools.cache
-def _fernet_for(raw_env: str, secret_key: str) -> Fernet:
-    if raw_env:
-        try:
-            if len(base64.urlsafe_b64decode(raw_env.encode())) == 32:
-                return Fernet(raw_env.encode())
-        except (binascii.Error, ValueError):
-            pass
-        return Fernet(_derive(raw_env.encode()))
-    return Fernet(_derive(secret_key.encode()))
+def _fernet_for(raw_env: str, secret_keys: tuple[str, ...]) -> MultiFernet:
+    listed = [key.strip() for key in raw_env.split(",") if key.strip()]
+    if listed:
+        return MultiFernet([_one(key) for key in listed])
+    return MultiFernet([Fernet(_derive(key.encode())) for key in secret_keys])
 
 
-def fernet() -> Fernet:
-    """Return the Fernet instance for the configured key."""
-    return _fernet_for(os.environ.get("MCP_SECRETS_KEY", ""), settings.SECRET_KEY)
+def fernet() -> MultiFernet:
+    """The configured keys: the first encrypts, every one decrypts."""
+    return _fernet_for(
+        os.environ.get("MCP_SECRETS_KEY", ""),
+        (settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", ())),
+    )
 
 
 def encrypt_secrets(values: dict[str, str]) -> str:
@@ -70,3 +81,13 @@ def decrypt_secrets(token: str) -> dict[str, str]:
     if not isinstance(values, dict):
         raise SecretsError("The stored secrets are damaged; enter them again.")
     return values
+
+
+def rotate(token: str) -> str:
+    """``token`` encrypted again with the current key (SecretsError if no configured key reads it)."""
+    if not token:
+        return ""
+    try:
+        return fernet().rotate(token.encode("ascii")).decode("ascii")
+    except (InvalidToken, UnicodeError):
+        raise SecretsError("The stored secrets cannot be decrypted with any configured key.") from None

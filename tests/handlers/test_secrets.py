@@ -39,3 +39,30 @@ def test_mcp_secrets_key_accepts_a_fernet_key(monkeypatch):
 def test_non_string_secret_values_are_refused():
     with pytest.raises(ValueError, match="string values"):
         encrypt_secrets({"A": 1})  # type: ignore[dict-item]
+
+
+def test_several_keys_decrypt_and_the_first_one_encrypts(monkeypatch):
+    monkeypatch.setenv("MCP_SECRETS_KEY", "old passphrase")
+    old_token = encrypt_secrets({"A": "b"})
+    monkeypatch.setenv("MCP_SECRETS_KEY", "new passphrase, old passphrase")
+    assert decrypt_secrets(old_token) == {"A": "b"}
+    new_token = encrypt_secrets({"A": "c"})
+    monkeypatch.setenv("MCP_SECRETS_KEY", "new passphrase")
+    assert decrypt_secrets(new_token) == {"A": "c"}
+    with pytest.raises(SecretsError):
+        decrypt_secrets(old_token)
+
+
+def test_secrets_written_under_a_secret_key_now_in_the_fallbacks_still_decrypt(monkeypatch, settings):
+    monkeypatch.delenv("MCP_SECRETS_KEY", raising=False)
+    token = encrypt_secrets({"A": "b"})
+    settings.SECRET_KEY_FALLBACKS = [settings.SECRET_KEY]
+    settings.SECRET_KEY = "a brand new secret key of enough length for django to accept it"
+    assert decrypt_secrets(token) == {"A": "b"}
+    rotated = secrets.rotate(token)
+    settings.SECRET_KEY_FALLBACKS = []  # the old key is gone: only what was rotated can be read
+    assert decrypt_secrets(rotated) == {"A": "b"}
+    with pytest.raises(SecretsError):
+        decrypt_secrets(token)
+    with pytest.raises(SecretsError, match="any configured key"):
+        secrets.rotate(token)

@@ -1,0 +1,50 @@
+"""Re-encrypt every stored handler secret with the current key (the first of MCP_SECRETS_KEY, or SECRET_KEY).
+
+Run it after putting a new key in front of the old one; once it reports nothing unreadable, the old
+key can be removed (then restart every process). Rows are rewritten with a queryset update: no
+history entry, no list_changed, since nothing a client sees has changed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+
+from mcp_app.handlers.secrets import SecretsError, rotate
+from mcp_app.models import Tool
+
+
+class Command(BaseCommand):
+    help = "Re-encrypt every stored handler secret with the current key."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument(
+            "--dry-run",
+            action="store_true",
+            help="Only report what would be re-encrypted and what cannot be read.",
+        )
+
+    def handle(self, *args: Any, dry_run: bool = False, **options: Any) -> None:
+        rotated, unreadable = 0, []
+        rows = Tool.objects.exclude(handler_secrets="").select_related("tenant").order_by("pk")
+        with transaction.atomic():
+            for tool in rows.only("pk", "name", "tenant__slug", "handler_secrets").iterator():
+                try:
+                    token = rotate(tool.handler_secrets)
+                except SecretsError:
+                    unreadable.append(f"{tool.tenant.slug}/{tool.name}")
+                    continue
+                if not dry_run:
+                    Tool.objects.filter(pk=tool.pk, handler_secrets=tool.handler_secrets).update(
+                        handler_secrets=token
+                    )
+                rotated += 1
+        verb = "would re-encrypt" if dry_run else "re-encrypted"
+        self.stdout.write(f"{verb} the secrets of {rotated} tool(s).")
+        if unreadable:
+            raise CommandError(
+                f"{len(unreadable)} tool(s) have secrets no configured key can read (enter them again, or "
+                f"add the key they were written with to MCP_SECRETS_KEY): {', '.join(unreadable)}"
+            )

@@ -1,0 +1,86 @@
+"""Key rotation (issue 13): several keys at once, `rotate_secrets`, and SECRET_KEY_FALLBACKS for signatures."""
+
+from __future__ import annotations
+
+from io import StringIO
+from typing import Any
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from mcp_app.handlers.secrets import SecretsError, decrypt_secrets, encrypt_secrets
+from mcp_app.models import Tool
+from mcp_app.protocol import pagination
+from tests.support import make_ctx
+
+pytestmark = pytest.mark.django_db
+
+NEW_KEY = "the new secret key, long and random enough for a test of key rotation"
+
+
+@pytest.fixture
+def tools_with_secrets(tenant_a: Any, tenant_b: Any, monkeypatch: Any) -> list[Tool]:
+    monkeypatch.delenv("MCP_SECRETS_KEY", raising=False)
+    made = []
+    for tenant, name in ((tenant_a, "one"), (tenant_b, "two")):
+        made.append(
+            Tool.objects.create(
+                tenant=tenant,
+                name=name,
+                handler="http",
+                handler_config={"url": "https://example.com/x"},
+                handler_secrets=encrypt_secrets({"Authorization": f"Bearer {name}"}),
+            )
+        )
+    return made
+
+
+def rotate(*args: str) -> str:
+    out = StringIO()
+    call_command("rotate_secrets", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_rotate_secrets_re_encrypts_every_tool_so_the_old_key_can_go(tools_with_secrets, settings):
+    settings.SECRET_KEY_FALLBACKS, settings.SECRET_KEY = [settings.SECRET_KEY], NEW_KEY
+    history_before = Tool.history.count()
+    assert "re-encrypted the secrets of 2 tool(s)" in rotate()
+    assert Tool.history.count() == history_before  # nothing a client sees changed: no new version
+    settings.SECRET_KEY_FALLBACKS = []
+    assert [decrypt_secrets(t.handler_secrets) for t in Tool.objects.order_by("name")] == [
+        {"Authorization": "Bearer one"},
+        {"Authorization": "Bearer two"},
+    ]
+
+
+def test_a_dry_run_rewrites_nothing(tools_with_secrets, settings):
+    before = list(Tool.objects.order_by("name").values_list("handler_secrets", flat=True))
+    settings.SECRET_KEY_FALLBACKS, settings.SECRET_KEY = [settings.SECRET_KEY], NEW_KEY
+    assert "would re-encrypt the secrets of 2 tool(s)" in rotate("--dry-run")
+    assert list(Tool.objects.order_by("name").values_list("handler_secrets", flat=True)) == before
+
+
+def test_secrets_no_key_can_read_are_named_and_the_rest_still_rotated(tools_with_secrets, settings):
+    Tool.objects.filter(name="two").update(
+        handler_secrets=encrypt_secrets({"X": "written elsewhere"})[:-8] + "AAAAAAA="
+    )
+    settings.SECRET_KEY_FALLBACKS, settings.SECRET_KEY = [settings.SECRET_KEY], NEW_KEY
+    with pytest.raises(CommandError, match="tenant-b/two") as info:
+        rotate()
+    assert "written elsewhere" not in str(info.value)
+    settings.SECRET_KEY_FALLBACKS = []
+    assert decrypt_secrets(Tool.objects.get(name="one").handler_secrets) == {"Authorization": "Bearer one"}
+    with pytest.raises(SecretsError):
+        decrypt_secrets(Tool.objects.get(name="two").handler_secrets)
+
+
+def test_a_cursor_signed_before_the_secret_key_changed_still_verifies_with_the_old_key_as_fallback(
+    tenant_a, settings
+):
+    ctx = make_ctx(tenant_a)
+    cursor = pagination.encode_cursor(ctx, "tools", "k")
+    settings.SECRET_KEY_FALLBACKS, settings.SECRET_KEY = [settings.SECRET_KEY], NEW_KEY
+    assert pagination.decode_cursor(ctx, "tools", cursor) == "k"
+    settings.SECRET_KEY_FALLBACKS = []
+    with pytest.raises(Exception, match="(?i)cursor"):
+        pagination.decode_cursor(ctx, "tools", cursor)
