@@ -3,6 +3,7 @@ from django.contrib.auth.views import LogoutView
 from django.urls import include, path, re_path
 from oauth2_provider.views import RevokeTokenView
 
+from mcp_app.connect_page import connect_page
 from mcp_app.demo import views as demo_views
 from mcp_app.form_page import form_page
 from mcp_app.oauth.metadata import TenantResourceMetadataView
@@ -46,6 +47,8 @@ urlpatterns = [
     path("oauth/", include((oauth_urlpatterns, "oauth2_provider"))),
     path("oauth/login", McpLoginView.as_view(), name="oauth-login"),
     path("oauth/logout", LogoutView.as_view(), name="oauth-logout"),
+    # A tenant's connect page: its MCP URL, client configurations, what it serves (AMB-63, AMB-64).
+    path("t/<slug:slug>/connect", connect_page, name="tenant-connect"),
     # A sensitive form's page (URL-mode elicitation): the person answers here, never in the client.
     path("t/<slug:slug>/form/<str:token>", form_page, name="form-page"),
     # What the demo's fetch_json and stream_count tools post to (mcp_app.demo.definitions).

@@ -27,7 +27,9 @@ def tool_a(tenant_a) -> Tool:
 
 def edit_in_admin(client: Client, tool: Tool, **changes: object) -> None:
     """Save the tool's change form with `changes`, as a person does (the middleware records who)."""
-    response = client.post(reverse("admin:mcp_app_tool_change", args=[tool.pk]), tool_form_data(tool, **changes))
+    response = client.post(
+        reverse("admin:mcp_app_tool_change", args=[tool.pk]), tool_form_data(tool, **changes)
+    )
     assert response.status_code == 302, response.content.decode()[:3000]
 
 

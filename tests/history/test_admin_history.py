@@ -55,7 +55,9 @@ def test_bob_the_viewer_reads_the_history_but_cannot_revert(client, bob, edited_
 
 
 @pytest.mark.parametrize("method", ["get", "post"])
-def test_charlie_gets_404_for_tenant_a_history_exactly_like_a_missing_tool(client, charlie, edited_tool, method):
+def test_charlie_gets_404_for_tenant_a_history_exactly_like_a_missing_tool(
+    client, charlie, edited_tool, method
+):
     client.force_login(charlie)
     version = oldest(edited_tool)
     missing = reverse("admin:mcp_app_tool_revert", args=[999999, version])
@@ -121,7 +123,9 @@ def test_a_revert_to_a_name_now_taken_shows_the_clash(client, alice, tenant_a, t
         (
             Prompt,
             lambda t: Prompt.objects.create(
-                tenant=t, name="review", messages=[{"role": "user", "content": {"type": "text", "text": "Hi"}}]
+                tenant=t,
+                name="review",
+                messages=[{"role": "user", "content": {"type": "text", "text": "Hi"}}],
             ),
         ),
         (Resource, lambda t: Resource.objects.create(tenant=t, uri="a://readme", name="readme", text="v1")),

@@ -87,7 +87,9 @@ def test_a_version_of_another_object_is_no_such_version(alice, tenant_a, tool_a)
     assert history.versions(Prompt, other.pk)[0].type == "created"
 
 
-def test_a_deleted_definition_is_listed_per_tenant_and_restored_with_its_id(alice, tenant_a, tenant_b, tool_a):
+def test_a_deleted_definition_is_listed_per_tenant_and_restored_with_its_id(
+    alice, tenant_a, tenant_b, tool_a
+):
     pk = tool_a.pk
     tool_a.delete()
     assert [v.object_id for v in history.deleted(Tool, {tenant_a.pk})] == [pk]
