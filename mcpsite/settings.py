@@ -97,6 +97,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "simple_history",
+    "health_check",
     # Only its static JSONEditor build, for the admin's JSON editor (mcpsite/forms.py, AMB-70).
     "django_json_widget",
     "oauth2_provider",

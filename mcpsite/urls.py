@@ -6,6 +6,7 @@ from oauth2_provider.views import RevokeTokenView
 from mcp_app.connect_page import connect_page
 from mcp_app.demo import views as demo_views
 from mcp_app.form_page import form_page
+from mcp_app.health import ReadinessView, live
 from mcp_app.oauth.metadata import TenantResourceMetadataView
 from mcp_app.oauth.registration import RegistrationManagementView, RegistrationView
 from mcp_app.oauth.server import (
@@ -51,6 +52,9 @@ urlpatterns = [
     path("t/<slug:slug>/connect", connect_page, name="tenant-connect"),
     # A sensitive form's page (URL-mode elicitation): the person answers here, never in the client.
     path("t/<slug:slug>/form/<str:token>", form_page, name="form-page"),
+    # Probes for load balancers and orchestrators (docs/operations.md).
+    path("health/live", live, name="health-live"),
+    path("health/ready", ReadinessView.as_view(), name="health-ready"),
     # What the demo's fetch_json and stream_count tools post to (mcp_app.demo.definitions).
     path("demo/echo", demo_views.echo, name="demo-echo"),
     path("demo/stream", demo_views.stream, name="demo-stream"),

@@ -1,0 +1,129 @@
+"""Probes for load balancers and orchestrators (django-health-check): `/health/live` and `/health/ready`.
+
+Live: the process answers; nothing else is looked at, so a slow database never gets a healthy process
+restarted. Ready: this process can serve: the database answers and is migrated, Redis and the channel
+layer answer when configured, and, when background tools go to Celery and some tenant has one, a
+worker answers a ping. Each check has a one-second budget; the migration check is remembered once it
+passed (migrations do not go backwards under a running process). Both answer JSON to machines (an
+`Accept: application/json` or `?format=json`) and a short page to people; not ready is 503.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime
+import uuid
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from celery import current_app
+from channels.layers import get_channel_layer
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.migrations.executor import MigrationExecutor
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.cache import never_cache
+from health_check.base import HealthCheck
+from health_check.checks import Database
+from health_check.exceptions import ServiceUnavailable
+from health_check.views import HealthCheckView
+
+from mcp_app.background import server as background
+from mcp_app.infra import redis_client
+from mcp_app.models import Tool
+
+BUDGET = datetime.timedelta(seconds=1)
+_migrated: set[str] = set()
+
+
+@dataclasses.dataclass
+class Migrated(HealthCheck):
+    """Every migration of the code is applied (a process started before `migrate` finished is not ready)."""
+
+    alias: str = DEFAULT_DB_ALIAS
+    timeout = BUDGET
+
+    def run(self) -> None:
+        if self.alias in _migrated:
+            return
+        connection = connections[self.alias]
+        executor = MigrationExecutor(connection)
+        if executor.migration_plan(executor.loader.graph.leaf_nodes()):
+            raise ServiceUnavailable("The database has migrations still to apply.")
+        _migrated.add(self.alias)
+
+
+@dataclasses.dataclass
+class RedisAnswers(HealthCheck):
+    """REDIS_URL answers a PING (sessions, events, change tokens and background replies live there)."""
+
+    timeout = BUDGET
+
+    async def run(self) -> None:
+        if not redis_client.enabled():
+            return
+        try:
+            await asyncio.wait_for(redis_client.client().ping(), BUDGET.total_seconds())
+        except Exception as exc:  # noqa: BLE001 - any failure means not ready; the reason is logged
+            raise ServiceUnavailable("Redis does not answer.") from exc
+
+
+@dataclasses.dataclass
+class ChannelLayerAnswers(HealthCheck):
+    """A message sent to this process through the channel layer comes back (cross-process notifications)."""
+
+    timeout = BUDGET
+
+    async def run(self) -> None:
+        layer = get_channel_layer()
+        if layer is None:
+            return
+        try:
+            channel = await layer.new_channel("health.")
+            marker = uuid.uuid4().hex
+            await layer.send(channel, {"type": "health.ping", "marker": marker})
+            message = await asyncio.wait_for(layer.receive(channel), BUDGET.total_seconds())
+        except Exception as exc:  # noqa: BLE001
+            raise ServiceUnavailable("The channel layer does not answer.") from exc
+        if message.get("marker") != marker:
+            raise ServiceUnavailable("The channel layer answered with another message.")
+
+
+def _background_tools_exist() -> bool:
+    return Tool.objects.filter(execution="background", enabled=True).exists()
+
+
+@dataclasses.dataclass
+class WorkerAnswers(HealthCheck):
+    """A Celery worker answers a ping, when background tools go to workers and some tenant has one."""
+
+    timeout = BUDGET
+
+    async def run(self) -> None:
+        if not background.enabled() or not await sync_to_async(_background_tools_exist)():
+            return
+        try:
+            # limit=1: the first worker's answer ends the wait, so a healthy probe costs milliseconds.
+            answers = await sync_to_async(current_app.control.ping)(timeout=BUDGET.total_seconds(), limit=1)
+        except OSError as exc:
+            raise ServiceUnavailable("The Celery broker does not answer.") from exc
+        if not answers:
+            raise ServiceUnavailable("No Celery worker answers, and background tools exist.")
+
+
+class ReadinessView(HealthCheckView):
+    checks = (Database, Migrated, RedisAnswers, ChannelLayerAnswers, WorkerAnswers)
+
+    async def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        response = await super().get(request, *args, **kwargs)
+        if response.status_code == 500:
+            response.status_code = 503  # not ready: send traffic elsewhere (nothing here has failed)
+        return response
+
+
+@never_cache
+def live(request: HttpRequest) -> HttpResponse:
+    """The process answers: no database, no Redis (a liveness probe must not restart a healthy process)."""
+    if "html" in request.headers.get("accept", "") and request.GET.get("format") != "json":
+        return HttpResponse("<!doctype html><title>Live</title><p>This process is live.</p>")
+    return JsonResponse({"status": "live"})
