@@ -12,6 +12,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
@@ -106,6 +107,7 @@ def handle(exc: Exception, context: dict[str, Any]) -> Response:
     return out
 
 
+@csrf_exempt  # a 404 changes nothing; without this, a cookie-carrying POST got the CSRF page (HTML)
 def not_found(request: Any, *args: Any, **kwargs: Any) -> JsonResponse:
     """Any URL under /api/v1/ that names nothing: the same JSON 404 as a missing object."""
     return JsonResponse({"error": {"code": "not_found", "message": NOT_FOUND}}, status=404)

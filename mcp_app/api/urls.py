@@ -4,7 +4,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import SimpleRouter
 
-from mcp_app.api import tenancy, views
+from mcp_app.api import history, tenancy, views
 from mcp_app.api.errors import not_found
 
 app_name = "api"
@@ -27,6 +27,12 @@ urlpatterns = [
     path("tenants/<str:slug>/", include(tenant_router.urls)),
     # Import/export (mcp_app/api/portability.py) and history/revert (mcp_app/api/history.py) add
     # their own path(...) lines here, above the catch-all.
+    path("tenants/<str:slug>/<str:kind>/<int:pk>/history/", history.HistoryView.as_view(), name="history"),
+    path(
+        "tenants/<str:slug>/<str:kind>/<int:pk>/history/<int:history_id>/revert/",
+        history.RevertView.as_view(),
+        name="history-revert",
+    ),
     #
     # Keep last: any other URL under /api/v1/ is a 404 in the API's JSON error shape.
     re_path(r"^.*$", not_found),

@@ -124,7 +124,7 @@ ACTIVE = (ToolRun.Status.QUEUED, ToolRun.Status.RUNNING)
 
 
 class ToolRunSerializer(serializers.ModelSerializer):
-    user = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    user = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
     is_task = serializers.SerializerMethodField()
 
     class Meta:

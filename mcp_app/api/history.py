@@ -1,0 +1,107 @@
+"""A definition's history and its revert through the API (`.../<kind>/<id>/history/`), over mcp_app/history.py.
+
+The same service as the admin's history pages: versions newest first with their per-field diffs,
+and a revert that goes through full_clean and save (recorded, announced). Any member reads, owners
+and editors revert (TenantRole); another tenant's object or version is a 404 like a missing one; a
+version that no longer validates or whose name is taken answers 409 with the reason (AMB-61).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import Http404
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import generics, serializers, status
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from mcp_app import history
+from mcp_app.api.errors import NOT_FOUND, ErrorSerializer, error_response
+from mcp_app.api.permissions import TenantRole, tenant_of
+from mcp_app.api.views import SLUG
+
+KIND = OpenApiParameter(
+    "kind", str, OpenApiParameter.PATH, enum=list(history.KINDS), description="The kind of definition."
+)
+ID = OpenApiParameter("id", int, OpenApiParameter.PATH, description="The definition's id.")
+HISTORY_ID = OpenApiParameter("history_id", int, OpenApiParameter.PATH, description="The version's id.")
+
+
+class FieldChangeSerializer(serializers.Serializer):
+    name = serializers.CharField(help_text="The field.")
+    label = serializers.CharField(help_text="Its name for people.")
+    old = serializers.CharField(allow_blank=True, help_text="The value before (JSON pretty-printed).")
+    new = serializers.CharField(allow_blank=True, help_text="The value after (JSON pretty-printed).")
+    lines = serializers.ListField(
+        child=serializers.ListField(
+            child=serializers.CharField(allow_blank=True), min_length=2, max_length=2
+        ),
+        help_text='The line diff: [kind, text] with kind "-" removed, "+" added, " " context, "@" hunk header.',
+    )
+
+
+class VersionSerializer(serializers.Serializer):
+    history_id = serializers.IntegerField(help_text="Names this version in .../history/<history_id>/revert/.")
+    object_id = serializers.IntegerField()
+    date = serializers.DateTimeField()
+    user = serializers.CharField(allow_blank=True, help_text="Who saved it (blank: unknown, e.g. a command).")
+    type = serializers.ChoiceField(choices=["created", "changed", "deleted"])
+    reason = serializers.CharField(allow_blank=True, help_text='E.g. "Reverted to version of ... by alice".')
+    label = serializers.CharField(help_text="The definition's name at this version.")
+    changes = FieldChangeSerializer(many=True, help_text="What changed since the version before.")
+
+
+class RevertedSerializer(serializers.Serializer):
+    object_id = serializers.IntegerField()
+    version = VersionSerializer(help_text="The new version the revert recorded.")
+
+
+def _definition(request: Request, slug: str, kind: str, pk: int) -> Any:
+    """The live definition of the URL's tenant, or the API's 404 (an unknown kind likewise)."""
+    model = history.KINDS.get(kind)
+    tenant = tenant_of(request, slug)[0]
+    obj = model.objects.for_tenant(tenant).filter(pk=pk).first() if model is not None else None
+    if obj is None:
+        raise Http404
+    return obj
+
+
+@extend_schema(parameters=[SLUG, KIND, ID])
+class HistoryView(generics.ListAPIView):
+    """Every version of one definition, newest first, each with what changed since the one before."""
+
+    permission_classes = [IsAuthenticated, TenantRole]
+    serializer_class = VersionSerializer
+    filter_backends: list[Any] = []
+
+    def get_queryset(self) -> list[history.Version]:
+        if getattr(self, "swagger_fake_view", False):
+            return []
+        obj = _definition(self.request, self.kwargs["slug"], self.kwargs["kind"], self.kwargs["pk"])
+        return history.versions(type(obj), obj.pk)
+
+
+@extend_schema(
+    parameters=[SLUG, KIND, ID, HISTORY_ID],
+    request=None,
+    responses={200: RevertedSerializer, 409: ErrorSerializer},
+)
+class RevertView(APIView):
+    """Make one version current again (owners and editors): checked like any edit, and recorded."""
+
+    permission_classes = [IsAuthenticated, TenantRole]
+
+    def post(self, request: Request, slug: str, kind: str, pk: int, history_id: int) -> Response:
+        obj = _definition(request, slug, kind, pk)
+        try:
+            history.revert(obj, history_id, request.user)
+        except history.NoSuchVersion:
+            return error_response(404, "not_found", NOT_FOUND)
+        except history.HistoryError as exc:
+            return error_response(409, "conflict", str(exc))
+        newest = history.versions(type(obj), obj.pk)[0]
+        body = RevertedSerializer({"object_id": obj.pk, "version": newest}).data
+        return Response(body, status=status.HTTP_200_OK)
