@@ -17,6 +17,7 @@ from mcp_app.oauth.server import (
     ServerMetadataView,
 )
 
+from mcp_app.usage import views as usage_views
 # The authorization server's endpoints, named as django-oauth-toolkit expects (its metadata view
 # reverses these names in the oauth2_provider namespace).
 oauth_urlpatterns = [
@@ -51,6 +52,9 @@ urlpatterns = [
     # A tenant's connect page: its MCP URL, client configurations, what it serves (AMB-63, AMB-64).
     path("t/<slug:slug>/connect", connect_page, name="tenant-connect"),
     # A sensitive form's page (URL-mode elicitation): the person answers here, never in the client.
+    # Usage dashboards (mcp_app/usage/): a tenant's, for its members; every tenant's, for superusers.
+    path("t/<slug:slug>/dashboard", usage_views.dashboard, name="tenant-dashboard"),
+    path("usage/", usage_views.overview, name="usage-overview"),
     path("t/<slug:slug>/form/<str:token>", form_page, name="form-page"),
     # Probes for load balancers and orchestrators (docs/operations.md).
     path("health/live", live, name="health-live"),

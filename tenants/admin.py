@@ -17,6 +17,8 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.db import models
 from django.http import Http404, HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
 
 from mcpsite.forms import json_formfield
 from tenants import access
@@ -137,11 +139,22 @@ class TenantAdmin(MembershipPermissionsMixin, admin.ModelAdmin):
     list_display = ("slug", "name", "title", "is_active", "auth_mode", "definitions_version", "mcp_url")
     list_filter = ("is_active", "auth_mode")
     search_fields = ("slug", "name", "title")
-    readonly_fields = ("mcp_url", "definitions_version", "created_at", "updated_at")
+    readonly_fields = ("mcp_url", "usage_dashboard", "definitions_version", "created_at", "updated_at")
     fieldsets = (
         (
             None,
-            {"fields": ("slug", "name", "title", "description", "server_version", "is_active", "mcp_url")},
+            {
+                "fields": (
+                    "slug",
+                    "name",
+                    "title",
+                    "description",
+                    "server_version",
+                    "is_active",
+                    "mcp_url",
+                    "usage_dashboard",
+                )
+            },
         ),
         ("Clients", {"fields": ("auth_mode", "instructions", "website_url", "icons", "allowed_origins")}),
         ("Caching (2026-07-28 clients)", {"fields": ("cache_ttl_ms", "cache_scope")}),
@@ -185,6 +198,12 @@ class TenantAdmin(MembershipPermissionsMixin, admin.ModelAdmin):
     @admin.display(description="MCP endpoint")
     def mcp_url(self, obj: Tenant) -> str:
         return f"{settings.MCP_PUBLIC_URL}/t/{obj.slug}/mcp" if obj.slug else "—"
+
+    @admin.display(description="Usage")
+    def usage_dashboard(self, obj: Tenant) -> str:
+        if not obj.pk:
+            return "—"
+        return format_html('<a href="{}">Usage dashboard</a>', reverse("tenant-dashboard", args=[obj.slug]))
 
     def save_model(self, request: HttpRequest, obj: Tenant, form: Any, change: bool) -> None:
         if change:

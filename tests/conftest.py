@@ -97,6 +97,7 @@ def _no_token_eviction_subscriber(settings) -> None:
     # the tests of the subscriber (tests/oauth/test_token_evictions.py) switch it on and stop it.
     settings.MCP_TOKEN_EVICTION_SUBSCRIBER = False
     settings.MCP_CHANGE_TOKEN_SUBSCRIBER = False  # likewise (tests/performance/test_hot_path.py)
+    settings.MCP_USAGE_FLUSH_SECONDS = 0  # no flush thread in the test process (tests/usage/ flush by hand)
 
 
 @pytest.fixture(autouse=True)

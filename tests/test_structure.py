@@ -32,6 +32,7 @@ FORBIDDEN = {
     "mcp_app.catalog": ("mcp_app.protocol", "mcp_app.transport", "mcp_app.admin", "mcp_app.background"),
     "mcp_app.oauth": ("mcp_app.transport", "mcp_app.admin", "mcp_app.protocol"),
     "mcp_app.portability": ("mcp_app.transport", "mcp_app.protocol", "mcp_app.admin", "mcp_app.api", "django.http"),
+    "mcp_app.usage": ("mcp_app.transport", "mcp_app.protocol", "mcp_app.admin", "mcp_app.background"),
 }
 
 

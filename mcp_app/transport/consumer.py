@@ -52,6 +52,7 @@ from mcp_app.transport.base import McpConsumer
 from mcp_app.transport.exchange import Exchange
 from mcp_app.transport.session_streams import SessionStreams
 from mcp_app.transport.wire import HttpError, accepts, media_types, parse_json_body
+from mcp_app.usage import recorder as usage
 
 logger = logging.getLogger(__name__)
 
@@ -267,7 +268,11 @@ class StreamableHttpConsumer(SessionStreams, McpConsumer):
             return
         await modern.authorize(self, checked, body)
         if checked.method == envelope.LISTEN:
-            await listen.serve(self, checked)
+            usage.recorder().listener_opened(self.tenant.id)  # counted in memory (mcp_app.usage.live)
+            try:
+                await listen.serve(self, checked)
+            finally:
+                usage.recorder().listener_closed(self.tenant.id)
             return
         peer = self.scope.get("client")
         address = str(peer[0]) if peer else None

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -104,6 +105,7 @@ _answers: dict[tuple[Any, ...], bytes] = {}
 
 async def answer_quietly(consumer: McpConsumer, ctx: RequestContext, message: dict[str, Any]) -> None:
     """Answer a QUIET_METHODS request in JSON, its result served from memory while definitions stand."""
+    started = time.perf_counter()
     cursor = message["params"].get("cursor")
     token = await catalog.current_version(ctx.tenant.id)
     key = (ctx.tenant.id, token, ctx.protocol_version, message["method"], json.dumps(cursor), ctx.scopes)
@@ -118,8 +120,13 @@ async def answer_quietly(consumer: McpConsumer, ctx: RequestContext, message: di
         if len(_answers) >= MAX_KEPT_ANSWERS:
             _answers.clear()  # old tokens' answers are dead weight; the live ones come back at once
         _answers[key] = result
+    else:
+        runner.record_usage(ctx, message, _KEPT, started)  # run_dispatch counted the others
     request_id = json.dumps(message["id"]).encode()
     await consumer.send_json(b'{"jsonrpc": "2.0", "id": ' + request_id + b', "result": ' + result + b"}")
+
+
+_KEPT: dict[str, Any] = {"result": {}}  # what usage needs to know of a kept answer: it is a result
 
 
 def _status(response: dict[str, Any]) -> int:

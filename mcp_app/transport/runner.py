@@ -9,8 +9,10 @@ a message changed it, with its open stream told when a field it filters on chang
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import time
 from typing import Any
 
 from mcp_app import notify
@@ -19,13 +21,39 @@ from mcp_app.core.types import TenantInfo
 from mcp_app.protocol import asking
 from mcp_app.protocol import dispatch as protocol
 from mcp_app.transport import inflight, sessions
+from mcp_app.usage import flush as usage_flush
+from mcp_app.usage import recorder as usage
 
 logger = logging.getLogger(__name__)
 
 
+# Methods counted under their own name; anything else a client sends is counted as "(other)".
+KNOWN_METHODS = frozenset(protocol.METHODS) | frozenset(protocol.MODERN_METHODS)
+
+
 async def run_dispatch(ctx: RequestContext, message: dict[str, Any]) -> dict[str, Any] | None:
-    """Hand one message to the protocol core (a seam tests may replace)."""
-    return await protocol.dispatch(ctx, message)
+    """Hand one message to the protocol core (a seam tests may replace); count each request once."""
+    started = time.perf_counter()
+    try:
+        response = await protocol.dispatch(ctx, message)
+    except asyncio.CancelledError:
+        if "id" in message and "method" in message:  # the client gave up: a call, not an error
+            record_usage(ctx, message, None, started)
+        raise
+    if response is not None:  # notifications and client responses are not requests
+        record_usage(ctx, message, response, started)
+    return response
+
+
+def record_usage(
+    ctx: RequestContext, message: dict[str, Any], response: dict[str, Any] | None, started: float
+) -> None:
+    """Count one request in this process's memory (mcp_app.usage): no I/O on the request path."""
+    method = message.get("method")
+    method = method if method in KNOWN_METHODS else usage.OTHER
+    usage.observe(ctx.tenant.id, method, message.get("params"), response, time.perf_counter() - started)
+    if not usage_flush.started():
+        usage_flush.start()
 
 
 def snapshot(session: SessionState | None) -> str:

@@ -21,6 +21,7 @@ from django.utils import timezone
 from mcp_app.core.context import SessionState
 from mcp_app.infra import redis_client
 from mcp_app.models import McpSession
+from mcp_app.usage import live as usage_live
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +74,11 @@ class RedisSessionStore:
         return None if raw is None else SessionState.from_dict(json.loads(raw))
 
     async def save(self, state: SessionState) -> None:
-        await redis_client.client().set(KEY_PREFIX + state.id, json.dumps(state.to_dict()), ex=self._ttl())
+        """Store a new session, and make it countable per tenant in the same round trip."""
+        async with redis_client.client().pipeline(transaction=False) as pipe:
+            pipe.set(KEY_PREFIX + state.id, json.dumps(state.to_dict()), ex=self._ttl())
+            usage_live.add_session(pipe, state.tenant_id, state.id)
+            await pipe.execute()
 
     async def update(self, state: SessionState) -> bool:
         """Write only if the session still exists (a DELETE may have ended it meanwhile)."""

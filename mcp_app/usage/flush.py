@@ -1,0 +1,201 @@
+"""Writing what the recorder gathered: one statement for all buckets of a flush, off the request path.
+
+A daemon thread of each serving process flushes every MCP_USAGE_FLUSH_SECONDS, and once more at
+exit. Buckets are upserted as increments (`x = x + excluded.x`, PostgreSQL and SQLite alike), so any
+number of processes add into the same rows without reading them first; errors are appended and
+each tenant's are trimmed to the newest few; open listeners are published to Redis under this
+process's name. Buckets older than MCP_USAGE_RETENTION_DAYS are deleted about once an hour (AMB-66).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import re
+import threading
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Subquery
+
+from mcp_app.infra import redis_client
+from mcp_app.models import LATENCY_FIELDS, UsageBucket, UsageError
+from mcp_app.usage import live
+from mcp_app.usage.recorder import RECENT_ERRORS, Counts, ErrorEntry, Key, Recorder, recorder
+from tenants.models import Tenant
+
+logger = logging.getLogger(__name__)
+
+COLUMNS = (
+    "tenant_id",
+    "minute",
+    "method",
+    "tool",
+    "calls",
+    "errors",
+    "tool_errors",
+    "duration_ms",
+    *LATENCY_FIELDS,
+)
+ADDED = COLUMNS[4:]
+ROWS_PER_STATEMENT = 500
+PRUNE_EVERY_SECONDS = 3600.0
+ARGUMENTS_CHARS = 1000
+# Argument names whose values never reach the dashboard (a tool may take a password or a token).
+SECRET_NAME = re.compile(r"pass|secret|token|key|auth|credential|cookie|session", re.IGNORECASE)
+
+
+def redacted(value: Any, depth: int = 0) -> Any:
+    """`value` with the values of secret-looking keys replaced, at any depth (bounded)."""
+    if depth > 8:
+        return "…"
+    if isinstance(value, dict):
+        return {
+            str(k): "***" if SECRET_NAME.search(str(k)) else redacted(v, depth + 1)
+            for k, v in value.items()
+            if k != "_meta"
+        }
+    if isinstance(value, list):
+        return [redacted(v, depth + 1) for v in value[:50]]
+    return value
+
+
+def arguments_text(params: Any) -> str:
+    if params is None:
+        return ""
+    text = json.dumps(redacted(params), default=str, ensure_ascii=False)
+    return text if len(text) <= ARGUMENTS_CHARS else text[: ARGUMENTS_CHARS - 1] + "…"
+
+
+def _upsert(rows: list[tuple[Any, ...]]) -> None:
+    table = connection.ops.quote_name(UsageBucket._meta.db_table)
+    names = ", ".join(connection.ops.quote_name(c) for c in COLUMNS)
+    key = ", ".join(connection.ops.quote_name(c) for c in COLUMNS[:4])
+    added = ", ".join(
+        f"{connection.ops.quote_name(c)} = {table}.{connection.ops.quote_name(c)} + excluded.{connection.ops.quote_name(c)}"
+        for c in ADDED
+    )
+    one = "(" + ", ".join(["%s"] * len(COLUMNS)) + ")"
+    with connection.cursor() as cursor:
+        for start in range(0, len(rows), ROWS_PER_STATEMENT):
+            chunk = rows[start : start + ROWS_PER_STATEMENT]
+            sql = (
+                f"INSERT INTO {table} ({names}) VALUES {', '.join([one] * len(chunk))} "
+                f"ON CONFLICT ({key}) DO UPDATE SET {added}"
+            )
+            cursor.execute(sql, [v for row in chunk for v in row])
+
+
+def write(pending: dict[Key, Counts], errors: dict[int, list[ErrorEntry]]) -> None:
+    """Add the buckets and append the errors (tenants deleted meanwhile are skipped)."""
+    tenant_ids = {key[0] for key in pending} | set(errors)
+    if not tenant_ids:
+        return
+    alive = set(Tenant.objects.filter(id__in=tenant_ids).values_list("id", flat=True))
+    # Sorted: concurrent flushes of several processes lock rows in the same order (no deadlock).
+    rows = [
+        (*key, c.calls, c.errors, c.tool_errors, c.duration_ms, *c.histogram)
+        for key, c in sorted(pending.items())
+        if key[0] in alive
+    ]
+    entries = [
+        UsageError(
+            tenant_id=tenant_id,
+            at=datetime.fromtimestamp(e.at, UTC),
+            kind=e.kind,
+            method=e.method,
+            tool=e.tool,
+            code=e.code,
+            message=e.message,
+            arguments=arguments_text(e.params),
+        )
+        for tenant_id, found in errors.items()
+        if tenant_id in alive
+        for e in found
+    ]
+    with transaction.atomic():
+        if rows:
+            _upsert(rows)
+        if entries:
+            UsageError.objects.bulk_create(entries)
+    for tenant_id in {e.tenant_id for e in entries}:
+        newest = UsageError.objects.filter(tenant_id=tenant_id).order_by("-id").values("id")[:RECENT_ERRORS]
+        UsageError.objects.filter(tenant_id=tenant_id).exclude(id__in=Subquery(newest)).delete()
+
+
+def prune(now: float | None = None) -> int:
+    """Delete buckets older than the retention (any process may; a second delete finds nothing)."""
+    now = time.time() if now is None else now
+    cutoff = int(now // 60) - settings.MCP_USAGE_RETENTION_DAYS * 24 * 60
+    deleted, _ = UsageBucket.objects.filter(minute__lt=cutoff).delete()
+    return deleted
+
+
+class Flusher:
+    """Flushes one recorder: counts to the database, listeners to Redis, pruning now and then."""
+
+    def __init__(self, source: Recorder | None = None) -> None:
+        self.recorder = source or recorder()
+        self._published: set[int] = set()
+        self._pruned = 0.0
+        self._lock = threading.Lock()
+
+    def flush(self) -> None:
+        with self._lock:  # the timer thread and the exit hook never write the same counts twice
+            pending, errors = self.recorder.take()
+            try:
+                write(pending, errors)
+            except Exception:
+                self.recorder.give_back(pending, errors)
+                raise
+            if redis_client.enabled():
+                self._published = live.publish_listeners(self.recorder, self._published)
+            now = time.time()
+            if now - self._pruned > PRUNE_EVERY_SECONDS:
+                self._pruned = now
+                prune(now)
+
+
+_FLUSHER = Flusher()
+_started = threading.Event()
+
+
+def flush() -> None:
+    """Flush this process's recorder now (the timer does it every MCP_USAGE_FLUSH_SECONDS)."""
+    _FLUSHER.flush()
+
+
+def _loop() -> None:
+    while True:
+        time.sleep(max(float(settings.MCP_USAGE_FLUSH_SECONDS), 1.0))
+        try:
+            flush()
+        except Exception:
+            logger.warning("usage flush failed; its counts are kept for the next one", exc_info=True)
+        finally:
+            connection.close()  # this thread's own connection; a broken one is reopened next time
+
+
+def _at_exit() -> None:
+    try:
+        flush()
+    except Exception:
+        logger.warning("usage flush at exit failed", exc_info=True)
+
+
+def started() -> bool:
+    return _started.is_set()
+
+
+def start() -> bool:
+    """Start this process's flush timer and exit hook, once; not when MCP_USAGE_FLUSH_SECONDS is 0."""
+    if not settings.MCP_USAGE_FLUSH_SECONDS or _started.is_set():
+        return False
+    _started.set()
+    threading.Thread(target=_loop, name="usage-flush", daemon=True).start()
+    atexit.register(_at_exit)
+    return True
