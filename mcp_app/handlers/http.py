@@ -1,6 +1,7 @@
 """The ``http`` kind: send the arguments to the tenant's own endpoint and map the reply.
 
-``handler_config``: ``{"url": "https://…", "method": "POST", "headers": {…}, "timeout": 10}``.
+``handler_config``: ``{"url": "https://…", "method": "POST", "headers": {…}, "timeout": 10}``, and
+``parameters``/``body`` to put arguments in the URL's path, the query or headers (http_params.py).
 ``method`` is POST (default), PUT or PATCH (arguments as a JSON body), or GET or DELETE (arguments
 as query parameters, non-string values JSON-encoded). ``headers`` holds non-secret headers only;
 secret headers (``Authorization``, API keys) are stored encrypted in ``Tool.handler_secrets`` as a
@@ -46,7 +47,7 @@ from django.utils.crypto import salted_hmac
 from mcp_app.core.context import RequestContext
 from mcp_app.core.errors import ToolError
 from mcp_app.core.types import ToolDef
-from mcp_app.handlers import http_stream, ssrf
+from mcp_app.handlers import http_params, http_stream, ssrf
 from mcp_app.handlers.secrets import SecretsError, decrypt_secrets
 
 logger = logging.getLogger(__name__)
@@ -70,7 +71,7 @@ _RESERVED_HEADERS = frozenset(
 )
 # Credentials belong in the encrypted secret headers, not in the readable config.
 _SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "x-api-key", "api-key"})
-_KEYS = frozenset({"url", "method", "headers", "timeout"})
+_KEYS = frozenset({"url", "method", "headers", "timeout", "parameters", "body"})
 USER_AGENT = "django-mcp-platform http-handler"
 _ACCEPT = "application/json, text/plain;q=0.9, */*;q=0.5"
 # The http kind also follows a stream of events (http_stream), so it says it takes one.
@@ -90,13 +91,14 @@ def timeout_for(tool: ToolDef, configured: float | None) -> float:
     return max(0.1, min(seconds, float(tool.timeout_seconds or seconds)))
 
 
-def _headers(tool: ToolDef, target: ssrf.Target, accept: str) -> dict[str, str]:
+def _headers(tool: ToolDef | None, target: ssrf.Target, accept: str) -> dict[str, str]:
     headers = {"User-Agent": USER_AGENT, "Accept": accept}
-    headers.update({str(k): str(v) for k, v in (tool.handler_config.get("headers") or {}).items()})
-    try:
-        headers.update(decrypt_secrets(tool.handler_secrets))
-    except SecretsError as exc:
-        raise ToolError(f"The tool's secret headers cannot be used: {exc}") from None
+    if tool is not None:
+        headers.update({str(k): str(v) for k, v in (tool.handler_config.get("headers") or {}).items()})
+        try:
+            headers.update(decrypt_secrets(tool.handler_secrets))
+        except SecretsError as exc:
+            raise ToolError(f"The tool's secret headers cannot be used: {exc}") from None
     default_port = 443 if target.scheme == "https" else 80
     headers["Host"] = target.host if target.port == default_port else f"{target.host}:{target.port}"
     return headers
@@ -203,13 +205,13 @@ class Opened:
 
 @contextlib.asynccontextmanager
 async def exchange(
-    ctx: RequestContext,
-    tool: ToolDef,
+    ctx: RequestContext | None,
+    tool: ToolDef | None,
     method: str,
     url: str,
     timeout: float,
     *,
-    params: dict[str, str] | None = None,
+    params: dict[str, Any] | None = None,
     json_body: Any = None,
     accept: str = _ACCEPT,
     headers: dict[str, str] | None = None,
@@ -220,7 +222,9 @@ async def exchange(
     leaving the block closes the connection. Raises ToolError (SsrfRefused included) when the URL is
     refused, the upstream cannot be reached, does not answer within ``timeout`` or fails mid-reply.
     Every kind that calls out goes through here, so the guard, the pinning and the cap have one
-    implementation. ``headers`` are the platform's own additions, over the configured ones.
+    implementation. ``headers`` are the platform's own additions, over the configured ones. Without
+    a tool (the platform reading a document for itself, e.g. an OpenAPI description to import) no
+    configured or secret header is sent.
     """
     target = await ssrf.vet_url(url)
     # Connect to the vetted address; the name goes in Host and SNI so TLS still checks it.
@@ -248,18 +252,19 @@ async def exchange(
     except httpx.ConnectError:
         raise ToolError(f"Could not connect to the upstream service at {target.host}.") from None
     except httpx.HTTPError as exc:
-        logger.warning("tool %r of tenant %s: %s", tool.name, ctx.tenant.slug, type(exc).__name__)
+        who = f"tool {tool.name!r} of tenant {ctx.tenant.slug}" if tool and ctx else "platform fetch"
+        logger.warning("%s: %s", who, type(exc).__name__)
         raise ToolError("The request to the upstream service failed.") from None
 
 
 async def send(
-    ctx: RequestContext,
-    tool: ToolDef,
+    ctx: RequestContext | None,
+    tool: ToolDef | None,
     method: str,
     url: str,
     timeout: float,
     *,
-    params: dict[str, str] | None = None,
+    params: dict[str, Any] | None = None,
     json_body: Any = None,
 ) -> Reply:
     """Send one request through ``exchange`` and read the reply: the status, and a 2xx reply's body."""
@@ -292,6 +297,14 @@ async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> 
     query = method in _QUERY_METHODS
     url = str(config.get("url", ""))
     timeout = timeout_for(tool, config.get("timeout"))
+    if http_params.uses_placement(config):
+        placed = http_params.build(config, url, query, arguments)
+    else:
+        placed = http_params.Request(
+            url,
+            params={k: _query_value(v) for k, v in arguments.items()} if query else None,
+            json_body=None if query else arguments,
+        )
 
     async def post_reply(reply_url: str, answer: dict[str, Any]) -> None:
         reply = await send(ctx, tool, "POST", reply_url, timeout, json_body=answer)
@@ -305,12 +318,12 @@ async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> 
         ctx,
         tool,
         method,
-        url,
+        placed.url,
         timeout,
-        params={k: _query_value(v) for k, v in arguments.items()} if query else None,
-        json_body=None if query else arguments,
+        params=placed.params,
+        json_body=placed.json_body,
         accept=_ACCEPT_EVENTS,
-        headers=_call_key(ctx),
+        headers={**placed.headers, **_call_key(ctx)},
     ) as opened:
         response = opened.response
         content_type = response.headers.get("content-type", "")
@@ -361,3 +374,5 @@ def validate_config(config: dict[str, Any]) -> None:
     timeout = config.get("timeout", DEFAULT_TIMEOUT)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 300:
         raise ValidationError("'timeout' must be a number of seconds between 0 and 300.")
+    if http_params.uses_placement(config):
+        http_params.validate(config, url, _RESERVED_HEADERS, _SECRET_HEADERS)

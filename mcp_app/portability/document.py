@@ -264,6 +264,25 @@ def _explain(error: SchemaValidationError) -> list[tuple[str, str]]:
             for key in error.validator_value
             if key not in error.instance
         ]
+    if error.validator == "type":
+        wanted = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
+        return [
+            (path_of(parts), f"Must be {' or '.join(map(_a, wanted))}, not {_a(_json_type(error.instance))}.")
+        ]
     if error.validator == "const":
         return [(path_of(parts), f"Must be {json.dumps(error.validator_value)}.")]
     return [(path_of(parts), error.message)]
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    return {str: "string", list: "array", dict: "object"}.get(type(value), type(value).__name__)
+
+
+def _a(kind: str) -> str:
+    return kind if kind == "null" else f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
