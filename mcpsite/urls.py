@@ -3,6 +3,7 @@ from django.contrib.auth.views import LogoutView
 from django.urls import include, path, re_path
 from oauth2_provider.views import RevokeTokenView
 
+from mcp_app.admin import portability as portability_admin
 from mcp_app.connect_page import connect_page
 from mcp_app.demo import views as demo_views
 from mcp_app.form_page import form_page
@@ -30,6 +31,8 @@ oauth_urlpatterns = [
 ]
 
 urlpatterns = [
+    # A tenant's Export, Import and OpenAPI import pages, beside its admin page (mcp_app/admin/portability.py).
+    path("admin/tenants/tenant/<int:tenant_id>/", include((portability_admin.urls(), "admin-portability"))),
     path("admin/", admin.site.urls),
     # The REST management API (mcp_app/api/): definitions, runs, clients, members, settings; OpenAPI.
     path("api/v1/", include("mcp_app.api.urls")),
