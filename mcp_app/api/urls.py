@@ -4,7 +4,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import SimpleRouter
 
-from mcp_app.api import history, tenancy, views
+from mcp_app.api import history, portability, tenancy, views
 from mcp_app.api.errors import not_found
 
 app_name = "api"
@@ -27,6 +27,9 @@ urlpatterns = [
     path("tenants/<str:slug>/", include(tenant_router.urls)),
     # Import/export (mcp_app/api/portability.py) and history/revert (mcp_app/api/history.py) add
     # their own path(...) lines here, above the catch-all.
+    path("tenants/<str:slug>/export", portability.ExportView.as_view(), name="tenant-export"),
+    path("tenants/<str:slug>/import", portability.ImportView.as_view(), name="tenant-import"),
+    path("tenants/<str:slug>/import-openapi", portability.ImportOpenApiView.as_view(), name="tenant-import-openapi"),
     path("tenants/<str:slug>/<str:kind>/<int:pk>/history/", history.HistoryView.as_view(), name="history"),
     path(
         "tenants/<str:slug>/<str:kind>/<int:pk>/history/<int:history_id>/revert/",
