@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -101,6 +102,8 @@ INSTALLED_APPS = [
     # Only its static JSONEditor build, for the admin's JSON editor (mcpsite/forms.py, AMB-70).
     "django_json_widget",
     "oauth2_provider",
+    # Sign-in throttling of the admin and the authorization server's login page (AXES_* below).
+    "axes",
     "tenants",
     "mcp_app",
 ]
@@ -117,6 +120,8 @@ MIDDLEWARE = [
     # Records who made each definition change (django-simple-history), for the history and revert.
     "simple_history.middleware.HistoryRequestMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes requires: turns a locked-out sign-in into its lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "mcpsite.urls"
@@ -246,6 +251,22 @@ MEDIA_ROOT = BASE_DIR / "media"
 MEDIA_URL = "media/"
 
 LOGIN_URL = "/admin/login/"
+
+# Sign-in throttling (django-axes, shared by every process through the database): after
+# MCP_SIGNIN_FAILURE_LIMIT wrong passwords for one username from one address, that pair is refused
+# (429, a page saying when to retry) for MCP_SIGNIN_COOLOFF_MINUTES; a success clears the count.
+# Locking the pair, not the account, keeps a stranger from locking a person out from elsewhere.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = _env_int("MCP_SIGNIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=_env_int("MCP_SIGNIN_COOLOFF_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "mcpsite.lockout.locked_out"
+# Successful sign-ins are Django's own business; axes keeps only the failures.
+AXES_DISABLE_ACCESS_LOG = True
 
 LOGGING = {
     "version": 1,
