@@ -96,7 +96,7 @@ def _text(value: Any, fld: models.Field, tenants: dict[int, str]) -> str:
 
 def _line_diff(old: str, new: str) -> list[tuple[str, str]]:
     if "\n" not in old and "\n" not in new:
-        return [("-", old), ("+", new)] if old or new else []
+        return [(kind, text) for kind, text in (("-", old), ("+", new)) if text]
     diff = difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=3)
     lines = []
     for line in diff:
