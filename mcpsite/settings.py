@@ -351,6 +351,8 @@ MCP_OAUTH_ACCESS_TOKEN_SECONDS = _env_int("MCP_OAUTH_ACCESS_TOKEN_SECONDS", 3600
 MCP_OAUTH_REFRESH_TOKEN_SECONDS = _env_int("MCP_OAUTH_REFRESH_TOKEN_SECONDS", 30 * 24 * 3600, minimum=60)
 # Dynamic client registrations accepted per client address per minute (0: no limit); larger bodies → 413.
 MCP_OAUTH_REGISTRATIONS_PER_MINUTE = _env_int("MCP_OAUTH_REGISTRATIONS_PER_MINUTE", 10, minimum=0)
+# Token endpoint requests (codes exchanged, refreshes) per client address and minute; 0: no limit.
+MCP_OAUTH_TOKEN_REQUESTS_PER_MINUTE = _env_int("MCP_OAUTH_TOKEN_REQUESTS_PER_MINUTE", 120, minimum=0)
 MCP_OAUTH_MAX_REGISTRATION_BYTES = _env_int("MCP_OAUTH_MAX_REGISTRATION_BYTES", 16 * 1024, minimum=1024)
 # Client ID metadata documents: hosts (ALLOWED_HOSTS syntax) whose documents may be fetched although
 # they resolve to private or loopback addresses, hosts never fetched, and an extra CA bundle to trust.

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -28,7 +27,7 @@ from oauth2_provider.views.dynamic_client_registration import (
     DynamicClientRegistrationView,
 )
 
-from mcp_app.oauth import dot_compat
+from mcp_app.oauth import dot_compat, ratelimit
 
 # http is allowed only to these hosts (RFC 8252 §7.3; `localhost` too, AMB-28), on any port.
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
@@ -58,7 +57,6 @@ APPLICATION_TYPES = frozenset({"web", "native"})
 DEFAULT_APPLICATION_TYPE = "web"
 DISPLAY_FIELDS = ("logo_uri", "client_uri", "policy_uri", "tos_uri")
 DISPLAY_CACHE_PREFIX = "mcp:oauth:client-display:"
-RATE_CACHE_PREFIX = "mcp:oauth:dcr-rate:"
 
 
 @dataclass(frozen=True)
@@ -215,42 +213,6 @@ def display_metadata(client_id: str) -> dict[str, str]:
     return cache.get(_display_key(client_id)) or {}
 
 
-def client_address(request: HttpRequest) -> str:
-    # The socket peer: behind a reverse proxy every client shares its address (see the README).
-    return request.META.get("REMOTE_ADDR") or "unknown"
-
-
-def retry_after_seconds(address: str) -> int | None:
-    """Count one registration from this address; seconds to wait when over the per-minute limit."""
-    limit = settings.MCP_OAUTH_REGISTRATIONS_PER_MINUTE
-    if not limit:
-        return None
-    now = time.time()
-    window = int(now // 60)
-    key = f"{RATE_CACHE_PREFIX}{hashlib.sha256(address.encode()).hexdigest()[:32]}:{window}"
-    cache.add(key, 0, 61)
-    try:
-        count = cache.incr(key)
-    except ValueError:  # evicted between add and incr
-        cache.set(key, 1, 61)
-        count = 1
-    if count <= limit:
-        return None
-    return max(1, 60 - int(now % 60))
-
-
-def _too_many(retry_after: int) -> HttpResponse:
-    response = JsonResponse(
-        {
-            "error": "too_many_requests",
-            "error_description": f"Too many registrations from this address; retry in {retry_after} s.",
-        },
-        status=429,
-    )
-    response["Retry-After"] = str(retry_after)
-    return response
-
-
 def _too_large() -> HttpResponse:
     limit = settings.MCP_OAUTH_MAX_REGISTRATION_BYTES
     return dot_compat.error_response(
@@ -271,9 +233,11 @@ class RegistrationView(DynamicClientRegistrationView):
     """RFC 7591 open registration (AU-25): DOT's view with our redirect policy and limits."""
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        retry_after = retry_after_seconds(client_address(request))
-        if retry_after:
-            return _too_many(retry_after)
+        wait = ratelimit.retry_after(
+            "register", ratelimit.client_address(request), settings.MCP_OAUTH_REGISTRATIONS_PER_MINUTE
+        )
+        if wait:
+            return ratelimit.too_many("registrations", wait)
         if _oversized(request):
             return _too_large()
         if not dot_compat.check_permissions(request):

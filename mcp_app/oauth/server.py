@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
 from django import forms
+from django.conf import settings
 from django.contrib.auth.views import LoginView
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
@@ -29,7 +30,7 @@ from oauth2_provider.views import AuthorizationView, IntrospectTokenView, OAuthS
 from oauthlib.oauth2 import Server
 
 from mcp_app.models import Tool
-from mcp_app.oauth import dot_compat, registration, resources, scopes, tokens, validators
+from mcp_app.oauth import dot_compat, ratelimit, registration, resources, scopes, tokens, validators
 from tenants.models import Tenant
 
 
@@ -246,6 +247,11 @@ class McpTokenView(TokenView):
     """DOT's token endpoint; errors raised while saving a token (e.g. invalid_target) get JSON headers too."""
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        wait = ratelimit.retry_after(
+            "token", ratelimit.client_address(request), settings.MCP_OAUTH_TOKEN_REQUESTS_PER_MINUTE
+        )
+        if wait:
+            return ratelimit.too_many("token requests", wait)
         response = super().post(request, *args, **kwargs)
         if response.status_code >= 400 and not response.get("Content-Type", "").startswith(
             "application/json"

@@ -10,7 +10,7 @@ import pytest
 from oauth2_provider.models import AccessToken, Application, Grant, RefreshToken
 
 from mcp_app.models import Tool
-from mcp_app.oauth import registration, resources
+from mcp_app.oauth import ratelimit, resources
 from tenants.models import Membership, Role, Tenant
 from tests.oauth.as_support import (
     LOOPBACK_REDIRECT,
@@ -214,7 +214,7 @@ def one_minute(monkeypatch):
     """Keep the clock inside one minute: the limit counts per minute, and a run that crossed a minute's
     end would start counting again (a test that failed about once in sixty runs)."""
     start = (int(time.time()) // 60) * 60 + 10.0
-    monkeypatch.setattr(registration, "time", SimpleNamespace(time=lambda: start, monotonic=time.monotonic))
+    monkeypatch.setattr(ratelimit, "time", SimpleNamespace(time=lambda: start, monotonic=time.monotonic))
 
 
 def test_au27_registration_is_rate_limited_per_address_with_retry_after(client, db, settings, one_minute):
@@ -238,6 +238,22 @@ def test_au27_another_address_has_its_own_registration_budget(client, db, settin
         REMOTE_ADDR="198.51.100.7",
     )
     assert other.status_code == 201
+
+
+def test_the_token_endpoint_is_rate_limited_per_address_apart_from_registration(
+    client, db, settings, one_minute
+):
+    settings.MCP_OAUTH_TOKEN_REQUESTS_PER_MINUTE = 2
+    settings.MCP_OAUTH_REGISTRATIONS_PER_MINUTE = 5
+    bad_grant = {"grant_type": "authorization_code", "code": "nope", "client_id": "nobody"}
+    statuses = [client.post("/oauth/token", bad_grant).status_code for _ in range(3)]
+    assert 429 not in statuses[:2] and statuses[2] == 429  # the first two get OAuth's own error
+    refused = client.post("/oauth/token", bad_grant)
+    assert refused.status_code == 429 and 1 <= int(refused["Retry-After"]) <= 60
+    assert refused.json()["error"] == "too_many_requests"
+    assert register(client).status_code == 201  # registration keeps its own budget
+    other = client.post("/oauth/token", bad_grant, REMOTE_ADDR="198.51.100.7")
+    assert other.status_code != 429
 
 
 # --- Authorization code flow (AU-31..37) -------------------------------------------------------
