@@ -159,6 +159,10 @@ class TenantAdmin(MembershipPermissionsMixin, admin.ModelAdmin):
         ("Clients", {"fields": ("auth_mode", "instructions", "website_url", "icons", "allowed_origins")}),
         ("Caching (2026-07-28 clients)", {"fields": ("cache_ttl_ms", "cache_scope")}),
         ("Tasks", {"fields": ("task_ttl_seconds",)}),
+        (
+            "Quotas (tool calls per minute; 0: none)",
+            {"fields": ("calls_per_minute", "calls_per_minute_per_tool", "calls_per_minute_per_caller")},
+        ),
         ("State", {"fields": ("definitions_version", "created_at", "updated_at")}),
     )
 

@@ -72,6 +72,19 @@ class Tenant(models.Model):
         help_text="How long (seconds) a tool call run as a task keeps its status and result for its "
         "caller to fetch; a client asking for longer gets this. Expired tasks are deleted.",
     )
+    # Quotas (mcp_app/protocol/quotas.py): tool calls per minute, enforced across every process; 0: none.
+    calls_per_minute = models.PositiveIntegerField(
+        default=0,
+        help_text="Tool calls per minute for the whole server, every caller and tool together. 0: no quota.",
+    )
+    calls_per_minute_per_tool = models.PositiveIntegerField(
+        default=0, help_text="Calls per minute of any one tool, every caller together. 0: no quota."
+    )
+    calls_per_minute_per_caller = models.PositiveIntegerField(
+        default=0,
+        help_text="Tool calls per minute of one caller: an OAuth user (or client), else a session, else an "
+        "address. 0: no quota.",
+    )
     cache_scope = models.CharField(
         max_length=10,
         choices=CacheScope.choices,

@@ -12,7 +12,7 @@ import pytest
 import pytest_asyncio
 
 from mcp_app import catalog
-from mcp_app.protocol import ratelimit
+from mcp_app.protocol import quotas, ratelimit
 from mcp_app.transport import modern
 from tenants.models import Membership, Role, Tenant
 
@@ -87,8 +87,8 @@ def _fresh_catalog():
 @pytest.fixture(autouse=True)
 def _fresh_rate_limits() -> None:
     # Tenant and session ids repeat across tests; a bucket emptied by one must not throttle the next.
-
     ratelimit.reset()
+    quotas.reset()
 
 
 @pytest.fixture(autouse=True)

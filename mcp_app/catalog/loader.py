@@ -88,6 +88,9 @@ def tenant_info(
         cache_scope=tenant.cache_scope,
         task_ttl_seconds=tenant.task_ttl_seconds,
         has_task_tools=has_task_tools,
+        calls_per_minute=tenant.calls_per_minute,
+        calls_per_minute_per_tool=tenant.calls_per_minute_per_tool,
+        calls_per_minute_per_caller=tenant.calls_per_minute_per_caller,
     )
 
 

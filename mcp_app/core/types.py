@@ -137,3 +137,7 @@ class TenantInfo:
     cache_scope: str = "auto"  # "auto" | "public" | "private" (tenants.models.CacheScope)
     task_ttl_seconds: int = 3600  # how long a task keeps its result (protocol/tasks.py)
     has_task_tools: bool = False  # some enabled tool may run as a task (2025-11-25 `tasks` capability)
+    # Tool calls per minute (protocol/quotas.py): the whole tenant, one tool, one caller; 0: no quota.
+    calls_per_minute: int = 0
+    calls_per_minute_per_tool: int = 0
+    calls_per_minute_per_caller: int = 0

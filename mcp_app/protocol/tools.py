@@ -15,7 +15,7 @@ from mcp_app.core.errors import InputRequired, MissingCapability, error_result
 from mcp_app.core.types import Catalog, ToolDef
 from mcp_app.core.versions import is_modern
 from mcp_app.handlers import registry
-from mcp_app.protocol import approval, asking, ratelimit, schemas, shaping, tasks
+from mcp_app.protocol import approval, asking, quotas, ratelimit, schemas, shaping, tasks
 from mcp_app.protocol.jsonrpc import InvalidParams, truncate
 from mcp_app.protocol.pagination import paginate, with_cursor
 
@@ -164,6 +164,7 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
     if tool is None or not (tool.legacy or is_modern(ctx.protocol_version)):
         raise InvalidParams(truncate(f"Unknown tool: {name}", 200))
     ratelimit.check_tool_call(ctx)
+    await quotas.check(ctx, name)
     as_task = tasks.wanted(ctx, tool, params)
     result = _check_arguments(tool, arguments)
     if result is None:
