@@ -1,4 +1,9 @@
-"""Form fields shared by every admin of the site: JSON edited as indented text."""
+"""Form fields shared by every admin of the site: JSON edited in a structured editor (AMB-70).
+
+The editor is JSONEditor as shipped by django-json-widget, served from our own static files; our own
+template and script keep the real textarea as the submitted value (the exact text typed, so the
+server's "Invalid JSON ... at line, column" stays the one verdict) and check it as you type.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,8 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
 
 class JSONTextarea(forms.Textarea):
@@ -16,6 +23,38 @@ class JSONTextarea(forms.Textarea):
     def __init__(self, attrs: dict[str, Any] | None = None) -> None:
         base = {"rows": 8, "cols": 80, "spellcheck": "false", "style": "font-family: monospace;"}
         super().__init__({**base, **(attrs or {})})
+
+
+class JSONEditorWidget(JSONTextarea):
+    """A JSON textarea that the browser turns into a tree/code editor, checked as you type.
+
+    Without JavaScript it stays the plain textarea. `check_url`, when given, is where the script
+    POSTs the value to hear the server's own validation of this field (mcp_app.admin.json_check).
+    """
+
+    class Media:
+        css = {"all": ("dist/jsoneditor.min.css", "mcpsite/json_editor.css")}
+        js = ("dist/jsoneditor.min.js", "mcpsite/json_editor.js")
+
+    def __init__(self, attrs: dict[str, Any] | None = None, check_url: str = "", field: str = "") -> None:
+        super().__init__(attrs)
+        self.check_url = check_url
+        self.field = field
+
+    def render(
+        self, name: str, value: Any, attrs: dict[str, Any] | None = None, renderer: Any = None
+    ) -> SafeString:
+        # Rendered here, not by a template: the form renderer only searches apps' templates, and the
+        # tenant admin (which may not depend on mcp_app) uses this widget too.
+        textarea = super().render(name, value, attrs, renderer)
+        return format_html(
+            '<div class="json-editor" data-json-editor data-field="{}" data-check-url="{}">{}'
+            '<div class="json-editor-box" hidden></div>'
+            '<p class="json-editor-status" role="status" aria-live="polite"></p></div>',
+            self.field or name,
+            self.check_url,
+            textarea,
+        )
 
 
 class WriteOnlyTextarea(JSONTextarea):
@@ -28,7 +67,7 @@ class WriteOnlyTextarea(JSONTextarea):
 class PrettyJSONField(forms.JSONField):
     """A JSON form field that shows indented JSON and says where a syntax error is."""
 
-    widget = JSONTextarea
+    widget = JSONEditorWidget
 
     def __init__(self, *args: Any, empty_value: Any = None, **kwargs: Any) -> None:
         # A cleared textarea means "no value": the model default ([] or {}), not SQL NULL.
@@ -62,7 +101,11 @@ class PrettyJSONField(forms.JSONField):
         return json.dumps(value, ensure_ascii=False, indent=2)
 
 
-def json_formfield(db_field: models.JSONField, **kwargs: Any) -> Any:
-    """Return a pretty-printed JSON form field; a cleared box means the model default."""
+def json_formfield(db_field: models.JSONField, check_url: str = "", **kwargs: Any) -> Any:
+    """Return a JSON form field in the structured editor; a cleared box means the model default.
+
+    `check_url`: where the editor asks the server to check the value as it is typed (optional).
+    """
     empty = None if db_field.null else db_field.get_default()
+    kwargs.setdefault("widget", JSONEditorWidget(check_url=check_url, field=db_field.name))
     return db_field.formfield(form_class=PrettyJSONField, empty_value=empty, **kwargs)

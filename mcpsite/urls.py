@@ -17,8 +17,9 @@ from mcp_app.oauth.server import (
     McpTokenView,
     ServerMetadataView,
 )
-
 from mcp_app.usage import views as usage_views
+from mcpsite.views import front
+
 # The authorization server's endpoints, named as django-oauth-toolkit expects (its metadata view
 # reverses these names in the oauth2_provider namespace).
 oauth_urlpatterns = [
@@ -31,6 +32,8 @@ oauth_urlpatterns = [
 ]
 
 urlpatterns = [
+    # The platform's front page: sign in, your tenants and their pages, the admin for staff (AMB-72).
+    path("", front, name="front"),
     # A tenant's Export, Import and OpenAPI import pages, beside its admin page (mcp_app/admin/portability.py).
     path("admin/tenants/tenant/<int:tenant_id>/", include((portability_admin.urls(), "admin-portability"))),
     path("admin/", admin.site.urls),

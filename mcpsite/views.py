@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import urlencode
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.urls import NoReverseMatch, reverse
 from django.utils.http import url_has_allowed_host_and_scheme
+
+from mcp_app.oauth.resources import canonical_uri
+from tenants.access import roles_of
+from tenants.models import Tenant
+
+# Per-tenant pages the front page links to when they exist (URL name → link text).
+TENANT_PAGES = (("tenant-connect", "Connect a client"), ("tenant-dashboard", "Usage dashboard"))
 
 
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
@@ -19,3 +28,38 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     else:
         again = request.get_full_path()
     return render(request, "csrf_failure.html", {"again": again, "reason": reason}, status=403)
+
+
+def _url_or_none(name: str, slug: str) -> str | None:
+    """The tenant page's URL, or None while no such page is wired (its link is then left out)."""
+    try:
+        return reverse(name, kwargs={"slug": slug})
+    except NoReverseMatch:
+        return None
+
+
+def front(request: HttpRequest) -> HttpResponse:
+    """`/` (AMB-72): sign in, the tenants you belong to with their MCP URL and pages; staff: the admin."""
+    user = request.user
+    tenants: list[dict[str, Any]] = []
+    if user.is_authenticated:
+        roles = roles_of(user)  # None: a superuser, who sees every tenant as owner
+        rows = Tenant.objects.order_by("slug")
+        if roles is not None:
+            rows = rows.filter(pk__in=roles)
+        for tenant in rows:
+            pages = [(text, _url_or_none(name, tenant.slug)) for name, text in TENANT_PAGES]
+            tenants.append(
+                {
+                    "tenant": tenant,
+                    "role": "owner" if roles is None else roles[tenant.pk],
+                    "mcp_url": canonical_uri(tenant.slug),
+                    "pages": [(text, url) for text, url in pages if url],
+                }
+            )
+    context = {
+        "tenants": tenants,
+        "login_url": f"{reverse('oauth-login')}?{urlencode({'next': '/'})}",
+        "is_staff": user.is_authenticated and user.is_active and user.is_staff,
+    }
+    return render(request, "front.html", context)

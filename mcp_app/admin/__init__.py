@@ -1,3 +1,12 @@
 """The admin of tenant definitions, background runs and sessions (Django imports this package)."""
 
+from django.contrib import admin
+
 from mcp_app.admin import definitions, runs  # noqa: F401 - importing them registers the ModelAdmins
+
+# AMB-73: the platform's name, "View site" to the front page (`/`), and no navigation sidebar: the
+# home page already lists every model, and the sidebar took a quarter of the width from the lists.
+admin.site.site_header = "MCP platform administration"
+admin.site.site_title = "MCP platform admin"
+admin.site.site_url = "/"
+admin.site.enable_nav_sidebar = False

@@ -5,18 +5,15 @@ Saving any of them announces the change to connected clients (mcp_app.signals).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from asgiref.sync import async_to_sync
 from django.contrib import admin
-from django.core.exceptions import PermissionDenied
 from django.db import models
 from django.http import HttpRequest, HttpResponse
-from django.template.response import TemplateResponse
-from django.urls import path
+from django.template.defaultfilters import truncatechars
+from django.urls import path, reverse
 
-from mcp_app.admin import try_tool
+from mcp_app.admin import json_check
 from mcp_app.admin.forms import (
     ResourceAdminForm,
     ResourceTemplateAdminForm,
@@ -24,9 +21,9 @@ from mcp_app.admin.forms import (
     secret_summary,
 )
 from mcp_app.admin.history import HistoryAdminMixin
+from mcp_app.admin.try_page import TryPages
 from mcp_app.core.types import offered_to_legacy
 from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool
-from mcp_app.oauth.resources import canonical_uri
 from mcpsite.forms import json_formfield
 from tenants.admin import TenantScopedAdmin
 
@@ -53,16 +50,34 @@ class DefinitionAdmin(HistoryAdminMixin, TenantScopedAdmin):
 
     def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
         if isinstance(db_field, models.JSONField):
-            return json_formfield(db_field, **kwargs)
+            # The structured editor asks this admin's check-json/ as you type (AMB-70).
+            check_url = reverse(f"admin:{self._url_prefix()}_check_json")
+            return json_formfield(db_field, check_url=check_url, **kwargs)
         return super().formfield_for_dbfield(db_field, request, **kwargs)
+
+    def _url_prefix(self) -> str:
+        return f"{self.opts.app_label}_{self.opts.model_name}"
+
+    def get_urls(self) -> list[Any]:
+        view = self.admin_site.admin_view(json_check.check_view(self.opts.model_name))
+        check = path("check-json/", view, name=f"{self._url_prefix()}_check_json")
+        return [check, *super().get_urls()]
+
+    @admin.display(description="description")
+    def short_description(self, obj: Any) -> str:
+        """The first line of the description, cut to fit one row of the list."""
+        first = (obj.description or "").strip().splitlines()
+        return truncatechars(first[0], 60) if first else ""
 
 
 @admin.register(Tool)
-class ToolAdmin(DefinitionAdmin):
+class ToolAdmin(TryPages, DefinitionAdmin):
     form = ToolAdminForm
     form_only_fields = ("python_callable", "secret_headers", "clear_secrets")
     readonly_fields = ("stored_secrets", "revisions", "updated_at")
-    list_display = ("name", "tenant", "title", "handler", "execution", "offered_to", "enabled", "updated_at")
+    # The columns a person scans, each one short line (AMB-73).
+    list_display = ("name", "tenant", "short_description", "kind", "runs", "enabled", "updated_at")
+    list_filter = ("enabled", "handler", "execution")
     search_fields = ("name", "title", "description")
     fieldsets = (
         (None, {"fields": ("tenant", "name", "title", "description", "enabled")}),
@@ -92,10 +107,6 @@ class ToolAdmin(DefinitionAdmin):
         return secret_summary(obj)
 
     @admin.display(description="offered to")
-    def offered_to(self, obj: Tool) -> str:
-        return "every revision" if offered_to_legacy(obj.output_schema or None) else "2026-07-28 only"
-
-    @admin.display(description="offered to")
     def revisions(self, obj: Tool) -> str:
         if offered_to_legacy(obj.output_schema or None):
             return "every revision"
@@ -104,11 +115,18 @@ class ToolAdmin(DefinitionAdmin):
             "at its root, so legacy clients do not see this tool"
         )
 
+    @admin.display(description="kind", ordering="handler")
+    def kind(self, obj: Tool) -> str:
+        return obj.handler
+
+    @admin.display(description="runs", ordering="execution")
+    def runs(self, obj: Tool) -> str:
+        """Inline or background, and "2026-07-28 only" when older clients cannot see the tool."""
+        where = "background" if obj.execution == "background" else "inline"
+        return where if offered_to_legacy(obj.output_schema or None) else f"{where}, 2026-07-28 only"
+
     def get_urls(self) -> list[Any]:
-        try_url = path(
-            "<path:object_id>/try/", self.admin_site.admin_view(self.try_view), name="mcp_app_tool_try"
-        )
-        return [try_url, *super().get_urls()]
+        return [*self.try_urls(), *super().get_urls()]
 
     def change_view(
         self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict | None = None
@@ -116,31 +134,6 @@ class ToolAdmin(DefinitionAdmin):
         obj = self.get_object(request, object_id)
         extra = {**(extra_context or {}), "can_try": self.has_change_permission(request, obj)}
         return super().change_view(request, object_id, form_url, extra)
-
-    def try_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        """Run the tool once with arguments typed in the admin (editors and owners: it really runs)."""
-        tool = self.get_object(request, object_id)
-        if not self.has_change_permission(request, tool):
-            raise PermissionDenied
-        context: dict[str, Any] = {
-            **self.admin_site.each_context(request),
-            "opts": self.model._meta,
-            "title": f"Try {tool.name}",
-            "tool": tool,
-            "version": try_tool.LATEST,
-            "mcp_url": canonical_uri(tool.tenant.slug),
-            "arguments": json.dumps(try_tool.example_arguments(tool.input_schema), indent=2),
-        }
-        if request.method == "POST":
-            context["arguments"] = request.POST.get("arguments", "")
-            try:
-                arguments = try_tool.parse_arguments(context["arguments"])
-                context["outcome"] = async_to_sync(try_tool.run)(
-                    tool.tenant.slug, tool.name, request.user.pk, arguments
-                )
-            except try_tool.TryError as exc:
-                context["problem"] = str(exc)
-        return TemplateResponse(request, "admin/mcp_app/tool/try_tool.html", context)
 
 
 @admin.register(Prompt)

@@ -12,6 +12,7 @@ from mcp import Client
 from mcp_types import ElicitResult
 from playwright.async_api import Page
 
+from tests.e2e.admin_pages import raw_arguments, run_try, type_json
 from tests.e2e.browser import Screenshots, forbidden_by_csrf, sign_in
 from tests.e2e.helpers import REQUEST_SECONDS, sdk_client
 from tests.e2e.servers import ADMIN_PASSWORD, ADMIN_USERNAME, DaphneServer, django_shell
@@ -44,9 +45,9 @@ async def test_an_editor_adds_a_tool_in_the_browser_tries_it_and_a_client_can_ca
         "required": ["who"],
         "additionalProperties": False,
     }
-    await page.fill("#id_input_schema", json.dumps(schema, indent=2))
+    await type_json(page, "input_schema", schema)
     await page.select_option("#id_handler", "template")
-    await page.fill("#id_handler_config", json.dumps({"text": "HELLO, {{ who }}!"}))
+    await type_json(page, "handler_config", {"text": "HELLO, {{ who }}!"})
     await shots.take(page, "add-tool")
     async with page.expect_navigation():
         await page.click("input[name=_continue]")
@@ -56,19 +57,16 @@ async def test_an_editor_adds_a_tool_in_the_browser_tries_it_and_a_client_can_ca
 
     async with page.expect_navigation():
         await page.get_by_role("link", name="Try this tool").click()
-    await page.fill("#id_arguments", json.dumps({"who": "Ada"}))
-    async with page.expect_navigation():
-        await page.click("input[type=submit][value=Run]")
+    await raw_arguments(page, {"who": "Ada"})
+    await run_try(page)
     shown = json.loads(await page.inner_text("#try-result"))
     assert shown["content"] == [{"type": "text", "text": "HELLO, Ada!"}] and not shown.get("isError"), shown
     assert "Result" in await body_text(page)
     await shots.take(page, "try-result")
 
     # Arguments the schema refuses: the same error a client would get, shown on the page.
-    await page.fill("#id_arguments", json.dumps({"who": 7}))
-    async with page.expect_navigation():
-        await page.click("input[type=submit][value=Run]")
-    refused = await page.inner_text("#try-result")
+    await raw_arguments(page, {"who": 7})
+    _, refused = await run_try(page)
     assert "7 is not of type 'string'" in refused, refused
     await shots.take(page, "try-refused")
 
@@ -117,7 +115,7 @@ async def test_an_editor_defines_a_form_and_an_approval_in_the_browser_and_clien
     await page.goto(f"{server.url}/admin/mcp_app/tool/add/")
     await page.select_option("#id_tenant", label="demo")
     await page.fill("#id_name", "browser_feedback")
-    await page.fill("#id_input_schema", json.dumps({"type": "object", "properties": {}}))
+    await type_json(page, "input_schema", {"type": "object", "properties": {}})
     await page.select_option("#id_handler", "form")
     form = {
         "message": "How was your day?",
@@ -128,7 +126,7 @@ async def test_an_editor_defines_a_form_and_an_approval_in_the_browser_and_clien
         },
         "text": "Noted: {{ mood }}.",
     }
-    await page.fill("#id_handler_config", json.dumps(form))
+    await type_json(page, "handler_config", form)
     async with page.expect_navigation():
         await page.click("input[name=_save]")
     assert "was added successfully" in await body_text(page)

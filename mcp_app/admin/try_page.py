@@ -1,0 +1,121 @@
+"""The Try page's views (AMB-71): the page, its live stream of one call, and its cancel button.
+
+The page renders a form from the tool's input schema in the browser (static/mcpsite/try_tool.js) and
+POSTs the arguments to `try/stream/`, which answers newline-delimited JSON events as the call makes
+them (try_tool.stream). `try/cancel/` cancels the user's own running call through the transport's
+in-flight table, like `notifications/cancelled`. Without script the form posts to the page itself
+and gets the whole outcome at once. Every URL is the tool's: another tenant's tool is a 404, a viewer
+gets 403 (the tool really runs), and each POST needs the CSRF token.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import AsyncIterator
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from django.core.exceptions import PermissionDenied
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+    HttpResponseNotAllowed,
+    JsonResponse,
+    StreamingHttpResponse,
+)
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+
+from mcp_app.admin import try_tool
+from mcp_app.models import Tool
+from mcp_app.oauth.resources import canonical_uri
+
+
+class TryPages:
+    """Mixed into the tool's ModelAdmin: the Try page and its two helpers, under the tool's URL."""
+
+    def try_urls(self) -> list[Any]:
+        site = self.admin_site  # type: ignore[attr-defined]
+        return [
+            path("<path:object_id>/try/stream/", site.admin_view(self.try_stream_view), name="mcp_app_tool_try_stream"),
+            path("<path:object_id>/try/cancel/", site.admin_view(self.try_cancel_view), name="mcp_app_tool_try_cancel"),
+            path("<path:object_id>/try/", site.admin_view(self.try_view), name="mcp_app_tool_try"),
+        ]  # fmt: skip
+
+    def _tool_to_try(self, request: HttpRequest, object_id: str) -> Tool:
+        tool = self.get_object(request, object_id)  # type: ignore[attr-defined]
+        # Another tenant's tool is None here, and has_change_permission(None) would be the model's
+        # answer: refuse it as a missing one.
+        if tool is None:
+            raise Http404("No such tool.")
+        if not self.has_change_permission(request, tool):  # type: ignore[attr-defined]
+            raise PermissionDenied
+        return tool
+
+    def try_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """Run the tool once with arguments typed in the admin (editors and owners: it really runs)."""
+        tool = self._tool_to_try(request, object_id)
+        opts = Tool._meta
+        context: dict[str, Any] = {
+            **self.admin_site.each_context(request),  # type: ignore[attr-defined]
+            "opts": opts,
+            "title": f"Try {tool.name}",
+            "tool": tool,
+            "version": try_tool.LATEST,
+            "mcp_url": canonical_uri(tool.tenant.slug),
+            "arguments": json.dumps(try_tool.example_arguments(tool.input_schema), indent=2),
+            "schema": tool.input_schema if isinstance(tool.input_schema, dict) else {},
+            "stream_url": reverse("admin:mcp_app_tool_try_stream", args=[tool.pk]),
+            "cancel_url": reverse("admin:mcp_app_tool_try_cancel", args=[tool.pk]),
+        }
+        if request.method == "POST":
+            context["arguments"] = request.POST.get("arguments", "")
+            try:
+                arguments = try_tool.parse_arguments(context["arguments"])
+                context["outcome"] = async_to_sync(try_tool.run)(
+                    tool.tenant.slug, tool.name, request.user.pk, arguments
+                )
+            except try_tool.TryError as exc:
+                context["problem"] = str(exc)
+        return TemplateResponse(request, "admin/mcp_app/tool/try_tool.html", context)
+
+    def try_stream_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """One call, answered as newline-delimited JSON events while it runs."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        tool = self._tool_to_try(request, object_id)
+        try:
+            arguments = try_tool.parse_arguments(request.POST.get("arguments", ""))
+        except try_tool.TryError as exc:
+            events: AsyncIterator[dict[str, Any]] = _one({"event": "problem", "message": str(exc)})
+        else:
+            run_id = secrets.token_urlsafe(12)
+            events = try_tool.stream(tool.tenant.slug, tool.name, request.user.pk, arguments, run_id)
+        response = StreamingHttpResponse(_lines(events), content_type="application/x-ndjson")
+        response["Cache-Control"] = "no-cache"
+        response["X-Accel-Buffering"] = "no"  # a proxy in front must pass each line at once
+        return response
+
+    def try_cancel_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """Cancel the user's own running call named by `run` (a finished or unknown one: no effect)."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        self._tool_to_try(request, object_id)
+        run_id = request.POST.get("run", "")
+        if not try_tool.RUN_ID.match(run_id):
+            return HttpResponseBadRequest("Which call? The form sends the run id the stream started with.")
+        reason = f"cancelled in the admin by {request.user.get_username()}"
+        async_to_sync(try_tool.cancel)(request.user.pk, run_id, reason)
+        return JsonResponse({"cancelling": run_id})
+
+
+async def _one(event: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    yield event
+
+
+async def _lines(events: AsyncIterator[dict[str, Any]]) -> AsyncIterator[bytes]:
+    async for event in events:
+        yield (json.dumps(event, ensure_ascii=False) + "\n").encode()

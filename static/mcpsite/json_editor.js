@@ -1,0 +1,120 @@
+/* The admin's JSON fields as structured editors (AMB-70).
+ *
+ * Each [data-json-editor] holds the real <textarea> (what the form submits) and an empty box. The
+ * script puts a JSONEditor (tree, code and text modes; served from our static files) in the box, hides
+ * the textarea and copies the editor's exact text back into it on every change, so the server still
+ * judges what was typed. As you type: the JSON syntax here, then, after a pause, the server's own check
+ * of this field (its data-check-url), shown under the editor. */
+(function () {
+  "use strict";
+  var PAUSE_MS = 400;
+
+  function csrfToken() {
+    var input = document.querySelector("input[name=csrfmiddlewaretoken]");
+    if (input) return input.value;
+    var match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
+    return match ? decodeURIComponent(match[1]) : "";
+  }
+
+  function valueOf(id) {
+    var el = document.getElementById(id);
+    return el ? el.value : "";
+  }
+
+  function show(status, kind, lines) {
+    status.className = "json-editor-status " + kind;
+    status.textContent = "";
+    lines.forEach(function (line) {
+      var div = document.createElement("div");
+      div.textContent = line;
+      status.appendChild(div);
+    });
+  }
+
+  function setUp(root) {
+    if (root.dataset.ready) return;
+    root.dataset.ready = "1";
+    var textarea = root.querySelector("textarea");
+    var box = root.querySelector(".json-editor-box");
+    var status = root.querySelector(".json-editor-status");
+    var checkUrl = root.dataset.checkUrl;
+    var timer = null;
+    var asked = 0;
+
+    function serverCheck(text) {
+      if (!checkUrl) return;
+      var ticket = ++asked;
+      var body = new FormData();
+      body.append("field", root.dataset.field);
+      body.append("value", text);
+      body.append("handler", valueOf("id_handler"));
+      body.append("uri_template", valueOf("id_uri_template"));
+      fetch(checkUrl, {
+        method: "POST", body: body, credentials: "same-origin",
+        headers: {"X-CSRFToken": csrfToken(), "Accept": "application/json"}
+      }).then(function (response) {
+        return response.ok ? response.json() : null;
+      }).then(function (answer) {
+        if (!answer || ticket !== asked) return;  // an older answer than the text shown
+        if (answer.errors.length) show(status, "errors", answer.errors);
+        else show(status, "ok", [answer.ok || "Valid."]);
+      }).catch(function () { /* offline: the save still checks everything */ });
+    }
+
+    function check(text) {
+      clearTimeout(timer);
+      if (!text.trim()) {
+        show(status, "", ["Empty: the default value is saved."]);
+        return;
+      }
+      try {
+        JSON.parse(text);
+      } catch (err) {
+        show(status, "errors", ["Invalid JSON: " + err.message]);
+        return;
+      }
+      show(status, "pending", ["Valid JSON" + (checkUrl ? "; checking…" : ".")]);
+      timer = setTimeout(function () { serverCheck(text); }, PAUSE_MS);
+    }
+
+    // The kind of handler decides what its settings must hold: check them again when it changes.
+    var handler = document.getElementById("id_handler");
+    if (handler && root.dataset.field === "handler_config") {
+      handler.addEventListener("change", function () { if (root.dataset.touched) check(textarea.value); });
+    }
+
+    var text = textarea.value;
+    var parsed;
+    var valid = true;
+    try { parsed = JSON.parse(text); } catch (err) { valid = false; }
+    var structured = valid && parsed !== null && typeof parsed === "object";
+    var editor = new JSONEditor(box, {
+      mode: structured ? "tree" : "code",
+      modes: ["tree", "code", "text"],
+      search: false,
+      mainMenuBar: true,
+      navigationBar: false,
+      onChangeText: function (changed) {
+        root.dataset.touched = "1";
+        textarea.value = changed;
+        check(changed);
+      },
+      onModeChange: function () { check(textarea.value); }
+    });
+    if (structured) editor.set(parsed);
+    else editor.setText(text);
+    if (structured) editor.expandAll();
+    textarea.hidden = true;
+    box.hidden = false;
+    root.jsonEditor = editor;
+    // Nothing is judged before the person edits: a new tool's empty settings are not an error yet.
+  }
+
+  function setUpAll() {
+    if (typeof JSONEditor === "undefined") return;  // the plain textareas stay
+    document.querySelectorAll("[data-json-editor]").forEach(setUp);
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", setUpAll);
+  else setUpAll();
+})();
