@@ -12,7 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PROJECT = ("mcp_app", "tenants", "mcpsite")
+PROJECT = ("mcp_app", "tenants", "audit", "mcpsite")
 
 # Which packages a package must never import from (the layering of docs/architecture.md).
 FORBIDDEN = {
@@ -33,6 +33,9 @@ FORBIDDEN = {
     "mcp_app.oauth": ("mcp_app.transport", "mcp_app.admin", "mcp_app.protocol"),
     "mcp_app.portability": ("mcp_app.transport", "mcp_app.protocol", "mcp_app.admin", "mcp_app.api", "django.http"),
     "mcp_app.usage": ("mcp_app.transport", "mcp_app.protocol", "mcp_app.admin", "mcp_app.background"),
+    # The audit trail sits between tenants and mcp_app: mcp_app records through audit.trail.record.
+    "audit": ("mcp_app", "mcpsite"),
+    "tenants": ("mcp_app", "audit"),
 }
 
 

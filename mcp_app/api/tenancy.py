@@ -22,6 +22,8 @@ from oauth2_provider.models import (
 from rest_framework import generics, mixins, serializers, viewsets
 from rest_framework.permissions import IsAuthenticated
 
+from audit.models import Action
+from audit.trail import record
 from mcp_app.api.permissions import OWNER_ONLY
 from mcp_app.api.serializers import CleanedModelSerializer
 from mcp_app.api.views import ID, SLUG, TenantScoped
@@ -222,6 +224,8 @@ class ClientViewSet(
     def perform_destroy(self, instance: Any) -> None:
         bound = _bound_to(self.tenant().slug)
         with transaction.atomic():
-            get_refresh_token_model().objects.filter(application=instance, **bound).delete()
-            get_access_token_model().objects.filter(application=instance, **bound).delete()
+            refresh, _ = get_refresh_token_model().objects.filter(application=instance, **bound).delete()
+            access, _ = get_access_token_model().objects.filter(application=instance, **bound).delete()
             get_grant_model().objects.filter(application=instance, **bound).delete()
+            detail = {"access_tokens": access, "refresh_tokens": refresh}
+            record(Action.CONSENT_REVOKED, tenant=self.tenant(), client_id=instance.client_id, detail=detail)

@@ -19,6 +19,8 @@ from django.utils.html import format_html, format_html_join
 from oauth2_provider.admin import ApplicationAdmin as DotApplicationAdmin
 from oauth2_provider.models import get_access_token_model, get_grant_model, get_refresh_token_model
 
+from audit.models import Action
+from audit.trail import record
 from mcp_app.oauth import registration
 
 REVOKED_MARK = "[revoked] "
@@ -31,9 +33,11 @@ def revoke_clients(queryset: QuerySet) -> int:
         # A fresh queryset: the changelist's is annotated (GROUP BY), which FOR UPDATE refuses.
         pks = list(queryset.values_list("pk", flat=True))
         for application in queryset.model.objects.filter(pk__in=pks).select_for_update():
-            get_refresh_token_model().objects.filter(application=application).delete()
-            get_access_token_model().objects.filter(application=application).delete()
+            refresh, _ = get_refresh_token_model().objects.filter(application=application).delete()
+            access, _ = get_access_token_model().objects.filter(application=application).delete()
             get_grant_model().objects.filter(application=application).delete()
+            detail = {"name": application.name, "access_tokens": access, "refresh_tokens": refresh}
+            record(Action.CLIENT_REVOKED, client_id=application.client_id, detail=detail)
             application.redirect_uris = ""
             if application.registration_source == application.RegistrationSource.CIMD:
                 # Never re-fetch the document: that would restore its redirect URIs.

@@ -1,0 +1,112 @@
+"""Events this app hooks itself: sign-in and sign-out (Django's auth signals, django-axes' lockout),
+memberships and tenant settings (their model signals). mcp_app hooks its own models (mcp_app/audit_hooks.py).
+
+Connected by AuditConfig.ready; each receiver has a dispatch_uid so a second import connects nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from axes.signals import user_locked_out
+from django.contrib.auth.signals import user_logged_in, user_logged_out, user_login_failed
+from django.db.models import Model
+from django.db.models.signals import post_delete, post_save, pre_save
+from django.dispatch import receiver
+from django.http import HttpRequest
+
+from audit.models import Action
+from audit.trail import MAX_TEXT, record
+from tenants.models import Membership, Tenant
+
+# Tenant fields that change on their own, not as settings.
+_NOT_SETTINGS = frozenset({"id", "definitions_version", "created_at", "updated_at"})
+
+
+@receiver(user_logged_in, dispatch_uid="audit-sign-in")
+def _signed_in(sender: Any, request: HttpRequest | None, user: Any, **kwargs: Any) -> None:
+    record(Action.SIGN_IN, request=request, actor=user, detail={"path": getattr(request, "path", "")})
+
+
+@receiver(user_login_failed, dispatch_uid="audit-sign-in-failed")
+def _sign_in_failed(sender: Any, credentials: dict[str, Any], request: HttpRequest | None = None, **kw: Any) -> None:
+    # Django already masks the password in `credentials`; only the username is kept.
+    username = str(credentials.get("username") or "")
+    record(
+        Action.SIGN_IN_FAILED,
+        request=request,
+        actor_username=username,
+        detail={"path": getattr(request, "path", "")},
+    )
+
+
+@receiver(user_locked_out, dispatch_uid="audit-sign-in-locked-out")
+def _locked_out(sender: Any, request: HttpRequest | None, username: str | None, **kwargs: Any) -> None:
+    record(Action.SIGN_IN_LOCKED_OUT, request=request, actor_username=str(username or ""))
+
+
+@receiver(user_logged_out, dispatch_uid="audit-sign-out")
+def _signed_out(sender: Any, request: HttpRequest | None, user: Any, **kwargs: Any) -> None:
+    if user is not None:
+        record(Action.SIGN_OUT, request=request, actor=user)
+
+
+@receiver(pre_save, sender=Membership, dispatch_uid="audit-membership-before")
+def _membership_before(sender: Any, instance: Membership, **kwargs: Any) -> None:
+    instance._audit_old_role = (
+        Membership.objects.filter(pk=instance.pk).values_list("role", flat=True).first() if instance.pk else None
+    )
+
+
+def _member_detail(instance: Membership) -> dict[str, Any]:
+    return {"member": instance.user.get_username(), "role": instance.role}
+
+
+@receiver(post_save, sender=Membership, dispatch_uid="audit-membership-saved")
+def _membership_saved(sender: Any, instance: Membership, created: bool, **kwargs: Any) -> None:
+    old = getattr(instance, "_audit_old_role", None)
+    if created or old is None:
+        record(Action.MEMBER_ADDED, tenant=instance.tenant, detail=_member_detail(instance))
+    elif old != instance.role:
+        detail = {**_member_detail(instance), "old_role": old}
+        record(Action.MEMBER_ROLE_CHANGED, tenant=instance.tenant, detail=detail)
+
+
+@receiver(post_delete, sender=Membership, dispatch_uid="audit-membership-deleted")
+def _membership_deleted(sender: Any, instance: Membership, **kwargs: Any) -> None:
+    record(Action.MEMBER_REMOVED, tenant=instance.tenant, detail=_member_detail(instance))
+
+
+def _settings(tenant: Model) -> dict[str, Any]:
+    return {f.attname: getattr(tenant, f.attname) for f in Tenant._meta.concrete_fields if f.name not in _NOT_SETTINGS}
+
+
+@receiver(pre_save, sender=Tenant, dispatch_uid="audit-tenant-before")
+def _tenant_before(sender: Any, instance: Tenant, **kwargs: Any) -> None:
+    old = Tenant.objects.filter(pk=instance.pk).first() if instance.pk else None
+    instance._audit_old_settings = _settings(old) if old is not None else None
+
+
+@receiver(post_save, sender=Tenant, dispatch_uid="audit-tenant-saved")
+def _tenant_saved(sender: Any, instance: Tenant, created: bool, **kwargs: Any) -> None:
+    old = getattr(instance, "_audit_old_settings", None)
+    if created or old is None:
+        record(Action.TENANT_CREATED, tenant=instance, detail={"auth_mode": instance.auth_mode})
+        return
+    new = _settings(instance)
+    # Old and new values: a tenant's settings hold no secrets (quotas, auth mode, origins, ttl...).
+    changed = {name: [old[name], value] for name, value in new.items() if old.get(name) != value}
+    if changed:
+        detail = {"changed": {k: [_short(v) for v in pair] for k, pair in changed.items()}}
+        record(Action.TENANT_SETTINGS_CHANGED, tenant=instance, detail=detail)
+
+
+def _short(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > MAX_TEXT:
+        return value[: MAX_TEXT - 1] + "…"
+    return value
+
+
+@receiver(post_delete, sender=Tenant, dispatch_uid="audit-tenant-deleted")
+def _tenant_deleted(sender: Any, instance: Tenant, **kwargs: Any) -> None:
+    record(Action.TENANT_DELETED, tenant=instance, detail={"slug": instance.slug})
