@@ -105,6 +105,8 @@ INSTALLED_APPS = [
     # Sign-in throttling of the admin and the authorization server's login page (AXES_* below).
     "axes",
     "tenants",
+    # The audit trail of security-relevant events (audit/: below mcp_app, above tenants).
+    "audit",
     "mcp_app",
 ]
 
@@ -116,6 +118,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Keeps the request for audit events recorded from model signals (their actor and address).
+    "audit.trail.RequestMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     # Records who made each definition change (django-simple-history), for the history and revert.
     "simple_history.middleware.HistoryRequestMiddleware",

@@ -1,7 +1,6 @@
 from django.contrib import admin
 from django.contrib.auth.views import LogoutView
 from django.urls import include, path, re_path
-from oauth2_provider.views import RevokeTokenView
 
 from mcp_app.admin import portability as portability_admin
 from mcp_app.connect_page import connect_page
@@ -10,6 +9,7 @@ from mcp_app.form_page import form_page
 from mcp_app.health import ReadinessView, live
 from mcp_app.oauth.metadata import TenantResourceMetadataView
 from mcp_app.oauth.registration import RegistrationManagementView, RegistrationView
+from mcp_app.oauth.revocation import McpRevokeTokenView
 from mcp_app.oauth.server import (
     AuthorizeView,
     IntrospectView,
@@ -25,7 +25,7 @@ from mcpsite.views import front
 oauth_urlpatterns = [
     path("authorize", AuthorizeView.as_view(), name="authorize"),
     path("token", McpTokenView.as_view(), name="token"),
-    path("revoke", RevokeTokenView.as_view(), name="revoke-token"),
+    path("revoke", McpRevokeTokenView.as_view(), name="revoke-token"),
     path("introspect", IntrospectView.as_view(), name="introspect"),
     path("register", RegistrationView.as_view(), name="dcr-register"),
     path("register/<str:client_id>", RegistrationManagementView.as_view(), name="dcr-register-management"),
