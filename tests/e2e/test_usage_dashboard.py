@@ -19,7 +19,7 @@ from mcp import MCPError
 
 from tests.e2e.browser import PAGE_MS, Screenshots, sign_in
 from tests.e2e.helpers import MCP_HEADERS, REQUEST_SECONDS, AdminBrowser, mcp_client
-from tests.e2e.servers import ADMIN_PASSWORD, ADMIN_USERNAME, DaphneServer, start_daphne
+from tests.e2e.servers import ADMIN_PASSWORD, ADMIN_USERNAME, DaphneServer, django_shell, start_daphne
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
 
@@ -151,3 +151,29 @@ async def test_the_dashboard_draws_its_charts_in_a_real_browser_from_this_server
     assert await page.locator("#tenants").get_by_text("demo", exact=True).count() == 1
     await shots.take(page, "overview")
     assert origins == {usage_server.url}, f"the page fetched from elsewhere: {json.dumps(sorted(origins))}"
+
+
+async def test_a_server_stopped_with_sigterm_writes_its_last_counts_on_the_way_out(
+    e2e_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Between two flushes a stopping process still has counts in memory: its exit hook writes them."""
+    quiet = start_daphne(
+        "daphne-usage-exit",
+        {**e2e_env, "MCP_USAGE_FLUSH_SECONDS": "3600"},  # no timed flush during this test
+        tmp_path_factory.mktemp("daphne-usage-exit"),
+    )
+    probe = "usage_exit_probe"  # an unknown tool: its calls are counted under this name only here
+    count = (
+        "from mcp_app.models import UsageBucket\n"
+        f"print(sum(UsageBucket.objects.filter(tool={probe!r}).values_list('calls', flat=True)))"
+    )
+    try:
+        async with mcp_client(quiet.mcp_url()) as client:
+            for _ in range(3):
+                with pytest.raises(MCPError):
+                    await client.call_tool(probe, {})
+        assert django_shell(e2e_env, count).split()[-1] == "0"  # still only in the process's memory
+    finally:
+        quiet.stop()  # SIGTERM
+    assert quiet.proc.returncode is not None
+    assert django_shell(e2e_env, count).split()[-1] == "3"
