@@ -12,6 +12,7 @@ from django.db import models
 from django.http import HttpRequest, HttpResponse
 from django.template.defaultfilters import truncatechars
 from django.urls import path, reverse
+from django.utils.timezone import localtime
 
 from mcp_app.admin import json_check
 from mcp_app.admin.forms import (
@@ -69,6 +70,11 @@ class DefinitionAdmin(HistoryAdminMixin, TenantScopedAdmin):
         first = (obj.description or "").strip().splitlines()
         return truncatechars(first[0], 60) if first else ""
 
+    @admin.display(description="updated", ordering="updated_at")
+    def updated(self, obj: Any) -> str:
+        """Day and minute, in the site's time zone: one short line instead of "Nov. 25, 2026, 9:22 a.m."."""
+        return localtime(obj.updated_at).strftime("%Y-%m-%d %H:%M") if obj.updated_at else "—"
+
 
 @admin.register(Tool)
 class ToolAdmin(TryPages, DefinitionAdmin):
@@ -76,7 +82,7 @@ class ToolAdmin(TryPages, DefinitionAdmin):
     form_only_fields = ("python_callable", "secret_headers", "clear_secrets")
     readonly_fields = ("stored_secrets", "revisions", "updated_at")
     # The columns a person scans, each one short line (AMB-73).
-    list_display = ("name", "tenant", "short_description", "kind", "runs", "enabled", "updated_at")
+    list_display = ("name", "tenant", "short_description", "kind", "runs", "enabled", "updated")
     list_filter = ("enabled", "handler", "execution")
     search_fields = ("name", "title", "description")
     fieldsets = (
@@ -138,7 +144,7 @@ class ToolAdmin(TryPages, DefinitionAdmin):
 
 @admin.register(Prompt)
 class PromptAdmin(DefinitionAdmin):
-    list_display = ("name", "tenant", "title", "enabled", "updated_at")
+    list_display = ("name", "tenant", "title", "enabled", "updated")
     search_fields = ("name", "title", "description")
     fieldsets = (
         (None, {"fields": ("tenant", "name", "title", "description", "enabled")}),
@@ -152,7 +158,7 @@ class PromptAdmin(DefinitionAdmin):
 class ResourceAdmin(DefinitionAdmin):
     form = ResourceAdminForm
     form_only_fields = ("upload", "clear_blob")
-    list_display = ("uri", "tenant", "name", "mime_type", "size_display", "enabled", "updated_at")
+    list_display = ("uri", "tenant", "name", "mime_type", "size_display", "enabled", "updated")
     search_fields = ("uri", "name", "title", "description")
     readonly_fields = ("contents_summary", "updated_at")
     fieldsets = (
@@ -178,7 +184,7 @@ class ResourceAdmin(DefinitionAdmin):
 @admin.register(ResourceTemplate)
 class ResourceTemplateAdmin(DefinitionAdmin):
     form = ResourceTemplateAdminForm
-    list_display = ("uri_template", "tenant", "name", "mime_type", "handler", "enabled", "updated_at")
+    list_display = ("uri_template", "tenant", "name", "mime_type", "handler", "enabled", "updated")
     search_fields = ("uri_template", "name", "title", "description")
     fieldsets = (
         (

@@ -3,7 +3,8 @@
 The page renders a form from the tool's input schema in the browser (static/mcpsite/try_tool.js) and
 POSTs the arguments to `try/stream/`, which answers newline-delimited JSON events as the call makes
 them (try_tool.stream). `try/cancel/` cancels the user's own running call through the transport's
-in-flight table, like `notifications/cancelled`. Without script the form posts to the page itself
+in-flight table, like `notifications/cancelled`; `try/answer/` answers a question the call asked
+(elicitation, approval), as a client's response does. Without script the form posts to the page itself
 and gets the whole outcome at once. Every URL is the tool's: another tenant's tool is a 404, a viewer
 gets 403 (the tool really runs), and each POST needs the CSRF token.
 """
@@ -42,6 +43,7 @@ class TryPages:
         return [
             path("<path:object_id>/try/stream/", site.admin_view(self.try_stream_view), name="mcp_app_tool_try_stream"),
             path("<path:object_id>/try/cancel/", site.admin_view(self.try_cancel_view), name="mcp_app_tool_try_cancel"),
+            path("<path:object_id>/try/answer/", site.admin_view(self.try_answer_view), name="mcp_app_tool_try_answer"),
             path("<path:object_id>/try/", site.admin_view(self.try_view), name="mcp_app_tool_try"),
         ]  # fmt: skip
 
@@ -70,6 +72,7 @@ class TryPages:
             "schema": tool.input_schema if isinstance(tool.input_schema, dict) else {},
             "stream_url": reverse("admin:mcp_app_tool_try_stream", args=[tool.pk]),
             "cancel_url": reverse("admin:mcp_app_tool_try_cancel", args=[tool.pk]),
+            "answer_url": reverse("admin:mcp_app_tool_try_answer", args=[tool.pk]),
         }
         if request.method == "POST":
             context["arguments"] = request.POST.get("arguments", "")
@@ -110,6 +113,22 @@ class TryPages:
         reason = f"cancelled in the admin by {request.user.get_username()}"
         async_to_sync(try_tool.cancel)(request.user.pk, run_id, reason)
         return JsonResponse({"cancelling": run_id})
+
+    def try_answer_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The person's answer to a question their running call asked (`run`, `question`, `action`,
+        `content`): delivered as a client's response to that question is."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        self._tool_to_try(request, object_id)
+        run_id, question = request.POST.get("run", ""), request.POST.get("question", "")
+        if not try_tool.RUN_ID.match(run_id) or not try_tool.QUESTION_ID.match(question):
+            return HttpResponseBadRequest("Which question? The page sends the ids the stream gave it.")
+        try:
+            result = try_tool.answer_result(request.POST.get("action", ""), request.POST.get("content", ""))
+        except try_tool.TryError as exc:
+            return HttpResponseBadRequest(str(exc))
+        async_to_sync(try_tool.answer)(request.user.pk, run_id, question, result)
+        return JsonResponse({"answered": question})
 
 
 async def _one(event: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:

@@ -21,6 +21,7 @@ from mcp_app import catalog
 from mcp_app.core.context import Emit, RequestContext, SessionState
 from mcp_app.core.types import TenantInfo
 from mcp_app.core.versions import LATEST, LATEST_MODERN
+from mcp_app.protocol import asking
 from mcp_app.protocol.dispatch import dispatch
 from mcp_app.transport import inflight
 
@@ -31,6 +32,12 @@ LIVE_SECONDS = 600.0
 REQUEST_ID = "admin-try"
 # A live call's name, chosen by the server; the cancel request must carry it back unchanged.
 RUN_ID = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
+# A question's id, as protocol.asking names the questions it sends on a legacy call's stream.
+QUESTION_ID = re.compile(r"^ask-[A-Za-z0-9_-]{8,64}$")
+# The live page can show a form and send the person's answer back (AMB-71): it declares form-mode
+# elicitation, as a client would. Without script nothing can answer, so that page declares nothing.
+LIVE_CAPABILITIES: dict[str, Any] = {"elicitation": {}}
+ANSWER_ACTIONS = frozenset({"accept", "decline", "cancel"})
 
 
 class TryError(Exception):
@@ -98,12 +105,13 @@ async def _resolve(tenant_slug: str, tool_name: str) -> tuple[TenantInfo, str]:
 
 def _call(
     tenant: TenantInfo, version: str, user_id: int, session: str, tool_name: str, arguments: dict[str, Any],
-    emit: Emit,
+    emit: Emit, capabilities: dict[str, Any] | None = None,
 ) -> tuple[RequestContext, dict[str, Any]]:  # fmt: skip
     state = SessionState(
         id=session,
         tenant_id=tenant.id,
         protocol_version=version,
+        client_capabilities=capabilities or {},
         log_level="debug",
         initialized=True,
         user_id=user_id,
@@ -112,6 +120,7 @@ def _call(
         tenant=tenant,
         protocol_version=version,
         session=state,
+        client_capabilities=capabilities or {},
         log_level="debug",  # every log message, in either era
         user_id=user_id,
         request_id=REQUEST_ID,
@@ -174,7 +183,7 @@ async def stream(
         queue.put_nowait(message)
 
     session = session_id(user_id, run_id)
-    ctx, message = _call(tenant, version, user_id, session, tool_name, arguments, emit)
+    ctx, message = _call(tenant, version, user_id, session, tool_name, arguments, emit, LIVE_CAPABILITIES)
     started = time.monotonic()
 
     async def call() -> dict[str, Any] | None:
@@ -188,7 +197,11 @@ async def stream(
     try:
         yield {"event": "started", "run": run_id, "version": version}
         while (note := await queue.get()) is not None:
-            yield {"event": "notification", "ms": _ms(started), "message": note}
+            if "id" in note and "method" in note:  # a question for the person (protocol.asking)
+                yield {"event": "question", "ms": _ms(started), "id": note["id"], "method": note["method"],
+                       "params": note.get("params", {})}  # fmt: skip
+            else:
+                yield {"event": "notification", "ms": _ms(started), "message": note}
         if task.cancelled():
             yield {"event": "cancelled", "elapsed_ms": _ms(started)}
         elif isinstance(task.exception(), TimeoutError):
@@ -213,6 +226,27 @@ async def stream(
 
 def _ms(started: float) -> int:
     return round((time.monotonic() - started) * 1000)
+
+
+async def answer(user_id: int, run_id: str, question_id: str, result: dict[str, Any]) -> None:
+    """The person's answer to a question of their live call, delivered as a client's response is."""
+    response = {"jsonrpc": "2.0", "id": question_id, "result": result}
+    await asking.deliver(session_id(user_id, run_id), response)
+
+
+def answer_result(action: str, raw_content: str) -> dict[str, Any]:
+    """An ElicitResult from the page's form: the action, and for accept the content object."""
+    if action not in ANSWER_ACTIONS:
+        raise TryError(f"The answer's action must be one of {', '.join(sorted(ANSWER_ACTIONS))}.")
+    if action != "accept":
+        return {"action": action}
+    try:
+        content = json.loads(raw_content or "{}")
+    except ValueError as exc:
+        raise TryError(f"The answer is not valid JSON: {exc}.") from None
+    if not isinstance(content, dict):
+        raise TryError("The answer must be a JSON object of the form's fields.")
+    return {"action": "accept", "content": content}
 
 
 async def cancel(user_id: int, run_id: str, reason: str) -> None:

@@ -3,7 +3,8 @@
  *
  * The call is a POST to the page's stream URL, answered with one JSON event per line (started,
  * notification..., then result, problem or cancelled); the cancel button POSTs the run id the stream
- * started with. Without script, the form posts to the page and the whole outcome comes back at once. */
+ * started with. A question the tool asks the person (elicitation, approval) is shown as a form built
+ * from its requestedSchema; the answer is POSTed to the answer URL. Without script, the form posts to the page and the whole outcome comes back at once. */
 (function () {
   "use strict";
   var SIMPLE = {string: 1, number: 1, integer: 1, boolean: 1};
@@ -171,6 +172,7 @@
     var progressRow = document.getElementById("try-progress-row");
     var progress = document.getElementById("try-progress");
     var progressText = document.getElementById("try-progress-text");
+    var questions = document.getElementById("try-questions");
     var mode = "raw";
     var generated = null;
     var runId = null;
@@ -237,6 +239,8 @@
         } else {
           note(at + " " + JSON.stringify(message), "other");
         }
+      } else if (event.event === "question") {
+        ask(event);
       } else if (event.event === "result") {
         status.textContent = (event.protocol_error ? "Protocol error" : event.is_error ? "Result: error" : "Result") +
           " (" + event.elapsed_ms + " ms)";
@@ -251,7 +255,46 @@
       }
     }
 
+    function post(url, fields) {
+      var body = new FormData();
+      body.append("csrfmiddlewaretoken", form.querySelector("input[name=csrfmiddlewaretoken]").value);
+      Object.keys(fields).forEach(function (key) { body.append(key, fields[key]); });
+      return fetch(url, {method: "POST", body: body, credentials: "same-origin"});
+    }
+
+    /* A question of the call: its message, a form from its requestedSchema, and the three answers. */
+    function ask(event) {
+      var params = event.params || {};
+      var box = el("fieldset", {"class": "module try-question", "data-question": event.id});
+      box.appendChild(el("legend", {}, "The tool asks"));
+      box.appendChild(el("p", {"class": "try-question-message"}, params.message || event.method));
+      var schema = params.requestedSchema;
+      var answerForm = formable(schema) ? build(schema, box, "answer") : null;
+      var row = el("div", {"class": "submit-row try-actions"});
+      var run = runId;
+      [["accept", "Accept", "button default"], ["decline", "Decline", "button"], ["cancel", "Cancel", "button"]]
+        .forEach(function (choice) {
+          var button = el("button", {"type": "button", "class": choice[2]}, choice[1]);
+          button.addEventListener("click", function () {
+            var content = answerForm && choice[0] === "accept" ? answerForm.read() : {};
+            box.disabled = true;
+            post(form.dataset.answerUrl, {
+              run: run, question: event.id, action: choice[0], content: JSON.stringify(content)
+            }).then(function (response) {
+              box.appendChild(el("p", {"class": response.ok ? "help" : "errornote"},
+                response.ok ? "Answered: " + choice[0] + "." : "The answer was refused (" + response.status + ")."));
+            });
+          });
+          row.appendChild(button);
+        });
+      box.appendChild(row);
+      questions.appendChild(box);
+      note((event.ms / 1000).toFixed(1) + " s asked: " + (params.message || event.method), "question");
+    }
+
     function finish() {
+      // A question left unanswered when the call ended can no longer be answered.
+      questions.querySelectorAll("fieldset").forEach(function (box) { box.disabled = true; });
       runButton.disabled = false;
       cancelButton.hidden = true;
       runId = null;
@@ -267,6 +310,7 @@
       status.textContent = "Starting…";
       status.className = "";
       log.textContent = "";
+      questions.textContent = "";
       result.textContent = "";
       progressRow.hidden = true;
       runButton.disabled = true;
@@ -299,12 +343,9 @@
 
     cancelButton.addEventListener("click", function () {
       if (!runId) return;
-      var body = new FormData();
-      body.append("csrfmiddlewaretoken", form.querySelector("input[name=csrfmiddlewaretoken]").value);
-      body.append("run", runId);
       cancelButton.disabled = true;
       status.textContent = "Cancelling…";
-      fetch(form.dataset.cancelUrl, {method: "POST", body: body, credentials: "same-origin"});
+      post(form.dataset.cancelUrl, {run: runId});
     });
   }
 

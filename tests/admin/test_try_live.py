@@ -67,11 +67,29 @@ def waiter_a(tenant_a) -> Tool:
     )
 
 
+@pytest.fixture
+def ask_name_a(tenant_a) -> Tool:
+    return Tool.objects.create(
+        tenant=tenant_a,
+        name="ask_name",
+        handler="form",
+        handler_config={
+            "message": "What is your name?",
+            "fields": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+            "text": "Hello, {{ name }}!",
+        },
+    )
+
+
 def urls(tool: Tool) -> tuple[str, str]:
     return (
         reverse("admin:mcp_app_tool_try_stream", args=[tool.pk]),
         reverse("admin:mcp_app_tool_try_cancel", args=[tool.pk]),
     )
+
+
+def answer_url(tool: Tool) -> str:
+    return reverse("admin:mcp_app_tool_try_answer", args=[tool.pk])
 
 
 def events(response: Any) -> list[dict[str, Any]]:
@@ -170,3 +188,47 @@ async def test_leaving_the_page_mid_call_cancels_the_call(alice, waiter_a, close
     await events_of_call.aclose()  # what the server does when the browser drops the request
     await asyncio.sleep(0)
     assert try_tool.session_id(alice.pk, "leaving-the-page") in STOPPED
+
+
+@pytest.mark.parametrize(("action", "text"), [("accept", "Hello, Ada!"), ("decline", "declined")])
+async def test_a_question_of_the_tool_is_shown_and_the_persons_answer_goes_back_to_it(
+    alice, ask_name_a, close_connections, action, text
+):
+    browser = AsyncClient()
+    await browser.aforce_login(alice)
+    stream = (await sync_to_async(urls)(ask_name_a))[0]
+    lines = (await browser.post(stream, {"arguments": "{}"})).streaming_content.__aiter__()
+    started = json.loads(await anext(lines))
+    question = json.loads(await anext(lines))
+    assert question["event"] == "question" and question["method"] == "elicitation/create"
+    assert question["params"]["message"] == "What is your name?"
+    assert question["params"]["requestedSchema"]["required"] == ["name"]
+    answered = await browser.post(
+        await sync_to_async(answer_url)(ask_name_a),
+        {"run": started["run"], "question": question["id"], "action": action, "content": '{"name": "Ada"}'},
+    )
+    assert answered.status_code == 200
+    result = json.loads(await asyncio.wait_for(anext(lines), 5))
+    assert result["event"] == "result" and text in result["body"], result
+
+
+@pytest.mark.parametrize(
+    ("fields", "status"),
+    [
+        ({"run": "a" * 16, "question": "ask-" + "b" * 16, "action": "maybe"}, 400),
+        ({"run": "a" * 16, "question": "ask-" + "b" * 16, "action": "accept", "content": "[1]"}, 400),
+        ({"run": "a" * 16, "question": "not-a-question", "action": "accept"}, 400),
+        ({"run": "a" * 16, "question": "ask-" + "b" * 16, "action": "decline"}, 200),
+    ],
+)
+def test_an_answer_names_a_question_and_says_accept_decline_or_cancel(client, alice, echo_a, fields, status):
+    client.force_login(alice)
+    assert client.post(answer_url(echo_a), fields).status_code == status
+
+
+def test_a_viewer_and_another_tenant_cannot_answer(client, bob, charlie, echo_a):
+    fields = {"run": "a" * 16, "question": "ask-" + "b" * 16, "action": "accept", "content": "{}"}
+    client.force_login(bob)
+    assert client.post(answer_url(echo_a), fields).status_code == 403
+    client.force_login(charlie)
+    assert client.post(answer_url(echo_a), fields).status_code == 404

@@ -150,6 +150,25 @@ async def test_cancel_on_the_try_page_stops_a_background_run_on_its_worker(
     assert "status: cancelled" in status, status
 
 
+async def test_a_question_the_tool_asks_is_a_form_on_the_try_page_and_the_answer_reaches_it(
+    server: DaphneServer, page: Page, request: pytest.FixtureRequest
+) -> None:
+    shots = Screenshots(request.node.name)
+    await signed_in(page, server)
+    await open_try(page, server, "ask_user")
+    await page.click("#try-run")
+    question = page.locator(".try-question")
+    await expect(question.locator(".try-question-message")).to_have_text(
+        "What is your name?", timeout=PAGE_MS
+    )
+    await question.get_by_label("Your name *").fill("Ada")
+    await shots.take(page, "asked")
+    await question.get_by_role("button", name="Accept").click()
+    await expect(page.locator("#try-status")).to_have_text(re.compile(r"^Result \("), timeout=PAGE_MS)
+    assert json.loads(await page.inner_text("#try-result"))["structuredContent"] == {"name": "Ada"}
+    await shots.take(page, "answered")
+
+
 async def test_the_front_page_signs_a_person_in_and_lists_their_tenants_with_the_admin_for_staff(
     server: DaphneServer, page: Page, request: pytest.FixtureRequest
 ) -> None:
