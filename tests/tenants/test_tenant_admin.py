@@ -6,6 +6,7 @@ import pytest
 from django.conf import settings
 from django.urls import reverse
 
+from mcp_app.catalog import loader
 from mcp_app.models import Tool
 from tenants.models import Membership, Role, Tenant
 
@@ -28,6 +29,9 @@ def tenant_form_data(tenant: Tenant, **overrides) -> dict:
         "cache_ttl_ms": "60000",
         "cache_scope": "auto",
         "task_ttl_seconds": 3600,
+        "calls_per_minute": 0,
+        "calls_per_minute_per_tool": 0,
+        "calls_per_minute_per_caller": 0,
         "_save": "Save",
     }
     data.update(overrides)
@@ -56,6 +60,23 @@ def test_the_owner_edits_tenant_settings_without_resetting_the_definitions_versi
     tenant_a.refresh_from_db()
     assert tenant_a.instructions == "Updated."
     assert tenant_a.definitions_version == 8  # never written back to 1, then bumped once
+
+
+def test_the_owner_sets_the_tenants_quotas_in_the_admin_and_the_served_tenant_carries_them(
+    client, alice, tenant_a
+):
+    client.force_login(alice)
+    url = reverse("admin:tenants_tenant_change", args=[tenant_a.pk])
+    assert "Quotas" in client.get(url).content.decode()
+    quotas = {"calls_per_minute": 600, "calls_per_minute_per_tool": 100, "calls_per_minute_per_caller": 30}
+    assert client.post(url, tenant_form_data(tenant_a, **quotas)).status_code == 302
+    tenant_a.refresh_from_db()
+    info = loader.tenant_info(tenant_a)
+    assert (info.calls_per_minute, info.calls_per_minute_per_tool, info.calls_per_minute_per_caller) == (
+        600,
+        100,
+        30,
+    )
 
 
 def test_the_owner_cannot_rename_the_tenant_slug(client, alice, tenant_a):
