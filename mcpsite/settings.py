@@ -6,6 +6,7 @@ needs no external service: SQLite, the in-memory channel layer, tools run in-pro
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import secrets
 from datetime import timedelta
@@ -231,6 +232,16 @@ MCP_TOOL_RUN_RETENTION_DAYS = _env_int("MCP_TOOL_RUN_RETENTION_DAYS", 30, minimu
 # the per-minute buckets are kept this many days.
 MCP_USAGE_FLUSH_SECONDS = _env_int("MCP_USAGE_FLUSH_SECONDS", 10, minimum=0)
 MCP_USAGE_RETENTION_DAYS = _env_int("MCP_USAGE_RETENTION_DAYS", 8, minimum=1)
+# Prometheus metrics at /metrics (mcp_app/metrics.py): a bearer token, or networks allowed to scrape
+# (comma-separated CIDRs); with neither, loopback only. Past MAX_TENANTS tenants, the rest are "(other)".
+MCP_METRICS_TOKEN = os.environ.get("MCP_METRICS_TOKEN", "")
+MCP_METRICS_ALLOW = _env_list("MCP_METRICS_ALLOW", [])
+for _network in MCP_METRICS_ALLOW:
+    try:
+        ipaddress.ip_network(_network, strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(f"MCP_METRICS_ALLOW: {_network!r} is not a network (e.g. 10.0.0.0/8)") from None
+MCP_METRICS_MAX_TENANTS = _env_int("MCP_METRICS_MAX_TENANTS", 100, minimum=1)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -7,6 +7,7 @@ from mcp_app.connect_page import connect_page
 from mcp_app.demo import views as demo_views
 from mcp_app.form_page import form_page
 from mcp_app.health import ReadinessView, live
+from mcp_app.metrics import metrics
 from mcp_app.oauth.metadata import TenantResourceMetadataView
 from mcp_app.oauth.registration import RegistrationManagementView, RegistrationView
 from mcp_app.oauth.revocation import McpRevokeTokenView
@@ -65,6 +66,8 @@ urlpatterns = [
     # Probes for load balancers and orchestrators (docs/operations.md).
     path("health/live", live, name="health-live"),
     path("health/ready", ReadinessView.as_view(), name="health-ready"),
+    # Prometheus metrics of this process (protected: MCP_METRICS_TOKEN or MCP_METRICS_ALLOW).
+    path("metrics", metrics, name="metrics"),
     # What the demo's fetch_json and stream_count tools post to (mcp_app.demo.definitions).
     path("demo/echo", demo_views.echo, name="demo-echo"),
     path("demo/stream", demo_views.stream, name="demo-stream"),

@@ -27,7 +27,7 @@ from oauth2_provider.views.dynamic_client_registration import (
     DynamicClientRegistrationView,
 )
 
-from mcp_app.oauth import dot_compat, ratelimit
+from mcp_app.oauth import dot_compat, events, ratelimit
 
 # http is allowed only to these hosts (RFC 8252 §7.3; `localhost` too, AMB-28), on any port.
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
@@ -233,6 +233,11 @@ class RegistrationView(DynamicClientRegistrationView):
     """RFC 7591 open registration (AU-25): DOT's view with our redirect policy and limits."""
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        response = self._register(request, *args, **kwargs)
+        events.count("registration", "created" if response.status_code == 201 else "refused")
+        return response
+
+    def _register(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         wait = ratelimit.retry_after(
             "register", ratelimit.client_address(request), settings.MCP_OAUTH_REGISTRATIONS_PER_MINUTE
         )

@@ -30,7 +30,7 @@ from oauth2_provider.views import AuthorizationView, IntrospectTokenView, OAuthS
 from oauthlib.oauth2 import Server
 
 from mcp_app.models import Tool
-from mcp_app.oauth import dot_compat, ratelimit, registration, resources, scopes, tokens, validators
+from mcp_app.oauth import dot_compat, events, ratelimit, registration, resources, scopes, tokens, validators
 from tenants.models import Tenant
 
 
@@ -251,8 +251,10 @@ class McpTokenView(TokenView):
             "token", ratelimit.client_address(request), settings.MCP_OAUTH_TOKEN_REQUESTS_PER_MINUTE
         )
         if wait:
+            events.count("token", "throttled")
             return ratelimit.too_many("token requests", wait)
         response = super().post(request, *args, **kwargs)
+        events.count("token", "issued" if response.status_code == 200 else "refused")
         if response.status_code >= 400 and not response.get("Content-Type", "").startswith(
             "application/json"
         ):

@@ -36,13 +36,13 @@ class Counts:
     duration_ms: float = 0.0
     histogram: list[int] = field(default_factory=lambda: [0] * (len(LATENCY_BOUNDS_MS) + 1))
 
-    def add(self, other: Counts) -> None:
-        self.calls += other.calls
-        self.errors += other.errors
-        self.tool_errors += other.tool_errors
-        self.duration_ms += other.duration_ms
+    def add(self, other: Counts, sign: int = 1) -> None:
+        self.calls += sign * other.calls
+        self.errors += sign * other.errors
+        self.tool_errors += sign * other.tool_errors
+        self.duration_ms += sign * other.duration_ms
         for i, n in enumerate(other.histogram):
-            self.histogram[i] += n
+            self.histogram[i] += sign * n
 
 
 @dataclass(slots=True)
@@ -127,16 +127,16 @@ class Recorder:
             pending, self._pending = self._pending, {}
             errors = {tenant: list(ring) for tenant, ring in self._errors.items()}
             self._errors = {}
-        for (tenant_id, _minute, method, tool), counts in pending.items():
-            total = self._totals.get((tenant_id, method, tool))
-            if total is None:
-                total = self._totals[(tenant_id, method, tool)] = Counts()
-            total.add(counts)
+            # Under the lock: a reader of totals_now sees each count exactly once, never in neither place.
+            for (tenant_id, _minute, method, tool), counts in pending.items():
+                self._totals.setdefault((tenant_id, method, tool), Counts()).add(counts)
         return pending, errors
 
     def give_back(self, pending: dict[Key, Counts], errors: dict[int, list[ErrorEntry]]) -> None:
         """Return what a failed flush could not write, to be written by the next one."""
         with self._lock:
+            for (tenant_id, _minute, method, tool), counts in pending.items():
+                self._totals[(tenant_id, method, tool)].add(counts, sign=-1)  # counted again when taken
             for key, counts in pending.items():
                 mine = self._pending.get(key)
                 if mine is None:
@@ -148,8 +148,19 @@ class Recorder:
                 ring.extendleft(reversed(entries))
 
     def totals(self) -> dict[tuple[int, str, str], Counts]:
-        """Cumulative counts per (tenant, method, tool) of everything flushed so far (for /metrics)."""
+        """Cumulative counts per (tenant, method, tool) of everything flushed so far."""
         return self._totals
+
+    def totals_now(self) -> dict[tuple[int, str, str], Counts]:
+        """Cumulative counts since start, the ones not flushed yet included (a copy, for /metrics)."""
+        with self._lock:
+            merged: dict[tuple[int, str, str], Counts] = {}
+            for key, counts in self._totals.items():
+                merged[key] = Counts()
+                merged[key].add(counts)
+            for (tenant_id, _minute, method, tool), counts in self._pending.items():
+                merged.setdefault((tenant_id, method, tool), Counts()).add(counts)
+        return merged
 
     def pending_calls(self) -> int:
         with self._lock:

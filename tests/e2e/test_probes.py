@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
+from tests.e2e.helpers import mcp_client
 from tests.e2e.servers import DaphneServer, ServerProcess
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
 
 
 def test_a_serving_daphne_is_live_and_ready_with_each_service_answering(
@@ -23,3 +25,23 @@ def test_a_serving_daphne_is_live_and_ready_with_each_service_answering(
     assert "WorkerAnswers()" in checks and "Migrated(alias='default')" in checks
     page = httpx.get(f"{server.url}/health/ready", headers={"accept": "text/html"}, timeout=10)
     assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+
+
+async def test_a_call_made_with_the_sdk_is_counted_on_the_metrics_of_the_process_that_answered(
+    server: DaphneServer,
+) -> None:
+    def calls_of_add() -> float:
+        text = httpx.get(f"{server.url}/metrics", timeout=10).text
+        families = {f.name: f for f in text_string_to_metric_families(text)}
+        return sum(
+            s.value
+            for s in families["mcp_requests"].samples
+            if s.name == "mcp_requests_total"
+            and s.labels == {"tenant": "demo", "method": "tools/call", "outcome": "ok"}
+        )
+
+    before = calls_of_add()
+    async with mcp_client(server.mcp_url()) as client:
+        for _ in range(3):
+            await client.call_tool("add", {"a": 1, "b": 2})
+    assert calls_of_add() == before + 3

@@ -1,0 +1,157 @@
+"""Prometheus metrics at /metrics: what this process counted, and what every process shares.
+
+Per process (a Prometheus server scrapes each one): MCP requests by tenant, method and outcome and
+tool-call latency histograms per tool, from the usage recorder (mcp_app/usage/recorder.py: counted in
+memory, no database write and no Redis round trip per request), and the authorization server's
+outcomes (mcp_app/oauth/events.py). Shared, read at scrape time: open sessions and listen streams
+per tenant, background runs by status, the Celery queue's depth. Labels stay bounded: the recorder
+caps a tenant's (method, tool) pairs, and past MCP_METRICS_MAX_TENANTS tenants (the busiest kept) the
+rest are `(other)`.
+
+Protected: with MCP_METRICS_TOKEN set, a request needs `Authorization: Bearer <it>`; with
+MCP_METRICS_ALLOW (networks, comma-separated), its address must be in one of them; with neither, only
+loopback addresses are answered.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Count
+from django.http import HttpRequest, HttpResponse
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from mcp_app.infra import redis_client
+from mcp_app.models import LATENCY_BOUNDS_MS, ToolRun
+from mcp_app.oauth import events
+from mcp_app.usage import live
+from mcp_app.usage.recorder import OTHER, Counts, recorder
+from tenants.models import Tenant
+
+logger = logging.getLogger(__name__)
+
+LOOPBACK = (ipaddress.ip_network("127.0.0.0/8"), ipaddress.ip_network("::1/128"))
+
+
+def _slugs(tenant_ids: set[int]) -> dict[int, str]:
+    return dict(Tenant.objects.filter(pk__in=tenant_ids).values_list("pk", "slug"))
+
+
+def _bounded(totals: dict[tuple[int, str, str], Counts]) -> dict[tuple[str, str, str], Counts]:
+    """Totals keyed by tenant slug, the tenants past the cap (the least busy) folded into `(other)`."""
+    calls: dict[int, int] = {}
+    for (tenant_id, _method, _tool), counts in totals.items():
+        calls[tenant_id] = calls.get(tenant_id, 0) + counts.calls
+    kept = set(sorted(calls, key=calls.__getitem__, reverse=True)[: settings.MCP_METRICS_MAX_TENANTS])
+    slugs = _slugs(kept)
+    out: dict[tuple[str, str, str], Counts] = {}
+    for (tenant_id, method, tool), counts in totals.items():
+        slug = slugs.get(tenant_id, OTHER) if tenant_id in kept else OTHER
+        out.setdefault((slug, method, tool if slug != OTHER else ""), Counts()).add(counts)
+    return out
+
+
+class PlatformCollector:
+    def collect(self) -> Iterator[Any]:
+        totals = _bounded(recorder().totals_now())
+        requests = CounterMetricFamily(
+            "mcp_requests", "MCP requests answered by this process.", labels=["tenant", "method", "outcome"]
+        )
+        latency = HistogramMetricFamily(
+            "mcp_tool_call_duration_seconds", "tools/call latency in this process.", labels=["tenant", "tool"]
+        )
+        for (slug, method, tool), counts in sorted(totals.items()):
+            ok = counts.calls - counts.errors - counts.tool_errors
+            for outcome, n in (("ok", ok), ("error", counts.errors), ("tool_error", counts.tool_errors)):
+                requests.add_metric([slug, method, outcome], n)
+            if method == "tools/call":
+                cumulative, buckets = 0, []
+                for bound, n in zip([*LATENCY_BOUNDS_MS, float("inf")], counts.histogram, strict=True):
+                    cumulative += n
+                    buckets.append(("+Inf" if bound == float("inf") else str(bound / 1000), cumulative))
+                latency.add_metric([slug, tool], buckets, counts.duration_ms / 1000)
+        yield requests
+        yield latency
+        yield from self._shared()
+        oauth = CounterMetricFamily(
+            "mcp_oauth_events", "Authorization server outcomes in this process.", labels=["kind", "outcome"]
+        )
+        for (kind, outcome), n in sorted(events.snapshot().items()):
+            oauth.add_metric([kind, outcome], n)
+        yield oauth
+
+    def _shared(self) -> Iterator[Any]:
+        tenants = dict(
+            Tenant.objects.filter(is_active=True).values_list("pk", "slug")[
+                : settings.MCP_METRICS_MAX_TENANTS
+            ]
+        )
+        sessions = GaugeMetricFamily(
+            "mcp_open_sessions", "Open legacy sessions (every process).", labels=["tenant"]
+        )
+        streams = GaugeMetricFamily(
+            "mcp_open_listen_streams", "Open subscriptions/listen streams (every process).", labels=["tenant"]
+        )
+        ids = list(tenants)
+        try:
+            open_sessions, listeners = live.active_sessions(ids), live.active_listeners(ids)
+        except Exception:  # noqa: BLE001 - a scrape must not fail because Redis is away: say nothing
+            logger.warning("could not count open sessions and streams", exc_info=True)
+            open_sessions, listeners = {}, {}
+        for tenant_id, slug in tenants.items():
+            if tenant_id in open_sessions:
+                sessions.add_metric([slug], open_sessions[tenant_id])
+            if tenant_id in listeners:
+                streams.add_metric([slug], listeners[tenant_id])
+        yield sessions
+        yield streams
+        runs = GaugeMetricFamily(
+            "mcp_background_runs", "Tool runs kept, by status (every process).", labels=["status"]
+        )
+        by_status = dict(
+            ToolRun.objects.values_list("status").annotate(n=Count("id")).values_list("status", "n")
+        )
+        for status in ToolRun.Status.values:
+            runs.add_metric([status], by_status.get(status, 0))
+        yield runs
+        if redis_client.enabled() and settings.MCP_BACKGROUND_TOOLS == "celery":
+            try:
+                depth = redis_client.sync_client().llen(settings.MCP_BACKGROUND_QUEUE)
+            except Exception:  # noqa: BLE001
+                logger.warning("could not read the queue's depth", exc_info=True)
+            else:
+                yield GaugeMetricFamily(
+                    "mcp_background_queue_depth", "Background jobs waiting for a worker.", value=depth
+                )
+
+
+_registry = CollectorRegistry(auto_describe=False)
+_registry.register(PlatformCollector())  # type: ignore[arg-type]
+
+
+def _allowed(request: HttpRequest) -> bool:
+    token = settings.MCP_METRICS_TOKEN
+    if token:
+        sent = request.headers.get("authorization", "")
+        return hmac.compare_digest(sent.encode(), f"Bearer {token}".encode())
+    try:
+        address = ipaddress.ip_address(request.META.get("REMOTE_ADDR", ""))
+    except ValueError:
+        return False
+    networks = [ipaddress.ip_network(n, strict=False) for n in settings.MCP_METRICS_ALLOW] or LOOPBACK
+    return any(address in network for network in networks)
+
+
+def metrics(request: HttpRequest) -> HttpResponse:
+    if not _allowed(request):
+        response = HttpResponse("Metrics need the metrics token or an allowed address.\n", status=403)
+        response["Content-Type"] = "text/plain; charset=utf-8"
+        return response
+    return HttpResponse(generate_latest(_registry), content_type=CONTENT_TYPE_LATEST)

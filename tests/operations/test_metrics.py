@@ -1,0 +1,136 @@
+"""Prometheus metrics (mcp_app/metrics.py): counted off the hot path, labels bounded, access protected."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+from prometheus_client.parser import text_string_to_metric_families
+
+from mcp_app.models import ToolRun
+from mcp_app.usage import recorder as usage
+from tenants.models import Tenant
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def fresh_recorder(monkeypatch) -> usage.Recorder:
+    fresh = usage.Recorder("test")
+    monkeypatch.setattr(usage, "RECORDER", fresh)
+    return fresh
+
+
+def scrape(client: Client, **extra: Any) -> dict[str, list[Any]]:
+    response = client.get("/metrics", **extra)
+    assert response.status_code == 200, response.content
+    families = text_string_to_metric_families(response.content.decode())
+    return {family.name: family.samples for family in families}
+
+
+def value(samples: list[Any], name: str, **labels: str) -> float:
+    found = [
+        s.value for s in samples if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())
+    ]
+    assert len(found) == 1, (name, labels, samples)
+    return found[0]
+
+
+def test_requests_and_tool_latency_are_reported_by_tenant_method_and_outcome(
+    client, tenant_a, tenant_b, fresh_recorder
+):
+    for seconds, outcome in ((0.003, usage.OK), (0.2, usage.OK), (0.04, usage.TOOL_ERROR)):
+        fresh_recorder.record(tenant_a.id, "tools/call", "echo", seconds, outcome)
+    fresh_recorder.record(tenant_b.id, "tools/list", "", 0.001, usage.ERROR)
+    fresh_recorder.take()  # one flush happened: flushed and pending counts both show
+    fresh_recorder.record(tenant_a.id, "tools/call", "echo", 0.02, usage.OK)
+    metrics = scrape(client)
+    requests = metrics["mcp_requests"]
+    assert value(requests, "mcp_requests_total", tenant="tenant-a", method="tools/call", outcome="ok") == 3
+    assert (
+        value(requests, "mcp_requests_total", tenant="tenant-a", method="tools/call", outcome="tool_error")
+        == 1
+    )
+    assert value(requests, "mcp_requests_total", tenant="tenant-b", method="tools/list", outcome="error") == 1
+    latency = metrics["mcp_tool_call_duration_seconds"]
+    bucket = "mcp_tool_call_duration_seconds_bucket"
+    assert value(latency, bucket, tenant="tenant-a", tool="echo", le="0.005") == 1
+    assert value(latency, bucket, tenant="tenant-a", tool="echo", le="0.025") == 2
+    assert value(latency, bucket, tenant="tenant-a", tool="echo", le="+Inf") == 4
+    assert value(latency, "mcp_tool_call_duration_seconds_count", tenant="tenant-a", tool="echo") == 4
+    assert (
+        round(value(latency, "mcp_tool_call_duration_seconds_sum", tenant="tenant-a", tool="echo"), 3)
+        == 0.263
+    )
+
+
+def test_a_failed_flush_given_back_is_counted_once(client, tenant_a, fresh_recorder):
+    fresh_recorder.record(tenant_a.id, "ping", "", 0.001)
+    pending, errors = fresh_recorder.take()
+    fresh_recorder.give_back(pending, errors)
+    assert (
+        value(
+            scrape(client)["mcp_requests"],
+            "mcp_requests_total",
+            tenant="tenant-a",
+            method="ping",
+            outcome="ok",
+        )
+        == 1
+    )
+    fresh_recorder.take()
+    assert (
+        value(
+            scrape(client)["mcp_requests"],
+            "mcp_requests_total",
+            tenant="tenant-a",
+            method="ping",
+            outcome="ok",
+        )
+        == 1
+    )
+
+
+def test_tenants_past_the_cap_are_folded_into_other_the_busiest_kept(
+    client, settings, tenant_a, tenant_b, fresh_recorder
+):
+    settings.MCP_METRICS_MAX_TENANTS = 1
+    quiet = Tenant.objects.create(slug="quiet", name="Quiet")
+    for _ in range(3):
+        fresh_recorder.record(tenant_a.id, "tools/call", "echo", 0.01)
+    fresh_recorder.record(tenant_b.id, "tools/call", "secret_tool", 0.01)
+    fresh_recorder.record(quiet.id, "ping", "", 0.01)
+    requests = scrape(client)["mcp_requests"]
+    assert {s.labels["tenant"] for s in requests} == {"tenant-a", "(other)"}
+    assert not any("secret_tool" in str(s.labels) for s in requests)
+    assert value(requests, "mcp_requests_total", tenant="(other)", method="tools/call", outcome="ok") == 1
+
+
+def test_background_runs_by_status_and_oauth_outcomes_are_reported(client, tenant_a, fresh_recorder):
+    ToolRun.objects.create(job_id="j1", tenant=tenant_a, tool_name="slow", status=ToolRun.Status.RUNNING)
+    ToolRun.objects.create(job_id="j2", tenant=tenant_a, tool_name="slow", status=ToolRun.Status.LOST)
+    client.post("/oauth/token", {"grant_type": "authorization_code", "code": "nope", "client_id": "x"})
+    metrics = scrape(client)
+    assert value(metrics["mcp_background_runs"], "mcp_background_runs", status="running") == 1
+    assert value(metrics["mcp_background_runs"], "mcp_background_runs", status="lost") == 1
+    assert value(metrics["mcp_oauth_events"], "mcp_oauth_events_total", kind="token", outcome="refused") >= 1
+
+
+def test_without_settings_only_loopback_may_scrape(client):
+    assert client.get("/metrics", REMOTE_ADDR="203.0.113.9").status_code == 403
+    assert client.get("/metrics", REMOTE_ADDR="127.0.0.1").status_code == 200
+
+
+def test_a_metrics_token_is_required_once_set_whatever_the_address(client, settings):
+    settings.MCP_METRICS_TOKEN = "scrape-me"
+    assert client.get("/metrics").status_code == 403
+    assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer wrong").status_code == 403
+    ok = client.get("/metrics", HTTP_AUTHORIZATION="Bearer scrape-me", REMOTE_ADDR="203.0.113.9")
+    assert ok.status_code == 200 and ok["Content-Type"].startswith("text/plain; version=")
+
+
+def test_allowed_networks_replace_loopback(client, settings):
+    settings.MCP_METRICS_ALLOW = ["10.0.0.0/8"]
+    assert client.get("/metrics", REMOTE_ADDR="10.1.2.3").status_code == 200
+    assert client.get("/metrics", REMOTE_ADDR="127.0.0.1").status_code == 403
