@@ -135,7 +135,11 @@
   function build(schema, container, prefix) {
     var required = Array.isArray(schema.required) ? schema.required : [];
     var fields = {};
-    Object.keys(schema.properties).forEach(function (name) {
+    // Required ones first, in the order `required` lists them (a jsonb column keeps no key order).
+    var names = Object.keys(schema.properties);
+    names = required.filter(function (name) { return names.indexOf(name) >= 0; })
+      .concat(names.filter(function (name) { return required.indexOf(name) < 0; }));
+    names.forEach(function (name) {
       var one = field(name, schema.properties[name], required.indexOf(name) >= 0, prefix ? prefix + "." + name : name);
       fields[name] = one;
       container.appendChild(one.node);
