@@ -283,12 +283,29 @@ AXES_LOCKOUT_CALLABLE = "mcpsite.lockout.locked_out"
 # Successful sign-ins are Django's own business; axes keeps only the failures.
 AXES_DISABLE_ACCESS_LOG = True
 
+# LOG_FORMAT=json: one JSON object a line, with the running request's tenant, session, client, request
+# id, method and tool (mcp_app/core/logs.py); MCP_LOG_REQUESTS=1 adds a line per answered request with
+# its duration and outcome (logger mcp_app.requests).
+LOG_FORMAT = os.environ.get("LOG_FORMAT", "text")
+if LOG_FORMAT not in {"text", "json"}:
+    raise ImproperlyConfigured(f"LOG_FORMAT must be text or json, not {LOG_FORMAT!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"request_fields": {"()": "mcp_app.core.logs.RequestFields"}},
+    "formatters": {"json": {"()": "mcp_app.core.logs.JsonFormatter"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "filters": ["request_fields"],
+            **({"formatter": "json"} if LOG_FORMAT == "json" else {}),
+        }
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
-    "loggers": {"mcp_app": {"level": os.environ.get("MCP_LOG_LEVEL", "INFO")}},
+    "loggers": {
+        "mcp_app": {"level": os.environ.get("MCP_LOG_LEVEL", "INFO")},
+        "mcp_app.requests": {"level": "INFO" if _env_bool("MCP_LOG_REQUESTS", False) else "WARNING"},
+    },
 }
 
 REST_FRAMEWORK = {

@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from mcp_app import notify
+from mcp_app.core import logs
 from mcp_app.core.context import Caller, RequestContext, SessionState
 from mcp_app.core.types import TenantInfo
 from mcp_app.protocol import asking
@@ -25,6 +26,7 @@ from mcp_app.usage import flush as usage_flush
 from mcp_app.usage import recorder as usage
 
 logger = logging.getLogger(__name__)
+requests_logger = logging.getLogger("mcp_app.requests")
 
 
 # Methods counted under their own name; anything else a client sends is counted as "(other)".
@@ -32,17 +34,48 @@ KNOWN_METHODS = frozenset(protocol.METHODS) | frozenset(protocol.MODERN_METHODS)
 
 
 async def run_dispatch(ctx: RequestContext, message: dict[str, Any]) -> dict[str, Any] | None:
-    """Hand one message to the protocol core (a seam tests may replace); count each request once."""
+    """Hand one message to the protocol core (a seam tests may replace); count each request once,
+    and every log record made meanwhile carries the request's fields (core/logs.py)."""
     started = time.perf_counter()
+    params = message.get("params")
+    tool = params.get("name") if message.get("method") == "tools/call" and isinstance(params, dict) else None
+    bound = logs.bind(
+        tenant=ctx.tenant.slug,
+        session=ctx.session.id if ctx.session else None,
+        client=ctx.client_id,
+        request_id=message.get("id"),
+        method=message.get("method"),
+        tool=tool if isinstance(tool, str) else None,
+    )
     try:
-        response = await protocol.dispatch(ctx, message)
-    except asyncio.CancelledError:
-        if "id" in message and "method" in message:  # the client gave up: a call, not an error
-            record_usage(ctx, message, None, started)
-        raise
-    if response is not None:  # notifications and client responses are not requests
-        record_usage(ctx, message, response, started)
-    return response
+        try:
+            response = await protocol.dispatch(ctx, message)
+        except asyncio.CancelledError:
+            if "id" in message and "method" in message:  # the client gave up: a call, not an error
+                record_usage(ctx, message, None, started)
+                log_request(None, started)
+            raise
+        if response is not None:  # notifications and client responses are not requests
+            record_usage(ctx, message, response, started)
+            log_request(response, started)
+        return response
+    finally:
+        logs.unbind(bound)
+
+
+def log_request(response: dict[str, Any] | None, started: float) -> None:
+    """One line per answered request on `mcp_app.requests`, at INFO (off unless MCP_LOG_REQUESTS=1)."""
+    if not requests_logger.isEnabledFor(logging.INFO):
+        return
+    if response is None:
+        outcome = "cancelled"
+    elif "error" in response:
+        outcome = "error"
+    else:
+        result = response.get("result")
+        outcome = "tool_error" if isinstance(result, dict) and result.get("isError") is True else "ok"
+    duration_ms = round((time.perf_counter() - started) * 1000, 2)
+    requests_logger.info("request", extra={"duration_ms": duration_ms, "outcome": outcome})
 
 
 def record_usage(
