@@ -20,6 +20,13 @@ def test_an_anonymous_visitor_is_offered_the_sign_in_and_no_tenant(client, tenan
     assert tenant_a.slug not in text and "Open the admin" not in text
 
 
+def test_signing_in_from_the_front_page_promises_no_authorization_step_and_comes_back(client, alice):
+    page = client.get("/oauth/login?next=%2F").content.decode()
+    assert 'name="next" value="/"' in page and "allow the application access" not in page
+    answer = client.post("/oauth/login", {"username": "alice", "password": "alice-pw-123", "next": "/"})
+    assert answer.status_code == 302 and answer["Location"] == "/"
+
+
 def test_alice_sees_her_tenant_with_its_mcp_url_and_pages_and_nothing_of_tenant_b(client, alice, tenant_b):
     client.force_login(alice)
     page = client.get("/")
