@@ -2,6 +2,8 @@
 
 Every deployment value comes from the environment and has an embedded default that
 needs no external service: SQLite, the in-memory channel layer, tools run in-process.
+
+Longer than 400 lines: one settings module (style §7), each setting beside the reason for its default.
 """
 
 from __future__ import annotations

@@ -56,12 +56,12 @@ urlpatterns = [
     path("oauth/", include((oauth_urlpatterns, "oauth2_provider"))),
     path("oauth/login", McpLoginView.as_view(), name="oauth-login"),
     path("oauth/logout", LogoutView.as_view(), name="oauth-logout"),
-    # A tenant's connect page: its MCP URL, client configurations, what it serves (AMB-63, AMB-64).
-    path("t/<slug:slug>/connect", connect_page, name="tenant-connect"),
-    # A sensitive form's page (URL-mode elicitation): the person answers here, never in the client.
     # Usage dashboards (mcp_app/usage/): a tenant's, for its members; every tenant's, for superusers.
     path("t/<slug:slug>/dashboard", usage_views.dashboard, name="tenant-dashboard"),
     path("usage/", usage_views.overview, name="usage-overview"),
+    # A tenant's connect page: its MCP URL, client configurations, what it serves (AMB-63, AMB-64).
+    path("t/<slug:slug>/connect", connect_page, name="tenant-connect"),
+    # A sensitive form's page (URL-mode elicitation): the person answers here, never in the client.
     path("t/<slug:slug>/form/<str:token>", form_page, name="form-page"),
     # Probes for load balancers and orchestrators (docs/operations.md).
     path("health/live", live, name="health-live"),
