@@ -3,7 +3,7 @@
 Per process (a Prometheus server scrapes each one): MCP requests by tenant, method and outcome and
 tool-call latency histograms per tool, from the usage recorder (mcp_app/usage/recorder.py: counted in
 memory, no database write and no Redis round trip per request), and the authorization server's
-outcomes (mcp_app/oauth/events.py). Shared, read at scrape time: open sessions and listen streams
+outcomes (mcp_app/oauth/events.py) and refusals past a quota or cap (protocol/quotas.py). Shared, read at scrape time: open sessions and listen streams
 per tenant, background runs by status, the Celery queue's depth. Labels stay bounded: the recorder
 caps a tenant's (method, tool) pairs, and past MCP_METRICS_MAX_TENANTS tenants (the busiest kept) the
 rest are `(other)`.
@@ -31,6 +31,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from mcp_app.infra import redis_client
 from mcp_app.models import LATENCY_BOUNDS_MS, ToolRun
 from mcp_app.oauth import events
+from mcp_app.protocol import quotas
 from mcp_app.usage import live
 from mcp_app.usage.recorder import OTHER, Counts, recorder
 from tenants.models import Tenant
@@ -86,6 +87,14 @@ class PlatformCollector:
         for (kind, outcome), n in sorted(events.snapshot().items()):
             oauth.add_metric([kind, outcome], n)
         yield oauth
+        refused = CounterMetricFamily(
+            "mcp_limit_refusals",
+            "Calls, sessions and runs this process refused past a quota or cap.",
+            labels=["limit"],
+        )
+        for limit, n in sorted(quotas.refusals().items()):
+            refused.add_metric([limit], n)
+        yield refused
 
     def _shared(self) -> Iterator[Any]:
         tenants = dict(

@@ -160,8 +160,16 @@ class TenantAdmin(MembershipPermissionsMixin, admin.ModelAdmin):
         ("Caching (2026-07-28 clients)", {"fields": ("cache_ttl_ms", "cache_scope")}),
         ("Tasks", {"fields": ("task_ttl_seconds",)}),
         (
-            "Quotas (tool calls per minute; 0: none)",
-            {"fields": ("calls_per_minute", "calls_per_minute_per_tool", "calls_per_minute_per_caller")},
+            "Quotas and caps (0: none)",
+            {
+                "fields": (
+                    "calls_per_minute",
+                    "calls_per_minute_per_tool",
+                    "calls_per_minute_per_caller",
+                    "max_sessions",
+                    "max_background_runs",
+                )
+            },
         ),
         ("State", {"fields": ("definitions_version", "created_at", "updated_at")}),
     )

@@ -85,6 +85,16 @@ class Tenant(models.Model):
         help_text="Tool calls per minute of one caller: an OAuth user (or client), else a session, else an "
         "address. 0: no quota.",
     )
+    max_sessions = models.PositiveIntegerField(
+        default=0,
+        help_text="Open sessions (2025-11-25 and older clients) at once; a new one past it is refused "
+        "with HTTP 429 until one ends or expires. 0: no cap.",
+    )
+    max_background_runs = models.PositiveIntegerField(
+        default=0,
+        help_text="Background runs queued or running at once; a call past it is refused with a "
+        "retryAfter. 0: no cap.",
+    )
     cache_scope = models.CharField(
         max_length=10,
         choices=CacheScope.choices,

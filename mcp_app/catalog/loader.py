@@ -91,6 +91,8 @@ def tenant_info(
         calls_per_minute=tenant.calls_per_minute,
         calls_per_minute_per_tool=tenant.calls_per_minute_per_tool,
         calls_per_minute_per_caller=tenant.calls_per_minute_per_caller,
+        max_sessions=tenant.max_sessions,
+        max_background_runs=tenant.max_background_runs,
     )
 
 

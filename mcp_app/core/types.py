@@ -141,3 +141,5 @@ class TenantInfo:
     calls_per_minute: int = 0
     calls_per_minute_per_tool: int = 0
     calls_per_minute_per_caller: int = 0
+    max_sessions: int = 0  # open legacy sessions at once; 0: no cap
+    max_background_runs: int = 0  # background runs queued or running at once; 0: no cap

@@ -1,4 +1,5 @@
-"""Tenant quotas: tool calls per minute for the whole tenant, per tool and per caller, on every process.
+"""Tenant quotas and caps: tool calls per minute (the whole tenant, per tool, per caller), open
+sessions and background runs at once, on every process; each refusal counted for /metrics.
 
 Counted in fixed one-minute windows in Redis (`mcp:quota:<tenant>:<scope>:<window>`), but not with a
 round trip per call: a process reserves a batch of calls from the window's counter (INCRBY) and
@@ -8,17 +9,28 @@ reservation never takes more than is left, so a tenant never gets more than its 
 what a process reserved and did not spend is lost for that window (at most a batch per process).
 Without Redis the counts are this process's own, exact (one process). A refused call spends nothing.
 If Redis fails, calls go through (logged): a quota must not turn an outage into a refusal of all.
+
+The caps are counted when asked, not kept: open sessions from the session store (usage/live.py), a
+tenant's queued and running background runs from its ToolRun rows, each only where a cap is set.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
+from collections import Counter
 from dataclasses import dataclass
 
+from channels.db import database_sync_to_async
+
+from mcp_app.background import runs
 from mcp_app.core.context import RequestContext
+from mcp_app.core.types import TenantInfo
 from mcp_app.infra import redis_client
+from mcp_app.models import ToolRun
 from mcp_app.protocol.ratelimit import RateLimited
+from mcp_app.usage import live
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +54,22 @@ class _Scope:
 
 
 _allowances: dict[str, _Allowance] = {}
+_refusals: Counter[str] = Counter()
+_refusals_lock = threading.Lock()
+# How long a refused session or background run is told to wait before trying again.
+CAP_RETRY_SECONDS = 30
+
+
+def _refuse(kind: str, message: str, retry_after: float, **data: object) -> RateLimited:
+    with _refusals_lock:
+        _refusals[kind] += 1
+    return RateLimited(message, data={"retryAfter": retry_after, **data})
+
+
+def refusals() -> dict[str, int]:
+    """Refusals by limit in this process since it started (for /metrics)."""
+    with _refusals_lock:
+        return dict(_refusals)
 
 
 def caller_key(ctx: RequestContext) -> str:
@@ -126,15 +154,54 @@ async def check(ctx: RequestContext, tool_name: str) -> None:
     for scope in scopes:
         if _allowances[scope.key].left <= 0:
             retry_after = round(WINDOW_SECONDS - now % WINDOW_SECONDS, 3)
-            raise RateLimited(
+            raise _refuse(
+                "calls_per_minute",
                 f"Quota reached: at most {scope.limit} tool calls per minute for {scope.label}. "
                 f"Retry in {retry_after} s.",
-                data={"retryAfter": retry_after, "quota": scope.label, "limit": scope.limit},
+                retry_after,
+                quota=scope.label,
+                limit=scope.limit,
             )
     for scope in scopes:
         _allowances[scope.key].left -= 1
 
 
+async def check_sessions(tenant: TenantInfo) -> None:
+    """Before a new session: RateLimited when the tenant already has its cap of open sessions."""
+    if not tenant.max_sessions:
+        return
+    open_now = (await database_sync_to_async(live.active_sessions)([tenant.id])).get(tenant.id, 0)
+    if open_now >= tenant.max_sessions:
+        raise _refuse(
+            "sessions",
+            f"This server has its limit of {tenant.max_sessions} open sessions. Close one (DELETE with "
+            f"its Mcp-Session-Id) or retry in {CAP_RETRY_SECONDS} s.",
+            CAP_RETRY_SECONDS,
+            limit=tenant.max_sessions,
+        )
+
+
+def _busy_runs(tenant_id: int) -> int:
+    return ToolRun.objects.filter(tenant_id=tenant_id, status__in=(runs.QUEUED, runs.RUNNING)).count()
+
+
+async def check_background_runs(ctx: RequestContext) -> None:
+    """Before a background run: RateLimited when the tenant already has its cap queued or running."""
+    cap = ctx.tenant.max_background_runs
+    if not cap:
+        return
+    if await database_sync_to_async(_busy_runs)(ctx.tenant.id) >= cap:
+        raise _refuse(
+            "background_runs",
+            f"This server already has its limit of {cap} background runs queued or running. "
+            f"Retry in {CAP_RETRY_SECONDS} s, or when one ends.",
+            CAP_RETRY_SECONDS,
+            limit=cap,
+        )
+
+
 def reset() -> None:
-    """Forget every allowance (tests)."""
+    """Forget every allowance and refusal count (tests)."""
     _allowances.clear()
+    with _refusals_lock:
+        _refusals.clear()

@@ -165,6 +165,8 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
         raise InvalidParams(truncate(f"Unknown tool: {name}", 200))
     ratelimit.check_tool_call(ctx)
     await quotas.check(ctx, name)
+    if background.runs_in_background(tool):
+        await quotas.check_background_runs(ctx)
     as_task = tasks.wanted(ctx, tool, params)
     result = _check_arguments(tool, arguments)
     if result is None:

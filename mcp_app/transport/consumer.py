@@ -222,6 +222,8 @@ class StreamableHttpConsumer(SessionStreams, McpConsumer):
         if not batch and not initialize and self.request.header(SESSION_HEADER) is None:
             self.refuse_unknown_method(body, first_id)
         session = await self.load_session(required=not initialize, request_id=first_id)
+        if initialize and session is None:
+            await sessions.refuse_past_cap(self.tenant, first_id)
         if initialize:
             # The header is for requests after initialize (HT-48); the body negotiates the version.
             version = session.protocol_version if session else DEFAULT_NEGOTIATED

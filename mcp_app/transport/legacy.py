@@ -50,6 +50,7 @@ class LegacySseConsumer(McpConsumer):
         if accept is not None and not accepts(accept, "text/event-stream"):
             raise HttpError(406, "Accept must list text/event-stream.", code=None)
         caller = await auth.authenticate(self.request, tenant)
+        await sessions.refuse_past_cap(tenant, json_rpc=False)
         session = SessionState(
             id=sessions.new_session_id(legacy=True),
             tenant_id=tenant.id,

@@ -19,8 +19,13 @@ from django.conf import settings
 from django.utils import timezone
 
 from mcp_app.core.context import SessionState
+from mcp_app.core.types import TenantInfo
 from mcp_app.infra import redis_client
 from mcp_app.models import McpSession
+from mcp_app.protocol import quotas
+from mcp_app.protocol.jsonrpc import RequestId
+from mcp_app.protocol.ratelimit import RATE_LIMITED, RateLimited
+from mcp_app.transport.wire import HttpError
 from mcp_app.usage import live as usage_live
 
 logger = logging.getLogger(__name__)
@@ -230,3 +235,21 @@ def reset() -> None:
     for store in _stores.values():
         if isinstance(store, DatabaseSessionStore):
             store.clear()
+
+
+async def refuse_past_cap(
+    tenant: TenantInfo, request_id: RequestId | None = None, *, json_rpc: bool = True
+) -> None:
+    """HTTP 429 with Retry-After (and a JSON-RPC error where one fits) when the tenant already has its
+    cap of open sessions (protocol/quotas.py): a new session is refused before it is made."""
+    try:
+        await quotas.check_sessions(tenant)
+    except RateLimited as refused:
+        raise HttpError(
+            429,
+            refused.message,
+            code=RATE_LIMITED if json_rpc else None,
+            request_id=request_id,
+            headers=[(b"retry-after", str(quotas.CAP_RETRY_SECONDS).encode())],
+            data=refused.data if json_rpc else None,
+        ) from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -9,6 +10,7 @@ from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
 from mcp_app.models import ToolRun
+from mcp_app.protocol import quotas
 from mcp_app.usage import recorder as usage
 from tenants.models import Tenant
 
@@ -134,3 +136,10 @@ def test_allowed_networks_replace_loopback(client, settings):
     settings.MCP_METRICS_ALLOW = ["10.0.0.0/8"]
     assert client.get("/metrics", REMOTE_ADDR="10.1.2.3").status_code == 200
     assert client.get("/metrics", REMOTE_ADDR="127.0.0.1").status_code == 403
+
+
+def test_refusals_past_a_quota_or_cap_are_counted_by_limit(client, fresh_recorder, monkeypatch):
+    monkeypatch.setattr(quotas, "_refusals", Counter({"sessions": 2, "calls_per_minute": 5}))
+    refused = scrape(client)["mcp_limit_refusals"]
+    assert value(refused, "mcp_limit_refusals_total", limit="sessions") == 2
+    assert value(refused, "mcp_limit_refusals_total", limit="calls_per_minute") == 5

@@ -32,6 +32,8 @@ def tenant_form_data(tenant: Tenant, **overrides) -> dict:
         "calls_per_minute": 0,
         "calls_per_minute_per_tool": 0,
         "calls_per_minute_per_caller": 0,
+        "max_sessions": 0,
+        "max_background_runs": 0,
         "_save": "Save",
     }
     data.update(overrides)
