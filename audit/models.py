@@ -28,6 +28,7 @@ class Action(models.TextChoices):
     CLIENT_REGISTERED = "client_registered", "Client registered"
     CLIENT_REVOKED = "client_revoked", "Client revoked"
     CLIENT_DELETED = "client_deleted", "Client deleted"
+    TOKEN_ISSUED = "token_issued", "API token issued"
     TOKEN_REVOKED = "token_revoked", "Token revoked"
     MEMBER_ADDED = "member_added", "Member added"
     MEMBER_ROLE_CHANGED = "member_role_changed", "Member's role changed"

@@ -3,6 +3,7 @@ from django.contrib.auth.views import LogoutView
 from django.urls import include, path, re_path
 
 from mcp_app.admin import portability as portability_admin
+from mcp_app.api.token_page import api_tokens
 from mcp_app.connect_page import connect_page
 from mcp_app.demo import views as demo_views
 from mcp_app.form_page import form_page
@@ -40,6 +41,8 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     # The REST management API (mcp_app/api/): definitions, runs, clients, members, settings; OpenAPI.
     path("api/v1/", include("mcp_app.api.urls")),
+    # A person's own `manage` tokens for the API: made (shown once) and revoked here.
+    path("api-tokens", api_tokens, name="api-tokens"),
     # RFC 9728 metadata of each tenant's MCP endpoint (resource server side).
     path(
         ".well-known/oauth-protected-resource/t/<slug:slug>/mcp",
