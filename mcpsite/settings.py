@@ -329,12 +329,32 @@ REST_FRAMEWORK = {
 # drf_spectacular_sidecar's static files, never a CDN.
 SPECTACULAR_SETTINGS = {
     "TITLE": "MCP platform management API",
-    "DESCRIPTION": "Tools, prompts, resources, templates, runs, OAuth clients, members and settings of a tenant.",
+    "DESCRIPTION": "Tools, prompts, resources, templates, runs, OAuth clients, members and settings of a tenant. "
+    "To use this page's *Try it out*, [sign in](/admin/login/?next=/api/v1/docs/) to the admin "
+    "(its session is accepted here), or *Authorize* with a `manage` token.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # "Try it out" with the admin's session (AMB-78): the page's own interceptor sends the CSRF token
+    # rendered with the page, stale once the person signs in after opening it (every write then 403).
+    # This one (a JS string: drf-spectacular passes it unchanged) runs that interceptor, then sends
+    # the token of the csrftoken cookie as it is at the time of the request.
+    "SWAGGER_UI_SETTINGS": """{
+  deepLinking: true,
+  requestInterceptor: (request) => {
+    request = requestInterceptor(request);
+    const cookie = document.cookie.split("; ").find((c) => c.startsWith("csrftoken="));
+    if (cookie && !["GET", undefined].includes(request.method) && request.credentials === "same-origin") {
+      for (const name of Object.keys(request.headers)) {
+        if (name.toLowerCase() === "x-csrftoken") delete request.headers[name];
+      }
+      request.headers["X-CSRFToken"] = decodeURIComponent(cookie.slice("csrftoken=".length));
+    }
+    return request;
+  },
+}""",
 }
 
 # --- MCP platform settings -------------------------------------------------------

@@ -8,10 +8,25 @@ from typing import Any
 
 from playwright.async_api import Locator, Page, expect
 
-from tests.e2e.browser import PAGE_MS
+from tests.e2e.browser import PAGE_MS, forbidden_by_csrf, sign_in
+from tests.e2e.servers import ADMIN_PASSWORD, ADMIN_USERNAME, DaphneServer
 
 # The Try page's heading once the call is over (its class says how it ended).
 FINISHED = re.compile(r"\b(ok|errors|cancelled)\b")
+
+
+async def body_text(page: Page) -> str:
+    """The page's text, failing at once on Django's own CSRF page (what a person must never see)."""
+    text = await page.inner_text("body")
+    assert not forbidden_by_csrf(text), f"Django's CSRF page at {page.url}: {text[:500]}"
+    return text
+
+
+async def signed_in(page: Page, server: DaphneServer) -> None:
+    """Sign in to the admin of `server` as its superuser, through the sign-in form."""
+    await page.goto(f"{server.url}/admin/")
+    await sign_in(page, ADMIN_USERNAME, ADMIN_PASSWORD)
+    await body_text(page)
 
 
 def json_editor(page: Page, field: str) -> Locator:

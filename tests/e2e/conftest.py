@@ -150,6 +150,16 @@ def server_b(
 
 
 @pytest.fixture(scope="package")
+def usage_server(e2e_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaphneServer]:
+    """A Daphne flushing its usage every second, for the tests that read the dashboard."""
+    daphne = start_daphne(
+        "daphne-usage", {**e2e_env, "MCP_USAGE_FLUSH_SECONDS": "1"}, tmp_path_factory.mktemp("daphne-usage")
+    )
+    yield daphne
+    daphne.stop()
+
+
+@pytest.fixture(scope="package")
 def celery_worker(
     server: DaphneServer, e2e_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ServerProcess]:

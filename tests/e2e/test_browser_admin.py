@@ -12,18 +12,12 @@ from mcp import Client
 from mcp_types import ElicitResult
 from playwright.async_api import Page
 
-from tests.e2e.admin_pages import raw_arguments, run_try, type_json
-from tests.e2e.browser import Screenshots, forbidden_by_csrf, sign_in
+from tests.e2e.admin_pages import body_text, raw_arguments, run_try, type_json
+from tests.e2e.browser import Screenshots, sign_in
 from tests.e2e.helpers import REQUEST_SECONDS, sdk_client
 from tests.e2e.servers import ADMIN_PASSWORD, ADMIN_USERNAME, DaphneServer, django_shell
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
-
-
-async def body_text(page: Page) -> str:
-    text = await page.inner_text("body")
-    assert not forbidden_by_csrf(text), f"Django's CSRF page at {page.url}: {text[:500]}"
-    return text
 
 
 async def test_an_editor_adds_a_tool_in_the_browser_tries_it_and_a_client_can_call_it(

@@ -13,19 +13,14 @@ import pytest
 from mcp import Client
 from playwright.async_api import Page
 
-from tests.e2e.browser import Screenshots, forbidden_by_csrf, sign_in
+from tests.e2e.admin_pages import body_text
+from tests.e2e.browser import Screenshots, sign_in
 from tests.e2e.helpers import REQUEST_SECONDS
 from tests.e2e.servers import ADMIN_PASSWORD, ADMIN_USERNAME, DaphneServer, django_shell
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
 
 TOOL = "browser_history"
-
-
-async def body_text(page: Page) -> str:
-    text = await page.inner_text("body")
-    assert not forbidden_by_csrf(text), f"Django's CSRF page at {page.url}: {text[:500]}"
-    return text
 
 
 @pytest.fixture

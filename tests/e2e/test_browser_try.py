@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import pytest
 from playwright.async_api import Page, expect
 
-from tests.e2e.admin_pages import json_editor, json_status, run_try, type_json
-from tests.e2e.browser import PAGE_MS, Screenshots, forbidden_by_csrf, sign_in
+from tests.e2e.admin_pages import json_editor, json_status, run_try, signed_in, type_json
+from tests.e2e.browser import PAGE_MS, Screenshots, sign_in
 from tests.e2e.servers import ADMIN_PASSWORD, ADMIN_USERNAME, DaphneServer, ServerProcess, django_shell
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
@@ -37,12 +37,6 @@ def order_tool(server: DaphneServer) -> Iterator[str]:
     django_shell(
         server.env, "from mcp_app.models import Tool\nTool.objects.filter(name='browser_order').delete()\n"
     )
-
-
-async def signed_in(page: Page, server: DaphneServer) -> None:
-    await page.goto(f"{server.url}/admin/")
-    await sign_in(page, ADMIN_USERNAME, ADMIN_PASSWORD)
-    assert not forbidden_by_csrf(await page.inner_text("body"))
 
 
 async def open_try(page: Page, server: DaphneServer, name: str) -> None:

@@ -9,7 +9,7 @@ import asyncio
 import json
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -23,18 +23,8 @@ from tests.e2e.servers import ADMIN_PASSWORD, ADMIN_USERNAME, DaphneServer, djan
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
 
-FLUSH_WAIT = 25.0  # the package's server flushes every 10 s (the default), this module's every second
+FLUSH_WAIT = 25.0  # the package's server flushes every 10 s (the default), usage_server every second
 MODERN = "2026-07-28"
-
-
-@pytest.fixture(scope="module")
-def usage_server(e2e_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaphneServer]:
-    """A Daphne of this module's, flushing its usage every second."""
-    daphne = start_daphne(
-        "daphne-usage", {**e2e_env, "MCP_USAGE_FLUSH_SECONDS": "1"}, tmp_path_factory.mktemp("daphne-usage")
-    )
-    yield daphne
-    daphne.stop()
 
 
 @pytest.fixture
