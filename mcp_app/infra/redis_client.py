@@ -15,6 +15,14 @@ import redis
 import redis.asyncio
 from django.conf import settings
 
+# What a Redis outage raises (a refused, dropped or timed-out connection): callers answer these with a
+# clear "retry shortly" instead of an internal error; the pools reconnect by themselves once it is back.
+UNAVAILABLE: tuple[type[Exception], ...] = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+UNAVAILABLE_MESSAGE = (
+    "A service this server needs (Redis) is not answering; nothing was kept. Retry in a few seconds."
+)
+RETRY_SECONDS = 5
+
 # Connections per pool, and how long a caller waits for a free one before giving up.
 MAX_CONNECTIONS: int = getattr(settings, "MCP_REDIS_MAX_CONNECTIONS", 64)
 POOL_TIMEOUT: float = getattr(settings, "MCP_REDIS_POOL_TIMEOUT", 20.0)

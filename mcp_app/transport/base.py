@@ -13,6 +13,7 @@ from django.conf import settings
 
 from mcp_app import catalog
 from mcp_app.core.types import TenantInfo
+from mcp_app.infra import redis_client
 from mcp_app.transport import origin, sse
 from mcp_app.transport.wire import JSON_CONTENT, Headers, HttpError, Request
 
@@ -48,6 +49,12 @@ class McpConsumer(AsyncHttpConsumer):
             await self.send_error(exc)
         except ClientGone:
             pass
+        except redis_client.UNAVAILABLE:
+            logger.warning(
+                "MCP endpoint: Redis is not answering (%s %s)", self.request.method, self.request.path
+            )
+            retry = [(b"retry-after", str(redis_client.RETRY_SECONDS).encode())]
+            await self.send_error(HttpError(503, redis_client.UNAVAILABLE_MESSAGE, code=None, headers=retry))
         except Exception:
             logger.exception("MCP endpoint failed on %s %s", self.request.method, self.request.path)
             # Internals never reach the wire; 503 says "try again" without a stack trace.

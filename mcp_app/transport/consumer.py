@@ -318,6 +318,9 @@ class StreamableHttpConsumer(SessionStreams, McpConsumer):
                 responses = item[1]
                 if responses:
                     payload = responses if batch else responses[0]
+                    if not batch and "error" in payload:
+                        # A failed initialize made no session: naming one would send the client to it.
+                        headers = [h for h in headers if h[0] != SESSION_HEADER_OUT]
                     await self.send_json(json.dumps(payload).encode(), headers)
                 else:
                     await self.start_sse(headers)  # every request was cancelled: no response (UT-10)

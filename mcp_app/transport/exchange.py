@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from mcp_app.core.context import RequestContext
+from mcp_app.infra import redis_client
 from mcp_app.protocol.jsonrpc import InternalError, error_response
 from mcp_app.transport import events, inflight
 
@@ -73,6 +74,9 @@ class Exchange:
                 await self.after(ctx, message, response)
         except asyncio.CancelledError:
             response = None
+        except redis_client.UNAVAILABLE:
+            logger.warning("request %s failed: Redis is not answering", message.get("method"), exc_info=True)
+            response = error_response(message.get("id"), InternalError(redis_client.UNAVAILABLE_MESSAGE))
         except Exception:
             logger.exception("request %s failed in the transport", message.get("method"))
             response = error_response(message.get("id"), InternalError())
