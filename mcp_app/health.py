@@ -18,7 +18,8 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from celery import current_app
-from channels.layers import get_channel_layer
+from channels import DEFAULT_CHANNEL_LAYER
+from channels.layers import channel_layers, get_channel_layer
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.migrations.executor import MigrationExecutor
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -72,6 +73,19 @@ class RedisAnswers(HealthCheck):
 LAYER_BUDGET = datetime.timedelta(seconds=3)
 
 
+_probe_layers: list[Any] = []
+
+
+def _probe_layer() -> Any:
+    """A layer object of the probe's own on the configured backend: the process's shared one has its
+    consumers' receive() in progress, and a second receiver there waits on them (channels_redis)."""
+    if get_channel_layer() is None:
+        return None
+    if not _probe_layers:
+        _probe_layers.append(channel_layers.make_backend(DEFAULT_CHANNEL_LAYER))
+    return _probe_layers[0]
+
+
 @dataclasses.dataclass
 class ChannelLayerAnswers(HealthCheck):
     """A message sent to this process through the channel layer comes back (cross-process notifications)."""
@@ -79,7 +93,7 @@ class ChannelLayerAnswers(HealthCheck):
     timeout = LAYER_BUDGET
 
     async def run(self) -> None:
-        layer = get_channel_layer()
+        layer = _probe_layer()
         if layer is None:
             return
         try:

@@ -154,6 +154,9 @@ DATABASES = {
     "default": dj_database_url.config(
         default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
         conn_max_age=_env_int("DB_CONN_MAX_AGE", 600),
+        # A kept connection the server dropped (a restart, a terminated backend) is noticed and replaced
+        # before it is used, instead of failing the first request that meets it.
+        conn_health_checks=True,
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
