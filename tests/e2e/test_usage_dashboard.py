@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -44,27 +45,40 @@ async def poll(check: Callable[[], Awaitable[Any]], what: str, seen: Callable[[]
     return found
 
 
-def echo_row(page: str) -> tuple[int, int, int] | None:
-    """(calls, errors, isError) of tools/call echo in the dashboard's table, if it is there."""
+def tool_row(page: str, tool: str) -> tuple[int, int, int] | None:
+    """(calls, errors, isError) of tools/call `tool` in the dashboard's table, if it is there."""
     found = re.search(
-        r"<td>tools/call</td><td>echo</td><td class=\"n\">(\d+)</td><td class=\"n\">(\d+)</td>"
+        rf"<td>tools/call</td><td>{re.escape(tool)}</td><td class=\"n\">(\d+)</td><td class=\"n\">(\d+)</td>"
         r"<td class=\"n\">(\d+)</td>",
         page,
     )
     return tuple(int(n) for n in found.groups()) if found else None  # type: ignore[return-value]
 
 
+def tool_of_this_test(env: dict[str, str]) -> str:
+    """A demo tool only this test calls: other tests' calls on the shared servers cannot reach its row."""
+    name = f"usage_echo_{secrets.token_hex(3)}"
+    django_shell(
+        env,
+        "from mcp_app.models import Tool\nfrom tenants.models import Tenant\n"
+        f"Tool.objects.create(tenant=Tenant.objects.get(slug='demo'), name={name!r}, handler='template', "
+        "handler_config={'text': 'Counted.'})\n",
+    )
+    return name
+
+
 async def test_sdk_calls_on_two_processes_add_up_on_the_dashboard_with_open_sessions_and_listeners(
     server: DaphneServer, usage_server: DaphneServer, admin: AdminBrowser
 ) -> None:
+    counted = tool_of_this_test(usage_server.env)
     async with mcp_client(usage_server.mcp_url()) as legacy:
-        for i in range(3):
-            await legacy.call_tool("echo", {"message": f"hi {i}"})
+        for _ in range(3):
+            await legacy.call_tool(counted, {})
         with pytest.raises(MCPError):
             await legacy.call_tool("no_such_tool", {})
         async with mcp_client(server.mcp_url(), mode="auto") as modern:  # the other process, 2026-07-28
-            for i in range(2):
-                await modern.call_tool("echo", {"message": f"hello {i}"})
+            for _ in range(2):
+                await modern.call_tool(counted, {})
         listen = {
             "jsonrpc": "2.0",
             "id": "usage-listener",
@@ -91,14 +105,14 @@ async def test_sdk_calls_on_two_processes_add_up_on_the_dashboard_with_open_sess
 
             async def dashboard() -> str | None:
                 page = last[0] = (await admin.http.get("/t/demo/dashboard")).text
-                complete = echo_row(page) == (5, 0, 0) and "<b>1</b>listening streams" in page
+                complete = tool_row(page, counted) == (5, 0, 0) and "<b>1</b>listening streams" in page
                 return page if complete else None
 
             page = await poll(
                 dashboard,
-                "5 echo calls and 1 listener on the dashboard",
+                f"5 calls of {counted} and 1 listener on the dashboard",
                 lambda: (
-                    f"echo {echo_row(last[0])}; "
+                    f"{counted} {tool_row(last[0], counted)}; "
                     + " ".join(re.findall(r'<div class="stat"[^>]*>(.*?)</div>', last[0]))
                 ),
             )
