@@ -16,6 +16,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import dj_database_url
+from csp import constants as _csp
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -84,6 +85,29 @@ CSRF_TRUSTED_ORIGINS = _env_list("CSRF_TRUSTED_ORIGINS", [f"{_public.scheme}://{
 # send it to another site, but do send our own origin to ourselves. `no-referrer` made browsers post forms
 # with `Origin: null`, which Django's CSRF check refuses, so nobody could sign in (issue 8).
 SECURE_REFERRER_POLICY = "same-origin"
+# Every page's Content-Security-Policy (django-csp): scripts from our own static files, and an inline
+# one only with the response's nonce (`{{ request.csp_nonce }}`); no page may be framed (consent and
+# sign-in pages above all); client logos on the consent page may come from any https origin. No
+# form-action: after the consent form the browser must follow the redirect to the client.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [_csp.SELF],
+        "script-src": [_csp.SELF, _csp.NONCE],
+        "style-src": [_csp.SELF, _csp.UNSAFE_INLINE],
+        "img-src": [_csp.SELF, "data:", "blob:", "https:"],
+        "font-src": [_csp.SELF, "data:"],
+        "connect-src": [_csp.SELF],
+        "worker-src": [_csp.SELF, "blob:"],
+        "frame-ancestors": [_csp.NONE],
+        "base-uri": [_csp.SELF],
+        "object-src": [_csp.NONE],
+    }
+}
+X_FRAME_OPTIONS = "DENY"
+if _public.scheme == "https":
+    # Served over TLS (behind a proxy): cookies never travel in clear, and browsers remember to use TLS.
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = _env_int("MCP_HSTS_SECONDS", 31_536_000, minimum=0)
 # A refused form (stale tab, cookies blocked) gets a page that says what to do, not a bare 403.
 CSRF_FAILURE_VIEW = "mcpsite.views.csrf_failure"
 
@@ -115,6 +139,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Content-Security-Policy on every page (CONTENT_SECURITY_POLICY below).
+    "csp.middleware.CSPMiddleware",
     # Serves collected static files (the admin's CSS/JS) from Daphne itself: no web server needed.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

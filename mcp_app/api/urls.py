@@ -1,7 +1,7 @@
 """Routes of the management API, mounted at /api/v1/ by mcpsite/urls.py."""
 
 from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import SimpleRouter
 
 from mcp_app.api import history, portability, tenancy, views
@@ -21,7 +21,8 @@ tenant_router.register("clients", tenancy.ClientViewSet, basename="client")
 urlpatterns = [
     # The OpenAPI 3 schema and its documentation page (Swagger UI from drf_spectacular_sidecar: offline).
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    # The split view serves its start-up script as a file: no inline script for the CSP to allow.
+    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api:schema"), name="docs"),
     path("tenants/", tenancy.TenantListView.as_view(), name="tenants"),
     path("tenants/<str:slug>/", tenancy.TenantSettingsView.as_view(), name="tenant"),
     path("tenants/<str:slug>/", include(tenant_router.urls)),
