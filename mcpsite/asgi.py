@@ -10,10 +10,15 @@ django_asgi_app = get_asgi_application()
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.urls import re_path  # noqa: E402
 
-from mcp_app.transport.daphne_tuning import disable_form_parsing, freeze_startup_heap  # noqa: E402
+from mcp_app.transport.daphne_tuning import (  # noqa: E402
+    disable_form_parsing,
+    drain_before_shutdown,
+    freeze_startup_heap,
+)
 from mcp_app.transport.routing import urlpatterns as mcp_urlpatterns  # noqa: E402
 
 disable_form_parsing()  # Daphne hands bodies over raw; Twisted's form parsing is pure cost
+drain_before_shutdown()  # SIGTERM: stop listening, finish calls in flight, end streams (transport/drain.py)
 
 application = ProtocolTypeRouter(
     {

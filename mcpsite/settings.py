@@ -390,6 +390,8 @@ SPECTACULAR_SETTINGS = {
 MCP_SERVER_NAME = os.environ.get("MCP_SERVER_NAME", "django-mcp-platform")
 MCP_SERVER_VERSION = "0.1.0"
 # Largest accepted POST body; larger → 413.
+# SIGTERM under Daphne: how long calls in flight may take to finish before they are cancelled.
+MCP_SHUTDOWN_GRACE_SECONDS = _env_int("MCP_SHUTDOWN_GRACE_SECONDS", 20, minimum=0)
 MCP_MAX_BODY_BYTES = _env_int("MCP_MAX_BODY_BYTES", 4 * 1024 * 1024, minimum=1024)
 # Deepest JSON nesting accepted in a message; deeper → -32700 (guards the parser and validators).
 MCP_MAX_JSON_DEPTH = _env_int("MCP_MAX_JSON_DEPTH", 64, minimum=8)

@@ -14,7 +14,7 @@ from django.conf import settings
 from mcp_app import catalog
 from mcp_app.core.types import TenantInfo
 from mcp_app.infra import redis_client
-from mcp_app.transport import origin, sse
+from mcp_app.transport import drain, origin, sse
 from mcp_app.transport.wire import JSON_CONTENT, Headers, HttpError, Request
 
 logger = logging.getLogger(__name__)
@@ -44,6 +44,14 @@ class McpConsumer(AsyncHttpConsumer):
         self.request = Request.from_scope(scope)
         catalog.begin_request()
         try:
+            if drain.draining():
+                # A connection opened before the drain: its client retries on another process.
+                raise HttpError(
+                    503,
+                    "This server process is shutting down; retry (another process will answer).",
+                    code=None,
+                    headers=[(b"retry-after", b"1"), (b"connection", b"close")],
+                )
             await self.handle_request()
         except HttpError as exc:
             await self.send_error(exc)
@@ -152,9 +160,11 @@ class McpConsumer(AsyncHttpConsumer):
         on_event: Callable[[dict[str, Any]], Awaitable[bool]],
         on_idle: Callable[[], Awaitable[bool | None]] | None = None,
         prelude: Callable[[], Awaitable[None]] | None = None,
+        on_drain: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         """Join `groups`, run `prelude` (headers, first events), then forward channel-layer events
-        until the client leaves or `on_event` (or `on_idle`, run at each keep-alive) returns False."""
+        until the client leaves or `on_event` (or `on_idle`, run at each keep-alive) returns False,
+        or the process drains (transport/drain.py: `on_drain` sends the stream's last words)."""
         layer = get_channel_layer()
         channel = await layer.new_channel()
         for group in groups:
@@ -170,14 +180,19 @@ class McpConsumer(AsyncHttpConsumer):
                 raise
         received = asyncio.ensure_future(self.receive())
         from_layer = asyncio.ensure_future(layer.receive(channel))
+        drained = asyncio.ensure_future(drain.started().wait())
         failures = 0  # consecutive failed channel-layer reads
         try:
             while True:
                 done, _ = await asyncio.wait(
-                    {received, from_layer},
+                    {received, from_layer, drained},
                     timeout=settings.MCP_SSE_KEEPALIVE_SECONDS,
                     return_when=asyncio.FIRST_COMPLETED,
                 )
+                if drained in done:
+                    if on_drain is not None:
+                        await self._guarded("drain", on_drain())
+                    return
                 if not done:
                     await self.send_chunk(sse.KEEPALIVE)
                     if on_idle is not None and await self._guarded("keep-alive", on_idle()) is False:
@@ -205,7 +220,7 @@ class McpConsumer(AsyncHttpConsumer):
                     if keep is False:
                         return
         finally:
-            for task in (received, from_layer):
+            for task in (received, from_layer, drained):
                 task.cancel()
             for group in groups:
                 try:

@@ -1,4 +1,5 @@
-"""Serving-process tuning: Twisted's form parsing switched off, and the startup heap frozen.
+"""Serving-process tuning: Twisted's form parsing switched off, the startup heap frozen, and a
+graceful drain before Daphne's shutdown (transport/drain.py).
 
 Form parsing:
 
@@ -11,11 +12,17 @@ holds a second copy of the upload in memory.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import gc
+import sys
 from typing import Any
 
 from daphne.http_protocol import WebRequest
+from django.conf import settings
+from twisted.internet import defer, tcp
+
+from mcp_app.transport import drain
 
 
 def disable_form_parsing() -> bool:
@@ -46,3 +53,34 @@ def freeze_startup_heap() -> int:
     gc.collect()
     gc.freeze()
     return gc.get_freeze_count()
+
+
+def drain_before_shutdown() -> bool:
+    """Make Daphne drain (stop listening, let calls finish, end streams) before it cancels what is left.
+
+    Only where Daphne serves (its server module is loaded, with the reactor it installed): importing it
+    elsewhere (uvicorn) would install a Twisted reactor in a process that has none. False then.
+    """
+    daphne_server = sys.modules.get("daphne.server")
+    if daphne_server is None:
+        return False
+    server = daphne_server.Server
+    original = server.kill_all_applications
+    if getattr(original, "_mcp_drains", False):
+        return True
+
+    @functools.wraps(original)
+    def kill_all_applications(self: Any) -> Any:
+        reactor = sys.modules["twisted.internet.reactor"]
+        for reader in list(reactor.getReaders()):
+            if isinstance(reader, tcp.Port):
+                reader.stopListening()  # new connections go to another process
+        waited = defer.Deferred.fromFuture(
+            asyncio.ensure_future(drain.drain(settings.MCP_SHUTDOWN_GRACE_SECONDS))
+        )
+        waited.addBoth(lambda _: original(self))
+        return waited
+
+    kill_all_applications._mcp_drains = True  # type: ignore[attr-defined]
+    server.kill_all_applications = kill_all_applications
+    return True

@@ -22,7 +22,7 @@ from mcp_app.core.context import Caller
 from mcp_app.core.types import Catalog
 from mcp_app.core.versions import META_SUBSCRIPTION_ID
 from mcp_app.protocol import tasks
-from mcp_app.protocol.jsonrpc import INVALID_PARAMS, RequestId, notification
+from mcp_app.protocol.jsonrpc import INVALID_PARAMS, RequestId, notification, response
 from mcp_app.protocol.resources import find_template
 from mcp_app.transport import auth, sse
 from mcp_app.transport.envelope import Envelope
@@ -139,7 +139,19 @@ async def serve(consumer: McpConsumer, envelope: Envelope) -> None:
             await send(tagged("notifications/tasks", subscription_id, event["task"]))
         return True
 
+    async def closing() -> None:
+        # The server is shutting down: the listen request's own result ends the stream gracefully.
+        await send(
+            response(
+                subscription_id, {"resultType": "complete", "_meta": {META_SUBSCRIPTION_ID: subscription_id}}
+            )
+        )
+
     await consumer.run_stream(
-        [notify.tenant_group(consumer.tenant.id)], on_event, on_idle=authorized, prelude=prelude
+        [notify.tenant_group(consumer.tenant.id)],
+        on_event,
+        on_idle=authorized,
+        prelude=prelude,
+        on_drain=closing,
     )
     await consumer.end_body()

@@ -21,7 +21,7 @@ from mcp_app.core.context import Caller, RequestContext, SessionState
 from mcp_app.core.types import TenantInfo
 from mcp_app.protocol import asking
 from mcp_app.protocol import dispatch as protocol
-from mcp_app.transport import inflight, sessions
+from mcp_app.transport import drain, inflight, sessions
 from mcp_app.usage import flush as usage_flush
 from mcp_app.usage import recorder as usage
 
@@ -47,6 +47,9 @@ async def run_dispatch(ctx: RequestContext, message: dict[str, Any]) -> dict[str
         method=message.get("method"),
         tool=tool if isinstance(tool, str) else None,
     )
+    is_call = "id" in message and "method" in message
+    if is_call:
+        drain.request_began()  # a drain waits for it (transport/drain.py)
     try:
         try:
             response = await protocol.dispatch(ctx, message)
@@ -61,6 +64,8 @@ async def run_dispatch(ctx: RequestContext, message: dict[str, Any]) -> dict[str
         return response
     finally:
         logs.unbind(bound)
+        if is_call:
+            drain.request_ended()
 
 
 def log_request(response: dict[str, Any] | None, started: float) -> None:
