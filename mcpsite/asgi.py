@@ -10,6 +10,7 @@ django_asgi_app = get_asgi_application()
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.urls import re_path  # noqa: E402
 
+from mcp_app.infra import tracing  # noqa: E402
 from mcp_app.transport.daphne_tuning import (  # noqa: E402
     disable_form_parsing,
     drain_before_shutdown,
@@ -25,6 +26,9 @@ application = ProtocolTypeRouter(
         "http": URLRouter([*mcp_urlpatterns, re_path(r"", django_asgi_app)]),
     }
 )
+# Off unless OTEL_TRACES_EXPORTER is set (AMB-85): then every request, MCP ones included, has a span.
+tracing.configure("mcp-platform")
+application = tracing.instrument_asgi(application)
 
 # Everything loaded so far lives as long as the process: keep full collections from scanning it.
 freeze_startup_heap()

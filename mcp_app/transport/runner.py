@@ -19,6 +19,7 @@ from mcp_app import notify
 from mcp_app.core import logs
 from mcp_app.core.context import Caller, RequestContext, SessionState
 from mcp_app.core.types import TenantInfo
+from mcp_app.infra import tracing
 from mcp_app.protocol import asking
 from mcp_app.protocol import dispatch as protocol
 from mcp_app.transport import drain, inflight, sessions
@@ -35,7 +36,27 @@ KNOWN_METHODS = frozenset(protocol.METHODS) | frozenset(protocol.MODERN_METHODS)
 
 async def run_dispatch(ctx: RequestContext, message: dict[str, Any]) -> dict[str, Any] | None:
     """Hand one message to the protocol core (a seam tests may replace); count each request once,
-    and every log record made meanwhile carries the request's fields (core/logs.py)."""
+    and every log record made meanwhile carries the request's fields (core/logs.py). With tracing
+    on (infra/tracing.py, AMB-85) the message runs in a span named by its method."""
+    traced = tracing.active
+    if traced is None:
+        return await dispatch_counted(ctx, message)
+    method = message.get("method")
+    params = message.get("params")
+    tool = params.get("name") if method == "tools/call" and isinstance(params, dict) else None
+    with traced.request_span(
+        ctx.tenant.slug,
+        method if method in KNOWN_METHODS else usage.OTHER,
+        tool if isinstance(tool, str) else None,
+        message.get("id"),
+        ctx.protocol_version,
+    ) as span:
+        response = await dispatch_counted(ctx, message)
+        traced.note_response(span, response)
+        return response
+
+
+async def dispatch_counted(ctx: RequestContext, message: dict[str, Any]) -> dict[str, Any] | None:
     started = time.perf_counter()
     params = message.get("params")
     tool = params.get("name") if message.get("method") == "tools/call" and isinstance(params, dict) else None
