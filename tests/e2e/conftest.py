@@ -36,9 +36,19 @@ from tests.e2e.servers import (
     django_shell,
     manage,
     require_services,
+    secrets_in_logs,
     start_celery_worker,
     start_daphne,
+    used_secret,
 )
+
+
+@pytest.fixture(scope="package", autouse=True)
+def no_secret_in_any_log() -> Iterator[None]:
+    """Set up first, torn down last (every server stopped): no server log holds a secret a test used."""
+    yield
+    leaked = secrets_in_logs()
+    assert not leaked, f"server logs hold secrets used by the tests: {leaked}"
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -106,7 +116,7 @@ def e2e_env(e2e_database_url: str, upstream: Upstream) -> dict[str, str]:
         DJANGO_SETTINGS_MODULE="mcpsite.settings",
         DATABASE_URL=e2e_database_url,
         # Shared by both servers: signed cursors, admin sessions and CSRF tokens must verify on either.
-        SECRET_KEY=secrets.token_urlsafe(50),
+        SECRET_KEY=used_secret(secrets.token_urlsafe(50)),
         DEBUG="0",
         MCP_ADMIN_PASSWORD=ADMIN_PASSWORD,
         MCP_HTTP_HANDLER_ALLOW="127.0.0.1",

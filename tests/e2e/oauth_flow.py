@@ -22,17 +22,18 @@ import httpx
 import trustme
 
 from tests.e2e.helpers import REQUEST_SECONDS, form_fields
+from tests.e2e.servers import used_secret
 
 SECURE_SLUG = "secure"
 SECURE_USER = "secure-user"
-SECURE_PASSWORD = f"secure-{secrets.token_urlsafe(12)}"
+SECURE_PASSWORD = used_secret(f"secure-{secrets.token_urlsafe(12)}")
 # A second oauth tenant of which secure-user is also a member: only the audience differs.
 SECOND_SLUG = "secure-two"
 # Another member of `secure` (session ownership) and a user who belongs to no tenant.
 OTHER_USER = "other-member"
 OUTSIDER = "outsider"
-OTHER_PASSWORD = f"other-{secrets.token_urlsafe(12)}"
-OUTSIDER_PASSWORD = f"outsider-{secrets.token_urlsafe(12)}"
+OTHER_PASSWORD = used_secret(f"other-{secrets.token_urlsafe(12)}")
+OUTSIDER_PASSWORD = used_secret(f"outsider-{secrets.token_urlsafe(12)}")
 # A loopback callback nobody listens on: the browser below stops at the redirect, as a native app would.
 REDIRECT_URI = "http://127.0.0.1:33419/callback"
 MINTING_CLIENT_ID = "e2e-minted-tokens"
@@ -80,7 +81,7 @@ def token_spec(user: str, resource: list[str], scope: str, expires_in: int = 360
         "resource": resource,
         "scope": scope,
         "expires_in": expires_in,
-        "token": secrets.token_urlsafe(32),
+        "token": used_secret(secrets.token_urlsafe(32)),
     }
 
 
@@ -223,7 +224,16 @@ def callback_params(response: httpx.Response, redirect_uri: str = REDIRECT_URI) 
 
 async def token_request(base_url: str, **data: str) -> httpx.Response:
     async with httpx.AsyncClient(base_url=base_url, timeout=REQUEST_SECONDS) as http:
-        return await http.post("/oauth/token", data=data)
+        response = await http.post("/oauth/token", data=data)
+    for name in ("code", "code_verifier", "client_secret", "refresh_token"):
+        if data.get(name):
+            used_secret(data[name])
+    if response.headers.get("content-type", "").startswith("application/json"):
+        issued = response.json()
+        for name in ("access_token", "refresh_token"):
+            if isinstance(issued.get(name), str):
+                used_secret(issued[name])
+    return response
 
 
 # --- client ID metadata documents ------------------------------------------------------------------

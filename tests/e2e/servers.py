@@ -23,6 +23,28 @@ ROOT = Path(__file__).resolve().parents[2]
 MANAGE = ROOT / "manage.py"
 ADMIN_USERNAME = "admin"
 ADMIN_PASSWORD = f"e2e-{secrets.token_urlsafe(12)}"
+# Every secret a test used (passwords, tokens, keys, secret headers) and every server log written: the
+# package's last teardown (conftest.py) reads each log for each secret (issue 13: logs never hold one).
+SECRETS_USED: set[str] = {ADMIN_PASSWORD}
+ALL_LOGS: list[Path] = []
+
+
+def used_secret(value: str) -> str:
+    """Remember `value` as a secret whose text must never reach a server's log; return it."""
+    if len(value) >= 8:
+        SECRETS_USED.add(value)
+    return value
+
+
+def secrets_in_logs() -> list[str]:
+    """`file: n secret(s)` for each server log holding any used secret's text (never the secret)."""
+    found = []
+    for path in ALL_LOGS:
+        text = path.read_text(errors="replace") if path.exists() else ""
+        hits = sum(1 for secret in SECRETS_USED if secret in text)
+        if hits:
+            found.append(f"{path.name}: {hits} secret(s)")
+    return found
 STARTUP_SECONDS = 45.0
 COMMAND_SECONDS = 180.0
 
@@ -137,6 +159,7 @@ def start_celery_worker(name: str, env: dict[str, str], log_dir: Path) -> Server
         )  # fmt: skip
     worker = ServerProcess(name=name, proc=proc, log_path=log_path)
     RUNNING.append(worker)
+    ALL_LOGS.append(log_path)
     deadline = time.monotonic() + STARTUP_SECONDS
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -179,6 +202,7 @@ def start_daphne(name: str, env: dict[str, str], log_dir: Path, uvicorn: bool = 
         )
     server = DaphneServer(name=name, proc=proc, log_path=log_path, port=port, env=server_env)
     RUNNING.append(server)
+    ALL_LOGS.append(log_path)
     deadline = time.monotonic() + STARTUP_SECONDS
     last_error = "no answer yet"
     while time.monotonic() < deadline:

@@ -12,7 +12,7 @@ import pytest
 from mcp import Client
 
 from tests.e2e.helpers import REQUEST_SECONDS, Inbox, mcp_client
-from tests.e2e.servers import ADMIN_USERNAME, DaphneServer, manage
+from tests.e2e.servers import ADMIN_USERNAME, DaphneServer, manage, used_secret
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
 
@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprec
 async def test_a_tool_created_through_the_api_is_announced_to_both_eras_and_can_be_called(
     server: DaphneServer,
 ) -> None:
-    token = manage(server.env, "api_token", ADMIN_USERNAME).strip().splitlines()[-1]
+    token = used_secret(manage(server.env, "api_token", ADMIN_USERNAME).strip().splitlines()[-1])
     name = f"api_made_{secrets.token_hex(3)}"
     tool = {
         "name": name,
