@@ -5,6 +5,7 @@
     .venv/bin/python bench/run.py --only-background   # echo on a Celery worker vs the same echo inline
     .venv/bin/python bench/run.py --only-modern   # the 2026-07-28 wire: vs the SDK stateless, vs legacy
     .venv/bin/python bench/run.py --only-asking   # background progress, asking, workers, held runs
+    .venv/bin/python bench/run.py --only-operations   # tools/call with the tenant's quotas on vs off
 
 Prints figures; it is not a test. See bench/README.md for what is measured and how to read it.
 
@@ -281,6 +282,68 @@ def print_oauth(results: dict[str, PhaseResult]) -> list[str]:
         for err, count in r.errors.most_common(5):
             print(f"  ERROR {key}: {count} x {err}")
     return lines
+
+
+# ---------------------------------------------------------------------------------------------
+# Operations (issue 13): the same echo on a tenant with every quota on
+
+
+QUOTA_GOAL = 0.95  # quotas on: at most 5% slower than off
+QUOTA_SETUP = """
+from mcp_app.models import Tool
+from tenants.models import Tenant
+demo = Tenant.objects.get(slug="demo")
+quota, _ = Tenant.objects.get_or_create(slug="demo-quota", defaults=dict(name="demo-quota", auth_mode="public"))
+# Every quota on and never reached: each call is counted against the tenant, the tool and the caller.
+Tenant.objects.filter(pk=quota.pk).update(
+    calls_per_minute=10**9, calls_per_minute_per_tool=10**9, calls_per_minute_per_caller=10**9)
+if not Tool.objects.filter(tenant=quota, name="echo").exists():
+    echo = Tool.objects.get(tenant=demo, name="echo")
+    echo.pk = None
+    echo._state.adding = True
+    echo.tenant = quota
+    echo.save()
+"""
+
+
+def operations_bench(
+    env: dict[str, str], affinity: Affinity, timing: Timing, slices: int
+) -> dict[str, PhaseResult]:
+    run_checked([PYTHON, "manage.py", "shell", "-c", QUOTA_SETUP], env, "operations bench setup")
+    server = daphne_server(env, affinity.server, label="operations")
+    with running(server):
+        targets = {"off": ("/t/demo/mcp", None), "on": ("/t/demo-quota/mcp", None)}
+        return asyncio.run(drive_pair(server, targets, timing, slices))
+
+
+def print_operations_section(env: dict[str, str], affinity: Affinity, timing: Timing, rounds: int) -> None:
+    print(f"## Quotas: tools/call of echo at c={PAIR_CONCURRENCY}, every quota of the tenant on vs none")
+    print()
+    print(
+        "one Daphne process serves both tenants (Redis counts the quotas: a batch reserved per 100 calls "
+        "and scope); usage recording (the metrics' source) is on for both; slices alternate"
+    )
+    print()
+    results = operations_bench(env, affinity, timing, rounds * 2)
+    print("| workload | tenant | req/s | p50 ms | p99 ms | errors | server CPU |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for key, label in (("off", "no quota (demo)"), ("on", "every quota on (demo-quota)")):
+        r = results[key]
+        cpu = f"{r.server_cpu * 100:.0f}%" if r.server_cpu is not None else "?"
+        print(
+            f"| tools/call c={PAIR_CONCURRENCY} | {label} | {r.rps:,.0f} | {r.pct(0.5):.2f} | "
+            f"{r.pct(0.99):.2f} | {sum(r.errors.values())} | {cpu} |"
+        )
+    ratio = results["on"].rps / results["off"].rps if results["off"].rps else 0.0
+    verdict = "MET" if ratio >= QUOTA_GOAL else "NOT MET"
+    print()
+    print(
+        f"- quotas on/off throughput {ratio:.2f}x, p99 {fmt_ratio(results['on'].pct(0.99), results['off'].pct(0.99))}"
+        f" -> {verdict} (goal: throughput >= {QUOTA_GOAL}x)"
+    )
+    for key, r in results.items():
+        for err, count in r.errors.most_common(5):
+            print(f"  ERROR {key}: {count} x {err}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1055,6 +1118,11 @@ def main() -> None:
     )
     parser.add_argument("--skip-oauth", action="store_true", help="skip the oauth vs public comparison")
     parser.add_argument(
+        "--only-operations",
+        action="store_true",
+        help="only compare tools/call on a tenant with every quota on with one without, c=16",
+    )
+    parser.add_argument(
         "--only-background",
         action="store_true",
         help="only compare tools/call of echo on a Celery worker with the same echo inline, c=16",
@@ -1138,8 +1206,20 @@ def main() -> None:
         print(f"total bench time: {time.monotonic() - started:.0f}s")
         return
 
-    only = {"oauth": print_oauth_section, "background": print_background_section}
-    chosen = "oauth" if args.only_oauth else "background" if args.only_background else None
+    only = {
+        "oauth": print_oauth_section,
+        "background": print_background_section,
+        "operations": print_operations_section,
+    }
+    chosen = (
+        "oauth"
+        if args.only_oauth
+        else "background"
+        if args.only_background
+        else "operations"
+        if args.only_operations
+        else None
+    )
     if chosen is not None:
         log(f"{chosen}: preparing the database (create, migrate, seed_demo)")
         env = prepare_database(database_url, redis_url)

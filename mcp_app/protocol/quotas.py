@@ -99,18 +99,34 @@ def _scopes(ctx: RequestContext, tool_name: str) -> list[_Scope]:
     return scopes
 
 
+def _needs_batch(key: str, window: int) -> bool:
+    allowance = _allowances.get(key)
+    if allowance is None or allowance.window != window:
+        return True
+    return allowance.left <= 0 and not allowance.exhausted
+
+
 def batch_of(limit: int) -> int:
     return max(1, min(limit // 10, MAX_BATCH))
+
+
+def _grant(key: str, window: int, granted: int) -> None:
+    """Add a reservation to the scope's allowance (concurrent calls may reserve at once: none is lost)."""
+    allowance = _allowances.get(key)
+    if allowance is None or allowance.window != window:
+        allowance = _allowances[key] = _Allowance(window, 0)
+    allowance.left += granted
+    if granted == 0:
+        allowance.exhausted = True
 
 
 async def _reserve(scopes: list[_Scope], window: int) -> None:
     """A new batch for each scope: from Redis, or this process's own count of the window."""
     if not redis_client.enabled():
         for scope in scopes:
-            if scope.key not in _allowances or _allowances[scope.key].window != window:
-                _allowances[scope.key] = _Allowance(window, scope.limit)
-            else:
-                _allowances[scope.key].exhausted = True
+            allowance = _allowances.get(scope.key)
+            fresh = allowance is None or allowance.window != window
+            _grant(scope.key, window, scope.limit if fresh else 0)
         return
     pipe = redis_client.client().pipeline(transaction=False)
     for scope in scopes:
@@ -122,12 +138,11 @@ async def _reserve(scopes: list[_Scope], window: int) -> None:
     except Exception:  # noqa: BLE001 - fail open: the outage is reported where it matters
         logger.warning("quota counters unreachable; letting the call through", exc_info=True)
         for scope in scopes:
-            _allowances[scope.key] = _Allowance(window, 1)
+            _grant(scope.key, window, 1)
         return
     for scope, total in zip(scopes, replies[::2], strict=True):
         batch = batch_of(scope.limit)
-        granted = max(0, min(batch, scope.limit - (int(total) - batch)))
-        _allowances[scope.key] = _Allowance(window, granted, exhausted=granted == 0)
+        _grant(scope.key, window, max(0, min(batch, scope.limit - (int(total) - batch))))
 
 
 async def check(ctx: RequestContext, tool_name: str) -> None:
@@ -140,16 +155,9 @@ async def check(ctx: RequestContext, tool_name: str) -> None:
     if len(_allowances) >= _MAX_ALLOWANCES:
         for key in [k for k, a in _allowances.items() if a.window != window]:
             del _allowances[key]
-    refill = []
-    for scope in scopes:
-        allowance = _allowances.get(scope.key)
-        if (
-            allowance is None
-            or allowance.window != window
-            or (allowance.left <= 0 and not allowance.exhausted)
-        ):
-            refill.append(scope)
-    if refill:
+    while refill := [scope for scope in scopes if _needs_batch(scope.key, window)]:
+        # Calls running beside this one may spend a batch while it waits for its own: ask again until
+        # each scope has a call left or its window has nothing more to give (every round gets one of two).
         await _reserve(refill, window)
     for scope in scopes:
         if _allowances[scope.key].left <= 0:

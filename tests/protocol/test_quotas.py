@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from typing import Any
@@ -137,3 +138,12 @@ async def test_with_redis_two_processes_share_one_quota_and_reserve_calls_in_bat
         admitted += "result" in reply
     assert admitted == 100  # never more than the quota, across processes
     assert trips["n"] == 13  # one round trip per batch of 10 per process, none once the window is spent
+
+
+@pytest.mark.services
+async def test_with_redis_calls_made_at_once_are_all_admitted_while_the_quota_has_room(
+    quota_tenant, mid_window, with_redis
+):
+    ctx = await sync_to_async(with_quotas)(quota_tenant, calls_per_minute=100, calls_per_minute_per_tool=100)
+    replies = await asyncio.gather(*(call(ctx(user_id=i), "tools/call", ECHO) for i in range(40)))
+    assert [r for r in replies if "error" in r] == []  # each call waits for a batch of its own if need be
