@@ -21,7 +21,6 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from mcp_app.background import runs
-from mcp_app.background import server as background
 from mcp_app.models import ApprovalDecision, McpSession, ToolRun
 from mcp_app.protocol import tasks
 from tenants.admin import TenantScopedAdmin, editable_tenant_ids
@@ -186,10 +185,7 @@ class ToolRunAdmin(ReadOnlyTenantAdmin):
             raise PermissionDenied
         who = request.user.get_username()
         try:
-            if run.task_id:
-                tasks.cancel_from_admin(run, who)
-            else:
-                background.cancel_from_admin(run.job_id, who)
+            tasks.cancel_by_operator(run, who)
         except Exception:
             logger.exception("could not cancel run %s", run.job_id)
             messages.error(request, "The run could not be cancelled: Redis did not answer. Try again.")

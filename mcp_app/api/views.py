@@ -23,7 +23,6 @@ from rest_framework.response import Response
 from mcp_app.api import serializers as defs
 from mcp_app.api.errors import ErrorSerializer, error_response
 from mcp_app.api.permissions import TenantRole, tenant_of
-from mcp_app.background import server as background
 from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool, ToolRun
 from mcp_app.protocol import tasks
 from tenants.models import Tenant
@@ -167,10 +166,7 @@ class ToolRunViewSet(TenantScoped, mixins.ListModelMixin, mixins.RetrieveModelMi
             return error_response(409, "conflict", f"The run is {run.status}: only a queued or running run stops.")
         who = request.user.get_username()
         try:
-            if run.task_id:
-                tasks.cancel_from_admin(run, who)
-            else:
-                background.cancel_from_admin(run.job_id, who)
+            tasks.cancel_by_operator(run, who)
         except Exception:
             logger.exception("could not cancel run %s", run.job_id)
             return error_response(503, "unavailable", "The run could not be cancelled: Redis did not answer.")

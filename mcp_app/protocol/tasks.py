@@ -37,6 +37,7 @@ from django.utils import timezone
 
 from mcp_app import notify
 from mcp_app.background import runs
+from mcp_app.background import server as background
 from mcp_app.core.context import RequestContext
 from mcp_app.core.errors import error_result
 from mcp_app.core.types import Catalog, ToolDef
@@ -207,6 +208,16 @@ def _cancel(row: ToolRun, message: str = "The task was cancelled by request.") -
 def cancel_from_admin(row: ToolRun, who: str) -> bool:
     """An operator cancels a task: as tasks/cancel does (its process stops the work within a second)."""
     return _cancel(row, f"The task was cancelled by an operator ({who}).")
+
+
+def cancel_by_operator(row: ToolRun, who: str) -> None:
+    """An operator (the admin's button, the API) stops a run: a task as tasks/cancel does, a plain
+    background run through its worker, which tells the waiting caller who stopped it. Raises when
+    Redis cannot be reached."""
+    if row.task_id:
+        cancel_from_admin(row, who)
+    else:
+        background.cancel_from_admin(row.job_id, who)
 
 
 # --- Shapes ---------------------------------------------------------------------------------------
