@@ -15,10 +15,12 @@ from mcp_app.transport.daphne_tuning import (  # noqa: E402
     disable_form_parsing,
     drain_before_shutdown,
     freeze_startup_heap,
+    redact_access_log,
 )
 from mcp_app.transport.routing import urlpatterns as mcp_urlpatterns  # noqa: E402
 
 disable_form_parsing()  # Daphne hands bodies over raw; Twisted's form parsing is pure cost
+redact_access_log()  # a token a client put in the URL never reaches the access log
 drain_before_shutdown()  # SIGTERM: stop listening, finish calls in flight, end streams (transport/drain.py)
 
 application = ProtocolTypeRouter(

@@ -1,5 +1,5 @@
-"""Serving-process tuning: Twisted's form parsing switched off, the startup heap frozen, and a
-graceful drain before Daphne's shutdown (transport/drain.py).
+"""Serving-process tuning: Twisted's form parsing switched off, the startup heap frozen, a graceful
+drain before Daphne's shutdown (transport/drain.py), and secrets kept out of Daphne's access log.
 
 Form parsing:
 
@@ -15,9 +15,11 @@ from __future__ import annotations
 import asyncio
 import functools
 import gc
+import re
 import sys
 from typing import Any
 
+from daphne.access import AccessLogGenerator
 from daphne.http_protocol import WebRequest
 from django.conf import settings
 from twisted.internet import defer, tcp
@@ -83,4 +85,34 @@ def drain_before_shutdown() -> bool:
 
     kill_all_applications._mcp_drains = True  # type: ignore[attr-defined]
     server.kill_all_applications = kill_all_applications
+    return True
+
+
+# Query parameters whose values are credentials: a client that puts its token in the URL (refused by the
+# resource server, RFC 6750 §2.3 is not offered) must not have it written to the access log as well.
+_SECRET_QUERY = re.compile(
+    r"(?P<name>[?&](?:[^=&\s]*(?:token|secret|password|passwd|api[_-]?key)[^=&\s]*|code|key))=[^&\s]*",
+    re.IGNORECASE,
+)
+
+
+def redact_path(path: str) -> str:
+    """The request path for the access log: credential-like query values replaced by `REDACTED`."""
+    return _SECRET_QUERY.sub(r"\g<name>=REDACTED", path) if "?" in path else path
+
+
+def redact_access_log() -> bool:
+    """Make Daphne's access log write `redact_path` of each request (idempotent); True once installed."""
+    original = AccessLogGenerator.__call__
+    if getattr(original, "_mcp_redacts", False):
+        return True
+
+    @functools.wraps(original)
+    def __call__(self: Any, protocol: Any, action: Any, details: dict[str, Any]) -> Any:
+        if isinstance(details.get("path"), str):
+            details = {**details, "path": redact_path(details["path"])}
+        return original(self, protocol, action, details)
+
+    __call__._mcp_redacts = True  # type: ignore[attr-defined]
+    AccessLogGenerator.__call__ = __call__  # type: ignore[method-assign]
     return True

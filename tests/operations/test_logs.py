@@ -8,9 +8,11 @@ import logging
 from collections.abc import Iterator
 
 import pytest
+from daphne.access import AccessLogGenerator
 
 from mcp_app.core import logs
 from mcp_app.models import Tool
+from mcp_app.transport import daphne_tuning
 from tests.transport.support import Client
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -78,3 +80,15 @@ async def test_a_record_made_inside_a_request_carries_its_fields_and_none_after_
 
 def test_the_request_log_is_off_unless_asked_for():
     assert not logging.getLogger("mcp_app.requests").isEnabledFor(logging.INFO)
+
+
+def test_daphnes_access_log_never_writes_a_credential_a_client_put_in_the_url():
+    assert daphne_tuning.redact_access_log()
+    stream = io.StringIO()
+    log = AccessLogGenerator(stream)
+    details = {"client": "127.0.0.1:1", "method": "POST", "status": 400, "size": 9}
+    log("http", "complete", {**details, "path": "/t/a/mcp?access_token=tok-123&x=1"})
+    log("http", "complete", {**details, "path": "/oauth/authorize?client_id=c&code_challenge=ch&state=s"})
+    written = stream.getvalue()
+    assert "tok-123" not in written and "/t/a/mcp?access_token=REDACTED&x=1" in written
+    assert "client_id=c&code_challenge=ch&state=s" in written  # what is not a credential stays readable
