@@ -55,28 +55,29 @@ def tool_row(page: str, tool: str) -> tuple[int, int, int] | None:
     return tuple(int(n) for n in found.groups()) if found else None  # type: ignore[return-value]
 
 
-def tool_of_this_test(env: dict[str, str]) -> str:
-    """A demo tool only this test calls: other tests' calls on the shared servers cannot reach its row."""
-    name = f"usage_echo_{secrets.token_hex(3)}"
+def tenant_of_this_test(env: dict[str, str]) -> tuple[str, str]:
+    """A tenant and tool only this test uses: no other test's calls reach its dashboard, and each
+    process loads its catalog on first use (without Redis no process hears of another's new rows)."""
+    slug, name = f"usage-{secrets.token_hex(3)}", "counted"
     django_shell(
         env,
         "from mcp_app.models import Tool\nfrom tenants.models import Tenant\n"
-        f"Tool.objects.create(tenant=Tenant.objects.get(slug='demo'), name={name!r}, handler='template', "
-        "handler_config={'text': 'Counted.'})\n",
+        f"tenant = Tenant.objects.create(slug={slug!r}, name={slug!r}, auth_mode='public')\n"
+        f"Tool.objects.create(tenant=tenant, name={name!r}, handler='template', handler_config={{'text': 'Counted.'}})\n",
     )
-    return name
+    return slug, name
 
 
 async def test_sdk_calls_on_two_processes_add_up_on_the_dashboard_with_open_sessions_and_listeners(
     server: DaphneServer, usage_server: DaphneServer, admin: AdminBrowser
 ) -> None:
-    counted = tool_of_this_test(usage_server.env)
-    async with mcp_client(usage_server.mcp_url()) as legacy:
+    slug, counted = tenant_of_this_test(usage_server.env)
+    async with mcp_client(usage_server.mcp_url(slug)) as legacy:
         for _ in range(3):
             await legacy.call_tool(counted, {})
         with pytest.raises(MCPError):
             await legacy.call_tool("no_such_tool", {})
-        async with mcp_client(server.mcp_url(), mode="auto") as modern:  # the other process, 2026-07-28
+        async with mcp_client(server.mcp_url(slug), mode="auto") as modern:  # the other process, 2026-07-28
             for _ in range(2):
                 await modern.call_tool(counted, {})
         listen = {
@@ -94,7 +95,7 @@ async def test_sdk_calls_on_two_processes_add_up_on_the_dashboard_with_open_sess
         headers = {**MCP_HEADERS, "MCP-Protocol-Version": MODERN, "Mcp-Method": "subscriptions/listen"}
         async with (
             httpx.AsyncClient(timeout=REQUEST_SECONDS) as http,
-            http.stream("POST", usage_server.mcp_url(), json=listen, headers=headers) as stream,
+            http.stream("POST", usage_server.mcp_url(slug), json=listen, headers=headers) as stream,
         ):
             assert stream.status_code == 200
             chunks = stream.aiter_text()  # held: a dropped iterator would close the stream
@@ -104,7 +105,7 @@ async def test_sdk_calls_on_two_processes_add_up_on_the_dashboard_with_open_sess
             last = [""]
 
             async def dashboard() -> str | None:
-                page = last[0] = (await admin.http.get("/t/demo/dashboard")).text
+                page = last[0] = (await admin.http.get(f"/t/{slug}/dashboard")).text
                 complete = tool_row(page, counted) == (5, 0, 0) and "<b>1</b>listening streams" in page
                 return page if complete else None
 
