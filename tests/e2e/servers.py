@@ -45,6 +45,8 @@ def secrets_in_logs() -> list[str]:
         if hits:
             found.append(f"{path.name}: {hits} secret(s)")
     return found
+
+
 STARTUP_SECONDS = 45.0
 COMMAND_SECONDS = 180.0
 
@@ -53,11 +55,18 @@ RUNNING: list[ServerProcess] = []
 LOG_OFFSETS = pytest.StashKey[dict[str, int]]()
 
 
-def require_services(reason: str) -> None:
-    """Skip a test that needs Redis when REDIS_URL is unset; fail it instead under MCP_E2E_REQUIRE_SERVICES=1."""
-    if os.environ.get("REDIS_URL"):
+def require_services(reason: str, postgres: bool = False) -> None:
+    """Skip a test that needs Redis (or, with postgres=True, PostgreSQL) when its URL is unset; fail it
+    instead under MCP_E2E_REQUIRE_SERVICES=1, as CI runs."""
+    if postgres:
+        present, message = (
+            os.environ.get("DATABASE_URL", "").startswith("postgres"),
+            f"needs DATABASE_URL: {reason}",
+        )
+    else:
+        present, message = bool(os.environ.get("REDIS_URL")), f"needs REDIS_URL: {reason}"
+    if present:
         return
-    message = f"needs REDIS_URL: {reason}"
     if os.environ.get("MCP_E2E_REQUIRE_SERVICES") == "1":
         pytest.fail(f"{message} (MCP_E2E_REQUIRE_SERVICES=1 turns this skip into a failure)", pytrace=False)
     pytest.skip(message)

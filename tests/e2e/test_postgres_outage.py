@@ -10,15 +10,14 @@ import psycopg
 import pytest
 
 from tests.e2e.helpers import AdminBrowser, mcp_client
-from tests.e2e.servers import ADMIN_PASSWORD, ADMIN_USERNAME, DaphneServer, start_daphne
+from tests.e2e.servers import ADMIN_PASSWORD, ADMIN_USERNAME, DaphneServer, require_services, start_daphne
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
 
 
 @pytest.fixture(scope="module")
 def pg_daphne(e2e_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaphneServer]:
-    if not e2e_env["DATABASE_URL"].startswith("postgres"):
-        pytest.skip("needs DATABASE_URL: the connections dropped are PostgreSQL's")
+    require_services("the connections dropped are PostgreSQL's", postgres=True)
     # Tools in process: readiness then depends on PostgreSQL and Redis alone, no worker.
     env = {**e2e_env, "MCP_BACKGROUND_TOOLS": "inline"}
     daphne = start_daphne("daphne-pg-drop", env, tmp_path_factory.mktemp("pg-drop"))
