@@ -20,7 +20,7 @@ import contextlib
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from django.core.exceptions import ImproperlyConfigured
 from opentelemetry import context as otel_context
@@ -42,10 +42,11 @@ from opentelemetry.sdk.trace.export import (
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON, Decision, ParentBased, Sampler, SamplingResult
 from opentelemetry.trace import SpanKind, StatusCode
 
+from mcp_app.infra.redaction import redact_query
+
 EXPORTERS = ("otlp", "console", "none")
 # Attributes holding a URL or its query, old and stable HTTP semantic conventions alike.
 URL_ATTRIBUTES = ("http.url", "url.full", "http.target", "url.query")
-REDACTED = "REDACTED"
 # Probes and scrapes are called every second or so: not worth a trace unless the operator says so.
 DEFAULT_EXCLUDED_URLS = "/health/,/metrics"
 # A client chooses its request ids and tool names: an attribute keeps this much of them.
@@ -106,12 +107,13 @@ def redact_url(value: str, client: bool) -> str:
     """A URL (or query) without the values it carries: query values replaced, and for an outbound
     call only its origin (the http kind may put arguments in the path)."""
     if "://" not in value and not value.startswith("/"):  # a bare query (url.query)
-        return urlencode([(name, REDACTED) for name, _ in parse_qsl(value, keep_blank_values=True)])
+        return redact_query(value)
     parts = urlsplit(value)
     if client:
         return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], "/", "", ""))
-    query = urlencode([(name, REDACTED) for name, _ in parse_qsl(parts.query, keep_blank_values=True)])
-    return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, query, ""))
+    return urlunsplit(
+        (parts.scheme, parts.netloc.rpartition("@")[2], parts.path, redact_query(parts.query), "")
+    )
 
 
 def redacted(span: ReadableSpan) -> ReadableSpan:

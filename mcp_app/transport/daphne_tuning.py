@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import gc
-import re
 import sys
 from typing import Any
 
@@ -24,6 +23,7 @@ from daphne.http_protocol import WebRequest
 from django.conf import settings
 from twisted.internet import defer, tcp
 
+from mcp_app.infra.redaction import redact_path
 from mcp_app.transport import drain
 
 
@@ -88,21 +88,9 @@ def drain_before_shutdown() -> bool:
     return True
 
 
-# Query parameters whose values are credentials: a client that puts its token in the URL (refused by the
-# resource server, RFC 6750 §2.3 is not offered) must not have it written to the access log as well.
-_SECRET_QUERY = re.compile(
-    r"(?P<name>[?&](?:[^=&\s]*(?:token|secret|password|passwd|api[_-]?key)[^=&\s]*|code|key))=[^&\s]*",
-    re.IGNORECASE,
-)
-
-
-def redact_path(path: str) -> str:
-    """The request path for the access log: credential-like query values replaced by `REDACTED`."""
-    return _SECRET_QUERY.sub(r"\g<name>=REDACTED", path) if "?" in path else path
-
-
 def redact_access_log() -> bool:
-    """Make Daphne's access log write `redact_path` of each request (idempotent); True once installed."""
+    """Make Daphne's access log keep no query value (infra/redaction.py: a token a client put in the
+    URL, a legacy session id); idempotent, True once installed."""
     original = AccessLogGenerator.__call__
     if getattr(original, "_mcp_redacts", False):
         return True

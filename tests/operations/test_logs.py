@@ -88,7 +88,9 @@ def test_daphnes_access_log_never_writes_a_credential_a_client_put_in_the_url():
     log = AccessLogGenerator(stream)
     details = {"client": "127.0.0.1:1", "method": "POST", "status": 400, "size": 9}
     log("http", "complete", {**details, "path": "/t/a/mcp?access_token=tok-123&x=1"})
-    log("http", "complete", {**details, "path": "/oauth/authorize?client_id=c&code_challenge=ch&state=s"})
+    log("http", "complete", {**details, "path": "/t/a/messages?session_id=sess-456"})
+    log("http", "complete", {**details, "path": "/admin/"})
     written = stream.getvalue()
-    assert "tok-123" not in written and "/t/a/mcp?access_token=REDACTED&x=1" in written
-    assert "client_id=c&code_challenge=ch&state=s" in written  # what is not a credential stays readable
+    assert "tok-123" not in written and "/t/a/mcp?access_token=REDACTED&x=REDACTED" in written
+    assert "sess-456" not in written  # a legacy session id is a public tenant's only credential
+    assert '"POST /admin/"' in written  # a path without a query is written as it came
