@@ -12,6 +12,7 @@ import pytest
 import pytest_asyncio
 
 from mcp_app import catalog
+from mcp_app.models import Tool
 from mcp_app.protocol import quotas, ratelimit
 from mcp_app.transport import modern
 from tenants.models import Membership, Role, Tenant
@@ -82,6 +83,20 @@ def _fresh_catalog():
     yield
     catalog.clear_caches()
     modern.forget_answers()
+
+
+@pytest.fixture
+def tool_a(tenant_a) -> Tool:
+    """Tenant A's template tool `greet` (the admin and history tests edit it)."""
+    return Tool.objects.create(
+        tenant=tenant_a,
+        name="greet",
+        title="Greet",
+        description="Say hello.",
+        input_schema={"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+        handler="template",
+        handler_config={"text": "Hello, {{ name }}!"},
+    )
 
 
 @pytest.fixture(autouse=True)

@@ -6,21 +6,8 @@ import pytest
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
-from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool
+from mcp_app.models import Prompt, Resource, ResourceTemplate
 from tests.admin.support import GroupListener
-
-
-@pytest.fixture
-def tool_a(tenant_a) -> Tool:
-    return Tool.objects.create(
-        tenant=tenant_a,
-        name="greet",
-        title="Greet",
-        description="Say hello.",
-        input_schema={"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
-        handler="template",
-        handler_config={"text": "Hello, {{ name }}!"},
-    )
 
 
 @pytest.fixture

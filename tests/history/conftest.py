@@ -12,19 +12,6 @@ from mcp_app.models import Tool
 from tests.admin.support import GroupListener, tool_form_data
 
 
-@pytest.fixture
-def tool_a(tenant_a) -> Tool:
-    return Tool.objects.create(
-        tenant=tenant_a,
-        name="greet",
-        title="Greet",
-        description="Say hello.",
-        input_schema={"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
-        handler="template",
-        handler_config={"text": "Hello, {{ name }}!"},
-    )
-
-
 def edit_in_admin(client: Client, tool: Tool, **changes: object) -> None:
     """Save the tool's change form with `changes`, as a person does (the middleware records who)."""
     response = client.post(
