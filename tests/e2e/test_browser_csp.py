@@ -54,6 +54,14 @@ async def test_the_pages_a_person_opens_run_without_a_content_security_policy_vi
         assert "frame-ancestors 'none'" in (response.headers.get("content-security-policy") or ""), path
         await page.wait_for_load_state("networkidle")
         assert ready in await body_text(page), path
+    # A person makes an API token on its page: shown once, and it opens the API.
+    await page.goto(f"{server.url}/api-tokens")
+    await page.click("text=Make a token")
+    token = (await page.inner_text("#new-token")).strip()
+    listed = await page.request.get(
+        f"{server.url}/api/v1/tenants/", headers={"authorization": f"Bearer {token}"}
+    )
+    assert listed.status == 200 and "demo" in await listed.text()
     # The Try page's script ran: a run streams its result back into the page.
     await page.goto(f"{server.url}/admin/mcp_app/tool/{echo}/try/")
     await page.locator("#try-fields [data-path=message] input").fill("csp")
