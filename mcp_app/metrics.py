@@ -89,7 +89,7 @@ class PlatformCollector:
         yield oauth
         refused = CounterMetricFamily(
             "mcp_limit_refusals",
-            "Calls, sessions and runs this process refused past a quota or cap.",
+            "Calls, sessions, runs, streams and request bodies this process refused past a quota or cap.",
             labels=["limit"],
         )
         for limit, n in sorted(quotas.refusals().items()):

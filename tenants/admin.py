@@ -168,6 +168,9 @@ class TenantAdmin(MembershipPermissionsMixin, admin.ModelAdmin):
                     "calls_per_minute_per_caller",
                     "max_sessions",
                     "max_background_runs",
+                    "max_streams",
+                    "max_streams_per_session",
+                    "max_body_bytes",
                 )
             },
         ),

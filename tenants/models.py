@@ -95,6 +95,22 @@ class Tenant(models.Model):
         help_text="Background runs queued or running at once; a call past it is refused with a "
         "retryAfter. 0: no cap.",
     )
+    max_streams = models.PositiveIntegerField(
+        default=0,
+        help_text="Open streams (SSE: sessions' GET streams, long answers, subscriptions/listen) at "
+        "once for the whole server; a new one past it is refused with HTTP 429, and a POST answer "
+        "comes as JSON without its progress. 0: no cap.",
+    )
+    max_streams_per_session = models.PositiveIntegerField(
+        default=0,
+        help_text="Open streams of one session (2025-11-25 and older clients) at once: its GET "
+        "stream and its POSTs answered as SSE. Refused as above. 0: no cap.",
+    )
+    max_body_bytes = models.PositiveIntegerField(
+        default=0,
+        help_text="Largest request body in bytes (HTTP 413 above); never more than the operator's "
+        "MCP_MAX_BODY_BYTES. 0: that limit.",
+    )
     cache_scope = models.CharField(
         max_length=10,
         choices=CacheScope.choices,

@@ -93,6 +93,9 @@ def tenant_info(
         calls_per_minute_per_caller=tenant.calls_per_minute_per_caller,
         max_sessions=tenant.max_sessions,
         max_background_runs=tenant.max_background_runs,
+        max_streams=tenant.max_streams,
+        max_streams_per_session=tenant.max_streams_per_session,
+        max_body_bytes=tenant.max_body_bytes,
     )
 
 

@@ -99,7 +99,7 @@ SETTINGS_FIELDS = (
     "name", "title", "description", "server_version", "website_url", "icons", "instructions",
     "allowed_origins", "auth_mode", "cache_ttl_ms", "task_ttl_seconds", "cache_scope",
     "calls_per_minute", "calls_per_minute_per_tool", "calls_per_minute_per_caller",
-    "max_sessions", "max_background_runs",
+    "max_sessions", "max_background_runs", "max_streams", "max_streams_per_session", "max_body_bytes",
 )  # fmt: skip
 
 

@@ -60,9 +60,14 @@ _refusals_lock = threading.Lock()
 CAP_RETRY_SECONDS = 30
 
 
-def _refuse(kind: str, message: str, retry_after: float, **data: object) -> RateLimited:
+def count_refusal(kind: str) -> None:
+    """Count one refusal past a limit (for /metrics); the transport's own caps count theirs here too."""
     with _refusals_lock:
         _refusals[kind] += 1
+
+
+def _refuse(kind: str, message: str, retry_after: float, **data: object) -> RateLimited:
+    count_refusal(kind)
     return RateLimited(message, data={"retryAfter": retry_after, **data})
 
 

@@ -14,6 +14,7 @@ from django.conf import settings
 from mcp_app import catalog
 from mcp_app.core.types import TenantInfo
 from mcp_app.infra import redis_client
+from mcp_app.protocol import quotas
 from mcp_app.transport import drain, origin, sse
 from mcp_app.transport.wire import JSON_CONTENT, Headers, HttpError, Request
 
@@ -131,13 +132,28 @@ class McpConsumer(AsyncHttpConsumer):
         self.extra_headers = origin.cors_headers(allowed)
         return tenant
 
-    async def read_body(self) -> bytes:
-        """Read the request body, refusing more than MCP_MAX_BODY_BYTES with 413."""
+    async def read_body(self, tenant: TenantInfo) -> bytes:
+        """Read the request body, refusing more than the tenant's limit with 413 (counted for /metrics).
+
+        The tenant's `max_body_bytes` may only lower MCP_MAX_BODY_BYTES: the operator's setting bounds
+        what one request may make a process hold. The 413 is plain text: no JSON-RPC id is known yet.
+        """
         limit = settings.MCP_MAX_BODY_BYTES
-        too_large = HttpError(413, f"The request body is larger than {limit} bytes.", code=None)
+        if tenant.max_body_bytes:
+            limit = min(limit, tenant.max_body_bytes)
+
+        def too_large() -> HttpError:
+            quotas.count_refusal("body_size")
+            return HttpError(
+                413,
+                f"The request body is larger than {limit} bytes, this server's limit; send less "
+                "(a smaller batch, shorter arguments).",
+                code=None,
+            )
+
         declared = self.request.header("content-length")
         if declared is not None and declared.strip().isdigit() and int(declared) > limit:
-            raise too_large
+            raise too_large()
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -147,7 +163,7 @@ class McpConsumer(AsyncHttpConsumer):
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > limit:
-                raise too_large
+                raise too_large()
             chunks.append(chunk)
             if not message.get("more_body"):
                 return b"".join(chunks)

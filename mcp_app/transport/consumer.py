@@ -47,6 +47,7 @@ from mcp_app.transport import (
     runner,
     sessions,
     sse,
+    stream_slots,
 )
 from mcp_app.transport.base import McpConsumer
 from mcp_app.transport.exchange import Exchange
@@ -199,7 +200,7 @@ class StreamableHttpConsumer(SessionStreams, McpConsumer):
         if "application/json" not in media_types(self.request.header("content-type")):
             raise HttpError(415, "Content-Type must be application/json.")
         self.caller = await auth.authenticate(self.request, self.tenant)
-        body = parse_json_body(await self.read_body(), settings.MCP_MAX_JSON_DEPTH)
+        body = parse_json_body(await self.read_body(self.tenant), settings.MCP_MAX_JSON_DEPTH)
         if envelope.is_modern(body, self.request):
             await self.handle_modern_post(body)
             return
@@ -236,7 +237,7 @@ class StreamableHttpConsumer(SessionStreams, McpConsumer):
         session_id = session.id if session else sessions.new_session_id()
         self._pending_session_id = session_id
         self._snapshot = runner.snapshot(session)
-        exchange = Exchange(session_id, runner.run_dispatch, self.after_request)
+        exchange = Exchange(session_id, runner.run_dispatch, self.after_request, self.tenant)
         requests = 0
         for message in messages:
             try:
@@ -270,11 +271,12 @@ class StreamableHttpConsumer(SessionStreams, McpConsumer):
             return
         await modern.authorize(self, checked, body)
         if checked.method == envelope.LISTEN:
-            usage.recorder().listener_opened(self.tenant.id)  # counted in memory (mcp_app.usage.live)
-            try:
-                await listen.serve(self, checked)
-            finally:
-                usage.recorder().listener_closed(self.tenant.id)
+            async with stream_slots.held(self.tenant, None, checked.request_id):
+                usage.recorder().listener_opened(self.tenant.id)  # counted in memory (mcp_app.usage.live)
+                try:
+                    await listen.serve(self, checked)
+                finally:
+                    usage.recorder().listener_closed(self.tenant.id)
             return
         peer = self.scope.get("client")
         address = str(peer[0]) if peer else None
@@ -343,7 +345,7 @@ class StreamableHttpConsumer(SessionStreams, McpConsumer):
                     await self.send_chunk(sse.KEEPALIVE)
             await self.end_body()
         finally:
-            exchange.detach()
+            await exchange.detach()
 
     # --- DELETE ---------------------------------------------------------------------------------
 

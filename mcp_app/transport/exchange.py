@@ -6,6 +6,11 @@ is complete switches it to an SSE stream: from then on every message (held resul
 written to the event store, then handed to the connected consumer if there still is one.
 The tasks outlive the HTTP connection (HT-19), so late events still reach the store for a
 `Last-Event-ID` resume.
+
+The switch takes one of the tenant's stream slots (stream_slots.py) while the client is connected;
+past a cap the exchange goes "quiet" instead (AMB-87): no SSE, its notifications dropped (progress
+and log messages are advisory), a question to the client refused to the handler in words, and the
+responses answered as JSON as if nothing had been emitted. The request's work is never refused.
 """
 
 from __future__ import annotations
@@ -17,9 +22,11 @@ from dataclasses import replace
 from typing import Any
 
 from mcp_app.core.context import RequestContext
+from mcp_app.core.errors import ToolError
+from mcp_app.core.types import TenantInfo
 from mcp_app.infra import redis_client
 from mcp_app.protocol.jsonrpc import InternalError, error_response
-from mcp_app.transport import events, inflight
+from mcp_app.transport import events, inflight, stream_slots
 
 logger = logging.getLogger(__name__)
 
@@ -34,11 +41,15 @@ _tasks: set[asyncio.Task] = set()
 class Exchange:
     """Routes the output of one POST's requests to the JSON answer or the SSE stream."""
 
-    def __init__(self, session_id: str, dispatch: Dispatch, after: AfterHook) -> None:
+    def __init__(
+        self, session_id: str, dispatch: Dispatch, after: AfterHook, tenant: TenantInfo | None = None
+    ) -> None:
         self.session_id = session_id
         self.dispatch = dispatch
         self.after = after
-        self.mode = "pending"  # → "json" | "sse"
+        self.tenant = tenant  # whose stream caps apply (None: none)
+        self.slot: stream_slots.Slot | None = None
+        self.mode = "pending"  # → "json" | "sse", or "quiet" (past a stream cap) → "json"
         self.stream_id: str | None = None
         self.outstanding = 0
         self.held: list[Message] = []
@@ -61,9 +72,25 @@ class Exchange:
         if cancellable:
             inflight.register(self.session_id, message["id"], task, cancelled)
 
-    def detach(self) -> None:
-        """The client went away: keep running, keep storing, stop queueing."""
+    async def detach(self) -> None:
+        """The client went away: keep running, keep storing, stop queueing; free its stream slot."""
         self.queue = None
+        slot, self.slot = self.slot, None
+        await stream_slots.release(slot)
+
+    async def _may_stream(self) -> bool:
+        """Take a stream slot for the connected client; False past a cap."""
+        if self.queue is None or self.tenant is None:
+            return True  # nobody is connected: the events are stored for a resume only
+        try:
+            slot = await stream_slots.acquire(self.tenant, self.session_id)
+        except stream_slots.StreamCapReached:
+            return False
+        if self.queue is None:
+            await stream_slots.release(slot)  # the client left while the slot was taken
+        else:
+            self.slot = slot
+        return True
 
     async def _run(self, ctx: RequestContext, message: Message, cancellable: bool) -> None:
         response: Message | None
@@ -91,8 +118,15 @@ class Exchange:
         if cancelled.is_set():
             return
         async with self.lock:
-            if self.mode == "json":
-                return  # everything was answered; nothing may follow the response (UT-23)
+            if self.mode == "pending" and not await self._may_stream():
+                self.mode = "quiet"
+            if self.mode == "quiet" and "id" in notification:
+                raise ToolError(
+                    "This needs to ask the client, and the answer cannot stream: this server's "
+                    "limit of open streams is reached. Retry when a stream has closed."
+                )
+            if self.mode in ("json", "quiet"):
+                return  # everything was answered, nothing may follow the response (UT-23); or quiet
             if self.mode == "pending":
                 self.mode = "sse"
                 self.stream_id = events.new_stream_id()

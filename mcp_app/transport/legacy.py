@@ -27,7 +27,7 @@ from mcp_app.protocol.jsonrpc import (
     error_response,
     is_initialize,
 )
-from mcp_app.transport import auth, inflight, origin, runner, sessions, sse
+from mcp_app.transport import auth, inflight, origin, runner, sessions, sse, stream_slots
 from mcp_app.transport.base import McpConsumer
 from mcp_app.transport.stream_view import StreamView
 from mcp_app.transport.wire import HttpError, accepts, media_types, parse_json_body
@@ -59,11 +59,12 @@ class LegacySseConsumer(McpConsumer):
             client_id=caller.client_id,
             created_at=time.time(),
         )
+        slot = await stream_slots.acquire_or_refuse(tenant, session.id, json_rpc=False)
         store = sessions.get_store()
-        await store.save(session)
         self.session_id = session.id
         self.view = StreamView(session)
         try:
+            await store.save(session)
 
             async def prelude() -> None:
                 await self.start_sse()
@@ -78,6 +79,7 @@ class LegacySseConsumer(McpConsumer):
             )
             await self.end_body()
         finally:
+            await stream_slots.release(slot)
             await store.delete(session.id)
             inflight.cancel_session(session.id)
 
@@ -124,7 +126,7 @@ class LegacyMessagesConsumer(McpConsumer):
         if session is None or session.tenant_id != self.tenant.id or not auth.owns(session, self.caller):
             raise not_found
 
-        body = parse_json_body(await self.read_body(), settings.MCP_MAX_JSON_DEPTH)
+        body = parse_json_body(await self.read_body(self.tenant), settings.MCP_MAX_JSON_DEPTH)
         # 2024-11-05 does not forbid JSON-RPC batches; accept them (AMB-12), answers go out one by one.
         messages = body if isinstance(body, list) else [body]
         if not messages:

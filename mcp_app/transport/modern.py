@@ -33,7 +33,7 @@ from mcp_app.protocol.jsonrpc import (
     UNSUPPORTED_PROTOCOL_VERSION,
     truncate,
 )
-from mcp_app.transport import auth, runner, sse
+from mcp_app.transport import auth, runner, sse, stream_slots
 from mcp_app.transport.envelope import Envelope
 from mcp_app.transport.wire import HttpError, Request
 
@@ -156,6 +156,8 @@ async def serve(consumer: McpConsumer, ctx: RequestContext, message: dict[str, A
     gone = loop.create_task(consumer.receive())  # the body was read: the next message is the disconnect
     waiter = loop.create_task(queue.get())
     streaming = False
+    quiet = False  # past a stream cap: answered as JSON, its notifications dropped (AMB-87)
+    slot: stream_slots.Slot | None = None
     try:
         while True:
             timeout = settings.MCP_SSE_KEEPALIVE_SECONDS if streaming else None
@@ -168,7 +170,17 @@ async def serve(consumer: McpConsumer, ctx: RequestContext, message: dict[str, A
             if not done:
                 await consumer.send_chunk(sse.KEEPALIVE)
                 continue
-            if waiter in done or not queue.empty():
+            if (waiter in done or not queue.empty()) and not streaming and not quiet:
+                try:
+                    slot = await stream_slots.acquire(consumer.tenant, None)
+                except stream_slots.StreamCapReached:
+                    quiet = True
+            if quiet:
+                while not queue.empty():
+                    queue.get_nowait()
+                if waiter in done:
+                    waiter = loop.create_task(queue.get())
+            elif waiter in done or not queue.empty():
                 if not streaming:
                     await consumer.start_sse()
                     streaming = True
@@ -196,6 +208,7 @@ async def serve(consumer: McpConsumer, ctx: RequestContext, message: dict[str, A
             cancelled.set()
             task.cancel()
             task.add_done_callback(_retrieve)
+        await stream_slots.release(slot)  # last: a cancellation here must not skip the steps above
 
 
 def _retrieve(task: asyncio.Task) -> None:

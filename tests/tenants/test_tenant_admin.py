@@ -34,6 +34,9 @@ def tenant_form_data(tenant: Tenant, **overrides) -> dict:
         "calls_per_minute_per_caller": 0,
         "max_sessions": 0,
         "max_background_runs": 0,
+        "max_streams": 0,
+        "max_streams_per_session": 0,
+        "max_body_bytes": 0,
         "_save": "Save",
     }
     data.update(overrides)

@@ -9,7 +9,7 @@ from django.conf import settings
 from mcp_app import catalog
 from mcp_app.infra import redis_client
 from mcp_app.models import Resource, Tool
-from mcp_app.transport import events, sessions, standalone
+from mcp_app.transport import events, sessions, standalone, stream_slots
 
 
 @pytest.fixture(autouse=True)
@@ -19,9 +19,17 @@ def clean_transport_state():
     sessions.reset()
     events.reset()
     standalone._local.clear()
+    stream_slots.reset()
     if redis_client.enabled():
         client = redis.Redis.from_url(settings.REDIS_URL)
-        for pattern in ("mcp:session:*", "mcp:events:*", "mcp:stream:*", "mcp:getstream:*", "mcp:tenant:*"):
+        for pattern in (
+            "mcp:session:*",
+            "mcp:events:*",
+            "mcp:stream:*",
+            "mcp:getstream:*",
+            "mcp:tenant:*",
+            "mcp:streams:*",
+        ):
             keys = list(client.scan_iter(pattern))
             if keys:
                 client.delete(*keys)
