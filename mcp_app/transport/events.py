@@ -5,6 +5,15 @@ random and the sequence counts from 1, so ids are unique within the session and 
 they belong to. A `Last-Event-ID` replays only that stream's later events. Redis keeps them when
 REDIS_URL is set (a list per stream, expiring after MCP_EVENT_RETENTION_SECONDS); otherwise this
 process's memory does (the embedded default is a single process).
+
+A POST's stream is produced by the one process running its requests (its "owner", named in the
+stream's hash, with the ids of its requests). The owner keeps a sign of life in Redis while it
+streams (`mcp:owner:<process>`, refreshed by every event and every OWNER_BEAT_SECONDS). A process
+killed mid-call (SIGKILL, a crash) leaves a stream that would never end: a client resuming it on
+another process gets, once the owner's sign is gone, one error response per request left unanswered,
+stored as the stream's last events (AMB-88). Stored once, atomically (a transaction watching the
+stream), and never followed: an append to a done stream is dropped, so a response late from a
+process that was only slow cannot follow the error.
 """
 
 from __future__ import annotations
@@ -12,19 +21,54 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import secrets
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import redis.exceptions
 from django.conf import settings
 
 from mcp_app.infra import redis_client
+from mcp_app.protocol.jsonrpc import INTERNAL_ERROR, RequestId
+
+logger = logging.getLogger(__name__)
 
 EVENTS_PREFIX = "mcp:events:"
 META_PREFIX = "mcp:stream:"
+OWNER_PREFIX = "mcp:owner:"
 # How often a waiter polls Redis for events written by another process.
 POLL_SECONDS = 0.1
+# This process, as the owner of the POST streams it produces.
+PROCESS_ID = secrets.token_hex(8)
+# How often a streaming process renews its sign of life, and how long one lasts: a killed
+# process's streams are finished by a resuming client within OWNER_TTL_SECONDS.
+OWNER_BEAT_SECONDS = 1.0
+OWNER_TTL_SECONDS = 4
+LOST_MESSAGE = (
+    "The server process running this request stopped before it answered (it was killed or crashed); "
+    "whether the request took effect is unknown. Send it again if that is safe."
+)
+
+# RPUSH an event unless the stream is done; keep its session, kind, owner (and its sign of life) and
+# request ids. KEYS: events, meta, owner's key. ARGV: message, session, kind, final, ttl, owner,
+# request ids (JSON), owner ttl. Returns the event's sequence number, 0 when the stream was done.
+_APPEND = """
+if redis.call('HGET', KEYS[2], 'done') == '1' then return 0 end
+local n = redis.call('RPUSH', KEYS[1], ARGV[1])
+redis.call('HSETNX', KEYS[2], 'session', ARGV[2])
+redis.call('HSETNX', KEYS[2], 'kind', ARGV[3])
+if ARGV[6] ~= '' then
+  redis.call('HSETNX', KEYS[2], 'owner', ARGV[6])
+  redis.call('SET', KEYS[3], '1', 'EX', tonumber(ARGV[8]))
+end
+if ARGV[7] ~= '' then redis.call('HSET', KEYS[2], 'ids', ARGV[7]) end
+if ARGV[4] == '1' then redis.call('HSET', KEYS[2], 'done', '1') end
+redis.call('EXPIRE', KEYS[1], tonumber(ARGV[5]))
+redis.call('EXPIRE', KEYS[2], tonumber(ARGV[5]))
+return n
+"""
 
 Message = dict[str, Any]
 
@@ -52,6 +96,19 @@ class StreamInfo:
     session_id: str
     kind: str
     done: bool  # the POST stream's last response has been stored
+    owner: str | None = None  # the process producing a POST stream (Redis only)
+
+
+def lost_responses(request_ids: list[RequestId], stored: list[Message]) -> list[Message]:
+    """The error response of each request of a stream whose owner died, for those with none stored."""
+    answered = {
+        json.dumps(m.get("id")) for m in stored if "method" not in m and ("result" in m or "error" in m)
+    }
+    return [
+        {"jsonrpc": "2.0", "id": rid, "error": {"code": INTERNAL_ERROR, "message": LOST_MESSAGE}}
+        for rid in request_ids
+        if json.dumps(rid) not in answered
+    ]
 
 
 @dataclass
@@ -92,10 +149,18 @@ class MemoryEventStore:
             self._streams[stream_id] = _MemoryStream(StreamInfo(session_id, kind, False))
 
     async def append(
-        self, stream_id: str, session_id: str, kind: str, message: Message, final: bool = False
+        self,
+        stream_id: str,
+        session_id: str,
+        kind: str,
+        message: Message,
+        final: bool = False,
+        request_ids: list[RequestId] | None = None,
     ) -> int:
         await self.open(stream_id, session_id, kind)
         stream = self._streams[stream_id]
+        if stream.info.done:
+            return 0  # nothing follows a stream's last response
         stream.events.append(message)
         stream.touched = time.monotonic()
         if final:
@@ -122,6 +187,10 @@ class MemoryEventStore:
         if stream is None:
             return []
         return [(i, message) for i, message in enumerate(stream.events[seq:], start=seq + 1)]
+
+    async def finish_orphan(self, info: StreamInfo, stream_id: str) -> bool:
+        """A process's own streams die with it: nothing here is ever orphaned."""
+        return False
 
     async def wait(self, stream_id: str, seq: int, timeout: float) -> None:
         """Return when the stream has events after `seq` or is done, or after `timeout`."""
@@ -151,21 +220,33 @@ class RedisEventStore:
             await pipe.execute()
 
     async def append(
-        self, stream_id: str, session_id: str, kind: str, message: Message, final: bool = False
+        self,
+        stream_id: str,
+        session_id: str,
+        kind: str,
+        message: Message,
+        final: bool = False,
+        request_ids: list[RequestId] | None = None,
     ) -> int:
-        meta = META_PREFIX + stream_id
-        events = EVENTS_PREFIX + stream_id
-        async with redis_client.client().pipeline(transaction=True) as pipe:
-            # RPUSH returns the new length, which is the event's sequence number: atomic across processes.
-            pipe.rpush(events, json.dumps(message, separators=(",", ":")))
-            pipe.hsetnx(meta, "session", session_id)
-            pipe.hsetnx(meta, "kind", kind)
-            if final:
-                pipe.hset(meta, "done", "1")
-            pipe.expire(events, self._ttl())
-            pipe.expire(meta, self._ttl())
-            results = await pipe.execute()
-        return int(results[0])
+        """Store one event (one round trip); `request_ids` (a POST stream's) make this process its owner."""
+        # RPUSH returns the new length, which is the event's sequence number: atomic across processes.
+        owner = PROCESS_ID if request_ids is not None else ""
+        result = await redis_client.client().eval(
+            _APPEND,
+            3,
+            EVENTS_PREFIX + stream_id,
+            META_PREFIX + stream_id,
+            OWNER_PREFIX + PROCESS_ID,
+            json.dumps(message, separators=(",", ":")),
+            session_id,
+            kind,
+            "1" if final else "0",
+            self._ttl(),
+            owner,
+            json.dumps(request_ids) if request_ids is not None else "",
+            OWNER_TTL_SECONDS,
+        )
+        return int(result)
 
     async def mark_done(self, stream_id: str) -> None:
         meta = META_PREFIX + stream_id
@@ -179,7 +260,46 @@ class RedisEventStore:
         data = await redis_client.client().hgetall(META_PREFIX + stream_id)
         if not data or "session" not in data:
             return None
-        return StreamInfo(data["session"], data.get("kind", "post"), data.get("done") == "1")
+        return StreamInfo(
+            data["session"], data.get("kind", "post"), data.get("done") == "1", data.get("owner")
+        )
+
+    async def finish_orphan(self, info: StreamInfo, stream_id: str) -> bool:
+        """End a POST stream whose owner is gone: an error response for each request left unanswered.
+
+        True when the stream was finished here (by this call). A transaction watching the stream: an
+        event stored meanwhile (the owner was only slow) or another process finishing it first aborts it.
+        """
+        if info.done or not info.owner:
+            return False
+        client = redis_client.client()
+        meta, events = META_PREFIX + stream_id, EVENTS_PREFIX + stream_id
+        if await client.exists(OWNER_PREFIX + info.owner):
+            return False
+        async with client.pipeline(transaction=True) as pipe:
+            try:
+                await pipe.watch(meta, events)
+                if await pipe.hget(meta, "done") == "1":
+                    return False
+                ids = json.loads(await pipe.hget(meta, "ids") or "[]")
+                stored = [json.loads(raw) for raw in await pipe.lrange(events, 0, -1)]
+                lost = lost_responses(ids, stored)
+                pipe.multi()
+                for message in lost:
+                    pipe.rpush(events, json.dumps(message, separators=(",", ":")))
+                pipe.hset(meta, "done", "1")
+                pipe.expire(events, self._ttl())
+                pipe.expire(meta, self._ttl())
+                await pipe.execute()
+            except redis.exceptions.WatchError:
+                return False
+        logger.warning(
+            "stream %s: its process %s is gone; %s request(s) answered as lost",
+            stream_id,
+            info.owner,
+            len(lost),
+        )
+        return True
 
     async def read_after(self, stream_id: str, seq: int) -> list[tuple[int, Message]]:
         raw = await redis_client.client().lrange(EVENTS_PREFIX + stream_id, seq, -1)
@@ -194,6 +314,35 @@ class RedisEventStore:
                 return
             await asyncio.sleep(min(POLL_SECONDS, max(0.0, deadline - time.monotonic())))
 
+
+class _OwnerBeat:
+    """This process's sign of life while it produces POST streams (Redis only)."""
+
+    def __init__(self) -> None:
+        self.streams = 0
+        self.task: asyncio.Task | None = None
+
+    def started(self) -> None:
+        self.streams += 1
+        if not redis_client.enabled():
+            return
+        loop = asyncio.get_running_loop()
+        if self.task is None or self.task.done() or self.task.get_loop() is not loop:
+            self.task = loop.create_task(self._beat())
+
+    def ended(self) -> None:
+        self.streams = max(0, self.streams - 1)
+
+    async def _beat(self) -> None:
+        while self.streams > 0:
+            try:
+                await redis_client.client().set(OWNER_PREFIX + PROCESS_ID, "1", ex=OWNER_TTL_SECONDS)
+            except Exception:  # the next beat may get through; events renew the sign too
+                logger.warning("could not renew this process's sign of life", exc_info=True)
+            await asyncio.sleep(OWNER_BEAT_SECONDS)
+
+
+owner_beat = _OwnerBeat()
 
 _stores: dict[bool, MemoryEventStore | RedisEventStore] = {}
 

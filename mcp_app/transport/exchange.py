@@ -52,6 +52,7 @@ class Exchange:
         self.mode = "pending"  # → "json" | "sse", or "quiet" (past a stream cap) → "json"
         self.stream_id: str | None = None
         self.outstanding = 0
+        self.request_ids: list[Any] = []  # named in the stream, for a resume after this process died
         self.held: list[Message] = []
         self.lock = asyncio.Lock()
         # What the connected consumer reads: ("json", [responses]) | ("event", id, message) | ("end",)
@@ -60,6 +61,7 @@ class Exchange:
     def start(self, ctx: RequestContext, message: Message, cancellable: bool) -> None:
         """Run one request in its own task."""
         self.outstanding += 1
+        self.request_ids.append(message["id"])
         cancelled = asyncio.Event()
 
         async def emit(notification: Message) -> None:
@@ -130,6 +132,7 @@ class Exchange:
             if self.mode == "pending":
                 self.mode = "sse"
                 self.stream_id = events.new_stream_id()
+                events.owner_beat.started()
                 held, self.held = self.held, []
                 for response in held:
                     await self._publish(response, final=False)
@@ -140,12 +143,15 @@ class Exchange:
             self.outstanding -= 1
             last = self.outstanding == 0
             if self.mode == "sse":
-                if response is not None:
-                    await self._publish(response, final=last)
-                elif last:
-                    await events.get_store().mark_done(self.stream_id)
-                if last:
-                    self._put(("end",))
+                try:
+                    if response is not None:
+                        await self._publish(response, final=last)
+                    elif last:
+                        await events.get_store().mark_done(self.stream_id)
+                finally:
+                    if last:
+                        events.owner_beat.ended()
+                        self._put(("end",))
                 return
             if response is not None:
                 self.held.append(response)
@@ -157,7 +163,7 @@ class Exchange:
         assert self.stream_id is not None
         try:
             seq = await events.get_store().append(
-                self.stream_id, self.session_id, "post", message, final=final
+                self.stream_id, self.session_id, "post", message, final=final, request_ids=self.request_ids
             )
         except Exception:
             # A store outage must not lose the live message; only resumption suffers.

@@ -57,13 +57,19 @@ class SessionStreams(McpConsumer):
             # An unknown, expired or foreign id opens a fresh standalone stream (AMB-4).
 
         stream_id = resume_from[0] if resume_from else events.new_stream_id()
-        if not await standalone.acquire(session.id, stream_id):
+        holder = standalone.new_holder(stream_id)
+        claimed = await standalone.acquire(session.id, holder, resuming=resume_from is not None)
+        if claimed == standalone.REFUSED:
             raise HttpError(
                 409, "This session already has an open GET stream; only one is allowed.", code=None
             )
         try:
+            if claimed == standalone.TAKEN_OVER:
+                # The connection this client left (on whichever process) ends: one writer per stream.
+                await notify.apublish_session(session.id, {"type": "mcp.stream_superseded", "holder": holder})
             await store.open(stream_id, session.id, "get")
             self.session_id = session.id
+            self.holder = holder
             self.stream_id = stream_id
             self.view = StreamView(session)
 
@@ -88,7 +94,7 @@ class SessionStreams(McpConsumer):
             await self.end_body()
         finally:
             try:
-                await standalone.release(session.id, stream_id)
+                await standalone.release(session.id, holder)
             except Exception:  # the slot's TTL frees it soon; the client must not see an error
                 logger.warning(
                     "could not release the GET stream slot of session %.8s", session.id, exc_info=True
@@ -110,7 +116,11 @@ class SessionStreams(McpConsumer):
             remaining = deadline - time.monotonic()
             if info is None or info.done or remaining <= 0:
                 break
-            await store.wait(stream_id, cursor, min(remaining, settings.MCP_SSE_KEEPALIVE_SECONDS))
+            if await store.finish_orphan(info, stream_id):
+                continue  # its process died: the lost requests' errors are read next (AMB-88)
+            # Waits no longer than a dead owner's sign of life lasts, so a lost stream ends soon.
+            wait = min(remaining, settings.MCP_SSE_KEEPALIVE_SECONDS, events.OWNER_TTL_SECONDS)
+            await store.wait(stream_id, cursor, wait)
         await self.end_body()
 
     async def on_stream_event(self, event: dict[str, Any]) -> bool:
@@ -118,6 +128,8 @@ class SessionStreams(McpConsumer):
         kind = event.get("type")
         if kind == "mcp.session_closed":
             return False
+        if kind == "mcp.stream_superseded":
+            return event.get("holder") == self.holder  # its client reconnected elsewhere: this one ends
         if kind == "mcp.cancel":
             inflight.cancel_local(self.session_id, event.get("request_id"), event.get("reason"))
             return True

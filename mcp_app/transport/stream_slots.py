@@ -90,7 +90,9 @@ class StreamCapReached(Exception):
             code=RATE_LIMITED if json_rpc else None,
             request_id=request_id,
             headers=[(b"retry-after", str(RETRY_SECONDS).encode())],
-            data={"retryAfter": RETRY_SECONDS, "limit": self.limit, "streams": self.scope} if json_rpc else None,
+            data={"retryAfter": RETRY_SECONDS, "limit": self.limit, "streams": self.scope}
+            if json_rpc
+            else None,
         )
 
 

@@ -1,0 +1,86 @@
+"""Streams whose process died (AMB-88): a POST stream is ended once with the lost calls' errors, a GET
+stream is taken over by its client's resume. The whole story with real processes and SIGKILL is
+tests/e2e/test_daphne_kill.py."""
+
+from __future__ import annotations
+
+import pytest
+import redis
+from django.conf import settings as django_settings
+
+from mcp_app.infra import redis_client
+from mcp_app.protocol.jsonrpc import INTERNAL_ERROR
+from mcp_app.transport import events
+from tests.transport.support import Client, call
+from tests.transport.test_streams import get_stream
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PROGRESS = {
+    "jsonrpc": "2.0",
+    "method": "notifications/progress",
+    "params": {"progressToken": 1, "progress": 1},
+}
+
+
+def test_each_request_without_a_stored_response_gets_one_lost_error_whatever_its_id_type():
+    stored = [
+        PROGRESS,
+        {"jsonrpc": "2.0", "id": 1, "result": {}},
+        {"jsonrpc": "2.0", "id": "q", "method": "ping"},
+    ]
+    lost = events.lost_responses([1, "1", "q"], stored)
+    assert [m["id"] for m in lost] == ["1", "q"]  # 1 was answered; "q" was a question, not an answer
+    assert all(m["error"] == {"code": INTERNAL_ERROR, "message": events.LOST_MESSAGE} for m in lost)
+
+
+@pytest.fixture
+def raw_redis():
+    if not redis_client.enabled():
+        pytest.skip("a stream outlives its process only in Redis")
+    client = redis.Redis.from_url(django_settings.REDIS_URL, decode_responses=True)
+    yield client
+    client.close()
+
+
+@pytest.mark.services
+async def test_with_redis_a_stream_whose_owner_is_gone_is_ended_once_and_nothing_follows(raw_redis):
+    store = events.get_store()
+    stream = events.new_stream_id()
+    await store.append(stream, "s1", "post", PROGRESS, request_ids=[7, 8])
+    await store.append(stream, "s1", "post", {"jsonrpc": "2.0", "id": 8, "result": {}}, request_ids=[7, 8])
+    info = await store.info(stream)
+    assert info is not None and info.owner == events.PROCESS_ID and not info.done
+    assert not await store.finish_orphan(info, stream)  # its owner (this process) is alive
+    raw_redis.delete(events.OWNER_PREFIX + events.PROCESS_ID)  # as after a SIGKILL, once its sign ran out
+    assert await store.finish_orphan(info, stream)
+    assert not await store.finish_orphan(info, stream)  # another resume finds it done
+    messages = [m for _, m in await store.read_after(stream, 0)]
+    assert messages[-1] == {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "error": {"code": INTERNAL_ERROR, "message": events.LOST_MESSAGE},
+    }
+    assert len(messages) == 3
+    # A late response (its process was only slow) cannot follow the stream's end.
+    assert (
+        await store.append(stream, "s1", "post", {"jsonrpc": "2.0", "id": 7, "result": {}}, request_ids=[7])
+        == 0
+    )
+    assert len(await store.read_after(stream, 0)) == 3
+
+
+async def test_a_get_resuming_the_stream_that_holds_the_sessions_slot_takes_it_over(tools_a):
+    client = Client("tenant-a")
+    await client.initialize("2025-11-25")
+    first = await get_stream(client)
+    priming = await first.next_event()
+    fresh = await call(
+        "GET", client.path, headers={"accept": "text/event-stream", **client.session_headers()}
+    )
+    assert fresh.status == 409  # a second stream is still refused
+    resumed = await get_stream(client, {"last-event-id": priming["id"]})
+    assert resumed.status == 200
+    await first.read_to_end()  # the connection taken over ends (it would wait for events otherwise)
+    assert first.ended
+    await resumed.disconnect()
