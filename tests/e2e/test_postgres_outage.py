@@ -3,6 +3,7 @@ restart does): the next requests are answered as before, on new connections; not
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 
 import httpx
@@ -51,3 +52,21 @@ async def test_requests_after_postgresql_dropped_every_connection_are_answered_o
         assert (await client.call_tool("echo", {"message": "after"})).content[0].text == "after"
     async with mcp_client(pg_daphne.mcp_url()) as again:  # a new session: written to the store anew
         assert (await again.call_tool("add", {"a": 2, "b": 3})).content[0].text == "5"
+
+
+async def test_readiness_is_ready_on_every_thread_once_postgresql_dropped_every_connection(
+    pg_daphne: DaphneServer,
+) -> None:
+    # Sync checks run on the event loop's executor threads, each keeping a connection of its own;
+    # polled many at once (as bench/readiness_flip.py does), none may answer with a dropped one.
+    async with httpx.AsyncClient(headers={"accept": "application/json"}, timeout=10) as http:
+
+        async def burst() -> list[httpx.Response]:
+            return await asyncio.gather(*(http.get(f"{pg_daphne.url}/health/ready") for _ in range(8)))
+
+        for _ in range(3):  # every executor thread has run the checks
+            await burst()
+        assert drop_connections(pg_daphne.env["DATABASE_URL"]) >= 1
+        answers = [response for _ in range(10) for response in await burst()]
+    not_ready = [response.text for response in answers if response.status_code != 200]
+    assert not not_ready, f"{len(not_ready)} of {len(answers)} polls not ready: {not_ready[0]}"
