@@ -37,6 +37,7 @@ class Action(models.TextChoices):
     TENANT_CREATED = "tenant_created", "Tenant created"
     TENANT_SETTINGS_CHANGED = "tenant_settings_changed", "Tenant settings changed"
     TENANT_DELETED = "tenant_deleted", "Tenant deleted"
+    TENANT_WALL_BYPASSED = "tenant_wall_bypassed", "Superuser worked across tenants"
 
 
 # The only update the application may make: deleting a user or tenant sets these to NULL (SET_NULL).

@@ -26,6 +26,9 @@ _NOT_SETTINGS = frozenset({"id", "definitions_version", "created_at", "updated_a
 @receiver(user_logged_in, dispatch_uid="audit-sign-in")
 def _signed_in(sender: Any, request: HttpRequest | None, user: Any, **kwargs: Any) -> None:
     record(Action.SIGN_IN, request=request, actor=user, detail={"path": getattr(request, "path", "")})
+    if user.is_superuser:
+        # The database's tenant wall lets a superuser's requests through (AMB-96): said once per sign-in.
+        record(Action.TENANT_WALL_BYPASSED, request=request, actor=user, detail={"via": "sign-in"})
 
 
 @receiver(user_login_failed, dispatch_uid="audit-sign-in-failed")

@@ -5,7 +5,7 @@
     .venv/bin/python bench/run.py --only-background   # echo on a Celery worker vs the same echo inline
     .venv/bin/python bench/run.py --only-modern   # the 2026-07-28 wire: vs the SDK stateless, vs legacy
     .venv/bin/python bench/run.py --only-asking   # background progress, asking, workers, held runs
-    .venv/bin/python bench/run.py --only-operations   # tools/call with the tenant's quotas on vs off
+    .venv/bin/python bench/run.py --only-operations   # quotas on vs off; metrics + quotas + tenant wall on vs off
 
 Prints figures; it is not a test. See bench/README.md for what is measured and how to read it.
 
@@ -37,6 +37,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
+
+import httpx
+import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -188,15 +191,24 @@ def oauth_token(server: Server) -> str:
 
 
 async def drive_pair(
-    server: Server, targets: dict[str, tuple[str, dict[str, str] | None]], timing: Timing, slices: int
+    server: Server,
+    targets: dict[str, tuple[str, dict[str, str] | None]],
+    timing: Timing,
+    slices: int,
+    servers: dict[str, Server] | None = None,
 ) -> dict[str, PhaseResult]:
     """tools/call of echo at c=16 on two tenant paths of one server; slices alternate between them.
 
     `targets` maps a label to (path, extra headers); the order of the two is reversed each round.
+    `servers` gives a label a server of its own (two processes, one loaded at a time).
     """
-    await server.wait_ready()
+    servers = servers or {}
+    for each in {server, *servers.values()}:
+        await each.wait_ready()
     clients = {
-        key: await make_clients(PAIR_CONCURRENCY, HOST, server.port, path, extra_headers=headers)
+        key: await make_clients(
+            PAIR_CONCURRENCY, HOST, servers.get(key, server).port, path, extra_headers=headers
+        )
         for key, (path, headers) in targets.items()
     }
     keys = list(targets)
@@ -215,7 +227,7 @@ async def drive_pair(
                         op_echo,
                         timing.duration / slices,
                         timing.warmup,
-                        server_pid=server.pid,
+                        server_pid=servers.get(key, server).pid,
                     )
                 )
     finally:
@@ -316,6 +328,83 @@ def operations_bench(
         return asyncio.run(drive_pair(server, targets, timing, slices))
 
 
+WALL_ROLE = "mcp_bench_wall"
+
+
+def wall_role(env: dict[str, str]) -> None:
+    """A role without BYPASSRLS that may use the bench database's tables: the tenant wall binds it (AMB-96)."""
+    with psycopg.connect(env["DATABASE_URL"].replace("postgres://", "postgresql://", 1), autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [WALL_ROLE]).fetchone():
+            conn.execute(f"CREATE ROLE {WALL_ROLE} NOLOGIN NOSUPERUSER NOBYPASSRLS")
+        conn.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {WALL_ROLE}")
+        conn.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {WALL_ROLE}")
+
+
+async def scrape_metrics(server: Server, stop: asyncio.Event) -> int:
+    """GET /metrics once a second, as Prometheus would; how many scrapes answered 200."""
+    answered = 0
+    async with httpx.AsyncClient(base_url=f"http://{HOST}:{server.port}", timeout=10) as client:
+        while not stop.is_set():
+            answered += (await client.get("/metrics")).status_code == 200
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 1.0)
+    return answered
+
+
+async def drive_everything(
+    off: Server, on: Server, timing: Timing, slices: int
+) -> tuple[dict[str, PhaseResult], int]:
+    stop = asyncio.Event()
+    await on.wait_ready()
+    scraper = asyncio.create_task(scrape_metrics(on, stop))
+    try:
+        targets = {"off": ("/t/demo/mcp", None), "on": ("/t/demo-quota/mcp", None)}
+        results = await drive_pair(off, targets, timing, slices, servers={"on": on})
+    finally:
+        stop.set()
+    return results, await scraper
+
+
+def print_everything_section(env: dict[str, str], affinity: Affinity, timing: Timing, rounds: int) -> None:
+    """Issue 13's figure: metrics scraped, every quota and the tenant wall on, against none of them."""
+    if not env["DATABASE_URL"].startswith("postgres"):
+        print("## Everything on vs off: skipped (the tenant wall needs PostgreSQL)")
+        return
+    wall_role(env)
+    off = daphne_server(env, affinity.server, label="all-off")
+    on = daphne_server(dict(env, DATABASE_ROLE=WALL_ROLE), affinity.server, label="all-on")
+    print(f"## Everything on vs off: tools/call of echo at c={PAIR_CONCURRENCY}, two processes, one loaded at a time")
+    print()
+    print(
+        f"on: DATABASE_ROLE={WALL_ROLE} (the tenant wall binds every statement), tenant demo-quota (every "
+        "quota on), /metrics scraped every second; off: the database's superuser (no wall), tenant demo "
+        "(no quota), no scrape. Slices alternate between the processes."
+    )
+    print()
+    with running(off), running(on):
+        results, scrapes = asyncio.run(drive_everything(off, on, timing, rounds * 2))
+    print("| workload | process | req/s | p50 ms | p99 ms | errors | server CPU |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for key, label in (("off", "everything off"), ("on", "metrics + quotas + wall on")):
+        r = results[key]
+        cpu = f"{r.server_cpu * 100:.0f}%" if r.server_cpu is not None else "?"
+        print(
+            f"| tools/call c={PAIR_CONCURRENCY} | {label} | {r.rps:,.0f} | {r.pct(0.5):.2f} | "
+            f"{r.pct(0.99):.2f} | {sum(r.errors.values())} | {cpu} |"
+        )
+    ratio = results["on"].rps / results["off"].rps if results["off"].rps else 0.0
+    verdict = "MET" if ratio >= QUOTA_GOAL else "NOT MET"
+    print()
+    print(
+        f"- everything on/off throughput {ratio:.2f}x, p99 "
+        f"{fmt_ratio(results['on'].pct(0.99), results['off'].pct(0.99))} -> {verdict} "
+        f"(goal: throughput >= {QUOTA_GOAL}x); {scrapes} scrapes answered"
+    )
+    for key, r in results.items():
+        for err, count in r.errors.most_common(5):
+            print(f"  ERROR {key}: {count} x {err}")
+
+
 def print_operations_section(env: dict[str, str], affinity: Affinity, timing: Timing, rounds: int) -> None:
     print(f"## Quotas: tools/call of echo at c={PAIR_CONCURRENCY}, every quota of the tenant on vs none")
     print()
@@ -344,6 +433,8 @@ def print_operations_section(env: dict[str, str], affinity: Affinity, timing: Ti
     for key, r in results.items():
         for err, count in r.errors.most_common(5):
             print(f"  ERROR {key}: {count} x {err}")
+    print()
+    print_everything_section(env, affinity, timing, rounds)
 
 
 # ---------------------------------------------------------------------------------------------

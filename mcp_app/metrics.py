@@ -34,6 +34,7 @@ from mcp_app.oauth import events
 from mcp_app.protocol import quotas
 from mcp_app.usage import live
 from mcp_app.usage.recorder import OTHER, Counts, recorder
+from tenants import wall
 from tenants.models import Tenant
 
 logger = logging.getLogger(__name__)
@@ -80,7 +81,9 @@ class PlatformCollector:
                 latency.add_metric([slug, tool], buckets, counts.duration_ms / 1000)
         yield requests
         yield latency
-        yield from self._shared()
+        # Counts of every tenant: the scrape is the operator's, across tenants on purpose.
+        with wall.bypass("metrics scrape"):
+            yield from self._shared()
         oauth = CounterMetricFamily(
             "mcp_oauth_events", "Authorization server outcomes in this process.", labels=["kind", "outcome"]
         )

@@ -147,6 +147,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # The database's tenant wall (row-level security, AMB-96): the rest runs in the user's tenants.
+    "mcpsite.tenant_wall.TenantWallMiddleware",
     # Keeps the request for audit events recorded from model signals (their actor and address).
     "audit.trail.RequestMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -190,6 +192,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # instead of failing with "database is locked".
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
     DATABASES["default"]["CONN_MAX_AGE"] = 0
+
+if DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql") and os.environ.get("DATABASE_ROLE"):
+    # The role each connection takes (SET ROLE): one without BYPASSRLS, so the tenant wall binds it
+    # even when DATABASE_URL's user is a superuser (AMB-96).
+    DATABASES["default"].setdefault("OPTIONS", {})["assume_role"] = os.environ["DATABASE_ROLE"]
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

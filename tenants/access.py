@@ -11,6 +11,7 @@ from typing import Any
 
 from django.http import Http404
 
+from tenants import wall
 from tenants.models import EDIT_ROLES, Membership, Role, Tenant
 
 
@@ -21,6 +22,17 @@ def roles_of(user: Any) -> dict[int, str] | None:
     if user.is_superuser:
         return None
     return dict(Membership.objects.filter(user=user).values_list("tenant_id", "role"))
+
+
+def wall_scope(user: Any) -> wall.Scope:
+    """The tenants the database shows `user`'s requests: theirs, every one for an active superuser."""
+    if user is None or not user.is_authenticated or not user.is_active:
+        return wall.NOTHING
+    if user.is_superuser:
+        return wall.EVERYTHING
+    # Memberships decide the wall, so they are read over it (this one query, nothing else).
+    with wall.bypass("the signed-in user's tenants"):
+        return wall.Scope.of(Membership.objects.filter(user=user).values_list("tenant_id", flat=True))
 
 
 def role_of(user: Any, tenant: Tenant | int) -> str | None:

@@ -15,7 +15,12 @@ from mcp_app import catalog
 from mcp_app.models import Tool
 from mcp_app.protocol import quotas, ratelimit
 from mcp_app.transport import modern
+from tenants import wall
 from tenants.models import Membership, Role, Tenant
+
+# Fixtures and assertions read and write every tenant; code under test sets its own scope as it would
+# in a server (the consumer, the middleware, a job), and servers in other processes start with none.
+wall.bypass_process("the test process")
 
 
 @pytest.fixture

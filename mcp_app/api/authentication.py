@@ -18,6 +18,7 @@ from rest_framework import exceptions
 from rest_framework.request import Request
 
 from mcp_app.oauth import resources, scopes
+from tenants import access, wall
 
 API_PATH = "/api/v1"
 
@@ -66,4 +67,7 @@ class ManageTokenAuthentication(OAuth2Authentication):
             raise exceptions.AuthenticationFailed(NOT_FOR_API)
         if user is None or not user.is_active:
             raise exceptions.AuthenticationFailed(INVALID)
+        # The page middleware saw no user (the token is read here): the rest of the request runs in
+        # the token holder's tenants; the middleware's own scope is restored when the request ends.
+        wall.enter(access.wall_scope(user))
         return user, token

@@ -9,6 +9,7 @@ from typing import Any
 from celery import shared_task
 
 from mcp_app.background import server, worker
+from tenants import wall
 
 _local = threading.local()
 
@@ -31,4 +32,5 @@ def run_tool_job(job: dict[str, Any]) -> str:
     """Run one background tool call (see mcp_app.background.server); what became of it is the task's return value."""
     loop = _loop()
     asyncio.set_event_loop(loop)
-    return loop.run_until_complete(worker.work(job))
+    with wall.tenant(job["tenant_id"]):  # the job's task and its threads see its tenant's rows only
+        return loop.run_until_complete(worker.work(job))

@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from mcp_app.infra import redis_client
 from mcp_app.models import ToolRun
+from tenants import wall
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +52,8 @@ def _maybe_purge() -> None:
         return
     _last_purge = now
     cutoff = timezone.now() - timedelta(days=settings.MCP_TOOL_RUN_RETENTION_DAYS)
-    ToolRun.objects.filter(queued_at__lt=cutoff).delete()
+    with wall.bypass("tool run retention"):  # every tenant's old runs, not only the caller's
+        ToolRun.objects.filter(queued_at__lt=cutoff).delete()
 
 
 def claim(job_id: str, worker: str) -> bool:

@@ -22,6 +22,7 @@ from mcp_app.core.types import (
     offered_to_legacy,
 )
 from mcp_app.models import Prompt, Resource, ResourceTemplate, TaskSupport, Tool
+from tenants import wall
 from tenants.models import AuthMode, Tenant
 
 # Entries are keyed by the change token observed *before* loading, and are valid while the token
@@ -104,10 +105,13 @@ def _load_tenant(slug: str) -> tuple[TenantInfo, int] | None:
     if tenant is None:
         return None
     tool_scopes: tuple[tuple[str, str], ...] = ()
-    if tenant.auth_mode != AuthMode.PUBLIC:
-        rows = Tool.objects.needing_scopes(tenant.pk)
-        tool_scopes = tuple(rows.order_by("name").values_list("name", "required_scope"))
-    info = tenant_info(tenant, tool_scopes, _has_task_tools(tenant.pk))
+    # Read in the tenant's own scope, whatever the caller's: the request has no tenant yet, and an
+    # empty list of scopes seen through the wall would let every token call every tool (AMB-96).
+    with wall.tenant(tenant.pk):
+        if tenant.auth_mode != AuthMode.PUBLIC:
+            rows = Tool.objects.needing_scopes(tenant.pk)
+            tool_scopes = tuple(rows.order_by("name").values_list("name", "required_scope"))
+        info = tenant_info(tenant, tool_scopes, _has_task_tools(tenant.pk))
     return info, int(tenant.definitions_version)
 
 
@@ -143,6 +147,11 @@ async def get_tenant(slug: str) -> TenantInfo | None:
 
 
 def _load_catalog(tenant_id: int) -> Catalog:
+    with wall.tenant(tenant_id):  # this tenant's definitions, whoever asks (AMB-96)
+        return _read_catalog(tenant_id)
+
+
+def _read_catalog(tenant_id: int) -> Catalog:
     # The version is read before the rows: an edit landing in between makes the rows newer than
     # the version, and the next check reloads; the reverse order could pin stale rows.
     version = tokens.db_version(tenant_id)

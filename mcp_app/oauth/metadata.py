@@ -14,6 +14,7 @@ from oauth2_provider.views.metadata import OAuthProtectedResourceMetadataView
 
 from mcp_app.models import Tool
 from mcp_app.oauth import resources, scopes
+from tenants import wall
 from tenants.models import AuthMode, Tenant
 
 # Browser clients discover too; MCP clients send these on discovery requests.
@@ -43,6 +44,7 @@ class TenantResourceMetadataView(OAuthProtectedResourceMetadataView):
             if tenant is None or tenant.auth_mode == AuthMode.PUBLIC:
                 raise Http404("No OAuth-protected MCP server is published here.")
             self.tenant = tenant
+            wall.admit(tenant.pk)  # its tools' scopes are listed
         response = super().dispatch(request, *args, **kwargs)
         for name, value in CORS_HEADERS.items():
             response[name] = value

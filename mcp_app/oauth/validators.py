@@ -21,7 +21,7 @@ from oauthlib.oauth2.rfc6749 import errors
 
 from mcp_app.models import Tool
 from mcp_app.oauth import resources, scopes, tokens
-from tenants import access
+from tenants import access, wall
 from tenants.models import AuthMode, Tenant
 
 # Accepted when asked for but not advertised: refresh tokens are issued to every code-flow client anyway.
@@ -44,15 +44,17 @@ def _spent_code_key(client_id: Any, code: str) -> str:
 def oauth_tenant_for_resource(uri: Any) -> Tenant | None:
     """The active OAuth-mode tenant whose canonical URI this resource indicator names, or None."""
     slug = resources.slug_for_resource(uri) if isinstance(uri, str) else None
-    if slug is None:
-        return None
-    return Tenant.objects.filter(slug=slug, is_active=True, auth_mode=AuthMode.OAUTH).first()
+    return oauth_tenant_by_slug(slug)
 
 
 def oauth_tenant_by_slug(slug: Any) -> Tenant | None:
     if not isinstance(slug, str) or not slug:
         return None
-    return Tenant.objects.filter(slug=slug, is_active=True, auth_mode=AuthMode.OAUTH).first()
+    tenant = Tenant.objects.filter(slug=slug, is_active=True, auth_mode=AuthMode.OAUTH).first()
+    if tenant is not None:
+        # The rest of this request (its tools' scopes, the user's membership) reads this tenant's rows.
+        wall.admit(tenant.pk)
+    return tenant
 
 
 def is_member(user: Any, tenant: Tenant) -> bool:

@@ -17,6 +17,7 @@ from mcp_app.infra import redis_client
 from mcp_app.protocol import quotas
 from mcp_app.transport import drain, origin, sse
 from mcp_app.transport.wire import JSON_CONTENT, Headers, HttpError, Request
+from tenants import wall
 
 logger = logging.getLogger(__name__)
 
@@ -128,6 +129,8 @@ class McpConsumer(AsyncHttpConsumer):
         if tenant is None:
             # The same answer for unknown and inactive tenants.
             raise HttpError(404, f"No MCP server is published at {self.request.path}.", code=None)
+        # Everything this request reads or writes is this tenant's: the database refuses the rest (AMB-96).
+        wall.enter(wall.Scope((tenant.id,)))
         allowed = origin.allowed_origin(self.request, tenant)
         self.extra_headers = origin.cors_headers(allowed)
         return tenant

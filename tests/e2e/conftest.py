@@ -99,8 +99,12 @@ def e2e_database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     parts = urlsplit(base)
     name = f"mcp_e2e_{secrets.token_hex(4)}"
     maintenance = urlunsplit(parts._replace(scheme="postgresql", path="/postgres"))
+    create = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
+    if role := os.environ.get("DATABASE_ROLE"):
+        # The servers take that role (the tenant wall binds it: AMB-96); it migrates, so it owns the database.
+        create = sql.SQL("{} OWNER {}").format(create, sql.Identifier(role))
     with psycopg.connect(maintenance, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        conn.execute(create)
     try:
         yield urlunsplit(parts._replace(path=f"/{name}"))
     finally:
