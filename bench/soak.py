@@ -234,13 +234,14 @@ async def drive(
                     "rate": done / (now - last[0]),
                     "errors": errs,
                     "in_flight": len(mix.in_flight),
+                    "in_flight_by_kind": {name: sent - ok - e for name, (sent, ok, e) in snap.items()},
                     "p99_ms": pct(mix.latencies[last[2] :], 0.99),
                 }
             )
             rss = ", ".join(f"{label} {s[-1][1] / 1024:.1f}" for label, s in memory.samples.items())
             log(
                 f"soak: {now - t0:5.0f}s {done / (now - last[0]):6.1f} ops/s, p99 {fmt(windows[-1]['p99_ms'])} ms, "
-                f"{errs} errors, {len(mix.in_flight)} in flight, RSS MiB: {rss}"
+                f"{errs} errors, in flight {windows[-1]['in_flight_by_kind']}, RSS MiB: {rss}"
             )
             last = (now, snap, len(mix.latencies))
 
@@ -264,12 +265,12 @@ async def drive(
         with contextlib.suppress(asyncio.CancelledError):
             await task
     memory.sample(seconds)
-    unfinished = await mix.drain()
+    backlog = await mix.drain()
     await streams.close()
     await mix.close()
     if edits % 2:  # leave the edited tool as it was
         await edit_tool(env)
-    report.update(summarize(args, mix, streams, memory, rate, seconds, windows, edits, unfinished))
+    report.update(summarize(args, mix, streams, memory, rate, seconds, windows, edits, backlog))
     return report
 
 
@@ -286,7 +287,7 @@ def pct(values: list[float], q: float) -> float | None:
 
 def summarize(
     args: argparse.Namespace, mix: Mix, streams: Streams, memory: Memory, rate: float, seconds: float,
-    windows: list[dict[str, Any]], edits: int, unfinished: int,
+    windows: list[dict[str, Any]], edits: int, backlog: int,
 ) -> dict[str, Any]:  # fmt: skip
     tallies = {
         **mix.tallies,
@@ -296,7 +297,7 @@ def summarize(
     }
     ops = {
         name: {
-            "sent": t.sent, "ok": t.ok, "lost": t.lost, "wrong": t.wrong, "errors": dict(t.errors),
+            "scheduled": t.scheduled or t.sent, "sent": t.sent, "ok": t.ok, "lost": t.lost, "wrong": t.wrong, "errors": dict(t.errors),
             "examples": t.examples, "p50_ms": pct(t.latencies, 0.5), "p99_ms": pct(t.latencies, 0.99),
         }
         for name, t in tallies.items()
@@ -322,17 +323,18 @@ def summarize(
         curve.append({"t": t, **{label: memory.mean_mib(label, t, t + step) for label in memory.samples}})
         t += step
     sent = sum(t.sent for t in mix.tallies.values())
+    scheduled = sum(t.scheduled for t in mix.tallies.values())
     answered = sum(t.ok + t.wrong for t in mix.tallies.values())
     errors = sum(t.wrong for t in tallies.values())
     lost = sum(t.lost for t in tallies.values())
     verdict = {
-        "sent": sent, "answered": answered, "lost": lost, "errors": errors, "duplicates": mix.duplicates,
+        "scheduled": scheduled, "backlog": scheduled - sent, "sent": sent, "answered": answered, "lost": lost, "errors": errors, "duplicates": mix.duplicates,
         "memory_flat": all(v["flat"] for v in flat.values()),
     }  # fmt: skip
     verdict["pass"] = lost == 0 and errors == 0 and mix.duplicates == 0 and verdict["memory_flat"]
     return {
         "rate": rate, "seconds": seconds, "warmup_seconds": start, "window_seconds": window, "flat_bound": args.flat,
-        "achieved_rate": sent / seconds if seconds else 0.0, "edits": edits, "unfinished": unfinished,
+        "achieved_rate": scheduled / seconds if seconds else 0.0, "edits": edits, "edit_results": streams.edits, "backlog_at_end": backlog,
         "operations": ops, "windows": windows, "memory": flat, "curve": curve,
         "samples": {label: s for label, s in memory.samples.items()}, "verdict": verdict,
     }  # fmt: skip
@@ -358,11 +360,17 @@ def print_report(report: dict[str, Any], argv: list[str]) -> None:
         f"(started {report['achieved_rate']:.1f}/s); warm-up {report['warmup_seconds']:.0f} s, "
         f"memory compared over {report['window_seconds']:.0f} s windows; {report['edits']} catalog edits\n"
     )
-    print("| operation | sent | answered right | wrong | lost | p50 ms | p99 ms |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    for i, e in enumerate(report.get("edit_results", []), 1):
+        late = f", {e['told_late']} more later" if "told_late" in e else ""
+        print(
+            f"- edit {i}: {e['told']} of {e['streams']} held streams told within 10 s{late} (all after {e['seconds']} s)"
+        )
+    print()
+    print("| operation | due | sent | answered right | wrong | lost | p50 ms | p99 ms |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name, o in report["operations"].items():
         print(
-            f"| {name} | {o['sent']:,} | {o['ok']:,} | {o['wrong']} | {o['lost']} | {fmt(o['p50_ms'], 2)} | {fmt(o['p99_ms'], 2)} |"
+            f"| {name} | {o['scheduled']:,} | {o['sent']:,} | {o['ok']:,} | {o['wrong']} | {o['lost']} | {fmt(o['p50_ms'], 2)} | {fmt(o['p99_ms'], 2)} |"
         )
     for name, o in report["operations"].items():
         for kind, n in o["errors"].items():
@@ -389,6 +397,7 @@ def print_report(report: dict[str, Any], argv: list[str]) -> None:
     print(
         f"\nVerdict: {'PASS' if v['pass'] else 'FAIL'}: operations sent {v['sent']:,}, answered {v['answered']:,}, "
         f"lost {v['lost']}, errors {v['errors']}, duplicate responses {v['duplicates']}, "
+        f"due but never sent (the load fell behind) {v['backlog']:,}, "
         f"memory flat within {report['flat_bound'] * 100:.0f}%: {'yes' if v['memory_flat'] else 'no'}"
     )
 
