@@ -328,6 +328,29 @@ def operations_bench(
         return asyncio.run(drive_pair(server, targets, timing, slices))
 
 
+def print_on_off(results: dict[str, PhaseResult], column: str, labels: tuple[str, str], what: str) -> None:
+    """The table of an on/off pair of tools/call phases, then the ratio against the goal."""
+    print(f"| workload | {column} | req/s | p50 ms | p99 ms | errors | server CPU |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for key, label in zip(("off", "on"), labels, strict=True):
+        r = results[key]
+        cpu = f"{r.server_cpu * 100:.0f}%" if r.server_cpu is not None else "?"
+        print(
+            f"| tools/call c={PAIR_CONCURRENCY} | {label} | {r.rps:,.0f} | {r.pct(0.5):.2f} | "
+            f"{r.pct(0.99):.2f} | {sum(r.errors.values())} | {cpu} |"
+        )
+    ratio = results["on"].rps / results["off"].rps if results["off"].rps else 0.0
+    verdict = "MET" if ratio >= QUOTA_GOAL else "NOT MET"
+    print()
+    print(
+        f"- {what} on/off throughput {ratio:.2f}x, p99 {fmt_ratio(results['on'].pct(0.99), results['off'].pct(0.99))}"
+        f" -> {verdict} (goal: throughput >= {QUOTA_GOAL}x)"
+    )
+    for key, r in results.items():
+        for err, count in r.errors.most_common(5):
+            print(f"  ERROR {key}: {count} x {err}")
+
+
 WALL_ROLE = "mcp_bench_wall"
 
 
@@ -383,26 +406,8 @@ def print_everything_section(env: dict[str, str], affinity: Affinity, timing: Ti
     print()
     with running(off), running(on):
         results, scrapes = asyncio.run(drive_everything(off, on, timing, rounds * 2))
-    print("| workload | process | req/s | p50 ms | p99 ms | errors | server CPU |")
-    print("|---|---|---:|---:|---:|---:|---:|")
-    for key, label in (("off", "everything off"), ("on", "metrics + quotas + wall on")):
-        r = results[key]
-        cpu = f"{r.server_cpu * 100:.0f}%" if r.server_cpu is not None else "?"
-        print(
-            f"| tools/call c={PAIR_CONCURRENCY} | {label} | {r.rps:,.0f} | {r.pct(0.5):.2f} | "
-            f"{r.pct(0.99):.2f} | {sum(r.errors.values())} | {cpu} |"
-        )
-    ratio = results["on"].rps / results["off"].rps if results["off"].rps else 0.0
-    verdict = "MET" if ratio >= QUOTA_GOAL else "NOT MET"
-    print()
-    print(
-        f"- everything on/off throughput {ratio:.2f}x, p99 "
-        f"{fmt_ratio(results['on'].pct(0.99), results['off'].pct(0.99))} -> {verdict} "
-        f"(goal: throughput >= {QUOTA_GOAL}x); {scrapes} scrapes answered"
-    )
-    for key, r in results.items():
-        for err, count in r.errors.most_common(5):
-            print(f"  ERROR {key}: {count} x {err}")
+    print_on_off(results, "process", ("everything off", "metrics + quotas + wall on"), "everything")
+    print(f"- {scrapes} scrapes of /metrics answered during the run")
 
 
 def print_operations_section(env: dict[str, str], affinity: Affinity, timing: Timing, rounds: int) -> None:
@@ -414,25 +419,7 @@ def print_operations_section(env: dict[str, str], affinity: Affinity, timing: Ti
     )
     print()
     results = operations_bench(env, affinity, timing, rounds * 2)
-    print("| workload | tenant | req/s | p50 ms | p99 ms | errors | server CPU |")
-    print("|---|---|---:|---:|---:|---:|---:|")
-    for key, label in (("off", "no quota (demo)"), ("on", "every quota on (demo-quota)")):
-        r = results[key]
-        cpu = f"{r.server_cpu * 100:.0f}%" if r.server_cpu is not None else "?"
-        print(
-            f"| tools/call c={PAIR_CONCURRENCY} | {label} | {r.rps:,.0f} | {r.pct(0.5):.2f} | "
-            f"{r.pct(0.99):.2f} | {sum(r.errors.values())} | {cpu} |"
-        )
-    ratio = results["on"].rps / results["off"].rps if results["off"].rps else 0.0
-    verdict = "MET" if ratio >= QUOTA_GOAL else "NOT MET"
-    print()
-    print(
-        f"- quotas on/off throughput {ratio:.2f}x, p99 {fmt_ratio(results['on'].pct(0.99), results['off'].pct(0.99))}"
-        f" -> {verdict} (goal: throughput >= {QUOTA_GOAL}x)"
-    )
-    for key, r in results.items():
-        for err, count in r.errors.most_common(5):
-            print(f"  ERROR {key}: {count} x {err}")
+    print_on_off(results, "tenant", ("no quota (demo)", "every quota on (demo-quota)"), "quotas")
     print()
     print_everything_section(env, affinity, timing, rounds)
 
