@@ -23,10 +23,14 @@ from mcp_app.models import Tool
 from mcpsite.tenant_wall import request_scope
 from tenants import wall
 from tenants.models import Tenant
+from tests.e2e.servers import require_services
 
-pytestmark = pytest.mark.skipif(
-    connection.vendor != "postgresql", reason="row-level security is PostgreSQL's; SQLite has only the querysets"
-)
+
+@pytest.fixture(autouse=True)
+def postgresql() -> None:
+    """Row-level security is PostgreSQL's (SQLite has only the querysets): the one skip rule, which CI
+    turns into a failure."""
+    require_services("row-level security is PostgreSQL's; SQLite has only the querysets", postgres=True)
 
 
 def bound_by_the_wall() -> None:
