@@ -102,6 +102,21 @@ def django_shell(env: dict[str, str], code: str) -> str:
     return manage(env, "shell", "-c", code)
 
 
+def counting_tenant(env: dict[str, str], prefix: str, **settings: int) -> str:
+    """A public tenant of one test only (its slug returned), with `count` (count_slowly: progress as it
+    counts) and `poke` (a template tool to edit); `settings` are Tenant fields such as max_streams."""
+    slug = f"{prefix}-{secrets.token_hex(3)}"
+    fields = "".join(f", {name}={value!r}" for name, value in settings.items())
+    django_shell(
+        env,
+        "from mcp_app.models import Tool\nfrom tenants.models import Tenant\n"
+        f"tenant = Tenant.objects.create(slug={slug!r}, name={slug!r}, auth_mode='public'{fields})\n"
+        "Tool.objects.create(tenant=tenant, name='count', handler='python', handler_config={'callable': 'count_slowly'})\n"
+        "Tool.objects.create(tenant=tenant, name='poke', handler='template', handler_config={'text': 'x'})\n",
+    )
+    return slug
+
+
 @dataclass
 class ServerProcess:
     """A process the tests started (Daphne, a Celery worker), with its output in a log file."""

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import secrets
 import signal
 from collections.abc import Iterator
 from typing import Any
@@ -27,7 +26,7 @@ from mcp import MCPError
 
 from mcp_app.transport.events import LOST_MESSAGE
 from tests.e2e.helpers import REQUEST_SECONDS, Inbox, mcp_client, open_legacy_session, wait_until
-from tests.e2e.servers import DaphneServer, django_shell, start_daphne
+from tests.e2e.servers import DaphneServer, counting_tenant, django_shell, start_daphne
 
 pytestmark = [
     pytest.mark.e2e,
@@ -91,18 +90,6 @@ class FailoverProxy:
                 sink.close()
 
         await asyncio.gather(pipe(reader, upstream_writer), pipe(upstream_reader, writer))
-
-
-def own_tenant(env: dict[str, str]) -> str:
-    slug = f"kill-{secrets.token_hex(3)}"
-    django_shell(
-        env,
-        "from mcp_app.models import Tool\nfrom tenants.models import Tenant\n"
-        f"tenant = Tenant.objects.create(slug={slug!r}, name={slug!r}, auth_mode='public')\n"
-        "Tool.objects.create(tenant=tenant, name='count', handler='python', handler_config={'callable': 'count_slowly'})\n"
-        "Tool.objects.create(tenant=tenant, name='poke', handler='template', handler_config={'text': 'x'})\n",
-    )
-    return slug
 
 
 def edit_tool(env: dict[str, str], slug: str) -> None:
@@ -190,7 +177,7 @@ def assert_each_once_then_lost(events: list[tuple[str | None, dict[str, Any]]]) 
 async def test_sigkill_mid_stream_clients_resume_on_the_other_daphne_and_get_every_event_once(
     doomed: DaphneServer, server_b: DaphneServer, e2e_env: dict[str, str]
 ) -> None:
-    slug = own_tenant(e2e_env)
+    slug = counting_tenant(e2e_env, "kill")
     on_a, on_b = doomed.mcp_url(slug), server_b.mcp_url(slug)
     inbox = Inbox()
     sdk_progress: list[float] = []
