@@ -8,9 +8,9 @@ import pytest
 import redis
 from django.conf import settings as django_settings
 
-from mcp_app.infra import redis_client
 from mcp_app.protocol.jsonrpc import INTERNAL_ERROR
 from mcp_app.transport import events
+from tests.e2e.servers import require_services
 from tests.transport.support import Client, call
 from tests.transport.test_streams import get_stream
 
@@ -36,8 +36,7 @@ def test_each_request_without_a_stored_response_gets_one_lost_error_whatever_its
 
 @pytest.fixture
 def raw_redis():
-    if not redis_client.enabled():
-        pytest.skip("a stream outlives its process only in Redis")
+    require_services("a stream outlives its process only in Redis")
     client = redis.Redis.from_url(django_settings.REDIS_URL, decode_responses=True)
     yield client
     client.close()
