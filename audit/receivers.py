@@ -1,5 +1,5 @@
 """Events this app hooks itself: sign-in and sign-out (Django's auth signals, django-axes' lockout),
-memberships and tenant settings (their model signals). mcp_app hooks its own models (mcp_app/audit_hooks.py).
+memberships, invitations and tenant settings (their model signals). mcp_app hooks its own models (mcp_app/audit_hooks.py).
 
 Connected by AuditConfig.ready; each receiver has a dispatch_uid so a second import connects nothing.
 """
@@ -17,7 +17,7 @@ from django.http import HttpRequest
 
 from audit.models import Action
 from audit.trail import MAX_TEXT, record
-from tenants.models import Membership, Tenant
+from tenants.models import Invitation, Membership, Tenant
 
 # Tenant fields that change on their own, not as settings.
 _NOT_SETTINGS = frozenset({"id", "definitions_version", "created_at", "updated_at"})
@@ -78,6 +78,25 @@ def _membership_saved(sender: Any, instance: Membership, created: bool, **kwargs
 @receiver(post_delete, sender=Membership, dispatch_uid="audit-membership-deleted")
 def _membership_deleted(sender: Any, instance: Membership, **kwargs: Any) -> None:
     record(Action.MEMBER_REMOVED, tenant=instance.tenant, detail=_member_detail(instance))
+
+
+@receiver(pre_save, sender=Invitation, dispatch_uid="audit-invitation-before")
+def _invitation_before(sender: Any, instance: Invitation, **kwargs: Any) -> None:
+    old = Invitation.objects.filter(pk=instance.pk).values("accepted_at", "revoked_at").first() if instance.pk else None
+    instance._audit_old_state = old
+
+
+@receiver(post_save, sender=Invitation, dispatch_uid="audit-invitation-saved")
+def _invitation_saved(sender: Any, instance: Invitation, created: bool, **kwargs: Any) -> None:
+    """Sent, revoked or accepted: the row's state moving (AMB-108); the address is the owner's own input."""
+    old = getattr(instance, "_audit_old_state", None) or {"accepted_at": None, "revoked_at": None}
+    detail = {"email": instance.email, "role": instance.role}
+    if created:
+        record(Action.INVITATION_SENT, tenant=instance.tenant, detail={**detail, "expires_at": instance.expires_at})
+    elif instance.accepted_at is not None and old["accepted_at"] is None:
+        record(Action.INVITATION_ACCEPTED, tenant=instance.tenant, detail=detail)
+    elif instance.revoked_at is not None and old["revoked_at"] is None:
+        record(Action.INVITATION_REVOKED, tenant=instance.tenant, detail=detail)
 
 
 def _settings(tenant: Model) -> dict[str, Any]:

@@ -78,6 +78,7 @@ from procs import (  # noqa: E402
     wait_workers_ready,
     with_db_name,
 )
+from sessions import print_sessions_section  # noqa: E402
 
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/mcp_bench"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/2"
@@ -1220,6 +1221,11 @@ def main() -> None:
     )
     parser.add_argument("--skip-asking", action="store_true", help="skip issue 11's background/asking phases")
     parser.add_argument(
+        "--only-sessions",
+        action="store_true",
+        help="only session admission: an initialize refused at the per-client cap vs an accepted one",
+    )
+    parser.add_argument(
         "--runs", type=int, default=500, help="slow background runs to hold open (default 500)"
     )
     parser.add_argument(
@@ -1255,7 +1261,7 @@ def main() -> None:
         "reference: mcp SDK MCPServer, stateful Streamable HTTP, uvicorn 1 process (asyncio loop, h11), "
         "access log off",
     ]
-    if args.only_modern or args.only_asking:
+    if args.only_modern or args.only_asking or args.only_sessions:
         # These sections describe their own phases, servers and timing.
         header = [line for line in header if not line.startswith(("phases:", "servers are", "reference:"))]
     for line in header:
@@ -1272,6 +1278,14 @@ def main() -> None:
             profile_ours(env, affinity, timing, wire="modern")
         if args.json:
             args.json.write_text(json.dumps({"modern": figures(modern)}, indent=2))
+        print()
+        print(f"total bench time: {time.monotonic() - started:.0f}s")
+        return
+
+    if args.only_sessions:
+        log("sessions: preparing the database (create, migrate, seed_demo)")
+        env = prepare_database(database_url, redis_url)
+        print_sessions_section(env, affinity, timing.duration, timing.warmup, rounds * 2)
         print()
         print(f"total bench time: {time.monotonic() - started:.0f}s")
         return

@@ -18,7 +18,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.clickjacking import xframe_options_deny
 from jsonschema import Draft202012Validator
 
-from mcp_app.handlers import url_forms
+from mcp_app.handlers import form, url_forms
 from tenants.models import Tenant
 
 TEMPLATE = "form_page.html"
@@ -29,17 +29,16 @@ def _fields(schema: dict[str, Any]) -> list[dict[str, Any]]:
     required = set(schema.get("required") or [])
     shown = []
     for name, spec in (schema.get("properties") or {}).items():
-        choices = [(v, v) for v in spec.get("enum") or []] or [
-            (o["const"], o["title"]) for o in spec.get("oneOf") or []
-        ]
+        choices = form.choices_of(spec)
         kind = spec.get("type")
-        widget = (
-            "select"
-            if choices
-            else {"boolean": "checkbox", "integer": "number", "number": "number"}.get(
+        if kind == "array":
+            widget = "checkboxes"  # a multiple choice (AMB-120)
+        elif choices:
+            widget = "select"
+        else:
+            widget = {"boolean": "checkbox", "integer": "number", "number": "number"}.get(
                 kind, {"email": "email", "date": "date", "uri": "url"}.get(spec.get("format"), "text")
             )
-        )
         shown.append(
             {
                 "name": name,
@@ -60,6 +59,9 @@ def _answers(schema: dict[str, Any], data: Any) -> tuple[dict[str, Any], list[st
     problems: list[str] = []
     for name, spec in (schema.get("properties") or {}).items():
         kind = spec.get("type")
+        if kind == "array":
+            answers[name] = data.getlist(name)
+            continue
         raw = data.get(name, "")
         if kind == "boolean":
             answers[name] = raw == "on"

@@ -2,9 +2,9 @@
 
 Live: the process answers; nothing else is looked at, so a slow database never gets a healthy process
 restarted. Ready: this process can serve: the database answers and is migrated, Redis and the channel
-layer answer when configured, and, when background tools go to Celery and some tenant has one, a
-worker answers a ping. Each check has a one-second budget (the channel layer's round trip three); the migration check is remembered once it
-passed (migrations do not go backwards under a running process). Both answer JSON to machines (an
+layer answer when configured. The background workers' state (`workers`: up, down, inline) is reported
+beside the checks and never fails the probe (AMB-113). Each check has a one-second budget (the channel
+layer's round trip three); the migration check is remembered once it passed (migrations do not go backwards under a running process). Both answer JSON to machines (an
 `Accept: application/json` or `?format=json`) and a short page to people; not ready is 503.
 """
 
@@ -13,11 +13,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime
+import json
+import logging
 import uuid
 from typing import Any
 
-from asgiref.sync import sync_to_async
-from celery import current_app
 from channels import DEFAULT_CHANNEL_LAYER
 from channels.layers import channel_layers, get_channel_layer
 from django.db import DEFAULT_DB_ALIAS, connections
@@ -29,10 +29,11 @@ from health_check.checks import Database
 from health_check.exceptions import ServiceUnavailable
 from health_check.views import HealthCheckView
 
+from mcp_app.background import presence
 from mcp_app.background import server as background
 from mcp_app.infra import redis_client
-from mcp_app.models import Tool
-from tenants import wall
+
+logger = logging.getLogger(__name__)
 
 BUDGET = datetime.timedelta(seconds=1)
 _migrated: set[str] = set()
@@ -123,37 +124,47 @@ class ChannelLayerAnswers(HealthCheck):
             raise ServiceUnavailable("The channel layer answered with another message.")
 
 
-def _background_tools_exist() -> bool:
-    with wall.bypass("readiness: does any tenant have a background tool"):
-        return Tool.objects.filter(execution="background", enabled=True).exists()
-
-
-@dataclasses.dataclass
-class WorkerAnswers(HealthCheck):
-    """A Celery worker answers a ping, when background tools go to workers and some tenant has one."""
-
-    timeout = BUDGET
-
-    async def run(self) -> None:
-        if not background.enabled() or not await sync_to_async(_background_tools_exist)():
-            return
-        try:
-            # limit=1: the first worker's answer ends the wait, so a healthy probe costs milliseconds.
-            answers = await sync_to_async(current_app.control.ping)(timeout=BUDGET.total_seconds(), limit=1)
-        except OSError as exc:
-            raise ServiceUnavailable("The Celery broker does not answer.") from exc
-        if not answers:
-            raise ServiceUnavailable("No Celery worker answers, and background tools exist.")
+async def workers_state() -> dict[str, Any]:
+    """`workers`: up, down or inline (no workers in this deployment), and how many are alive (AMB-113)."""
+    if not background.enabled():
+        return {"workers": presence.INLINE}
+    try:
+        alive = await asyncio.wait_for(presence.aalive(), BUDGET.total_seconds())
+    except Exception:  # noqa: BLE001 - Redis away fails RedisAnswers already; nobody is known to be alive
+        logger.warning("could not count the background workers", exc_info=True)
+        alive = 0
+    return {"workers": presence.UP if alive else presence.DOWN, "workers_alive": alive}
 
 
 class ReadinessView(HealthCheckView):
-    checks = (DatabaseAnswers, Migrated, RedisAnswers, ChannelLayerAnswers, WorkerAnswers)
+    """Ready when this process can serve: its database, Redis and channel layer answer. The workers'
+    state is reported beside the checks and never makes the process unready: a worker outage must not
+    take every web process out of the load balancer (AMB-113); background calls wait for a worker
+    meanwhile (AMB-114)."""
+
+    checks = (DatabaseAnswers, Migrated, RedisAnswers, ChannelLayerAnswers)
+    template_name = "health/ready.html"
 
     async def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        self.workers = await workers_state()
         response = await super().get(request, *args, **kwargs)
         if response.status_code == 500:
             response.status_code = 503  # not ready: send traffic elsewhere (nothing here has failed)
         return response
+
+    def render_to_response_json(self, status: int) -> JsonResponse:
+        response = super().render_to_response_json(status)
+        body = json.loads(response.content)
+        return JsonResponse({**body, **self.workers}, status=status)
+
+    def render_to_response_text(self, status: int) -> HttpResponse:
+        response = super().render_to_response_text(status)
+        lines = "".join(f"{name}: {value}\n" for name, value in self.workers.items())
+        response.content = response.content + lines.encode()
+        return response
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        return {**super().get_context_data(**kwargs), "workers": self.workers}
 
 
 @never_cache

@@ -4,7 +4,7 @@ Per process (a Prometheus server scrapes each one): MCP requests by tenant, meth
 tool-call latency histograms per tool, from the usage recorder (mcp_app/usage/recorder.py: counted in
 memory, no database write and no Redis round trip per request), and the authorization server's
 outcomes (mcp_app/oauth/events.py) and refusals past a quota or cap (protocol/quotas.py). Shared, read at scrape time: open sessions and listen streams
-per tenant, background runs by status, the Celery queue's depth. Labels stay bounded: the recorder
+per tenant, background runs by status, the Celery queue's depth and the workers taking jobs from it. Labels stay bounded: the recorder
 caps a tenant's (method, tool) pairs, and past MCP_METRICS_MAX_TENANTS tenants (the busiest kept) the
 rest are `(other)`.
 
@@ -28,6 +28,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from mcp_app.background import presence
 from mcp_app.infra import redis_client
 from mcp_app.models import LATENCY_BOUNDS_MS, ToolRun
 from mcp_app.oauth import events
@@ -136,12 +137,20 @@ class PlatformCollector:
         if redis_client.enabled() and settings.MCP_BACKGROUND_TOOLS == "celery":
             try:
                 depth = redis_client.sync_client().llen(settings.MCP_BACKGROUND_QUEUE)
+                alive = presence.alive()
             except Exception:  # noqa: BLE001
-                logger.warning("could not read the queue's depth", exc_info=True)
+                logger.warning("could not read the queue's depth and workers", exc_info=True)
             else:
                 yield GaugeMetricFamily(
                     "mcp_background_queue_depth", "Background jobs waiting for a worker.", value=depth
                 )
+                workers = GaugeMetricFamily(
+                    "mcp_background_workers",
+                    "Workers taking background jobs from the queue now (0: calls wait, AMB-113).",
+                    labels=["queue"],
+                )
+                workers.add_metric([settings.MCP_BACKGROUND_QUEUE], alive)
+                yield workers
 
 
 _registry = CollectorRegistry(auto_describe=False)

@@ -5,9 +5,13 @@ Longer than 400 lines: Django wants an app's models in one module, and each mode
 
 from __future__ import annotations
 
+import datetime
+from typing import Self
+
 from django.conf import settings
-from django.core.validators import RegexValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
+from django.utils import timezone
 from simple_history.models import HistoricalRecords
 
 from mcp_app import validation
@@ -83,6 +87,10 @@ class ToolQuerySet(TenantQuerySet):
         return self.for_tenant(tenant).filter(enabled=True).exclude(required_scope="")
 
 
+# The longest a call may wait for a worker (Tool.worker_wait_seconds): a day.
+WORKER_WAIT_MAX_SECONDS = 86_400
+
+
 class Tool(Definition):
     name = models.CharField(max_length=64, validators=[tool_name_validator])
     input_schema = models.JSONField(
@@ -107,6 +115,14 @@ class Tool(Definition):
         default=Execution.INLINE,
         help_text="Where the tool runs. Background: on a Celery worker, for long tools; progress and "
         "log messages still reach the client, and a cancellation stops the work.",
+    )
+    worker_wait_seconds = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(WORKER_WAIT_MAX_SECONDS)],
+        help_text="Background tools: how long a call waits for a worker to start it (the caller is told it is "
+        "waiting for a worker), before it ends with an error result, unrun. Blank: the server's "
+        "MCP_BACKGROUND_START_SECONDS (30 s). A few seconds fails fast; minutes suit batch work.",
     )
     required_scope = models.CharField(
         max_length=100,
@@ -135,7 +151,8 @@ class Tool(Definition):
         default=TaskSupport.AUTO,
         help_text="2025-11-25 clients: whether a call may return a task handle at once, its result "
         "fetched later (execution.taskSupport). 2026-07-28 clients that accept tasks get one for every "
-        "call of a background tool whose support is not forbidden.",
+        "call of a background tool whose support is not forbidden, and for every call of a tool whose "
+        "support is required; a 2026-07-28 client that does not accept tasks cannot call such a tool.",
     )
 
     objects = ToolQuerySet.as_manager()
@@ -245,6 +262,24 @@ class ResourceTemplate(Definition):
         validation.clean_resource_template(self)
 
 
+def _session_expired(now: datetime.datetime) -> models.Q:
+    """Idle past MCP_SESSION_IDLE_SECONDS, or never used since its initialize (last_seen_at still
+    before created_at) and made more than MCP_SESSION_FIRST_IDLE_SECONDS ago (AMB-104)."""
+    idle = settings.MCP_SESSION_IDLE_SECONDS
+    first = min(settings.MCP_SESSION_FIRST_IDLE_SECONDS, idle)
+    return models.Q(last_seen_at__lt=now - datetime.timedelta(seconds=idle)) | models.Q(
+        last_seen_at__lt=models.F("created_at"), created_at__lt=now - datetime.timedelta(seconds=first)
+    )
+
+
+class McpSessionQuerySet(TenantQuerySet):
+    def open(self, now: datetime.datetime | None = None) -> Self:
+        return self.exclude(_session_expired(now or timezone.now()))
+
+    def expired(self, now: datetime.datetime | None = None) -> Self:
+        return self.filter(_session_expired(now or timezone.now()))
+
+
 class McpSession(models.Model):
     """A Streamable HTTP session (database session store; Redis keeps them when REDIS_URL is set)."""
 
@@ -253,11 +288,16 @@ class McpSession(models.Model):
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
     )
+    # Who opened it, as transport/session_admission counts clients (user, OAuth client or address).
+    owner = models.CharField(max_length=255, blank=True, default="")
     state = models.JSONField(default=dict)
     created_at = models.DateTimeField(auto_now_add=True)
     last_seen_at = models.DateTimeField(db_index=True)
 
-    objects = TenantQuerySet.as_manager()
+    objects = McpSessionQuerySet.as_manager()
+
+    class Meta:
+        indexes = [models.Index(fields=["tenant", "owner"], name="mcp_session_owner")]
 
     def __str__(self) -> str:
         return self.id

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from django.core.exceptions import ValidationError
+from django.db import models
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from jsonschema.validators import validator_for
@@ -27,8 +28,10 @@ from mcp_app.content.fields import (
     validate_mime_type,
     validate_resource_uri,
 )
+from mcp_app.content.schema_refs import validate_local_refs
 from mcp_app.core.mcp_headers import invalid_x_mcp_header
 from mcp_app.handlers import registry
+from mcpsite import nesting
 
 # AMB-17: a schema without "$schema" is checked (and later validated) as Draft 2020-12.
 DEFAULT_SCHEMA_DIALECT = Draft202012Validator
@@ -88,6 +91,7 @@ def validate_object_schema(schema: Any, label: str = "Schema", object_root: bool
     except SchemaError as exc:
         where = "/".join(str(part) for part in exc.path) or "(root)"
         fail(f"{label} is not a valid JSON Schema at {where}: {exc.message}")
+    validate_local_refs(schema, label)
     if object_root and schema.get("type") != "object":
         fail(f'{label} must have "type": "object" at the root.')
 
@@ -270,8 +274,24 @@ def validate_template_handler(kind: str, config: Any) -> None:
 # --- Whole rows --------------------------------------------------------------------------------
 
 
+def validate_depth(value: Any) -> None:
+    """Refuse JSON nested past a definition's share of the one limit (AMB-115), room left for its frames."""
+    limit = nesting.definition_limit()
+    if nesting.depth_exceeds(value, limit):
+        fail(f"Nested deeper than {limit} levels (MCP_MAX_JSON_DEPTH less {nesting.FRAME}).")
+
+
+def _depth_checks(obj: Any) -> list[tuple[str, Callable[[], None]]]:
+    fields = [f.name for f in obj._meta.concrete_fields if isinstance(f, models.JSONField)]
+    return [(name, lambda name=name: validate_depth(getattr(obj, name))) for name in fields]
+
+
 def _common_checks(obj: Any) -> list[tuple[str, Callable[[], None]]]:
-    return [("icons", lambda: validate_icons(obj.icons)), ("meta", lambda: validate_meta(obj.meta))]
+    return [
+        *_depth_checks(obj),
+        ("icons", lambda: validate_icons(obj.icons)),
+        ("meta", lambda: validate_meta(obj.meta)),
+    ]
 
 
 def clean_tool(tool: Any) -> None:

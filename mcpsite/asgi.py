@@ -10,6 +10,7 @@ django_asgi_app = get_asgi_application()
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.urls import re_path  # noqa: E402
 
+from mcp_app.content import render_pool  # noqa: E402
 from mcp_app.infra import tracing  # noqa: E402
 from mcp_app.transport.daphne_tuning import (  # noqa: E402
     disable_form_parsing,
@@ -22,6 +23,7 @@ from mcp_app.transport.routing import urlpatterns as mcp_urlpatterns  # noqa: E4
 disable_form_parsing()  # Daphne hands bodies over raw; Twisted's form parsing is pure cost
 redact_access_log()  # a token a client put in the URL never reaches the access log
 drain_before_shutdown()  # SIGTERM: stop listening, finish calls in flight, end streams (transport/drain.py)
+render_pool.warm()  # the first large template must not wait for the render processes' Django start-up
 
 application = ProtocolTypeRouter(
     {

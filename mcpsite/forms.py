@@ -16,6 +16,8 @@ from django.db import models
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from mcpsite import nesting
+
 
 class JSONTextarea(forms.Textarea):
     """Monospace textarea sized for JSON documents."""
@@ -83,13 +85,26 @@ class PrettyJSONField(forms.JSONField):
         if isinstance(value, list | dict | int | float):
             return value
         try:
-            return json.loads(value)
+            return nesting.loads(value)
         except json.JSONDecodeError as exc:
             raise ValidationError(
                 "Invalid JSON: %(msg)s at line %(line)s, column %(col)s.",
                 code="invalid",
                 params={"msg": exc.msg, "line": exc.lineno, "col": exc.colno},
             ) from None
+        except ValueError as exc:  # nested too deep (the limit named), NaN or Infinity
+            raise ValidationError("Invalid JSON: %(why)s.", code="invalid", params={"why": exc}) from None
+
+    def bound_data(self, data: Any, initial: Any) -> Any:
+        # Django's own re-parses what was typed to show it again, with json.loads: bounded here too.
+        if self.disabled:
+            return initial
+        if data is None:
+            return None
+        try:
+            return nesting.loads(data)
+        except ValueError:
+            return forms.fields.InvalidJSONInput(data)
 
     def validate(self, value: Any) -> None:
         if self.required and value in (None, "", [], {}):

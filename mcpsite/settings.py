@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import secrets
 from datetime import timedelta
 from pathlib import Path
@@ -108,6 +109,34 @@ if _public.scheme == "https":
     # Served over TLS (behind a proxy): cookies never travel in clear, and browsers remember to use TLS.
     SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
     SECURE_HSTS_SECONDS = _env_int("MCP_HSTS_SECONDS", 31_536_000, minimum=0)
+
+
+def _proxy_ssl_header() -> tuple[str, str] | None:
+    """MCP_PROXY_SSL_HEADER: `Name` (https when it says `https`) or `Name=value` (e.g. X-Forwarded-Ssl=on)."""
+    raw = os.environ.get("MCP_PROXY_SSL_HEADER", "").strip()
+    if not raw:
+        return None
+    name, _, value = raw.partition("=")
+    name, value = name.strip(), (value.strip() if "=" in raw else "https")
+    if not re.fullmatch(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*", name) or not re.fullmatch(r"[A-Za-z0-9.:-]+", value):
+        raise ImproperlyConfigured(
+            f"MCP_PROXY_SSL_HEADER must be a header name, or name=value (X-Forwarded-Proto, X-Forwarded-Ssl=on), got {raw!r}"
+        )
+    return f"HTTP_{name.upper().replace('-', '_')}", value
+
+
+# Behind a TLS-terminating proxy (AMB-110): the header by which it says the client's connection was https.
+# Off unless set: a process reachable without the proxy would believe any client's header.
+SECURE_PROXY_SSL_HEADER = _proxy_ssl_header()
+# A plain-HTTP GET of a page goes to https, other methods are refused in words (mcpsite/middleware.py);
+# on by default only where the process can tell an https request, else it would redirect to itself for ever.
+SECURE_SSL_REDIRECT = _env_bool("MCP_SSL_REDIRECT", _public.scheme == "https" and SECURE_PROXY_SSL_HEADER is not None)
+if SECURE_SSL_REDIRECT and _public.scheme != "https":
+    raise ImproperlyConfigured(f"MCP_SSL_REDIRECT=1 needs an https MCP_PUBLIC_URL, got {MCP_PUBLIC_URL!r}")
+# Called over plain HTTP inside the cluster, by the pod's IP (kubelet, Prometheus): never redirected
+# to https, and answered whatever their Host (AMB-111, mcpsite.middleware.CommonMiddleware).
+MCP_CLUSTER_PATHS = [r"^health/live$", r"^health/ready$", r"^metrics$"]
+SECURE_REDIRECT_EXEMPT = MCP_CLUSTER_PATHS
 # A refused form (stale tab, cookies blocked) gets a page that says what to do, not a bare 403.
 CSRF_FAILURE_VIEW = "mcpsite.views.csrf_failure"
 
@@ -138,13 +167,16 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Before Django's redirect to https: a plain-HTTP POST there is refused in words, not redirected (AMB-110).
+    "mcpsite.middleware.HttpsOnlyWrites",
     "django.middleware.security.SecurityMiddleware",
     # Content-Security-Policy on every page (CONTENT_SECURITY_POLICY below).
     "csp.middleware.CSPMiddleware",
     # Serves collected static files (the admin's CSS/JS) from Daphne itself: no web server needed.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.common.CommonMiddleware",
+    # Django's, without the host check for the probes and /metrics (AMB-111).
+    "mcpsite.middleware.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     # The database's tenant wall (row-level security, AMB-96): the rest runs in the user's tenants.
@@ -193,7 +225,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 
-if DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql") and os.environ.get("DATABASE_ROLE"):
+if DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql") and os.environ.get(
+    "DATABASE_ROLE"
+):
     # The role each connection takes (SET ROLE): one without BYPASSRLS, so the tenant wall binds it
     # even when DATABASE_URL's user is a superuser (AMB-96).
     DATABASES["default"].setdefault("OPTIONS", {})["assume_role"] = os.environ["DATABASE_ROLE"]
@@ -250,7 +284,8 @@ if MCP_BACKGROUND_TOOLS == "celery" and not REDIS_URL:
     )
 MCP_BACKGROUND_QUEUE = os.environ.get("MCP_BACKGROUND_QUEUE", "mcp-tools")
 CELERY_TASK_DEFAULT_QUEUE = MCP_BACKGROUND_QUEUE
-# How long a background tool may wait in the queue for a worker before the caller gets an error.
+# How long a background tool may wait in the queue for a worker before the caller gets an error (a tool's
+# own worker_wait_seconds overrides it; AMB-114).
 MCP_BACKGROUND_START_SECONDS: float = _env_int("MCP_BACKGROUND_START_SECONDS", 30, minimum=1)
 # A started job's worker sends a sign of life every second; after this long without one the run is
 # lost (its worker died or hangs) and the caller gets an isError result at once.
@@ -278,7 +313,9 @@ for _network in MCP_METRICS_ALLOW:
     try:
         ipaddress.ip_network(_network, strict=False)
     except ValueError:
-        raise ImproperlyConfigured(f"MCP_METRICS_ALLOW: {_network!r} is not a network (e.g. 10.0.0.0/8)") from None
+        raise ImproperlyConfigured(
+            f"MCP_METRICS_ALLOW: {_network!r} is not a network (e.g. 10.0.0.0/8)"
+        ) from None
 MCP_METRICS_MAX_TENANTS = _env_int("MCP_METRICS_MAX_TENANTS", 100, minimum=1)
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -356,6 +393,12 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_SCHEMA_CLASS": "mcp_app.api.schema.ApiSchema",
     "EXCEPTION_HANDLER": "mcp_app.api.errors.handle",
+    # JSON through the one nesting limit (AMB-119); forms and multipart as DRF reads them.
+    "DEFAULT_PARSER_CLASSES": [
+        "mcp_app.api.parsers.BoundedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
@@ -393,6 +436,25 @@ SPECTACULAR_SETTINGS = {
 }""",
 }
 
+# E-mail (invitations, AMB-105): Django's backend. The console backend prints each mail to the process's
+# output (development); production sets the SMTP backend and its host. Tests use locmem (mail.outbox),
+# the end-to-end servers the file backend (EMAIL_FILE_PATH).
+EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND") or "django.core.mail.backends.console.EmailBackend"
+EMAIL_FILE_PATH = os.environ.get("EMAIL_FILE_PATH") or str(BASE_DIR / "sent-mail")
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = _env_int("EMAIL_PORT", 25, minimum=1)
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = _env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = _env_bool("EMAIL_USE_SSL", False)
+# An unreachable mail server fails the invitation (undone, said on the page) instead of hanging it.
+EMAIL_TIMEOUT = _env_int("EMAIL_TIMEOUT", 10, minimum=1)
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL") or f"MCP platform <noreply@{_public.hostname}>"
+# Invitations (tenants/invitations.py): how long a link works, and how many an hour one tenant, and
+# one inviter, may send (AMB-107; 0: no limit).
+MCP_INVITATION_DAYS = _env_int("MCP_INVITATION_DAYS", 7, minimum=1)
+MCP_INVITATIONS_PER_HOUR = _env_int("MCP_INVITATIONS_PER_HOUR", 20, minimum=0)
+
 # --- MCP platform settings -------------------------------------------------------
 MCP_SERVER_NAME = os.environ.get("MCP_SERVER_NAME", "django-mcp-platform")
 MCP_SERVER_VERSION = "0.1.0"
@@ -400,10 +462,15 @@ MCP_SERVER_VERSION = "0.1.0"
 # SIGTERM under Daphne: how long calls in flight may take to finish before they are cancelled.
 MCP_SHUTDOWN_GRACE_SECONDS = _env_int("MCP_SHUTDOWN_GRACE_SECONDS", 20, minimum=0)
 MCP_MAX_BODY_BYTES = _env_int("MCP_MAX_BODY_BYTES", 4 * 1024 * 1024, minimum=1024)
-# Deepest JSON nesting accepted in a message; deeper → -32700 (guards the parser and validators).
-MCP_MAX_JSON_DEPTH = _env_int("MCP_MAX_JSON_DEPTH", 64, minimum=8)
+# Deepest JSON/YAML nesting accepted anywhere (mcpsite/nesting.py, AMB-115); definitions get 8 less.
+MCP_MAX_JSON_DEPTH = _env_int("MCP_MAX_JSON_DEPTH", 64, minimum=16)
 # Idle sessions expire after this many seconds (then 404).
 MCP_SESSION_IDLE_SECONDS = _env_int("MCP_SESSION_IDLE_SECONDS", 3600, minimum=10)
+# A new session nobody has used since its initialize expires sooner (AMB-104); its first later
+# request gives it MCP_SESSION_IDLE_SECONDS like any other.
+MCP_SESSION_FIRST_IDLE_SECONDS = _env_int("MCP_SESSION_FIRST_IDLE_SECONDS", 60, minimum=1)
+# Open sessions one client (OAuth user, else OAuth client, else address) may hold per tenant (AMB-100); 0: no cap.
+MCP_SESSIONS_PER_CLIENT = _env_int("MCP_SESSIONS_PER_CLIENT", 100, minimum=0)
 # How long SSE events are kept for Last-Event-ID replay.
 MCP_EVENT_RETENTION_SECONDS = _env_int("MCP_EVENT_RETENTION_SECONDS", 600, minimum=10)
 # SSE `retry:` hint, milliseconds.
@@ -413,6 +480,11 @@ MCP_SSE_KEEPALIVE_SECONDS = _env_int("MCP_SSE_KEEPALIVE_SECONDS", 15, minimum=1)
 # A GET resuming a request's stream (Last-Event-ID) waits at most this long for the rest of it,
 # then closes; the client reconnects with its latest Last-Event-ID.
 MCP_SSE_RESUME_WAIT_SECONDS = _env_int("MCP_SSE_RESUME_WAIT_SECONDS", 60, minimum=1)
+# Templates (AMB-97, 98): how long one render may run (prompts and resources have no timeout of their
+# own; a tool's timeout bounds it too); render processes per serving process, and per tenant at a time.
+MCP_TEMPLATE_SECONDS = _env_int("MCP_TEMPLATE_SECONDS", 5, minimum=1)
+MCP_TEMPLATE_PROCESSES = _env_int("MCP_TEMPLATE_PROCESSES", 2, minimum=1)
+MCP_TEMPLATE_PROCESSES_PER_TENANT = _env_int("MCP_TEMPLATE_PROCESSES_PER_TENANT", 1, minimum=1)
 # Page size for */list results.
 MCP_PAGE_SIZE = _env_int("MCP_PAGE_SIZE", 50, minimum=1)
 # Hosts/networks the http handler may reach although they are private or loopback

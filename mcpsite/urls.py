@@ -21,6 +21,7 @@ from mcp_app.oauth.server import (
 )
 from mcp_app.usage import views as usage_views
 from mcpsite.views import front
+from tenants.invitation_page import invitation_page
 
 # The authorization server's endpoints, named as django-oauth-toolkit expects (its metadata view
 # reverses these names in the oauth2_provider namespace).
@@ -59,6 +60,8 @@ urlpatterns = [
     path("oauth/", include((oauth_urlpatterns, "oauth2_provider"))),
     path("oauth/login", McpLoginView.as_view(), name="oauth-login"),
     path("oauth/logout", LogoutView.as_view(), name="oauth-logout"),
+    # An invitation's link: accept it signed in or with a new account (tenants/invitation_page.py, AMB-106).
+    path("invitations/<str:token>", invitation_page, name="invitation"),
     # Usage dashboards (mcp_app/usage/): a tenant's, for its members; every tenant's, for superusers.
     path("t/<slug:slug>/dashboard", usage_views.dashboard, name="tenant-dashboard"),
     path("usage/", usage_views.overview, name="usage-overview"),

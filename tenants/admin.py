@@ -1,9 +1,13 @@
-"""Admin for tenants and memberships, and the mixin that scopes every tenant-owned ModelAdmin.
+"""Admin for tenants, memberships and invitations, and the mixin that scopes every tenant-owned ModelAdmin.
+
+Longer than 400 lines: the tenants app's whole admin (tenants, memberships, invitations), each built
+on the scoping helpers above it in this module.
 
 Access comes from memberships, not Django model permissions: a staff user with a membership can
 use the admin for that tenant without being granted permissions one by one (is_staff is still
 needed to log in). Viewers see rows read-only; owners and editors change definitions; owners
-change the tenant's settings and memberships; only superusers create or delete tenants.
+change the tenant's settings and memberships and invite people by e-mail address (AMB-105, AMB-108);
+only superusers attach an existing account by username, and create or delete tenants.
 """
 
 from __future__ import annotations
@@ -16,13 +20,14 @@ from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.db import models
-from django.http import Http404, HttpRequest
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.html import format_html
 
 from mcpsite.forms import json_formfield
-from tenants import access
-from tenants.models import EDIT_ROLES, Membership, Role, Tenant
+from tenants import access, invitations
+from tenants.models import EDIT_ROLES, Invitation, Membership, Role, Tenant
 
 
 def _roles(request: HttpRequest) -> dict[int, str] | None:
@@ -174,6 +179,7 @@ class TenantAdmin(MembershipPermissionsMixin, admin.ModelAdmin):
                 )
             },
         ),
+        ("Long answers (2025-11-25 clients)", {"fields": ("stream_poll_seconds", "stream_poll_retry_ms")}),
         ("State", {"fields": ("definitions_version", "created_at", "updated_at")}),
     )
 
@@ -284,6 +290,18 @@ class MembershipAdmin(TenantScopedAdmin):
     def get_queryset(self, request: HttpRequest) -> models.QuerySet:
         return super().get_queryset(request).select_related("user")
 
+    def get_readonly_fields(self, request: HttpRequest, obj: Membership | None = None) -> tuple[str, ...]:
+        # A membership's person and tenant are fixed: changing either would attach someone elsewhere.
+        return ("tenant", "user") if obj is not None else ()
+
+    def add_view(self, request: HttpRequest, form_url: str = "", extra_context: Any = None) -> HttpResponse:
+        if _is_superuser(request):
+            return super().add_view(request, form_url, extra_context)
+        if not self.has_add_permission(request):
+            raise PermissionDenied
+        # Owners invite by address (AMB-105): attaching an account by username would let them attach anyone.
+        return redirect("admin:tenants_invitation_add")
+
     def has_delete_permission(self, request: HttpRequest, obj: Membership | None = None) -> bool:
         if obj is not None and _last_owner(obj):
             return False
@@ -296,6 +314,110 @@ class MembershipAdmin(TenantScopedAdmin):
             if not owners.exists():
                 raise PermissionDenied("A tenant keeps at least one owner.")
         super().delete_queryset(request, queryset)
+
+
+# --- Invitations -------------------------------------------------------------------------------
+
+
+class InvitationForm(forms.ModelForm):
+    class Meta:
+        model = Invitation
+        fields = ("tenant", "email", "role")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if self.errors:
+            return data
+        # The invitation is made (and mailed) here, so each refusal (limit, pending, mail) is a form
+        # error; the admin's save then finds the row saved.
+        try:
+            self.instance = invitations.invite(data["tenant"], data["email"], data["role"], self.invited_by)
+        except invitations.InvitationError as exc:
+            raise forms.ValidationError(exc.message) from None
+        return data
+
+
+class InvitationStatusFilter(admin.SimpleListFilter):
+    title = "status"
+    parameter_name = "status"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return list(Invitation.Status.choices)
+
+    def queryset(self, request: HttpRequest, queryset: models.QuerySet) -> models.QuerySet:
+        return queryset.with_status(self.value()) if self.value() else queryset
+
+
+@admin.register(Invitation)
+class InvitationAdmin(TenantScopedAdmin):
+    """Owners invite by address, list and revoke; invitations are never edited or deleted (the record)."""
+
+    form = InvitationForm
+    edit_roles = frozenset({Role.OWNER})
+    list_display = ("email", "tenant", "role", "status", "invited_by", "created_at", "expires_at")
+    list_filter = (InvitationStatusFilter, "role")
+    search_fields = ("email", "tenant__slug")
+    actions = ("revoke",)
+    readonly_fields = ("status", "invited_by", "created_at", "expires_at", "accepted_at", "accepted_by", "revoked_at")
+
+    def get_queryset(self, request: HttpRequest) -> models.QuerySet:
+        # Owners only, not every member: invitations hold people's addresses.
+        qs = admin.ModelAdmin.get_queryset(self, request).select_related("tenant", "invited_by")
+        ids = editable_tenant_ids(request, self.edit_roles)
+        return qs if ids is None else qs.filter(tenant_id__in=ids)
+
+    def get_list_filter(self, request: HttpRequest) -> list[Any]:
+        return [("tenant", admin.RelatedOnlyFieldListFilter), *self.list_filter]
+
+    def get_fields(self, request: HttpRequest, obj: Invitation | None = None) -> tuple[str, ...]:
+        return ("tenant", "email", "role") if obj is None else ("tenant", "email", "role", *self.readonly_fields)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Invitation | None = None) -> tuple[str, ...]:
+        return () if obj is None else ("tenant", "email", "role", *self.readonly_fields)
+
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
+        form = super().get_form(request, obj, change, **kwargs)
+        form.invited_by = request.user
+        return form
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        ids = editable_tenant_ids(request, self.edit_roles)
+        return ids is None or bool(ids)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return super().has_change_permission(request, obj)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # An invitation's page is read-only; the list and its action are for its tenant's owners.
+        return obj is None and super().has_change_permission(request)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_revoke_permission(self, request: HttpRequest) -> bool:
+        return super().has_change_permission(request)
+
+    def save_model(self, request: HttpRequest, obj: Invitation, form: Any, change: bool) -> None:
+        """The form made and mailed the invitation (InvitationForm.clean): nothing is left to save."""
+
+    def response_add(self, request: HttpRequest, obj: Invitation, post_url_continue: str | None = None) -> Any:
+        # The same words whether or not the address has an account (AMB-105).
+        self.message_user(request, f"Invitation sent to {obj.email}; it is valid for {settings.MCP_INVITATION_DAYS} days.")
+        return redirect("admin:tenants_invitation_changelist")
+
+    @admin.display(description="status")
+    def status(self, obj: Invitation) -> str:
+        return Invitation.Status(obj.status).label
+
+    @admin.action(description="Revoke the selected pending invitations", permissions=["revoke"])
+    def revoke(self, request: HttpRequest, queryset: models.QuerySet) -> None:
+        ids = editable_tenant_ids(request, self.edit_roles)
+        done = 0
+        for invitation in queryset.with_status(Invitation.Status.PENDING):
+            if _allowed(ids, invitation.tenant_id):
+                invitations.revoke(invitation)
+                done += 1
+        self.message_user(request, f"{done} invitation{'s' if done != 1 else ''} revoked.")
 
 
 __all__ = ["TenantScopedAdmin", "editable_tenant_ids", "viewable_tenant_ids"]

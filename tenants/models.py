@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Self
 
 from django.conf import settings
-from django.core.validators import RegexValidator
+from django.core.validators import MaxValueValidator, RegexValidator
 from django.db import models
 from django.db.models import F
+from django.utils import timezone
 
 
 class Role(models.TextChoices):
@@ -87,8 +88,9 @@ class Tenant(models.Model):
     )
     max_sessions = models.PositiveIntegerField(
         default=0,
-        help_text="Open sessions (2025-11-25 and older clients) at once; a new one past it is refused "
-        "with HTTP 429 until one ends or expires. 0: no cap.",
+        help_text="Open sessions (2025-11-25 and older clients) at once. Past it, the least recently used "
+        "session of the client holding the most gives way to a client with fewer; otherwise the new one is "
+        "refused with HTTP 429. Each client also has MCP_SESSIONS_PER_CLIENT. 0: no cap.",
     )
     max_background_runs = models.PositiveIntegerField(
         default=0,
@@ -110,6 +112,21 @@ class Tenant(models.Model):
         default=0,
         help_text="Largest request body in bytes (HTTP 413 above); never more than the operator's "
         "MCP_MAX_BODY_BYTES. 0: that limit.",
+    )
+    # Polling (transport/polling.py, AMB-128): a long answer's SSE stream closed after this long, the
+    # client resuming with Last-Event-ID; for sessions of 2025-11-25 and later only.
+    stream_poll_seconds = models.PositiveIntegerField(
+        default=0,
+        validators=[MaxValueValidator(3600)],
+        help_text="Close a long answer's stream (SSE) after this many seconds and let the client poll: "
+        "it comes back for the rest with Last-Event-ID. For proxies that cut long or idle connections; "
+        "2025-11-25 and later clients only (older ones keep theirs open). At most 3600. 0: never.",
+    )
+    stream_poll_retry_ms = models.PositiveIntegerField(
+        default=1000,
+        validators=[MaxValueValidator(60_000)],
+        help_text="How long (milliseconds) a polling client waits before it comes back (the SSE retry "
+        "field). At most 60000.",
     )
     cache_scope = models.CharField(
         max_length=10,
@@ -156,3 +173,62 @@ class TenantQuerySet(models.QuerySet):
 
     def for_tenant(self, tenant: Tenant | int) -> Self:
         return self.filter(tenant=tenant)
+
+
+class InvitationQuerySet(TenantQuerySet):
+    def pending(self) -> Self:
+        return self.with_status("pending")
+
+    def with_status(self, status: str) -> Self:
+        """Invitations in one state (Invitation.Status); an unknown state matches nothing."""
+        now = timezone.now()
+        open_ = self.filter(accepted_at=None, revoked_at=None)
+        return {
+            "pending": lambda: open_.filter(expires_at__gt=now),
+            "expired": lambda: open_.filter(expires_at__lte=now),
+            "accepted": lambda: self.exclude(accepted_at=None),
+            "revoked": lambda: self.filter(accepted_at=None).exclude(revoked_at=None),
+        }.get(status, self.none)()
+
+
+class Invitation(models.Model):
+    """An e-mail address invited into a tenant with a role (AMB-105); its link is signed, never stored."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        ACCEPTED = "accepted", "Accepted"
+        REVOKED = "revoked", "Revoked"
+        EXPIRED = "expired", "Expired"
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="invitations")
+    email = models.EmailField(max_length=254, help_text="The address the invitation is sent to.")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.VIEWER)
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = InvitationQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["tenant", "created_at"], name="invitation_tenant_time")]
+
+    def __str__(self) -> str:
+        return f"{self.email} → {self.tenant} ({self.role})"
+
+    @property
+    def status(self) -> str:
+        if self.accepted_at is not None:
+            return self.Status.ACCEPTED
+        if self.revoked_at is not None:
+            return self.Status.REVOKED
+        if self.expires_at <= timezone.now():
+            return self.Status.EXPIRED
+        return self.Status.PENDING

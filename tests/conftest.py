@@ -12,6 +12,7 @@ import pytest
 import pytest_asyncio
 
 from mcp_app import catalog
+from mcp_app.content import render_pool, rendering
 from mcp_app.models import Tool
 from mcp_app.protocol import quotas, ratelimit
 from mcp_app.transport import modern
@@ -88,6 +89,18 @@ def _fresh_catalog():
     yield
     catalog.clear_caches()
     modern.forget_answers()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_render_memory():
+    # A source one test sent to a render process must not skip the inline path in the next.
+    rendering.forget()
+
+
+@pytest.fixture(scope="session")
+def render_processes() -> None:
+    """The render processes' forkserver, started (seconds on a busy machine) before a test times a render."""
+    render_pool.start_forkserver()
 
 
 @pytest.fixture

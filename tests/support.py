@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mcp_app import catalog
 from mcp_app.catalog import loader
-from mcp_app.core.context import RequestContext, ResourceLookup, SessionState
+from mcp_app.core.context import ASK_TOGETHER, Asker, RequestContext, ResourceLookup, SessionState
 
 
 def tenant_resources(tenant_id: int) -> ResourceLookup:
@@ -37,3 +38,16 @@ def make_ctx(
         )
     kwargs.setdefault("resources", tenant_resources(tenant.id))
     return RequestContext(tenant=info, protocol_version=version, session=session or None, **kwargs)
+
+
+def fake_client(answer: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]) -> Asker:
+    """A stand-in for the client a handler asks: `answer` takes each question; a group asked together
+    (core.context.ASK_TOGETHER, AMB-122) is answered one question at a time, by name."""
+
+    async def ask(request: dict[str, Any]) -> dict[str, Any]:
+        if request.get("method") == ASK_TOGETHER:
+            requests = request["params"]["requests"]
+            return {"results": {name: await answer(question) for name, question in requests.items()}}
+        return await answer(request)
+
+    return ask

@@ -97,6 +97,7 @@ class ToolAdmin(TryPages, DefinitionAdmin):
                     "handler_config",
                     "timeout_seconds",
                     "execution",
+                    "worker_wait_seconds",
                     "task_support",
                 )
             },

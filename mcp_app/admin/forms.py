@@ -13,6 +13,7 @@ from django.utils.html import format_html_join
 from mcp_app.handlers import python, registry
 from mcp_app.handlers.secrets import decrypt_secrets, encrypt_secrets
 from mcp_app.models import Resource, ResourceTemplate, Tool
+from mcpsite import nesting
 from mcpsite.forms import WriteOnlyTextarea
 
 # Uploaded resource contents are kept in the database and sent base64-encoded to clients.
@@ -111,11 +112,13 @@ class ToolAdminForm(forms.ModelForm):
         if not raw:
             return None
         try:
-            value = json.loads(raw)
+            value = nesting.loads(raw)
         except json.JSONDecodeError as exc:
             raise ValidationError(
                 f"Invalid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}."
             ) from None
+        except ValueError as exc:  # nested too deep (the limit named), NaN or Infinity
+            raise ValidationError(f"Invalid JSON: {exc}.") from None
         return check_secret_headers(value)
 
     def clean(self) -> dict[str, Any]:

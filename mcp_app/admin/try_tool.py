@@ -24,6 +24,7 @@ from mcp_app.core.versions import LATEST, LATEST_MODERN
 from mcp_app.protocol import asking
 from mcp_app.protocol.dispatch import dispatch
 from mcp_app.transport import inflight
+from mcpsite import nesting
 
 # The admin request waits at most this long; a longer call is cancelled (a worker stops it too).
 TRY_SECONDS = 60.0
@@ -79,7 +80,7 @@ def example_arguments(schema: Any) -> dict[str, Any]:
 
 def parse_arguments(raw: str) -> dict[str, Any]:
     try:
-        value = json.loads(raw or "{}")
+        value = nesting.loads(raw or "{}")
     except ValueError as exc:
         raise TryError(f"The arguments are not valid JSON: {exc}.") from None
     if not isinstance(value, dict):
@@ -241,7 +242,7 @@ def answer_result(action: str, raw_content: str) -> dict[str, Any]:
     if action != "accept":
         return {"action": action}
     try:
-        content = json.loads(raw_content or "{}")
+        content = nesting.loads(raw_content or "{}")
     except ValueError as exc:
         raise TryError(f"The answer is not valid JSON: {exc}.") from None
     if not isinstance(content, dict):

@@ -30,19 +30,20 @@ def tenant_of(request: Request, slug: str) -> tuple[Tenant, str]:
 
 
 class TenantRole(permissions.BasePermission):
-    """Any member reads; a write needs one of the view's `write_roles` (definitions: owner or editor)."""
+    """Any member reads (or one of the view's `read_roles`); a write needs one of its `write_roles`
+    (definitions: owner or editor)."""
 
     def has_permission(self, request: Request, view: Any) -> bool:
         if not (request.user and request.user.is_authenticated):
             return False
         _tenant, role = tenant_of(request, view.kwargs["slug"])
-        if request.method in READ_METHODS:
-            return True
-        roles = getattr(view, "write_roles", EDIT_ROLES)
-        if role in roles:
+        reading = request.method in READ_METHODS
+        # Any member reads, unless the view names `read_roles` (invitations: owners, they hold addresses).
+        roles = getattr(view, "read_roles", None) if reading else getattr(view, "write_roles", EDIT_ROLES)
+        if roles is None or role in roles:
             return True
         self.message = (
-            f"Your role in this tenant is {role}: changing this needs the role "
+            f"Your role in this tenant is {role}: {'seeing' if reading else 'changing'} this needs the role "
             + " or ".join(sorted(str(r) for r in roles))
             + "."
         )

@@ -15,13 +15,13 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.exceptions import PermissionDenied
-from rest_framework.parsers import JSONParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from mcp_app.api.errors import ErrorSerializer, error_response
+from mcp_app.api.parsers import BoundedJSONParser
 from mcp_app.api.permissions import TenantRole, tenant_of
 from mcp_app.api.views import SLUG
 from mcp_app.portability.document import DocumentError, export_tenant
@@ -75,7 +75,7 @@ class OpenApiImportSerializer(serializers.Serializer):
 
 
 OpenApiOutcomeSerializer = inline_serializer(
-    "OpenApiImport",
+    "OpenApiImportOutcome",
     {
         "operations": serializers.ListField(
             child=serializers.DictField(), help_text="{key, name, supported, reason} of every operation."
@@ -120,7 +120,7 @@ class ImportView(APIView):
     """Import a tenant document: all checked first, one transaction, only what differs is written."""
 
     permission_classes = [IsAuthenticated, TenantRole]
-    parser_classes = [JSONParser]
+    parser_classes = [BoundedJSONParser]
 
     @extend_schema(
         parameters=[SLUG, DRY_RUN, PRUNE],
@@ -147,7 +147,7 @@ class ImportOpenApiView(APIView):
     """One http tool per chosen operation of an OpenAPI description (created, or updated by name)."""
 
     permission_classes = [IsAuthenticated, TenantRole]
-    parser_classes = [JSONParser]
+    parser_classes = [BoundedJSONParser]
 
     @extend_schema(
         parameters=[SLUG],

@@ -19,11 +19,14 @@ from oauth2_provider.models import (
     get_grant_model,
     get_refresh_token_model,
 )
-from rest_framework import generics, mixins, serializers, viewsets
+from rest_framework import generics, mixins, serializers, status, viewsets
 from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
 
 from audit.models import Action
 from audit.trail import record
+from mcp_app.api import invitations as api_invitations
 from mcp_app.api.permissions import OWNER_ONLY
 from mcp_app.api.serializers import CleanedModelSerializer
 from mcp_app.api.views import ID, SLUG, TenantScoped
@@ -112,7 +115,8 @@ class TenantSettingsView(TenantScoped, generics.RetrieveUpdateAPIView):
 class MembershipSerializer(serializers.ModelSerializer):
     username = serializers.SlugRelatedField(
         source="user", slug_field="username", queryset=get_user_model().objects.all(),
-        help_text="Username of an existing account (fixed once the membership exists).",
+        help_text="Username of an existing account (fixed once the membership exists); "
+        "superusers only when adding: owners invite an e-mail address.",
     )  # fmt: skip
 
     class Meta:
@@ -139,6 +143,26 @@ class MembershipSerializer(serializers.ModelSerializer):
         return attrs
 
 
+DIRECT_ONLY_FOR_SUPERUSERS = "Only a superuser adds an account directly: invite its e-mail address instead (email)."
+
+
+class MemberAddSerializer(serializers.Serializer):
+    """Either `email` (an invitation: owners) or `username` (an account attached at once: superusers)."""
+
+    email = serializers.EmailField(
+        max_length=254, required=False, help_text="Invite this address (AMB-109): answered 202 with the invitation."
+    )
+    username = serializers.CharField(
+        max_length=150, required=False, help_text="Superusers only: attach this account now (201)."
+    )
+    role = serializers.ChoiceField(choices=Role.choices, default=Role.VIEWER)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if ("email" in attrs) == ("username" in attrs):
+            raise serializers.ValidationError("Give either email (an invitation) or username (superusers only).")
+        return attrs
+
+
 def last_owner(membership: Membership) -> bool:
     """The admin's rule: the tenant's only owner can be neither demoted nor removed."""
     others = Membership.objects.filter(tenant_id=membership.tenant_id, role=Role.OWNER).exclude(
@@ -147,12 +171,19 @@ def last_owner(membership: Membership) -> bool:
     return membership.role == Role.OWNER and not others.exists()
 
 
-@extend_schema_view(**{a: extend_schema(parameters=[SLUG]) for a in ("list", "create")})
+@extend_schema_view(
+    list=extend_schema(parameters=[SLUG]),
+    create=extend_schema(
+        parameters=[SLUG],
+        request=MemberAddSerializer,
+        responses={201: MembershipSerializer, 202: api_invitations.InvitationSerializer, **api_invitations.REFUSALS},
+    ),
+)
 @extend_schema_view(
     **{a: extend_schema(parameters=[SLUG, ID]) for a in ("retrieve", "update", "partial_update", "destroy")}
 )
 class MembershipViewSet(TenantScoped, viewsets.ModelViewSet):
-    """Who belongs to the tenant; owners add, change and remove members (never the last owner)."""
+    """Who belongs to the tenant; owners invite, change and remove members (never the last owner)."""
 
     model = Membership
     serializer_class = MembershipSerializer
@@ -162,6 +193,19 @@ class MembershipViewSet(TenantScoped, viewsets.ModelViewSet):
         if getattr(self, "swagger_fake_view", False):
             return Membership.objects.none()
         return Membership.objects.filter(tenant=self.tenant()).select_related("user").order_by("id")
+
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """Owners invite an address (202, the invitation); superusers may attach an account (201)."""
+        body = MemberAddSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        if "username" in body.validated_data:
+            if access.roles_of(request.user) is not None:
+                # The same words whether or not the username exists: no account oracle (AMB-109).
+                raise serializers.ValidationError({"username": [DIRECT_ONLY_FOR_SUPERUSERS]})
+            return super().create(request, *args, **kwargs)
+        data = body.validated_data
+        invitation = api_invitations.invite(self.tenant(), data["email"], data["role"], request.user)
+        return Response(api_invitations.InvitationSerializer(invitation).data, status=status.HTTP_202_ACCEPTED)
 
     def perform_create(self, serializer: serializers.ModelSerializer) -> None:
         serializer.save(tenant=self.tenant())

@@ -15,13 +15,14 @@ from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import filters, mixins, serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.parsers import JSONParser, MultiPartParser
+from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from mcp_app.api import serializers as defs
 from mcp_app.api.errors import ErrorSerializer, error_response
+from mcp_app.api.parsers import BoundedJSONParser
 from mcp_app.api.permissions import TenantRole, tenant_of
 from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool, ToolRun
 from mcp_app.protocol import tasks
@@ -39,7 +40,7 @@ class TenantScoped:
     """What every view under /tenants/<slug>/ shares: the tenant, its role check, its rows."""
 
     permission_classes = [IsAuthenticated, TenantRole]
-    parser_classes = [JSONParser]
+    parser_classes = [BoundedJSONParser]
     model: type[models.Model]
 
     def tenant(self) -> Tenant:
@@ -95,7 +96,7 @@ class PromptViewSet(DefinitionViewSet):
 )
 class ResourceViewSet(DefinitionViewSet):
     model = Resource
-    parser_classes = [JSONParser, MultiPartParser]
+    parser_classes = [BoundedJSONParser, MultiPartParser]
     search_fields = ["name", "title", "description", "uri"]
     ordering_fields = ["id", "name", "uri", "updated_at"]
     filterset_fields = {"name": ["exact"], "uri": ["exact"], "enabled": ["exact"], "mime_type": ["exact"]}

@@ -6,12 +6,33 @@ import asyncio
 import threading
 from typing import Any
 
-from celery import shared_task
+from celery import shared_task, signals
 
-from mcp_app.background import server, worker
+from mcp_app.background import presence, server, worker
+from mcp_app.infra import redis_client
 from tenants import wall
 
 _local = threading.local()
+_presence: list[presence.Beater] = []  # this worker's, started when it is ready to take jobs
+
+
+@signals.worker_ready.connect(weak=False)
+def announce_presence(sender: Any, **_: object) -> None:
+    """The worker takes jobs now: readiness and /metrics count it (AMB-113), per queue it consumes."""
+    if not redis_client.enabled():
+        return
+    queues = sorted(sender.app.amqp.queues.consume_from)
+    beater = presence.Beater(sender.hostname, queues)
+    beater.start()
+    _presence.append(beater)
+
+
+@signals.worker_shutting_down.connect(weak=False)
+@signals.worker_shutdown.connect(weak=False)
+def withdraw_presence(**_: object) -> None:
+    """A shutdown begins (warm: no new job, the running ones finish): counted no more at once."""
+    while _presence:
+        _presence.pop().stop()
 
 
 def _loop() -> asyncio.AbstractEventLoop:

@@ -19,8 +19,10 @@ sets the job's cancel key in Redis on its way out. The worker polls that key, se
 no result (UT-10).
 
 Deadlines, so nothing runs that nobody waits for and no caller waits forever:
-  - a worker must start the job within MCP_BACKGROUND_START_SECONDS of its enqueueing; otherwise the
-    caller gets an isError result naming the wait, and a worker that picks it up later drops it;
+  - a worker must start the job within the tool's `worker_wait_seconds` (blank: MCP_BACKGROUND_START_SECONDS)
+    of its enqueueing; a caller still waiting after WAITING_NOTICE_SECONDS is told so (a progress
+    notification "Waiting for a worker", AMB-114); at the bound it gets an isError result naming the
+    wait, and a worker that picks the job up later drops it;
   - once started, the worker enforces the tool's timeout (the same funnel as inline tools) and the
     server waits that long plus REPLY_GRACE_SECONDS before reporting a worker that stopped answering;
   - meanwhile the worker leaves a sign of life in Redis every HEARTBEAT_SECONDS (a key, not a reply:
@@ -55,9 +57,10 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from mcp_app.background import runs
+from mcp_app.background import presence, runs
 from mcp_app.core.context import Asker, RequestContext
 from mcp_app.core.errors import HandlerError, InputRequired, MissingCapability, error_result
+from mcp_app.core.notifications import progress
 from mcp_app.core.types import ToolDef
 from mcp_app.infra import redis_client
 from mcp_app.models import ToolRun
@@ -85,6 +88,15 @@ CANCELLED_BY_CLIENT = "1"
 CANCELLED_IN_ADMIN = "admin:"
 # How long a worker blocks on Redis at a time for an answer, between checks for a cancellation.
 ANSWER_POLL_SECONDS = 0.5
+# A call not started by a worker this long after its enqueueing tells its caller it waits for one
+# (a free worker starts a job in milliseconds).
+WAITING_NOTICE_SECONDS = 1.0
+WAITING_FOR_A_WORKER = "Waiting for a worker"
+
+
+def start_wait_seconds(tool: ToolDef) -> float:
+    """How long a call of `tool` waits for a worker to start it (AMB-114)."""
+    return float(tool.worker_wait_seconds or settings.MCP_BACKGROUND_START_SECONDS)
 
 
 def enabled() -> bool:
@@ -124,7 +136,7 @@ def _job(
     return {
         "id": job_id or secrets.token_urlsafe(16),
         "reply_to": channel,
-        "start_by": time.time() + settings.MCP_BACKGROUND_START_SECONDS,
+        "start_by": time.time() + start_wait_seconds(tool),
         "tenant_id": ctx.tenant.id,
         "tenant_slug": ctx.tenant.slug,
         "tool_id": tool.id,
@@ -152,7 +164,7 @@ def _enqueue(job: dict[str, Any]) -> None:
         task_id=job["id"],
         queue=settings.MCP_BACKGROUND_QUEUE,
         # A worker that receives it later discards it unrun (the caller has had its answer).
-        expires=settings.MCP_BACKGROUND_START_SECONDS,
+        expires=max(1.0, job["start_by"] - time.time()),
     )
 
 
@@ -193,6 +205,21 @@ async def _answer(job_id: str, ask_id: str, answer: dict[str, Any]) -> None:
         logger.exception("could not pass an answer to background job %s", job_id)
 
 
+async def _tell_waiting(ctx: RequestContext, tool: ToolDef, start_seconds: float) -> None:
+    """The call is still queued: tell its caller (progress 0) whether no worker runs or all are busy."""
+    try:
+        why = "all are busy" if await presence.aalive() else "none is running"
+    except Exception:  # noqa: BLE001 - the notice is advisory; the wait goes on
+        logger.warning("could not count the workers for a waiting call", exc_info=True)
+        why = "none has started it yet"
+    await progress(
+        ctx,
+        0,
+        message=f"{WAITING_FOR_A_WORKER}: {why}. Tool {tool.name!r} waits up to {start_seconds:g} s "
+        "for one to start it, then the call ends unrun.",
+    )
+
+
 async def _relay_ask(ask: Asker, job_id: str, event: dict[str, Any]) -> None:
     """Ask the worker's question through the request's asker; hand the worker what came of it.
 
@@ -206,7 +233,7 @@ async def _relay_ask(ask: Asker, job_id: str, event: dict[str, Any]) -> None:
     except HandlerError as exc:  # the client cannot be asked, or did not answer in time
         answer = {"error": exc.message}
     except InputRequired as asked:
-        await _answer(job_id, ask_id, {"input_required": asked.key})
+        await _answer(job_id, ask_id, {"input_required": list(asked.requests)})
         await runs.note_exchange(
             job_id, request, {"error": "Asked as a 2026-07-28 round: the retry runs anew."}
         )
@@ -259,9 +286,10 @@ async def run(
             )
             return not_queued
         loop = asyncio.get_running_loop()
-        start_seconds = settings.MCP_BACKGROUND_START_SECONDS
+        start_seconds = start_wait_seconds(tool)
         deadline = loop.time() + start_seconds
         alive_until = deadline  # moved on by every sign of a started worker
+        notice_at: float | None = loop.time() + WAITING_NOTICE_SECONDS
         started = False
         while True:
             if receiver is None:
@@ -269,8 +297,17 @@ async def run(
                 # channel's buffered messages when a receive is cancelled.
                 receiver = loop.create_task(layer.receive(channel))
             # While this process waits for the client, the worker waits too: only its silence counts.
-            wait = max(0.0, (alive_until if asks else min(deadline, alive_until)) - loop.time())
+            until = alive_until if asks else min(deadline, alive_until)
+            if notice_at is not None and not started:
+                if loop.time() >= notice_at:
+                    notice_at = None
+                    await _tell_waiting(ctx, tool, start_seconds)
+                    continue
+                until = min(until, notice_at)
+            wait = max(0.0, until - loop.time())
             done, _ = await asyncio.wait({receiver, *asks}, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+            if not done and not started and notice_at is not None and loop.time() < deadline:
+                continue  # the moment to tell the caller it waits (above)
             if not done and started and (asks or loop.time() < deadline) and await _still_alive(job["id"]):
                 alive_until = loop.time() + ALIVE_KEY_SECONDS
                 continue  # quiet, not dead: its worker beat within ALIVE_KEY_SECONDS
@@ -302,7 +339,7 @@ async def run(
                     )
                     return error_result(
                         f"No worker started tool {tool.name!r} within {start_seconds:g} seconds. "
-                        "The server is busy or its workers are down; try again later."
+                        "The workers are down or busy; the call did not run. Try again later."
                     )
                 await asyncio.shield(
                     runs.close_run(

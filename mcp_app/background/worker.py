@@ -28,7 +28,7 @@ from django.conf import settings
 
 from mcp_app import catalog as catalogs
 from mcp_app.background import runs, server
-from mcp_app.core.context import Asker, RequestContext, SessionState, resources_of
+from mcp_app.core.context import ASK_TOGETHER, Asker, RequestContext, SessionState, resources_of
 from mcp_app.core.errors import AskOutcome, InputRequired, MissingCapability, ToolError, error_result
 from mcp_app.core.types import Catalog, TenantInfo, ToolDef
 from mcp_app.handlers import registry
@@ -99,8 +99,9 @@ def _asker(job_id: str, replies: _Replies, cancelled: asyncio.Event) -> Asker:
         if not await replies.reliably("mcp.job.ask", ask=ask_id, request=request):
             raise ToolError("The question could not reach the server waiting for this call.")
         answer = await _answer_to(job_id, ask_id, cancelled)
-        if isinstance(answer.get("input_required"), str):
-            raise InputRequired(answer["input_required"], request)
+        if isinstance(answer.get("input_required"), list):
+            # The server, which knows the request, answers the round; this run only has to end.
+            raise InputRequired({str(key): request for key in answer["input_required"]})
         if isinstance(answer.get("missing_capability"), str):
             raise MissingCapability(answer["missing_capability"])
         if isinstance(answer.get("result"), dict):
@@ -187,9 +188,22 @@ async def _watch_cancel(
     handler.cancel()
 
 
+def _stopping() -> bool:
+    """Whether the running task itself is being cancelled (a worker shutting down), as opposed to the
+    handler task, which the job's own cancellation cancels."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
 def _worker_name() -> str:
     # At call time: a prefork child imported this module in its parent, before the fork.
     return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _questions(request: dict[str, Any]) -> list[dict[str, Any]]:
+    """The requests a question holds: itself, or each of a group asked together (AMB-122)."""
+    group = (request.get("params") or {}).get("requests") if request.get("method") == ASK_TOGETHER else None
+    return [q for q in group.values() if isinstance(q, dict)] if isinstance(group, dict) else [request]
 
 
 async def _ended_by_asking(job_id: str, tool: ToolDef, outcome: AskOutcome, elapsed: float) -> str:
@@ -197,8 +211,10 @@ async def _ended_by_asking(job_id: str, tool: ToolDef, outcome: AskOutcome, elap
     if isinstance(outcome, InputRequired):
         # Done, not cancelled or failed: the job did its part of the round, and the call's answer is
         # its question; the client's retry with the answer runs as a new job (and row).
-        method = outcome.request.get("method")
-        detail = f"Asked the client ({method}): the call returned the question; its retry runs anew."
+        methods = sorted({str(q.get("method")) for r in outcome.requests.values() for q in _questions(r)})
+        detail = (
+            f"Asked the client ({', '.join(methods)}): the call returned the question; its retry runs anew."
+        )
         status, said = ToolRun.Status.DONE, "asked"
     else:
         capability = outcome.capability if isinstance(outcome, MissingCapability) else "?"
@@ -284,6 +300,9 @@ async def work(job: dict[str, Any]) -> str:
     try:
         result = await handler
     except asyncio.CancelledError:
+        if _stopping():  # this worker is stopping (not the job's cancellation): stop with it
+            handler.cancel()
+            raise
         result = None
     except AskOutcome as outcome:
         return await _ended_by_asking(job_id, tool, outcome, time.monotonic() - started)

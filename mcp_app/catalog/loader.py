@@ -97,6 +97,8 @@ def tenant_info(
         max_streams=tenant.max_streams,
         max_streams_per_session=tenant.max_streams_per_session,
         max_body_bytes=tenant.max_body_bytes,
+        stream_poll_seconds=tenant.stream_poll_seconds,
+        stream_poll_retry_ms=tenant.stream_poll_retry_ms,
     )
 
 
@@ -172,6 +174,7 @@ def _read_catalog(tenant_id: int) -> Catalog:
             timeout_seconds=row.timeout_seconds,
             required_scope=row.required_scope,
             execution=row.execution,
+            worker_wait_seconds=row.worker_wait_seconds,
             approval=row.approval,
             approval_without_elicitation=row.approval_without_elicitation,
             task_support=row.resolved_task_support,

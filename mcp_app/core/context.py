@@ -20,10 +20,20 @@ Emit = Callable[[dict[str, Any]], Awaitable[None]]
 Asker = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
+# Several questions asked together, each under the name its definition gives it (AMB-122): the request
+# {"method": ASK_TOGETHER, "params": {"requests": {name: request, ...}}} is answered
+# {"results": {name: result, ...}}. Every asker takes it: a 2026-07-28 round asks all the unanswered
+# ones at once, a legacy session one after another (stopping at an elicitation not accepted, so a
+# later name may have no result). Never sent on the wire.
+ASK_TOGETHER = "mcp.ask/together"
+
+
 async def _cannot_ask(request: dict[str, Any]) -> dict[str, Any]:
-    raise ToolError(
-        f"This asks the client ({request.get('method')}), but it runs where no client can be asked."
-    )
+    method = request.get("method")
+    if method == ASK_TOGETHER:  # name what was asked, not the internal group
+        group = (request.get("params") or {}).get("requests") or {}
+        method = ", ".join(sorted({str(q.get("method")) for q in group.values() if isinstance(q, dict)}))
+    raise ToolError(f"This asks the client ({method}), but it runs where no client can be asked.")
 
 
 # The tenant's enabled resources by URI, for content that links or embeds one. A function, so that
@@ -63,6 +73,7 @@ class SessionState:
     user_id: int | None = None
     client_id: str | None = None
     created_at: float = 0.0
+    owner: str = ""  # the client that opened it, as counted by transport/session_admission (AMB-100)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -77,6 +88,7 @@ class SessionState:
             "user_id": self.user_id,
             "client_id": self.client_id,
             "created_at": self.created_at,
+            "owner": self.owner,
         }
 
     @classmethod
@@ -116,10 +128,24 @@ class RequestContext:
     # What a handler asks out of band (a URL-mode form) is keyed on it, so a retry finds it again.
     call_id: str = ""
 
-    async def elicit(self, message: str, requested_schema: dict[str, Any]) -> dict[str, Any]:
-        """Ask the person to fill a form; returns the ElicitResult (action accept/decline/cancel, content)."""
+    async def ask_together(self, requests: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """Ask several questions at once, named (ASK_TOGETHER); returns the results by name."""
+        answer = await self.ask({"method": ASK_TOGETHER, "params": {"requests": requests}})
+        results = answer.get("results")
+        return results if isinstance(results, dict) else {}
+
+    async def elicit(
+        self, message: str, requested_schema: dict[str, Any], key: str | None = None
+    ) -> dict[str, Any]:
+        """Ask the person to fill a form; returns the ElicitResult (action accept/decline/cancel, content).
+
+        `key` names the question (a 2026-07-28 inputRequests key) instead of its number.
+        """
         params = {"mode": "form", "message": message, "requestedSchema": requested_schema}
-        return await self.ask({"method": "elicitation/create", "params": params})
+        request = {"method": "elicitation/create", "params": params}
+        if key is None:
+            return await self.ask(request)
+        return (await self.ask_together({key: request})).get(key) or {"action": "cancel"}
 
     async def elicit_url(self, message: str, url: str, elicitation_id: str) -> dict[str, Any]:
         """Send the person to `url` (URL-mode elicitation); returns the ElicitResult (accept = consent)."""

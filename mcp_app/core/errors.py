@@ -38,12 +38,12 @@ class AskOutcome(Exception):
 
 
 class InputRequired(AskOutcome):
-    """2026-07-28: the answer to `request` is not known yet; the call returns InputRequiredResult."""
+    """2026-07-28: the answers to `requests` (name -> request) are not known yet; the call returns an
+    InputRequiredResult asking them all in one round."""
 
-    def __init__(self, key: str, request: dict[str, Any]) -> None:
-        super().__init__(f"input required: {key}")
-        self.key = key
-        self.request = request
+    def __init__(self, requests: dict[str, dict[str, Any]]) -> None:
+        super().__init__(f"input required: {', '.join(requests)}")
+        self.requests = requests
 
 
 class MissingCapability(AskOutcome):

@@ -22,7 +22,15 @@ from typing import Any
 from mcp_app.core.errors import cut
 
 # Method → params key mirrored into the `Mcp-Name` header (spec "Standard Request Headers").
-NAME_BEARING_METHODS: dict[str, str] = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+NAME_BEARING_METHODS: dict[str, str] = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    # The tasks extension ("Streamable HTTP: Routing Headers"): Mcp-Name carries params.taskId.
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 
 ANNOTATION = "x-mcp-header"
 PARAM_HEADER_PREFIX = "Mcp-Param-"

@@ -30,6 +30,8 @@ class ToolDef:
     required_scope: str = ""
     # "inline" (in the server process) or "background" (a Celery worker, mcp_app.background.server).
     execution: str = "inline"
+    # Background: how long a call waits for a worker to start it; None: MCP_BACKGROUND_START_SECONDS.
+    worker_wait_seconds: int | None = None
     # Arguments its input schema mirrors into Mcp-Param-* headers (x-mcp-header), checked per call.
     mirrors_headers: bool = False
     # Ask the person before running: "off", "every_time" or "once" (models.Approval); and what to do
@@ -146,3 +148,5 @@ class TenantInfo:
     max_streams: int = 0  # open SSE streams of the tenant at once (transport/stream_slots.py); 0: no cap
     max_streams_per_session: int = 0  # open SSE streams of one legacy session at once; 0: no cap
     max_body_bytes: int = 0  # largest request body, within MCP_MAX_BODY_BYTES; 0: that setting
+    stream_poll_seconds: int = 0  # a legacy long answer's stream closed after this long (AMB-128); 0: never
+    stream_poll_retry_ms: int = 1000  # the retry a polling client is told

@@ -9,6 +9,7 @@ from typing import Any
 
 from django.conf import settings
 
+from mcp_app.demo.texts import instructions, readme
 from mcp_app.demo.upsert import Counts, upsert
 from mcp_app.demo.views import STREAM_MAX_DELAY, STREAM_MAX_N
 from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool
@@ -48,18 +49,6 @@ def demo_logo_png(size: int = 16) -> bytes:
         + _png_chunk(b"IEND", b"")
     )
 
-
-README = """# Demo MCP server
-
-This tenant shows what the platform serves without any code:
-
-- tools `echo`, `add`, `greet`, `show_logo`, `count_slowly`, `count_in_background`, `fetch_json`, `stream_count`, `ask_user`, `summarize`, `show_roots` and `delete_note`;
-- prompts `code_review` and `describe_logo`;
-- resources `demo://readme`, `demo://logo.png`, `demo://config.json`;
-- the resource template `demo://users/{user_id}/profile`.
-
-Edit any of them in /admin and connected clients are told at once.
-"""
 
 CONFIG_JSON = (
     '{\n  "theme": "light",\n  "features": ["tools", "prompts", "resources"],\n  "maxItems": 50\n}\n'
@@ -344,7 +333,7 @@ def demo_definitions(logo: bytes) -> dict[str, list[dict[str, Any]]]:
         },
     ]
     resources = [
-        {"uri": "demo://readme", "name": "readme", "title": "Read me", "mime_type": "text/markdown", "text": README, "blob": None},
+        {"uri": "demo://readme", "name": "readme", "title": "Read me", "mime_type": "text/markdown", "text": "", "blob": None},
         {"uri": "demo://logo.png", "name": "logo.png", "title": "Demo logo", "mime_type": "image/png", "text": "", "blob": logo},
         {"uri": "demo://config.json", "name": "config.json", "title": "Demo configuration", "mime_type": "application/json", "text": CONFIG_JSON, "blob": None},
     ]  # fmt: skip
@@ -363,13 +352,16 @@ def demo_definitions(logo: bytes) -> dict[str, list[dict[str, Any]]]:
             "completions": {"user_id": ["1", "2", "3", "42", "100"]},
         }
     ]
-    return {"tools": tools, "prompts": prompts, "resources": resources, "templates": templates}
+    definitions = {"tools": tools, "prompts": prompts, "resources": resources, "templates": templates}
+    resources[0]["text"] = readme(definitions)
+    return definitions
 
 
 def seed_demo_tenant(reset: bool) -> dict[str, int]:
     """Create the missing demo tenant rows (reset: restore edited ones); count by outcome."""
     counts = Counts()
     count = counts.add
+    definitions = demo_definitions(demo_logo_png())
     tenant, state = upsert(
         Tenant,
         {"slug": DEMO_SLUG},
@@ -377,19 +369,13 @@ def seed_demo_tenant(reset: bool) -> dict[str, int]:
             "name": "demo",
             "title": "Demo MCP server",
             "description": "A demonstration tenant: tools, prompts and resources defined in the admin.",
-            "instructions": (
-                "This demo server offers simple tools (echo, add, greet, show_logo, count_slowly, "
-                "count_in_background, fetch_json, ask_user), a code_review and a describe_logo prompt, and "
-                "demo:// resources. Use count_slowly to see progress notifications; count_in_background "
-                "does the same on a background worker; ask_user asks the person for their name."
-            ),
+            "instructions": instructions(definitions),
             "is_active": True,
             "auth_mode": "public",  # the demo is for trying a client at once, without OAuth
         },
         reset,
     )
     count(state)
-    definitions = demo_definitions(demo_logo_png())
     for values in definitions["tools"]:
         values = {"title": "", "icons": [], "meta": {}, "timeout_seconds": 30, "enabled": True, **values}
         count(upsert(Tool, {"tenant": tenant, "name": values.pop("name")}, values, reset)[1])

@@ -12,6 +12,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpRe
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
+from mcpsite import nesting
+
 # The http handler sends at most what a tool's arguments hold; anything larger is not a demo call.
 MAX_ECHO_BYTES = 64 * 1024
 # A public endpoint: one call holds a connection for at most STREAM_MAX_N * STREAM_MAX_DELAY seconds.
@@ -25,7 +27,7 @@ def echo(request: HttpRequest) -> HttpResponse:
     if len(request.body) > MAX_ECHO_BYTES:
         return JsonResponse({"error": f"The body is over {MAX_ECHO_BYTES} bytes."}, status=413)
     try:
-        received = json.loads(request.body or b"null")
+        received = nesting.loads(request.body or b"null")
     except ValueError:
         return JsonResponse({"error": "The body is not JSON."}, status=400)
     return JsonResponse({"echo": received, "from": "the demo echo endpoint of this platform"})
@@ -33,7 +35,7 @@ def echo(request: HttpRequest) -> HttpResponse:
 
 def _count_arguments(body: bytes) -> tuple[int, float] | None:
     try:
-        arguments = json.loads(body or b"{}")
+        arguments = nesting.loads(body or b"{}")
     except ValueError:
         return None
     if not isinstance(arguments, dict):

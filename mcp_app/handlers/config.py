@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from mcp_app.content.blocks import validate_template
+from mcp_app.content import rendering
 from mcp_app.core.errors import ContentError
 
 
@@ -25,6 +25,6 @@ def check_templates(config: dict[str, Any], keys: Iterable[str]) -> None:
         if not isinstance(config[key], str) or not config[key].strip():
             raise ValidationError(f"'{key}' must be a non-empty template.")
         try:
-            validate_template(config[key], f"'{key}'")
+            rendering.validate(config[key], f"'{key}'")
         except ContentError as exc:
             raise ValidationError(exc.message) from None

@@ -49,6 +49,7 @@ from mcp_app.core.errors import ToolError
 from mcp_app.core.types import ToolDef
 from mcp_app.handlers import http_params, http_stream, ssrf
 from mcp_app.handlers.secrets import SecretsError, decrypt_secrets
+from mcpsite import nesting
 
 logger = logging.getLogger(__name__)
 
@@ -126,7 +127,9 @@ def map_reply(status: int, content_type: str, body: bytes, reason: str = "") -> 
     text = body.decode(_charset(content_type), errors="replace")
     if mime == "application/json" or mime.endswith("+json") or (not mime and text.lstrip()[:1] in ("{", "[")):
         try:
-            data = json.loads(text)
+            data = nesting.loads(text)
+        except nesting.TooDeep as exc:
+            return _error(f"The upstream's JSON reply is {exc}.")
         except ValueError:
             return {"content": [{"type": "text", "text": text}]}
         return _map_json(data)

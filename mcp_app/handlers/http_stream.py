@@ -29,7 +29,6 @@ do nothing it cannot do twice before its last question, as a python handler must
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 from urllib.parse import urljoin
@@ -40,6 +39,7 @@ from mcp_app.core import notifications
 from mcp_app.core.context import RequestContext
 from mcp_app.core.errors import ToolError
 from mcp_app.handlers import form, ssrf
+from mcpsite import nesting
 
 STREAM_TYPES = ("application/x-ndjson", "application/jsonl")
 NO_RESULT = "The endpoint ended its stream without a result."
@@ -129,7 +129,7 @@ async def _relay(
                 await notifications.log(ctx, level, data, logger)
             elif kind == "ask":
                 ask_id, question, reply_url = _ask(event, url)
-                answer = await _asked(ctx, question)
+                answer = await _asked(ctx, ask_id, question)
                 await post_reply(reply_url, {"id": ask_id, "result": answer})
         except _Malformed as exc:
             raise ToolError(f"The endpoint's stream has a malformed line {number}: {exc}") from None
@@ -138,7 +138,9 @@ async def _relay(
 
 def _event(line: bytes) -> dict[str, Any]:
     try:
-        event = json.loads(line)
+        event = nesting.loads(line)
+    except nesting.TooDeep as exc:
+        raise _Malformed(f"it is {exc}.") from None
     except ValueError:
         raise _Malformed("it is not JSON.") from None
     if not isinstance(event, dict) or not isinstance(event.get("type"), str):
@@ -208,15 +210,23 @@ def _check_question(question: dict[str, Any]) -> None:
         )
 
 
-async def _asked(ctx: RequestContext, question: dict[str, Any]) -> dict[str, Any]:
-    """The client's answer, asked through the context's helpers (either era, inline or on a worker)."""
+async def _asked(ctx: RequestContext, ask_id: str | int, question: dict[str, Any]) -> dict[str, Any]:
+    """The client's answer, asked under the event's `id` (a 2026-07-28 inputRequests key, AMB-122),
+    through the context (either era, inline or on a worker)."""
     params = question["params"]
     if question["method"] == "elicitation/create":
-        return await ctx.elicit(params["message"], params["requestedSchema"])
-    if question["method"] == "sampling/createMessage":
-        rest = {key: value for key, value in params.items() if key not in ("messages", "maxTokens")}
-        return await ctx.sample(params["messages"], params["maxTokens"], **rest)
-    return await ctx.list_roots()
+        params = {"mode": "form", "message": params["message"], "requestedSchema": params["requestedSchema"]}
+    elif question["method"] == "sampling/createMessage":
+        params = {**params, "messages": params["messages"], "maxTokens": params["maxTokens"]}
+    else:
+        params = {}
+    key = str(ask_id)
+    answer = (await ctx.ask_together({key: {"method": question["method"], "params": params}})).get(key)
+    if not isinstance(answer, dict):
+        raise ToolError(f"The client gave no answer to the endpoint's question {key!r}.")
+    if question["method"] == "elicitation/create" and answer.get("action") == "accept":
+        form.checked_answers(params["requestedSchema"], answer)  # the endpoint gets only what fits (AMB-120)
+    return answer
 
 
 def _reply_url(value: Any, url: str) -> str:

@@ -31,12 +31,13 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from mcp_app.content.blocks import render_text
+from mcp_app.content import rendering
 from mcp_app.core.context import RequestContext
 from mcp_app.core.errors import ToolError
 from mcp_app.core.types import ToolDef
 from mcp_app.handlers import http, ssrf
 from mcp_app.handlers.config import check_keys, check_templates
+from mcpsite import nesting
 
 _KEYS = frozenset({"prompt", "system", "max_tokens", "temperature", "model_preferences", "endpoint"})
 _ENDPOINT_KEYS = frozenset({"url", "model", "timeout"})
@@ -50,8 +51,8 @@ _FENCE = re.compile(r"\A```(?:json)?[ \t]*\n(.*?)\n?```\Z", re.DOTALL | re.IGNOR
 async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> dict[str, Any]:
     """Ask the model (the endpoint's, or the client's) the filled prompt; return its answer."""
     config = tool.handler_config
-    prompt = render_text(config["prompt"], dict(arguments))
-    system = render_text(config["system"], dict(arguments)) if "system" in config else None
+    prompt = await rendering.text(ctx, config["prompt"], dict(arguments))
+    system = await rendering.text(ctx, config["system"], dict(arguments)) if "system" in config else None
     max_tokens = int(config.get("max_tokens", DEFAULT_MAX_TOKENS))
     if "endpoint" in config:
         answer, truncated = await _ask_endpoint(ctx, tool, prompt, system, max_tokens)
@@ -60,7 +61,9 @@ async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> 
     if not tool.output_schema:
         return {"content": [{"type": "text", "text": answer}]}
     try:
-        value = json.loads(_unfenced(answer))
+        value = nesting.loads(_unfenced(answer))
+    except nesting.TooDeep as exc:
+        raise ToolError(f"The model's answer is JSON {exc}, and this tool returns structured output.") from None
     except ValueError:
         why = f" (it stopped at the {max_tokens}-token limit)" if truncated else ""
         raise ToolError(
@@ -112,7 +115,7 @@ async def _ask_endpoint(
     if not 200 <= reply.status < 300:
         raise ToolError(http.status_message(reply.status, reply.reason))
     try:
-        choice = json.loads(reply.body)["choices"][0]
+        choice = nesting.loads(reply.body)["choices"][0]
         answer = choice["message"]["content"]
     except (ValueError, KeyError, IndexError, TypeError):
         raise ToolError(

@@ -27,7 +27,8 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from mcp_app.content.blocks import render_blocks, render_text, render_value, validate_specs, validate_template
+from mcp_app.content import rendering
+from mcp_app.content.blocks import render_blocks, validate_specs
 from mcp_app.core.context import RequestContext
 from mcp_app.core.errors import ContentError
 from mcp_app.core.types import TemplateDef, ToolDef
@@ -47,7 +48,9 @@ async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> 
     """Render the tool's content (and structured content) with the arguments."""
     config = tool.handler_config
     variables = dict(arguments)
-    structured = render_value(config["structured"], variables) if "structured" in config else None
+    structured = (
+        await rendering.value(ctx, config["structured"], variables) if "structured" in config else None
+    )
     specs = _specs(config)
     if specs is not None:
         content = await render_blocks(ctx, specs, variables)
@@ -69,7 +72,7 @@ async def read(ctx: RequestContext, template: TemplateDef, uri: str, variables: 
     source = template.handler_config.get("text")
     if not isinstance(source, str):
         raise ContentError("This resource template has no text to render.")
-    contents: dict[str, Any] = {"uri": uri, "text": render_text(source, dict(variables))}
+    contents: dict[str, Any] = {"uri": uri, "text": await rendering.text(ctx, source, dict(variables))}
     if template.mime_type:
         contents["mimeType"] = template.mime_type
     return [contents]
@@ -92,7 +95,7 @@ def validate_config(config: dict[str, Any]) -> None:
     if "content" not in config and "text" not in config and "structured" not in config:
         raise ValidationError("A template tool needs 'text', 'content' or 'structured'.")
     if "text" in config:
-        _check(validate_template, config["text"], "'text'")
+        _check(rendering.validate, config["text"], "'text'")
     if "content" in config:
         _check(validate_specs, config["content"])
     if "structured" in config:
@@ -107,7 +110,7 @@ def validate_config(config: dict[str, Any]) -> None:
 
 def _validate_structured(value: Any) -> None:
     if isinstance(value, str):
-        validate_template(value, "structured value")
+        rendering.validate(value, "structured value")
     elif isinstance(value, dict):
         for v in value.values():
             _validate_structured(v)
@@ -123,4 +126,4 @@ def validate_read_config(config: dict[str, Any]) -> None:
         raise ValidationError(f"Unknown keys for a template resource: {', '.join(sorted(unknown))}.")
     if "text" not in config:
         raise ValidationError("A template resource needs 'text' (a Django template over the URI variables).")
-    _check(validate_template, config["text"], "'text'")
+    _check(rendering.validate, config["text"], "'text'")

@@ -22,6 +22,7 @@ from django.http.request import validate_host
 from oauth2_provider import cimd as dot_cimd
 
 from mcp_app.oauth import dot_compat, registration
+from mcpsite import nesting
 
 
 def _host_of(client_id: str) -> str:
@@ -68,7 +69,7 @@ class McpMetadataFetcher(dot_cimd.SafeMetadataFetcher):
             try:
                 response = pool.urlopen("GET", path, headers=headers, redirect=False, preload_content=False)
                 try:
-                    metadata, max_age = self._read_document(response)
+                    metadata, max_age = self._read_bounded(response)
                 finally:
                     response.release_conn()
             except urllib3.exceptions.HTTPError as exc:
@@ -80,6 +81,13 @@ class McpMetadataFetcher(dot_cimd.SafeMetadataFetcher):
             registration.remember_display_metadata(client_id, metadata, max_age)
             return metadata, max_age
         raise dot_cimd.CIMDError(f"could not fetch client_id document: {last_exc}")
+
+    def _read_bounded(self, response: Any) -> tuple[dict[str, Any], int]:
+        # DOT caps the document's size, not its depth: the one nesting limit applies here too (AMB-115).
+        metadata, max_age = self._read_document(response)
+        if nesting.depth_exceeds(metadata, nesting.limit()):
+            raise dot_cimd.CIMDError(f"client_id document is nested deeper than {nesting.limit()} levels")
+        return metadata, max_age
 
     def _resolve(self, host: str, port: int) -> list[str]:
         if not validate_host(host, settings.MCP_CIMD_ALLOWED_HOSTS):

@@ -28,6 +28,7 @@ from oauth2_provider.views.dynamic_client_registration import (
 )
 
 from mcp_app.oauth import dot_compat, events, ratelimit
+from mcpsite import nesting
 
 # http is allowed only to these hosts (RFC 8252 §7.3; `localhost` too, AMB-28), on any port.
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
@@ -213,6 +214,19 @@ def display_metadata(client_id: str) -> dict[str, str]:
     return cache.get(_display_key(client_id)) or {}
 
 
+def _parse_metadata(body: bytes) -> tuple[dict[str, Any] | None, HttpResponse | None]:
+    """DOT's parse, behind the one nesting limit (AMB-115): its json.loads recursed into a 500."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, dot_compat.error_response("invalid_client_metadata", "Request body must be UTF-8 JSON")
+    if nesting.json_depth_exceeds(text, nesting.limit()):
+        return None, dot_compat.error_response(
+            "invalid_client_metadata", f"Request body is nested deeper than {nesting.limit()} levels"
+        )
+    return dot_compat.parse_metadata(text)
+
+
 def _too_large() -> HttpResponse:
     limit = settings.MCP_OAUTH_MAX_REGISTRATION_BYTES
     return dot_compat.error_response(
@@ -249,7 +263,7 @@ class RegistrationView(DynamicClientRegistrationView):
             return dot_compat.error_response(
                 "access_denied", "Authentication required to register a client", status=401
             )
-        data, error = dot_compat.parse_metadata(request.body)
+        data, error = _parse_metadata(request.body)
         if error:
             return error
         refusal = metadata_problem(data)
@@ -305,7 +319,7 @@ class RegistrationManagementView(DynamicClientRegistrationManagementView):
             return auth
         if _oversized(request):
             return _too_large()
-        data, error = dot_compat.parse_metadata(request.body)
+        data, error = _parse_metadata(request.body)
         if error:
             return error
         refusal = metadata_problem(data)

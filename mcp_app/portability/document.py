@@ -11,6 +11,7 @@ so export → import is exact. Secrets are named, never given (AMB-56). The publ
 from __future__ import annotations
 
 import base64
+import enum
 import functools
 import json
 import re
@@ -25,6 +26,7 @@ from jsonschema.exceptions import ValidationError as SchemaValidationError
 
 from mcp_app.handlers.secrets import SecretsError, decrypt_secrets
 from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool
+from mcpsite import nesting
 from tenants.models import Tenant
 
 FORMAT = "mcp-platform/tenant"
@@ -60,6 +62,7 @@ KINDS: tuple[Kind, ...] = (
             "handler_config",
             "timeout_seconds",
             "execution",
+            "worker_wait_seconds",
             "task_support",
             "required_scope",
             "approval",
@@ -100,6 +103,7 @@ SETTINGS_FIELDS = (
     "allowed_origins", "auth_mode", "cache_ttl_ms", "task_ttl_seconds", "cache_scope",
     "calls_per_minute", "calls_per_minute_per_tool", "calls_per_minute_per_caller",
     "max_sessions", "max_background_runs", "max_streams", "max_streams_per_session", "max_body_bytes",
+    "stream_poll_seconds", "stream_poll_retry_ms",
 )  # fmt: skip
 
 
@@ -140,7 +144,9 @@ def loads(text: str | bytes) -> Any:
         except UnicodeDecodeError:
             raise DocumentError([("(document)", "The document is not UTF-8 text.")]) from None
     try:
-        return yaml.safe_load(text)
+        return nesting.yaml_loads(text)
+    except nesting.TooDeep as exc:
+        raise DocumentError([("(document)", f"The document cannot be read: {exc}.")]) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -170,7 +176,9 @@ def dumps(document: dict[str, Any], fmt: str = "yaml") -> str:
 
 
 def default_of(model: type[models.Model], field: str) -> Any:
-    return model._meta.get_field(field).get_default()
+    """The field's default as a document holds it: a choice as its plain value (AMB-118)."""
+    default = model._meta.get_field(field).get_default()
+    return default.value if isinstance(default, enum.Enum) else default
 
 
 def to_document_value(field: str, value: Any) -> Any:
@@ -219,7 +227,9 @@ def export_tenant(tenant: Tenant) -> dict[str, Any]:
 
 
 def canonical(value: Any) -> Any:
-    """A value as compared: bytes for binary, and JSON text telling true from 1 and 1 from 1.0."""
+    """A value as compared: bytes for binary, a choice as its value, JSON text telling true from 1 and 1 from 1.0."""
+    if isinstance(value, enum.Enum):  # a TextChoices member never equals its stored str by type
+        return value.value
     if isinstance(value, memoryview | bytearray):
         return bytes(value)
     if isinstance(value, dict | list):

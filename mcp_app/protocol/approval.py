@@ -94,7 +94,7 @@ async def check(
     if is_modern(ctx.protocol_version):
         assert rounds is not None
         answer = rounds.ask_as(ctx, KEY, request)
-        fresh = rounds.fresh == KEY
+        fresh = KEY in rounds.fresh
     else:
         try:
             answer = await asking.session_asker(ctx)(request)

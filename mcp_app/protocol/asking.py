@@ -34,15 +34,11 @@ from typing import Any
 from django.conf import settings
 from django.core import signing
 
-from mcp_app.core.context import RequestContext
+from mcp_app.core.context import ASK_TOGETHER, RequestContext
 from mcp_app.core.errors import InputRequired, MissingCapability, ToolError
 from mcp_app.core.versions import V2025_06_18, V2025_11_25, is_modern
 from mcp_app.infra import redis_client
-from mcp_app.protocol.jsonrpc import (
-    MISSING_REQUIRED_CLIENT_CAPABILITY,
-    InvalidParams,
-    JsonRpcError,
-)
+from mcp_app.protocol.jsonrpc import InvalidParams, MissingRequiredClientCapability
 
 logger = logging.getLogger(__name__)
 
@@ -55,10 +51,6 @@ CAPABILITY = {
 SINCE = {"elicitation/create": V2025_06_18}
 STATE_SALT = "mcp.mrtr.state"
 POLL_SECONDS = 0.2
-
-
-class MissingRequiredClientCapability(JsonRpcError):
-    code, message = MISSING_REQUIRED_CLIENT_CAPABILITY, "Missing required client capability"
 
 
 def _is_url_mode(request: dict[str, Any]) -> bool:
@@ -93,30 +85,82 @@ def _since(request: dict[str, Any]) -> str:
 # --- 2026-07-28: multi round-trip requests ---------------------------------------------------------
 
 
+# The server's own question names (approval.py); a handler's question never takes one of them.
+RESERVED_KEYS = frozenset({"approval"})
+MAX_KEY_CHARS = 64
+
+
+class KeyNames:
+    """Unique question names within one run (AMB-122): a definition's name, cut to MAX_KEY_CHARS,
+    gets `#2`, `#3` … when reserved or already used. A handler asks in the same order every round, so
+    a question keeps its name from round to round."""
+
+    def __init__(self) -> None:
+        self.used: set[str] = set()
+
+    def claim(self, name: str) -> str:
+        base = name[:MAX_KEY_CHARS] or "q"
+        key, n = base, 1
+        while key in self.used or key in RESERVED_KEYS:
+            n += 1
+            key = f"{base}#{n}"
+        self.used.add(key)
+        return key
+
+
+def group_of(request: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
+    """The named requests of an ASK_TOGETHER question, or None for a single question."""
+    if request.get("method") != ASK_TOGETHER:
+        return None
+    requests = (request.get("params") or {}).get("requests")
+    if not isinstance(requests, dict) or not all(isinstance(r, dict) for r in requests.values()):
+        raise ToolError("A group of questions must name each request.")
+    return requests
+
+
 @dataclass
 class Rounds:
     """The answers a modern request brings, and the questions its handler asks this round."""
 
     answers: dict[str, dict[str, Any]] = field(default_factory=dict)
     asked: int = 0
-    # The question this round's inputResponses answered (None on a first call).
-    fresh: str | None = None
+    # The questions this round's inputResponses answered (none on a first call).
+    fresh: set[str] = field(default_factory=set)
     # The call's name across its rounds (RequestContext.call_id), kept in the state.
     call_id: str = field(default_factory=lambda: secrets.token_urlsafe(16))
+    names: KeyNames = field(default_factory=KeyNames)
 
     def asker(self, ctx: RequestContext) -> Any:
         async def ask(request: dict[str, Any]) -> dict[str, Any]:
+            group = group_of(request)
+            if group is not None:
+                return {"results": self.ask_together(ctx, group)}
             self.asked += 1
-            return self.ask_as(ctx, f"q{self.asked}", request)
+            return self.ask_as(ctx, self.names.claim(f"q{self.asked}"), request)
 
         return ask
+
+    def ask_together(self, ctx: RequestContext, group: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        """The answers to every question of the group, or InputRequired naming all unanswered ones."""
+        results: dict[str, Any] = {}
+        waiting: dict[str, dict[str, Any]] = {}
+        for name, request in group.items():
+            key = self.names.claim(str(name))
+            try:
+                results[name] = self.ask_as(ctx, key, request)
+            except InputRequired as asked:
+                waiting.update(asked.requests)
+        if waiting:
+            raise InputRequired(waiting)
+        return results
 
     def ask_as(self, ctx: RequestContext, key: str, request: dict[str, Any]) -> dict[str, Any]:
         """The answer to the question named `key`, or InputRequired naming it.
 
-        Named questions (the server's own, such as an approval) stay apart from a handler's
-        numbered ones, wherever the handler runs.
+        Named questions (the server's own, such as an approval) stay apart from a handler's, wherever
+        the handler runs.
         """
+        self.names.used.add(key)
         missing = _needs(ctx, request)
         if missing is not None:
             raise MissingCapability(missing)
@@ -125,7 +169,7 @@ class Rounds:
         if _is_url_mode(request):  # 2026-07-28's URL mode has no elicitationId: the state names the call
             params = {k: v for k, v in request["params"].items() if k != "elicitationId"}
             request = {**request, "params": params}
-        raise InputRequired(key, request)
+        raise InputRequired({key: request})
 
 
 def _binding(ctx: RequestContext, method: str, name: str, arguments: dict[str, Any]) -> str:
@@ -156,13 +200,16 @@ def rounds_of(
         raise InvalidParams("This requestState belongs to another request: call again without it.")
     answers = dict(payload.get("a") or {})
     pending = payload.get("p")
+    pending = [pending] if isinstance(pending, str) else pending if isinstance(pending, list) else []
     call_id = str(payload.get("c") or secrets.token_urlsafe(16))
-    answer = (responses or {}).get(pending)
-    if isinstance(answer, dict):
-        answers[pending] = answer
-        return Rounds(answers, fresh=pending, call_id=call_id)
+    fresh = set()
+    for key in pending:
+        answer = (responses or {}).get(key)
+        if isinstance(key, str) and isinstance(answer, dict):
+            answers[key] = answer
+            fresh.add(key)
     # An unanswered question is simply asked again (mrtr "Error Handling").
-    return Rounds(answers, call_id=call_id)
+    return Rounds(answers, fresh=fresh, call_id=call_id)
 
 
 def input_required(
@@ -176,16 +223,12 @@ def input_required(
     """The InputRequiredResult of a round: the question, and the state that carries the answers so far."""
     payload = {
         "a": rounds.answers,
-        "p": asked.key,
+        "p": list(asked.requests),
         "b": _binding(ctx, method, name, arguments),
         "c": rounds.call_id,
     }
     state = signing.dumps(payload, salt=STATE_SALT, compress=True)
-    return {
-        "resultType": "input_required",
-        "inputRequests": {asked.key: asked.request},
-        "requestState": state,
-    }
+    return {"resultType": "input_required", "inputRequests": asked.requests, "requestState": state}
 
 
 def missing_capability(exc: MissingCapability) -> MissingRequiredClientCapability:
@@ -208,17 +251,46 @@ def _answer_key(session_id: str, request_id: str) -> str:
 
 
 def _shaped(request: dict[str, Any], version: str) -> dict[str, Any]:
-    """The request as the session's revision knows it (elicitation `mode` is 2025-11-25's)."""
+    """The request as the session's revision knows it (elicitation `mode` is 2025-11-25's; AMB-121)."""
     if request["method"] == "elicitation/create" and version < V2025_11_25:
         params = {k: v for k, v in request["params"].items() if k != "mode"}
+        if isinstance(params.get("requestedSchema"), dict):
+            params["requestedSchema"] = _form_for_2025_06_18(params["requestedSchema"])
         return {**request, "params": params}
     return request
+
+
+def _form_for_2025_06_18(schema: dict[str, Any]) -> dict[str, Any]:
+    """A form in 2025-06-18's shapes: a titled choice as enum + enumNames, defaults only on booleans;
+    a multiple choice it cannot carry (its answers are never lists) is refused."""
+    properties = {}
+    for name, spec in (schema.get("properties") or {}).items():
+        if not isinstance(spec, dict):
+            properties[name] = spec
+            continue
+        if spec.get("type") == "array":
+            raise ToolError(
+                f"This form asks for a multiple choice ({name!r}), which needs a client on protocol "
+                "revision 2025-11-25 or later; this session is 2025-06-18."
+            )
+        spec = dict(spec)
+        if spec.get("type") != "boolean":
+            spec.pop("default", None)
+        titled = spec.pop("oneOf", None)
+        if isinstance(titled, list):
+            spec["enum"] = [o.get("const") for o in titled if isinstance(o, dict)]
+            spec["enumNames"] = [o.get("title") for o in titled if isinstance(o, dict)]
+        properties[name] = spec
+    return {**schema, "properties": properties}
 
 
 def session_asker(ctx: RequestContext) -> Any:
     """Ask on the call's own stream and wait for the client's response POST, wherever it lands."""
 
     async def ask(request: dict[str, Any]) -> dict[str, Any]:
+        group = group_of(request)
+        if group is not None:
+            return {"results": await one_after_another(ask, group)}
         session = ctx.session
         method = request["method"]
         missing = _needs(ctx, request)
@@ -227,12 +299,13 @@ def session_asker(ctx: RequestContext) -> Any:
                 f"This needs to ask the client ({method}), and this client did not declare "
                 f"{missing or CAPABILITY[method]!r} support (protocol revision {ctx.protocol_version})."
             )
+        shaped = _shaped(request, ctx.protocol_version)
         request_id = f"ask-{secrets.token_urlsafe(12)}"
         key = (session.id, request_id)
         future: asyncio.Future = asyncio.get_running_loop().create_future()
         _waiting[key] = future
         try:
-            await ctx.emit({"jsonrpc": "2.0", "id": request_id, **_shaped(request, ctx.protocol_version)})
+            await ctx.emit({"jsonrpc": "2.0", "id": request_id, **shaped})
             response = await _wait(session.id, request_id, future)
         finally:
             _waiting.pop(key, None)
@@ -245,6 +318,19 @@ def session_asker(ctx: RequestContext) -> Any:
         return result
 
     return ask
+
+
+async def one_after_another(
+    ask: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]], group: dict[str, dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """A group asked in sequence (legacy, AMB-122), stopping at the first elicitation not accepted:
+    the person said no, so the rest is not put to them."""
+    results: dict[str, dict[str, Any]] = {}
+    for name, request in group.items():
+        results[name] = await ask(request)
+        if request.get("method") == "elicitation/create" and results[name].get("action") != "accept":
+            break
+    return results
 
 
 async def _wait(session_id: str, request_id: str, future: asyncio.Future) -> dict[str, Any]:

@@ -63,6 +63,13 @@ class ResourceNotFound(JsonRpcError):
     code, message = RESOURCE_NOT_FOUND, "Resource not found"
 
 
+class MissingRequiredClientCapability(JsonRpcError):
+    """2026-07-28: the request needs a client capability (or extension) it did not declare; `data`
+    is `{"requiredCapabilities": ...}`, shaped like ClientCapabilities."""
+
+    code, message = MISSING_REQUIRED_CLIENT_CAPABILITY, "Missing required client capability"
+
+
 def response(request_id: RequestId | None, result: dict[str, Any]) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "result": result}
 

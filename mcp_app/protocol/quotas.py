@@ -1,5 +1,5 @@
-"""Tenant quotas and caps: tool calls per minute (the whole tenant, per tool, per caller), open
-sessions and background runs at once, on every process; each refusal counted for /metrics.
+"""Tenant quotas and caps: tool calls per minute (the whole tenant, per tool, per caller),
+background runs at once, on every process; each refusal counted for /metrics.
 
 Counted in fixed one-minute windows in Redis (`mcp:quota:<tenant>:<scope>:<window>`), but not with a
 round trip per call: a process reserves a batch of calls from the window's counter (INCRBY) and
@@ -10,8 +10,9 @@ what a process reserved and did not spend is lost for that window (at most a bat
 Without Redis the counts are this process's own, exact (one process). A refused call spends nothing.
 If Redis fails, calls go through (logged): a quota must not turn an outage into a refusal of all.
 
-The caps are counted when asked, not kept: open sessions from the session store (usage/live.py), a
-tenant's queued and running background runs from its ToolRun rows, each only where a cap is set.
+The background-run cap is counted when asked, not kept: a tenant's queued and running runs from its
+ToolRun rows, only where a cap is set. Open sessions are admitted by transport/session_admission.py
+(per client and per tenant, AMB-100..103), which counts its refusals here too.
 """
 
 from __future__ import annotations
@@ -26,11 +27,9 @@ from channels.db import database_sync_to_async
 
 from mcp_app.background import runs
 from mcp_app.core.context import RequestContext
-from mcp_app.core.types import TenantInfo
 from mcp_app.infra import redis_client
 from mcp_app.models import ToolRun
 from mcp_app.protocol.ratelimit import RateLimited
-from mcp_app.usage import live
 
 logger = logging.getLogger(__name__)
 
@@ -177,21 +176,6 @@ async def check(ctx: RequestContext, tool_name: str) -> None:
             )
     for scope in scopes:
         _allowances[scope.key].left -= 1
-
-
-async def check_sessions(tenant: TenantInfo) -> None:
-    """Before a new session: RateLimited when the tenant already has its cap of open sessions."""
-    if not tenant.max_sessions:
-        return
-    open_now = (await database_sync_to_async(live.active_sessions)([tenant.id])).get(tenant.id, 0)
-    if open_now >= tenant.max_sessions:
-        raise _refuse(
-            "sessions",
-            f"This server has its limit of {tenant.max_sessions} open sessions. Close one (DELETE with "
-            f"its Mcp-Session-Id) or retry in {CAP_RETRY_SECONDS} s.",
-            CAP_RETRY_SECONDS,
-            limit=tenant.max_sessions,
-        )
 
 
 def _busy_runs(tenant_id: int) -> int:

@@ -1,7 +1,8 @@
 """JSON Schema validation of tool arguments and structured output (TL-08, TL-13, AMB-17).
 
 The dialect is JSON Schema 2020-12 unless the schema's `$schema` names another draft that
-jsonschema knows (2025-11-25 makes 2020-12 the default). Remote `$ref`s are never fetched.
+jsonschema knows (2025-11-25 makes 2020-12 the default). Remote `$ref`s are never fetched (AMB-117):
+a schema saved before they were refused at save answers as misconfigured.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
+from referencing.exceptions import Unresolvable
 
+from mcp_app.content.schema_refs import NO_RETRIEVAL
 from mcp_app.protocol.jsonrpc import truncate
 
 MAX_REPORTED_ERRORS = 5
@@ -39,7 +42,7 @@ def compile_schema(schema: dict[str, Any]) -> Validator:
     cls = validator_for(schema, default=Draft202012Validator)
     try:
         cls.check_schema(schema)
-        validator: Validator | None = cls(schema, format_checker=cls.FORMAT_CHECKER)
+        validator: Validator | None = cls(schema, format_checker=cls.FORMAT_CHECKER, registry=NO_RETRIEVAL)
     except SchemaError:
         validator = None
     if len(_compiled) >= _MAX_COMPILED:
@@ -58,7 +61,10 @@ def _location(path: Any) -> str:
 def errors(schema: dict[str, Any], instance: Any) -> list[str]:
     """Return readable, bounded descriptions of how `instance` fails `schema` (empty when valid)."""
     validator = compile_schema(schema)
-    found = sorted(validator.iter_errors(instance), key=lambda e: (list(map(str, e.path)), e.message))
+    try:
+        found = sorted(validator.iter_errors(instance), key=lambda e: (list(map(str, e.path)), e.message))
+    except Unresolvable:  # a reference that leaves the schema: nothing is fetched
+        raise InvalidSchema from None
     # jsonschema messages quote the offending value, which may be huge: each one is capped.
     messages = [f"at {_location(e.path)}: {truncate(e.message, MAX_ERROR_LENGTH)}" for e in found]
     if len(messages) > MAX_REPORTED_ERRORS:

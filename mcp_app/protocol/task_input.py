@@ -2,7 +2,8 @@
 
 The tasks extension's human-in-the-loop: the task's handler (inline, or on a worker whose questions
 the server relays) awaits `ctx.elicit`/`sample`/`list_roots` as in a plain call. Here a question
-is kept on the task's row (`ToolRun.exchanges`, with its key `q1`, `q2`, …), tasks/get shows the
+is kept on the task's row (`ToolRun.exchanges`, with its key: `q1`, `q2`, … or the name its
+definition gives it, AMB-122), tasks/get shows the
 task `input_required` with `inputRequests`, and tasks/update (on any process) writes the answer to
 the row; the asking task polls its row every ANSWER_POLL_SECONDS until MCP_ASK_TIMEOUT_SECONDS.
 A response to a question that is not outstanding is ignored, as the extension directs. Only what the
@@ -47,49 +48,65 @@ def pending(exchanges: Any) -> dict[str, dict[str, Any]]:
     }
 
 
-def _pose(job_id: str, key: str, request: dict[str, Any]) -> None:
-    entry = {"key": key, "asked": request, "at": timezone.now().isoformat(timespec="seconds")}
-    runs.change_exchanges(job_id, lambda exchanges: [*exchanges, entry])
+def _pose(job_id: str, questions: dict[str, dict[str, Any]]) -> None:
+    at = timezone.now().isoformat(timespec="seconds")
+    entries = [{"key": key, "asked": request, "at": at} for key, request in questions.items()]
+    runs.change_exchanges(job_id, lambda exchanges: [*exchanges, *entries])
 
 
-def _answer_of(job_id: str, key: str) -> dict[str, Any] | None:
+def _answers_of(job_id: str, keys: set[str]) -> dict[str, dict[str, Any]]:
     exchanges = ToolRun.objects.filter(job_id=job_id).values_list("exchanges", flat=True).first() or []
-    for entry in exchanges:
-        if isinstance(entry, dict) and entry.get("key") == key and "answer" in entry:
-            return entry["answer"]
-    return None
+    return {
+        entry["key"]: entry["answer"]
+        for entry in exchanges
+        if isinstance(entry, dict) and entry.get("key") in keys and "answer" in entry
+    }
 
 
-def _give_up(job_id: str, key: str, why: str) -> None:
+def _give_up(job_id: str, keys: set[str], why: str) -> None:
     runs.change_exchanges(
-        job_id, lambda exchanges: [{**e, "error": why} if e.get("key") == key else e for e in exchanges]
+        job_id,
+        lambda exchanges: [
+            {**e, "error": why} if e.get("key") in keys and "answer" not in e else e for e in exchanges
+        ],
     )
 
 
 def asker(ctx: RequestContext, job_id: str, announce: Announce) -> Asker:
-    """The asker of a 2026-07-28 task's handler: questions wait on the row for tasks/update."""
+    """The asker of a 2026-07-28 task's handler: questions wait on the row for tasks/update.
+
+    A group (AMB-122) is posed at once, under its names, and waits until every one is answered; a
+    name is used once over the task's life (ext-tasks: keys are unique per task).
+    """
     numbers = itertools.count(1)
+    names = asking.KeyNames()
 
     async def ask(request: dict[str, Any]) -> dict[str, Any]:
-        method = request["method"]
-        if not asking.can_ask(ctx, method):
-            raise ToolError(
-                f"This needs to ask the client ({method}), and the request that made this task did not "
-                "declare that capability."
-            )
-        key = f"q{next(numbers)}"
-        await database_sync_to_async(_pose)(job_id, key, request)
+        group = asking.group_of(request)
+        named = {names.claim(str(n)): (n, r) for n, r in group.items()} if group is not None else None
+        if named is None:
+            named = {names.claim(f"q{next(numbers)}"): (None, request)}
+        for _name, question in named.values():
+            if not asking.can_ask(ctx, question["method"]):
+                raise ToolError(
+                    f"This needs to ask the client ({question['method']}), and the request that made "
+                    "this task did not declare that capability."
+                )
+        await database_sync_to_async(_pose)(job_id, {key: q for key, (_n, q) in named.items()})
         await announce(job_id)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + settings.MCP_ASK_TIMEOUT_SECONDS
-        while (answer := await database_sync_to_async(_answer_of)(job_id, key)) is None:
+        keys = set(named)
+        while len(answers := await database_sync_to_async(_answers_of)(job_id, keys)) < len(keys):
             if loop.time() >= deadline:
                 why = f"The client did not answer within {settings.MCP_ASK_TIMEOUT_SECONDS:g} seconds."
-                await database_sync_to_async(_give_up)(job_id, key, why)
+                await database_sync_to_async(_give_up)(job_id, keys, why)
                 raise ToolError(why)
             await asyncio.sleep(ANSWER_POLL_SECONDS)
         await announce(job_id)
-        return answer
+        if group is None:
+            return answers[next(iter(keys))]
+        return {"results": {name: answers[key] for key, (name, _q) in named.items()}}
 
     return ask
 
@@ -112,23 +129,35 @@ def answer(job_id: str, responses: dict[str, Any]) -> int:
 
 
 def session_asker(ctx: RequestContext, job_id: str, announce: Announce) -> Asker:
-    """The asker of a 2025-11-25 task's handler: on the session's stream, input_required meanwhile."""
+    """The asker of a 2025-11-25 task's handler: on the session's stream, input_required meanwhile.
+    A group is asked one question after another, as a plain legacy call's (AMB-122)."""
     numbers = itertools.count(1)
+    names = asking.KeyNames()
     on_stream = asking.session_asker(ctx)
 
-    async def ask(request: dict[str, Any]) -> dict[str, Any]:
+    async def ask_one(request: dict[str, Any], key: str) -> dict[str, Any]:
         if not asking.can_ask(ctx, request["method"]):
             return await on_stream(request)  # raises the "cannot ask" ToolError, with its reason
-        key = f"q{next(numbers)}"
-        await database_sync_to_async(_pose)(job_id, key, request)
+        await database_sync_to_async(_pose)(job_id, {key: request})
         await announce(job_id)
         try:
             result = await on_stream(request)
         except ToolError as exc:
-            await database_sync_to_async(_give_up)(job_id, key, exc.message)
+            await database_sync_to_async(_give_up)(job_id, {key}, exc.message)
             raise
         await database_sync_to_async(answer)(job_id, {key: result})
         await announce(job_id)
         return result
+
+    async def ask(request: dict[str, Any]) -> dict[str, Any]:
+        group = asking.group_of(request)
+        if group is None:
+            return await ask_one(request, names.claim(f"q{next(numbers)}"))
+        results: dict[str, dict[str, Any]] = {}
+        for name, question in group.items():
+            results[name] = await ask_one(question, names.claim(str(name)))
+            if question.get("method") == "elicitation/create" and results[name].get("action") != "accept":
+                break
+        return {"results": results}
 
     return ask

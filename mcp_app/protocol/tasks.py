@@ -44,7 +44,13 @@ from mcp_app.core.types import Catalog, ToolDef
 from mcp_app.core.versions import V2025_11_25, is_modern
 from mcp_app.models import ToolRun
 from mcp_app.protocol import task_input
-from mcp_app.protocol.jsonrpc import InvalidParams, JsonRpcError, MethodNotFound, truncate
+from mcp_app.protocol.jsonrpc import (
+    InvalidParams,
+    JsonRpcError,
+    MethodNotFound,
+    MissingRequiredClientCapability,
+    truncate,
+)
 from mcp_app.protocol.pagination import decode_cursor, encode_cursor, with_cursor
 
 logger = logging.getLogger(__name__)
@@ -79,7 +85,10 @@ def legacy_capability() -> dict[str, Any]:
 
 
 def becomes_task(tool: ToolDef) -> bool:
-    """2026-07-28: the server decides; a background tool (unless forbidden) is long enough to be one."""
+    """2026-07-28: the server decides; a background tool (unless forbidden) is long enough to be one,
+    and a tool whose task support is required is always one."""
+    if tool.task_support == REQUIRED:
+        return True
     return tool.execution == "background" and tool.task_support != FORBIDDEN
 
 
@@ -87,11 +96,39 @@ def modern_extension(catalog: Catalog) -> bool:
     return any(becomes_task(tool) for tool in catalog.tools)
 
 
+def declares_extension(ctx: RequestContext) -> bool:
+    """Whether this 2026-07-28 request's client capabilities name the tasks extension."""
+    extensions = ctx.client_capabilities.get("extensions")
+    return isinstance(extensions, dict) and EXTENSION in extensions
+
+
+def extension_required(why: str) -> MissingRequiredClientCapability:
+    """-32021 naming the tasks extension (ext-tasks "Capability Negotiation", "Protocol Errors")."""
+    return MissingRequiredClientCapability(
+        truncate(why, 300), data={"requiredCapabilities": {"extensions": {EXTENSION: {}}}}
+    )
+
+
+def _require_extension(ctx: RequestContext, method: str) -> None:
+    """2026-07-28: tasks/get, tasks/update and tasks/cancel are for clients that declared the extension."""
+    if is_modern(ctx.protocol_version) and not declares_extension(ctx):
+        raise extension_required(
+            f"{method} belongs to the {EXTENSION} extension, which this request's client capabilities "
+            "do not declare."
+        )
+
+
 def wanted(ctx: RequestContext, tool: ToolDef, params: dict[str, Any]) -> bool:
-    """Whether this tools/call runs as a task; -32601 where the tool's taskSupport forbids the choice."""
+    """Whether this tools/call runs as a task; -32601 where the tool's taskSupport forbids the choice
+    (2025-11-25), -32021 where a 2026-07-28 client cannot take the task a tool must be."""
     if is_modern(ctx.protocol_version):
-        extensions = ctx.client_capabilities.get("extensions")
-        return isinstance(extensions, dict) and EXTENSION in extensions and becomes_task(tool)
+        if not declares_extension(ctx):
+            if tool.task_support == REQUIRED:
+                raise extension_required(
+                    f"Tool {tool.name!r} runs only as a task: declare the {EXTENSION} extension."
+                )
+            return False
+        return becomes_task(tool)
     if ctx.protocol_version != V2025_11_25 or not ctx.tenant.has_task_tools:
         return False  # not declared: a task field is ignored, as the spec directs
     asked = isinstance(params.get("task"), dict)
@@ -256,6 +293,8 @@ def describe(row: ToolRun, detailed: bool = False) -> dict[str, Any]:
     outcome = _outcome_on(row) or {}
     if outcome.get("message"):
         task["statusMessage"] = outcome["message"]
+    elif _waiting_for_a_worker(row):
+        task["statusMessage"] = background.WAITING_FOR_A_WORKER
     task["createdAt"] = _iso(row.queued_at)
     task["lastUpdatedAt"] = _iso(updated)
     task["ttlMs" if modern else "ttl"] = row.task_ttl_ms
@@ -267,6 +306,13 @@ def describe(row: ToolRun, detailed: bool = False) -> dict[str, Any]:
     if detailed and "error" in outcome:
         task["error"] = outcome["error"]
     return task
+
+
+def _waiting_for_a_worker(row: ToolRun) -> bool:
+    """Still queued past the moment a free worker would have started it (AMB-114); an inline task's
+    row is claimed by its own process at once."""
+    waited = (timezone.now() - row.queued_at).total_seconds()
+    return row.status == ToolRun.Status.QUEUED and waited >= background.WAITING_NOTICE_SECONDS
 
 
 def _outcome(version: str, result: dict[str, Any]) -> dict[str, Any]:
@@ -452,6 +498,7 @@ async def _row(ctx: RequestContext, params: dict[str, Any]) -> ToolRun:
 
 
 async def handle_get(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    _require_extension(ctx, "tasks/get")
     return describe(await _row(ctx, params), detailed=is_modern(ctx.protocol_version))
 
 
@@ -496,6 +543,7 @@ async def handle_list(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
 
 
 async def handle_cancel(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    _require_extension(ctx, "tasks/cancel")
     row = await _row(ctx, params)
     status = _status(row)
     if status in TERMINAL:
@@ -519,6 +567,7 @@ async def handle_cancel(ctx: RequestContext, params: dict[str, Any]) -> dict[str
 async def handle_update(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     """2026-07-28: answers for a task that is input_required (task_input.py); a response to a question
     that is not outstanding is ignored, as the extension directs; unknown ids are not found."""
+    _require_extension(ctx, "tasks/update")
     row = await _row(ctx, params)
     responses = params.get("inputResponses")
     if not isinstance(responses, dict):

@@ -44,7 +44,9 @@ from mcp_app.transport import (
     listen,
     modern,
     origin,
+    polling,
     runner,
+    session_admission,
     sessions,
     sse,
     stream_slots,
@@ -223,8 +225,6 @@ class StreamableHttpConsumer(SessionStreams, McpConsumer):
         if not batch and not initialize and self.request.header(SESSION_HEADER) is None:
             self.refuse_unknown_method(body, first_id)
         session = await self.load_session(required=not initialize, request_id=first_id)
-        if initialize and session is None:
-            await sessions.refuse_past_cap(self.tenant, first_id)
         if initialize:
             # The header is for requests after initialize (HT-48); the body negotiates the version.
             version = session.protocol_version if session else DEFAULT_NEGOTIATED
@@ -235,6 +235,10 @@ class StreamableHttpConsumer(SessionStreams, McpConsumer):
         auth.check_scopes(self.caller, self.tenant, messages)
 
         session_id = session.id if session else sessions.new_session_id()
+        self._pending_owner = ""
+        if initialize and session is None:  # counted before it is made, refused with 429 past a cap
+            self._pending_owner = session_admission.client_key(self.caller, self.client_address())
+            await sessions.admit_or_refuse(self.tenant, session_id, self._pending_owner, first_id)
         self._pending_session_id = session_id
         self._snapshot = runner.snapshot(session)
         exchange = Exchange(session_id, runner.run_dispatch, self.after_request, self.tenant)
@@ -278,9 +282,8 @@ class StreamableHttpConsumer(SessionStreams, McpConsumer):
                 finally:
                     usage.recorder().listener_closed(self.tenant.id)
             return
-        peer = self.scope.get("client")
-        address = str(peer[0]) if peer else None
-        await modern.serve(self, modern.context(self.tenant, self.caller, checked, body, address), body)
+        context = modern.context(self.tenant, self.caller, checked, body, self.client_address())
+        await modern.serve(self, context, body)
 
     async def after_request(
         self, ctx: RequestContext, message: dict[str, Any], response: dict[str, Any]
@@ -307,6 +310,7 @@ class StreamableHttpConsumer(SessionStreams, McpConsumer):
             user_id=ctx.user_id,
             client_id=ctx.client_id,
             created_at=time.time(),
+            owner=self._pending_owner,
         )
         await sessions.get_store().save(state)
 
@@ -329,20 +333,36 @@ class StreamableHttpConsumer(SessionStreams, McpConsumer):
                     await self.end_body()
                 return
             await self.start_sse(headers)
-            if version >= V2025_11_25 and exchange.stream_id is not None:
+            stream_id = exchange.stream_id
+            poll_at = polling.deadline(self.tenant, version) if stream_id is not None else None
+            if version >= V2025_11_25 and stream_id is not None:
                 await self.send_chunk(
-                    sse.priming_event(events.event_id(exchange.stream_id, 0), settings.MCP_SSE_RETRY_MS)
+                    sse.priming_event(events.event_id(stream_id, 0), polling.retry_ms(self.tenant, version))
                 )
+            last_sent = events.event_id(stream_id, 0) if stream_id is not None else None
+            keepalive = settings.MCP_SSE_KEEPALIVE_SECONDS
             while item[0] != "end":
                 if item[0] == "event":
                     await self.send_chunk(sse.message_event(item[2], item[1]))
+                    last_sent = item[1] or last_sent
+                elif item[0] == "idle" and (poll_at is None or time.monotonic() < poll_at):
+                    await self.send_chunk(sse.KEEPALIVE)  # not when the stream closes for polling now
+                wait: float = keepalive
+                if poll_at is not None:
+                    wait = min(keepalive, max(0.0, poll_at - time.monotonic()))
+                    if wait == 0.0 and queue.empty():
+                        # Polling (AMB-128): the call runs on; the client resumes after `retry`.
+                        assert stream_id is not None
+                        await self.send_chunk(sse.retry_field(polling.retry_ms(self.tenant, version)))
+                        polling.closed(stream_id, last_sent)
+                        break
                 try:
                     # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancellation
                     # that lands as the queue yields, and this loop would then outlive its connection.
-                    async with asyncio.timeout(settings.MCP_SSE_KEEPALIVE_SECONDS):
+                    async with asyncio.timeout(wait):
                         item = await queue.get()
                 except TimeoutError:
-                    await self.send_chunk(sse.KEEPALIVE)
+                    item = ("idle",)  # not the last item again: it was sent
             await self.end_body()
         finally:
             await exchange.detach()
@@ -355,7 +375,7 @@ class StreamableHttpConsumer(SessionStreams, McpConsumer):
         session = await self.load_session()
         assert session is not None
         self.check_version_header(session)
-        if not await sessions.get_store().delete(session.id):
+        if not await sessions.get_store().delete(session.id, session):
             raise HttpError(404, "Session not found or ended.")
         inflight.cancel_session(session.id)
         await notify.apublish_session(session.id, {"type": "mcp.session_closed", "session_id": session.id})

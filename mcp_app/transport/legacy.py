@@ -27,7 +27,7 @@ from mcp_app.protocol.jsonrpc import (
     error_response,
     is_initialize,
 )
-from mcp_app.transport import auth, inflight, origin, runner, sessions, sse, stream_slots
+from mcp_app.transport import auth, inflight, origin, runner, session_admission, sessions, sse, stream_slots
 from mcp_app.transport.base import McpConsumer
 from mcp_app.transport.stream_view import StreamView
 from mcp_app.transport.wire import HttpError, accepts, media_types, parse_json_body
@@ -50,7 +50,6 @@ class LegacySseConsumer(McpConsumer):
         if accept is not None and not accepts(accept, "text/event-stream"):
             raise HttpError(406, "Accept must list text/event-stream.", code=None)
         caller = await auth.authenticate(self.request, tenant)
-        await sessions.refuse_past_cap(tenant, json_rpc=False)
         session = SessionState(
             id=sessions.new_session_id(legacy=True),
             tenant_id=tenant.id,
@@ -58,13 +57,15 @@ class LegacySseConsumer(McpConsumer):
             user_id=caller.user_id,
             client_id=caller.client_id,
             created_at=time.time(),
+            owner=session_admission.client_key(caller, self.client_address()),
         )
+        await sessions.admit_or_refuse(tenant, session.id, session.owner, json_rpc=False)
         slot = await stream_slots.acquire_or_refuse(tenant, session.id, json_rpc=False)
         store = sessions.get_store()
         self.session_id = session.id
         self.view = StreamView(session)
         try:
-            await store.save(session)
+            await store.save(session, fresh=False)  # held by its stream, and ended with it (AMB-104)
 
             async def prelude() -> None:
                 await self.start_sse()
@@ -80,7 +81,7 @@ class LegacySseConsumer(McpConsumer):
             await self.end_body()
         finally:
             await stream_slots.release(slot)
-            await store.delete(session.id)
+            await store.delete(session.id, session)
             inflight.cancel_session(session.id)
 
     async def on_stream_event(self, event: dict[str, Any]) -> bool:

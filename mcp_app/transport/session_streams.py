@@ -17,7 +17,7 @@ from django.conf import settings
 from mcp_app import notify
 from mcp_app.core.context import SessionState
 from mcp_app.core.versions import V2025_11_25
-from mcp_app.transport import auth, events, inflight, sse, standalone, stream_slots
+from mcp_app.transport import auth, events, inflight, polling, sse, standalone, stream_slots
 from mcp_app.transport.base import McpConsumer
 from mcp_app.transport.stream_view import StreamView
 from mcp_app.transport.wire import HttpError, accepts
@@ -105,16 +105,27 @@ class SessionStreams(McpConsumer):
         store = events.get_store()
         await self.start_sse()
         if version >= V2025_11_25:
-            await self.send_chunk(sse.retry_field(settings.MCP_SSE_RETRY_MS))
-        deadline = time.monotonic() + settings.MCP_SSE_RESUME_WAIT_SECONDS
+            await self.send_chunk(sse.retry_field(polling.retry_ms(self.tenant, version)))
+        polls = polling.applies(self.tenant, version)
+        wait_seconds = settings.MCP_SSE_RESUME_WAIT_SECONDS
+        if polls:  # this connection too is closed after the tenant's seconds, and resumed again (AMB-128)
+            wait_seconds = min(wait_seconds, self.tenant.stream_poll_seconds)
+        deadline = time.monotonic() + wait_seconds
         cursor = after
         while True:
+            # The stream's state before its events: a last response stored meanwhile is read now, not
+            # left for one more resume (its `done` is set with it).
+            info = await store.info(stream_id)
             for seq, message in await store.read_after(stream_id, cursor):
                 await self.send_chunk(sse.message_event(message, events.event_id(stream_id, seq)))
                 cursor = seq
-            info = await store.info(stream_id)
             remaining = deadline - time.monotonic()
-            if info is None or info.done or remaining <= 0:
+            if info is None or info.done:
+                break
+            if remaining <= 0:
+                if polls:
+                    await self.send_chunk(sse.retry_field(polling.retry_ms(self.tenant, version)))
+                    polling.closed(stream_id, events.event_id(stream_id, cursor))
                 break
             if await store.finish_orphan(info, stream_id):
                 continue  # its process died: the lost requests' errors are read next (AMB-88)

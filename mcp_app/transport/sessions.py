@@ -1,7 +1,9 @@
 """Session store: Redis when REDIS_URL is set (any process serves any session), else the database.
 
 The hot path reads a session once per HTTP request: one GETEX on Redis (which also refreshes the
-idle TTL), or a lookup in this process's cache in front of the database.
+idle TTL), or a lookup in this process's cache in front of the database. A new session is stored
+with the shorter MCP_SESSION_FIRST_IDLE_SECONDS until its first later request (AMB-104), and admitted
+first by session_admission (caps per client and per tenant, AMB-100..103).
 """
 
 from __future__ import annotations
@@ -11,26 +13,25 @@ import json
 import logging
 import secrets
 import time
-from datetime import timedelta
 from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
+from django.db.models import F
 from django.utils import timezone
 
+from mcp_app import notify
 from mcp_app.core.context import SessionState
 from mcp_app.core.types import TenantInfo
 from mcp_app.infra import redis_client
 from mcp_app.models import McpSession
-from mcp_app.protocol import quotas
 from mcp_app.protocol.jsonrpc import RequestId
-from mcp_app.protocol.ratelimit import RATE_LIMITED, RateLimited
-from mcp_app.transport.wire import HttpError
+from mcp_app.transport import inflight, session_admission
 from mcp_app.usage import live as usage_live
 
 logger = logging.getLogger(__name__)
 
-KEY_PREFIX = "mcp:session:"
+KEY_PREFIX = session_admission.SESSION_KEY_PREFIX
 # Legacy (2024-11-05 HTTP+SSE) sessions carry this prefix; token_urlsafe never produces ".".
 LEGACY_PREFIX = "L."
 # The database store writes last_seen_at at most this often per session (reads are cached).
@@ -60,6 +61,9 @@ class RedisSessionStore:
     def _ttl(self) -> int:
         return settings.MCP_SESSION_IDLE_SECONDS
 
+    def _first_ttl(self) -> int:
+        return min(settings.MCP_SESSION_FIRST_IDLE_SECONDS, settings.MCP_SESSION_IDLE_SECONDS)
+
     async def get(self, session_id: str) -> SessionState | None:
         raw = await redis_client.client().getex(KEY_PREFIX + session_id, ex=self._ttl())
         return None if raw is None else SessionState.from_dict(json.loads(raw))
@@ -78,10 +82,12 @@ class RedisSessionStore:
         raw = await redis_client.client().get(KEY_PREFIX + session_id)
         return None if raw is None else SessionState.from_dict(json.loads(raw))
 
-    async def save(self, state: SessionState) -> None:
-        """Store a new session, and make it countable per tenant in the same round trip."""
+    async def save(self, state: SessionState, fresh: bool = True) -> None:
+        """Store a new session, and make it countable per tenant in the same round trip. A fresh one
+        lives MCP_SESSION_FIRST_IDLE_SECONDS until a request refreshes it (every get does)."""
+        ttl = self._first_ttl() if fresh else self._ttl()
         async with redis_client.client().pipeline(transaction=False) as pipe:
-            pipe.set(KEY_PREFIX + state.id, json.dumps(state.to_dict()), ex=self._ttl())
+            pipe.set(KEY_PREFIX + state.id, json.dumps(state.to_dict()), ex=ttl)
             usage_live.add_session(pipe, state.tenant_id, state.id)
             await pipe.execute()
 
@@ -92,21 +98,28 @@ class RedisSessionStore:
         )
         return bool(result)
 
-    async def delete(self, session_id: str) -> bool:
-        return bool(await redis_client.client().delete(KEY_PREFIX + session_id))
+    async def delete(self, session_id: str, state: SessionState | None = None) -> bool:
+        """Delete the session; given its state, also uncount it from its client's and tenant's caps."""
+        async with redis_client.client().pipeline(transaction=False) as pipe:
+            pipe.delete(KEY_PREFIX + session_id)
+            if state is not None:
+                session_admission.forget(pipe, state.tenant_id, session_id, state.owner)
+            deleted, *_ = await pipe.execute()
+        return bool(deleted)
 
 
 class DatabaseSessionStore:
     """Sessions in mcp_app.McpSession, with a process-local cache (the embedded default is one process)."""
 
     def __init__(self) -> None:
-        # id -> (state, last use, last time last_seen_at was written)
-        self._cache: dict[str, tuple[SessionState, float, float]] = {}
+        # id -> (state, last use, last time last_seen_at was written, never used since initialize)
+        self._cache: dict[str, tuple[SessionState, float, float, bool]] = {}
         self._touches: set[asyncio.Task] = set()
         self._swept = time.time()
 
-    def _idle(self) -> float:
-        return float(settings.MCP_SESSION_IDLE_SECONDS)
+    def _idle(self, fresh: bool = False) -> float:
+        idle = float(settings.MCP_SESSION_IDLE_SECONDS)
+        return min(float(settings.MCP_SESSION_FIRST_IDLE_SECONDS), idle) if fresh else idle
 
     def clear(self) -> None:
         self._cache.clear()
@@ -121,21 +134,23 @@ class DatabaseSessionStore:
         now = time.time()
         cached = self._cache.get(session_id)
         if cached is not None:
-            state, used, written = cached
-            if now - used > self._idle():
+            state, used, written, fresh = cached
+            if now - used > self._idle(fresh):
                 await self.delete(session_id)
                 return None
             if touch:
-                self._cache[session_id] = (state, now, written)
-                if now - written > TOUCH_INTERVAL_SECONDS:
-                    self._cache[session_id] = (state, now, now)
+                # The first use is written at once: until then the row expires after the first idle time.
+                if fresh or now - written > TOUCH_INTERVAL_SECONDS:
+                    written = now
                     self._background(database_sync_to_async(_db_touch)(session_id))
+                self._cache[session_id] = (state, now, written, False)
             return _copy(state)
-        data = await database_sync_to_async(_db_load)(session_id, self._idle(), touch)
-        if data is None:
+        loaded = await database_sync_to_async(_db_load)(session_id, touch)
+        if loaded is None:
             return None
+        data, fresh = loaded
         state = SessionState.from_dict(data)
-        self._cache[session_id] = (state, now, now)
+        self._cache[session_id] = (state, now, now, fresh)
         return _copy(state)
 
     def _background(self, coro: Any) -> None:
@@ -144,18 +159,27 @@ class DatabaseSessionStore:
         self._touches.add(task)
         task.add_done_callback(self._touches.discard)
 
-    async def save(self, state: SessionState) -> None:
+    async def save(self, state: SessionState, fresh: bool = True) -> None:
+        """Store a new session (fresh: never used yet, AMB-104), or write a changed one."""
         now = time.time()
-        if state.id not in self._cache and now - self._swept > SWEEP_INTERVAL_SECONDS:
+        cached = self._cache.get(state.id)
+        if cached is None and now - self._swept > SWEEP_INTERVAL_SECONDS:
             self._sweep(now)
-        self._cache[state.id] = (_copy(state), now, now)
-        await database_sync_to_async(_db_save)(state.to_dict())
+        fresh = fresh if cached is None else cached[3]
+        self._cache[state.id] = (_copy(state), now, now, fresh)
+        try:
+            await database_sync_to_async(_db_save)(state.to_dict(), fresh)
+        finally:
+            session_admission.settled(state.tenant_id, state.id)
 
     def _sweep(self, now: float) -> None:
         """Forget idle sessions: clients that never said DELETE must not grow memory or the table."""
         self._swept = now
         idle = self._idle()
-        for session_id in [k for k, (_s, used, _w) in self._cache.items() if now - used > idle]:
+        first_idle = self._idle(fresh=True)
+        for session_id in [
+            k for k, (_s, used, _w, fresh) in self._cache.items() if now - used > (first_idle if fresh else idle)
+        ]:
             del self._cache[session_id]
         self._background(database_sync_to_async(purge_expired)())
 
@@ -165,7 +189,8 @@ class DatabaseSessionStore:
         await self.save(state)
         return True
 
-    async def delete(self, session_id: str) -> bool:
+    async def delete(self, session_id: str, state: SessionState | None = None) -> bool:
+        """Delete the session (its row is what the caps count here, so nothing else to uncount)."""
         self._cache.pop(session_id, None)
         return await database_sync_to_async(_db_delete)(session_id)
 
@@ -176,33 +201,37 @@ def _copy(state: SessionState) -> SessionState:
     return SessionState.from_dict(json.loads(json.dumps(state.to_dict())))
 
 
-def _db_load(session_id: str, idle: float, touch: bool) -> dict[str, Any] | None:
-    row = McpSession.objects.filter(pk=session_id).first()
+def _db_load(session_id: str, touch: bool) -> tuple[dict[str, Any], bool] | None:
+    """The session's state and whether it is still unused; None when missing or expired."""
+    row = McpSession.objects.filter(pk=session_id).open().first()
     if row is None:
-        return None
-    now = timezone.now()
-    if row.last_seen_at < now - timedelta(seconds=idle):
-        row.delete()
+        McpSession.objects.filter(pk=session_id).delete()  # expired: the row goes now
         return None
     if touch:
-        McpSession.objects.filter(pk=session_id).update(last_seen_at=now)
-    return row.state
+        McpSession.objects.filter(pk=session_id).update(last_seen_at=timezone.now())
+        return row.state, False
+    return row.state, row.last_seen_at < row.created_at
 
 
 def _db_touch(session_id: str) -> None:
     McpSession.objects.filter(pk=session_id).update(last_seen_at=timezone.now())
 
 
-def _db_save(data: dict[str, Any]) -> None:
-    McpSession.objects.update_or_create(
+def _db_save(data: dict[str, Any], fresh: bool) -> None:
+    # A new row's created_at is stamped after last_seen_at: "last seen before made" is a session
+    # nobody used yet (McpSessionQuerySet); any later write or touch moves last_seen_at past it.
+    _row, created = McpSession.objects.update_or_create(
         pk=data["id"],
         defaults={
             "tenant_id": data["tenant_id"],
             "user_id": data.get("user_id"),
+            "owner": data.get("owner") or "",
             "state": data,
             "last_seen_at": timezone.now(),
         },
     )
+    if created and not fresh:
+        McpSession.objects.filter(pk=data["id"]).update(last_seen_at=F("created_at"))
 
 
 def _db_delete(session_id: str) -> bool:
@@ -211,9 +240,8 @@ def _db_delete(session_id: str) -> bool:
 
 
 def purge_expired() -> int:
-    """Delete database sessions idle past MCP_SESSION_IDLE_SECONDS (run by session creation)."""
-    cutoff = timezone.now() - timedelta(seconds=settings.MCP_SESSION_IDLE_SECONDS)
-    deleted, _ = McpSession.objects.filter(last_seen_at__lt=cutoff).delete()
+    """Delete expired database sessions (idle, or never used and past the first idle time)."""
+    deleted, _ = McpSession.objects.expired().delete()
     return deleted
 
 
@@ -237,19 +265,24 @@ def reset() -> None:
             store.clear()
 
 
-async def refuse_past_cap(
-    tenant: TenantInfo, request_id: RequestId | None = None, *, json_rpc: bool = True
+async def admit_or_refuse(
+    tenant: TenantInfo,
+    session_id: str,
+    owner: str,
+    request_id: RequestId | None = None,
+    *,
+    json_rpc: bool = True,
 ) -> None:
-    """HTTP 429 with Retry-After (and a JSON-RPC error where one fits) when the tenant already has its
-    cap of open sessions (protocol/quotas.py): a new session is refused before it is made."""
+    """Admit a new session before it is made (session_admission), or HTTP 429 with Retry-After (and a
+    JSON-RPC error naming the limit where one fits). A session ended to make room ends as a DELETE
+    ends it: its streams close, its requests are cancelled."""
     try:
-        await quotas.check_sessions(tenant)
-    except RateLimited as refused:
-        raise HttpError(
-            429,
-            refused.message,
-            code=RATE_LIMITED if json_rpc else None,
-            request_id=request_id,
-            headers=[(b"retry-after", str(quotas.CAP_RETRY_SECONDS).encode())],
-            data=refused.data if json_rpc else None,
-        ) from None
+        admitted = await session_admission.admit(tenant, session_id, owner)
+    except session_admission.SessionsRefused as refused:
+        raise refused.http(request_id, json_rpc) from None
+    if admitted.evicted is not None:
+        evicted = admitted.evicted
+        logger.info("ended session %.8s of the heaviest client to admit another (AMB-101)", evicted)
+        await get_store().delete(evicted)
+        inflight.cancel_session(evicted)
+        await notify.apublish_session(evicted, {"type": "mcp.session_closed", "session_id": evicted})

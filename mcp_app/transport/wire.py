@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_app.protocol.jsonrpc import INVALID_REQUEST, PARSE_ERROR, RequestId
+from mcpsite import nesting
 
 Headers = list[tuple[bytes, bytes]]
 
 JSON_CONTENT = (b"content-type", b"application/json")
 TEXT_CONTENT = (b"content-type", b"text/plain; charset=utf-8")
-
-# Strings first so brackets inside them are skipped; the regex engine does the scanning in C.
-_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
 
 
 class HttpError(Exception):
@@ -100,37 +97,16 @@ def accepts(header: str | None, wanted: str) -> bool:
     return wanted in types or "*/*" in types or f"{major}/*" in types
 
 
-def json_depth_exceeds(text: str, limit: int) -> bool:
-    """True when arrays/objects nest deeper than `limit` (checked before json.loads can recurse)."""
-    # Cheap bound: nesting can't be deeper than the number of opening brackets.
-    if text.count("[") + text.count("{") <= limit:
-        return False
-    depth = 0
-    for match in _TOKENS.finditer(text):
-        token = match.group()
-        if token in "[{":
-            depth += 1
-            if depth > limit:
-                return True
-        elif token in "]}":
-            depth -= 1
-    return False
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
 def parse_json_body(body: bytes, max_depth: int) -> Any:
     """Decode a UTF-8 JSON body; raise HttpError(400, -32700) for bad bytes, bad JSON or deep nesting."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
         raise HttpError(400, "Parse error: the body is not valid UTF-8.", code=PARSE_ERROR) from None
-    if json_depth_exceeds(text, max_depth):
-        raise HttpError(400, f"Parse error: JSON nested deeper than {max_depth} levels.", code=PARSE_ERROR)
     try:
-        return json.loads(text, parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as exc:
+        return nesting.loads(text, max_depth)
+    except nesting.TooDeep:
+        raise HttpError(400, f"Parse error: JSON nested deeper than {max_depth} levels.", code=PARSE_ERROR) from None
+    except ValueError as exc:
         detail = exc.msg if isinstance(exc, json.JSONDecodeError) else "malformed JSON"
         raise HttpError(400, f"Parse error: {detail}.", code=PARSE_ERROR) from None

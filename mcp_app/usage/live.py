@@ -2,8 +2,8 @@
 
 Sessions: with Redis, each session's creation also adds its id to a per-tenant set (in the same
 pipeline as the session itself, so no extra round trip); counting walks the set in one script that
-drops ids whose session expired or was deleted. Without Redis, the database's session rows seen
-within the idle timeout are counted.
+drops ids whose session expired or was deleted. Without Redis, the database's open session rows
+are counted.
 
 Listeners (subscriptions/listen streams): each process counts its own in memory; with Redis, every
 flush publishes them under the process's name with the time, and a reader adds the fresh ones, so
@@ -13,17 +13,15 @@ a process that died stops counting within LISTENER_STALE_FLUSHES flushes (AMB-67
 from __future__ import annotations
 
 import time
-from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.utils import timezone
 
 from mcp_app.infra import redis_client
 from mcp_app.models import McpSession
 from mcp_app.usage.recorder import Recorder, recorder
 
-SESSION_KEY_PREFIX = "mcp:session:"  # the session store's (mcp_app.transport.sessions)
+SESSION_KEY_PREFIX = "mcp:session:"  # the session store's (mcp_app.transport.session_admission)
 SESSIONS_SET = "mcp:usage:sessions:"
 LISTENERS_HASH = "mcp:usage:listeners:"
 LISTENER_STALE_FLUSHES = 3
@@ -61,9 +59,8 @@ def active_sessions(tenant_ids: list[int]) -> dict[int, int]:
                 script(keys=[sessions_set_key(tenant_id)], args=[SESSION_KEY_PREFIX], client=pipe)
             counts = pipe.execute()
         return {tenant_id: int(n) for tenant_id, n in zip(tenant_ids, counts, strict=True)}
-    since = timezone.now() - timedelta(seconds=settings.MCP_SESSION_IDLE_SECONDS)
     found = dict.fromkeys(tenant_ids, 0)
-    rows = McpSession.objects.filter(tenant_id__in=tenant_ids, last_seen_at__gte=since)
+    rows = McpSession.objects.filter(tenant_id__in=tenant_ids).open()
     for tenant_id in rows.values_list("tenant_id", flat=True):
         found[tenant_id] += 1
     return found

@@ -26,6 +26,22 @@
     return type;
   }
 
+  /* A choice field's options [{value, label}] in any of the spec's shapes (AMB-120): enum (labels from
+   * enumNames), oneOf of {const, title}; for a list, its items' enum or anyOf. null: not a choice. */
+  function choicesOf(spec) {
+    var items = typeOf(spec) === "array" ? spec.items : spec;
+    if (!items || typeof items !== "object") return null;
+    if (Array.isArray(items.enum)) {
+      var names = Array.isArray(spec.enumNames) ? spec.enumNames : items.enum;
+      return items.enum.map(function (value, i) { return {value: value, label: String(names[i] !== undefined ? names[i] : value)}; });
+    }
+    var titled = typeOf(spec) === "array" ? items.anyOf : items.oneOf;
+    if (Array.isArray(titled) && titled.length && titled.every(function (o) { return o && "const" in o; })) {
+      return titled.map(function (o) { return {value: o["const"], label: String(o.title !== undefined ? o.title : o["const"])}; });
+    }
+    return null;
+  }
+
   function formable(spec) {
     return spec && typeOf(spec) === "object" && spec.properties && typeof spec.properties === "object";
   }
@@ -64,11 +80,12 @@
       write = function (value) { children.write(value && typeof value === "object" ? value : {}); };
       return {node: set, read: read, write: write};
     }
-    if (Array.isArray(spec.enum) && SIMPLE[type || "string"]) {
+    var choices = choicesOf(spec);
+    if (choices && SIMPLE[type || "string"]) {
       input = el("select", {"id": id, "name": path});
       if (!required || spec.default === undefined) input.appendChild(el("option", {"value": ""}, "—"));
-      spec.enum.forEach(function (option) {
-        input.appendChild(el("option", {"value": JSON.stringify(option)}, String(option)));
+      choices.forEach(function (option) {
+        input.appendChild(el("option", {"value": JSON.stringify(option.value)}, option.label));
       });
       read = function () { return input.value === "" ? [false] : [true, JSON.parse(input.value)]; };
       write = function (value) { input.value = value === undefined ? "" : JSON.stringify(value); };
@@ -90,7 +107,7 @@
       if (spec.examples && spec.examples.length) input.placeholder = "e.g. " + spec.examples[0];
       read = function () { return input.value === "" ? [false] : [true, convert(input.value, type)]; };
       write = function (value) { input.value = value === undefined || value === null ? "" : String(value); };
-    } else if (type === "array" && spec.items && SIMPLE[typeOf(spec.items)] && !spec.items.enum) {
+    } else if (type === "array" && spec.items && SIMPLE[typeOf(spec.items)] && !choices) {
       var itemType = typeOf(spec.items);
       input = el("textarea", {"id": id, "name": path, "rows": 3, "class": "vLargeTextField"});
       input.placeholder = "One " + itemType + " per line";
@@ -100,10 +117,10 @@
         return [true, lines.map(function (line) { return convert(line.trim(), itemType); })];
       };
       write = function (value) { input.value = Array.isArray(value) ? value.join("\n") : ""; };
-    } else if (type === "array" && spec.items && Array.isArray(spec.items.enum)) {
+    } else if (type === "array" && choices) {
       input = el("select", {"id": id, "name": path, "multiple": "multiple"});
-      spec.items.enum.forEach(function (option) {
-        input.appendChild(el("option", {"value": JSON.stringify(option)}, String(option)));
+      choices.forEach(function (option) {
+        input.appendChild(el("option", {"value": JSON.stringify(option.value)}, option.label));
       });
       read = function () {
         var picked = Array.prototype.filter.call(input.options, function (o) { return o.selected; })
@@ -274,6 +291,15 @@
       box.appendChild(el("p", {"class": "try-question-message"}, params.message || event.method));
       var schema = params.requestedSchema;
       var answerForm = formable(schema) ? build(schema, box, "answer") : null;
+      if (answerForm) {
+        // The form starts at the defaults its fields name (2025-11-25 allows one on every field).
+        var defaults = {};
+        Object.keys(schema.properties).forEach(function (name) {
+          var spec = schema.properties[name];
+          if (spec && typeof spec === "object" && spec.default !== undefined) defaults[name] = spec.default;
+        });
+        answerForm.write(defaults);
+      }
       var row = el("div", {"class": "submit-row try-actions"});
       var run = runId;
       [["accept", "Accept", "button default"], ["decline", "Decline", "button"], ["cancel", "Cancel", "button"]]

@@ -31,6 +31,7 @@ def tool_form_data(tool: Tool, **overrides: Any) -> dict[str, Any]:
         "handler_config": _json(tool.handler_config),
         "timeout_seconds": tool.timeout_seconds,
         "execution": tool.execution,
+        "worker_wait_seconds": "" if tool.worker_wait_seconds is None else tool.worker_wait_seconds,
         "approval": tool.approval,
         "approval_without_elicitation": tool.approval_without_elicitation,
         "task_support": tool.task_support,

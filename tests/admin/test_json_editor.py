@@ -54,6 +54,16 @@ def test_bad_json_is_refused_with_the_same_message_as_before(client, alice, tool
     assert "{&quot;type&quot;: </textarea>" in response.content.decode()
 
 
+def test_json_nested_past_the_limit_is_refused_naming_it(client, alice, tool_a):
+    client.force_login(alice)
+    deep = "[" * 20_000 + "]" * 20_000
+    response = client.post(change_url(tool_a), tool_form_data(tool_a, input_schema=deep))
+    assert response.status_code == 200
+    assert response.context["adminform"].form.errors["input_schema"] == [
+        "Invalid JSON: nested deeper than 64 levels."
+    ]
+
+
 @pytest.mark.parametrize(
     ("field", "value", "extra"),
     [
@@ -65,6 +75,10 @@ def test_bad_json_is_refused_with_the_same_message_as_before(client, alice, tool
         ("handler_config", {"nothing": "here"}, {"handler": "template"}),
         ("icons", [{"src": "http://example.com/a.png"}], {}),
         ("meta", {"modelcontextprotocol.io/x": 1}, {}),
+        # AMB-115, AMB-117: nested past the limit (was a 500), NaN, a reference outside the schema.
+        ("input_schema", "[" * 20_000 + "]" * 20_000, {}),
+        ("handler_config", '{"text": NaN}', {"handler": "template"}),
+        ("output_schema", {"type": "object", "properties": {"a": {"$ref": "https://example.com/a"}}}, {}),
     ],
 )
 def test_the_editors_check_says_exactly_what_the_save_would_say(client, alice, tool_a, field, value, extra):
@@ -120,3 +134,32 @@ def test_the_tool_list_shows_one_short_line_per_column(client, alice, tool_a):
         "In the server process (quick tools)</td>" not in page
         and '<td class="field-runs">inline</td>' in page
     )
+
+
+MULTIPLE_CHOICE = {
+    "message": "Pick",
+    "fields": {
+        "type": "object",
+        "properties": {
+            "plan": {"type": "string", "oneOf": [{"const": "p1", "title": "Starter"}], "default": "p1"},
+            "scopes": {"type": "array", "items": {"anyOf": [{"const": "r", "title": "Read"}]}, "maxItems": 1},
+        },
+    },
+}
+
+
+def test_the_editor_accepts_a_forms_choices_and_says_why_a_default_outside_them_is_refused(
+    client, alice, tool_a
+):
+    """AMB-120: the admin's check as you type is the form kind's own field check."""
+    client.force_login(alice)
+    ok = client.post(
+        reverse(CHECK), {"field": "handler_config", "value": json.dumps(MULTIPLE_CHOICE), "handler": "form"}
+    ).json()
+    assert ok["errors"] == []
+    bad = json.loads(json.dumps(MULTIPLE_CHOICE))
+    bad["fields"]["properties"]["plan"]["default"] = "p9"
+    refused = client.post(
+        reverse(CHECK), {"field": "handler_config", "value": json.dumps(bad), "handler": "form"}
+    )
+    assert refused.json()["errors"] == ["Field 'plan': 'default' 'p9' is not an answer this field accepts."]

@@ -334,3 +334,68 @@ def test_a_tool_with_an_invalid_header_annotation_fails_clean_on_its_input_schem
     with pytest.raises(ValidationError) as info:
         tool.full_clean()
     assert any("x-mcp-header 'A'" in m for m in info.value.message_dict["input_schema"])
+
+
+# AMB-117: a reference must stay inside the schema; outside ones are refused at save with where and what.
+def _ref(ref: str, **extra) -> dict:
+    return {"type": "object", "properties": {"a": {"$ref": ref}}, **extra}
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        _ref("#/$defs/a", **{"$defs": {"a": {"type": "string"}}}),
+        _ref("#"),
+        _ref("#name", **{"$defs": {"a": {"$anchor": "name", "type": "string"}}}),
+        _ref("https://example.com/root#/$defs/a", **{"$id": "https://example.com/root", "$defs": {"a": {}}}),
+        _ref("item", **{"$id": "https://example.com/root", "$defs": {"a": {"$id": "item"}}}),
+        {
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            **_ref("#/definitions/a", definitions={"a": {"type": "string"}}),
+        },
+        # A "$ref" that is a property's name, or instance data, is no reference.
+        {"type": "object", "properties": {"$ref": {"type": "string"}}, "default": {"$ref": "https://x.test/"}},
+    ],
+)
+def test_a_schema_referring_within_itself_is_accepted(schema):
+    v.validate_object_schema(schema, "Input schema")
+
+
+@pytest.mark.parametrize(
+    ("schema", "words"),
+    [
+        (_ref("https://example.com/a.json"), ["'https://example.com/a.json'", "/properties/a"]),
+        (_ref("http://169.254.169.254/latest/meta-data"), ["'http://169.254.169.254/latest/meta-data'"]),
+        (_ref("defs.json#/a"), ["'defs.json#/a'"]),
+        (_ref("#/$defs/missing"), ["'#/$defs/missing'"]),
+        ({"type": "object", "$defs": {"d": {"$dynamicRef": "file:///etc/passwd"}}}, ["/$defs/d"]),
+        ({"type": "object", "prefixItems": [{"$ref": "../x.json"}]}, ["'../x.json'", "/prefixItems/0"]),
+    ],
+)
+def test_a_schema_referring_outside_itself_is_refused_naming_the_reference_and_where(schema, words):
+    message = refused(v.validate_object_schema, schema, "Output schema")
+    assert message.startswith("Output schema: the reference")
+    assert "nothing is fetched" in message
+    for word in words:
+        assert word in message
+
+
+def test_a_tool_with_an_outside_reference_is_refused_by_full_clean_on_either_schema(tenant_a):
+    tool = Tool(tenant=tenant_a, name="t", handler="template", handler_config={"text": "x"})
+    tool.input_schema = _ref("https://example.com/a.json")
+    tool.output_schema = _ref("other.json")
+    with pytest.raises(ValidationError) as info:
+        tool.full_clean()
+    assert set(info.value.message_dict) == {"input_schema", "output_schema"}
+
+
+def test_a_definition_json_field_nested_past_its_share_of_the_limit_is_refused(tenant_a):
+    deep = {"type": "object", "default": [[[]]]}
+    for _ in range(53):
+        deep["default"] = [deep["default"]]
+    tool = Tool(tenant=tenant_a, name="t", handler="template", handler_config={"text": "x"}, input_schema=deep)
+    with pytest.raises(ValidationError) as info:
+        tool.full_clean()
+    assert info.value.message_dict["input_schema"] == ["Nested deeper than 56 levels (MCP_MAX_JSON_DEPTH less 8)."]
+    deep["default"] = deep["default"][0]  # 56 deep now
+    tool.full_clean()

@@ -22,6 +22,10 @@ INVALID_TOOLS = [
     {"handler_config": {"text": "{% if %}"}},
     {"icons": [{"src": "ftp://example.com/a.png"}]},
     {"meta": {"modelcontextprotocol.io/x": 1}},
+    {"execution": "background", "worker_wait_seconds": 0},
+    {"execution": "background", "worker_wait_seconds": 86_401},
+    {"input_schema": {"type": "object", "properties": {"a": {"$ref": "https://example.com/a.json"}}}},
+    {"output_schema": {"type": "object", "properties": {"n": {"$ref": "defs.json#/n"}}}},
 ]
 
 
@@ -134,3 +138,23 @@ def test_a_duplicate_name_is_refused_not_a_500(as_alice, echo_tool):
     response = as_alice.call("POST", f"{API}/tenant-a/tools/", tool_body("echo"))
     assert response.status_code == 400
     assert "already exists" in response.json()["error"]["message"]
+
+
+def test_a_tools_worker_wait_is_set_in_the_admin_and_the_api_and_blank_means_the_servers(
+    client, alice, as_alice, tenant_a
+):
+    # AMB-114: how long a background call waits for a worker, per tool.
+    created = as_alice.call(
+        "POST", f"{API}/tenant-a/tools/", tool_body(execution="background", worker_wait_seconds=45)
+    )
+    assert created.status_code == 201, created.content
+    assert created.json()["worker_wait_seconds"] == 45
+    tool = Tool.objects.get(pk=created.json()["id"])
+    assert tool.worker_wait_seconds == 45
+    client.force_login(alice)
+    response = client.post(
+        reverse("admin:mcp_app_tool_change", args=[tool.pk]), tool_form_data(tool, worker_wait_seconds="")
+    )
+    assert response.status_code == 302, response.content[:500]
+    tool.refresh_from_db()
+    assert tool.worker_wait_seconds is None

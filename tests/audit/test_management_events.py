@@ -13,9 +13,11 @@ from tests.audit.conftest import ADDRESS, assert_no_secret, only_event
 pytestmark = pytest.mark.django_db
 
 
-def test_membership_added_role_changed_and_removed_through_the_api_are_each_recorded(alice, tenant_a, django_user_model, committed):
+def test_membership_added_role_changed_and_removed_through_the_api_are_each_recorded(tenant_a, django_user_model, committed):
     django_user_model.objects.create_user("erin", "erin@example.com", "erin-pw-123")
-    api = ApiClient(alice)
+    # Only a superuser attaches an account by username; owners invite (tests/tenants/test_invitations.py).
+    root = django_user_model.objects.create_superuser("root", "root@example.com", "root-pw-123")
+    api = ApiClient(root)
     with committed():
         added = api.call("POST", f"{API}/tenant-a/members/", {"username": "erin", "role": "viewer"}, REMOTE_ADDR=ADDRESS)
     member = added.json()["id"]
@@ -30,7 +32,7 @@ def test_membership_added_role_changed_and_removed_through_the_api_are_each_reco
     }
     for action, detail in expected.items():
         event = only_event(action)
-        assert (event.actor, event.tenant, event.source_address, event.detail) == (alice, tenant_a, ADDRESS, detail)
+        assert (event.actor, event.tenant, event.source_address, event.detail) == (root, tenant_a, ADDRESS, detail)
 
 
 def test_a_role_changed_outside_a_request_is_recorded_without_actor_or_address(bob, tenant_a, committed):

@@ -113,8 +113,13 @@ def e2e_database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="package")
-def e2e_env(e2e_database_url: str, upstream: Upstream) -> dict[str, str]:
-    """Environment of every e2e subprocess; the database is migrated and seeded, the http tools point at `upstream`."""
+def e2e_env(
+    e2e_database_url: str, upstream: Upstream, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, str]:
+    """Environment of every e2e subprocess; the database is migrated and seeded, the http tools point at `upstream`.
+
+    Mail goes to files in EMAIL_FILE_PATH (Django's file backend), where a test reads an invitation's link.
+    """
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")}
     env.update(
         DJANGO_SETTINGS_MODULE="mcpsite.settings",
@@ -128,6 +133,11 @@ def e2e_env(e2e_database_url: str, upstream: Upstream) -> dict[str, str]:
         # This run's own Celery queue on the shared broker: no other run's worker takes its jobs.
         MCP_BACKGROUND_QUEUE=f"mcp-tools-e2e-{secrets.token_hex(4)}",
         PYTHONUNBUFFERED="1",
+        EMAIL_BACKEND="django.core.mail.backends.filebased.EmailBackend",
+        EMAIL_FILE_PATH=str(tmp_path_factory.mktemp("e2e-mail")),
+        # Every test's clients reach the shared servers from 127.0.0.1, one "client" by address (AMB-100):
+        # no per-client cap here; test_session_caps.py starts servers of its own with one.
+        MCP_SESSIONS_PER_CLIENT="0",
     )
     # The same steps as bin/serve.
     manage(env, "migrate", "--noinput")

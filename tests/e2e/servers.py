@@ -196,8 +196,11 @@ def start_celery_worker(name: str, env: dict[str, str], log_dir: Path) -> Server
     raise RuntimeError(f"{name} was not ready within {STARTUP_SECONDS:.0f} s:\n{worker.read_log()}")
 
 
-def start_daphne(name: str, env: dict[str, str], log_dir: Path, uvicorn: bool = False) -> DaphneServer:
-    """Start Daphne (or uvicorn with uvloop and httptools) on a free port; return once it serves the admin."""
+def start_daphne(
+    name: str, env: dict[str, str], log_dir: Path, uvicorn: bool = False, proxy_headers: bool = False
+) -> DaphneServer:
+    """Start Daphne (or uvicorn with uvloop and httptools) on a free port; return once it serves the admin.
+    `proxy_headers`: Daphne takes the client's address from X-Forwarded-For (MCP_PROXY_HEADERS=1)."""
     port = free_port()
     server_env = {**env, "MCP_PUBLIC_URL": f"http://127.0.0.1:{port}"}
     log_path = log_dir / f"{name}.log"
@@ -215,6 +218,8 @@ def start_daphne(name: str, env: dict[str, str], log_dir: Path, uvicorn: bool = 
         ]
     else:
         command = ["daphne", "-b", "127.0.0.1", "-p", str(port)]
+        if proxy_headers:  # as bin/entrypoint does under MCP_PROXY_HEADERS=1
+            command.append("--proxy-headers")
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", *command, "mcpsite.asgi:application"],

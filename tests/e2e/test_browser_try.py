@@ -182,3 +182,75 @@ async def test_the_front_page_signs_a_person_in_and_lists_their_tenants_with_the
     async with page.expect_navigation():
         await page.get_by_role("link", name="View site").click()
     assert page.url == f"{server.url}/"
+
+
+CHOICE_FORM = {
+    "message": "Pick a plan",
+    "fields": {
+        "type": "object",
+        "properties": {
+            "plan": {
+                "type": "string",
+                "title": "Plan",
+                "oneOf": [{"const": "p1", "title": "Starter"}, {"const": "p2", "title": "Pro"}],
+                "default": "p1",
+            },
+            "bank": {
+                "type": "string",
+                "title": "Bank",
+                "enum": ["b1", "b2"],
+                "enumNames": ["First", "Second"],
+            },
+            "scopes": {
+                "type": "array",
+                "title": "Scopes",
+                "items": {"anyOf": [{"const": "r", "title": "Read all"}, {"const": "w", "title": "Write"}]},
+                "default": ["r"],
+            },
+        },
+        "required": ["plan"],
+    },
+}
+
+
+@pytest.fixture
+def choice_tool(server: DaphneServer) -> Iterator[str]:
+    django_shell(
+        server.env,
+        "from mcp_app.models import Tool\nfrom tenants.models import Tenant\n"
+        "Tool.objects.update_or_create(tenant=Tenant.objects.get(slug='demo'), name='browser_choose', "
+        f"defaults=dict(handler='form', handler_config={CHOICE_FORM!r}, timeout_seconds=60))\n",
+    )
+    yield "browser_choose"
+    django_shell(
+        server.env, "from mcp_app.models import Tool\nTool.objects.filter(name='browser_choose').delete()\n"
+    )
+
+
+async def test_a_question_with_choices_shows_their_titles_starts_at_its_defaults_and_answers_values(
+    server: DaphneServer, choice_tool: str, page: Page, request: pytest.FixtureRequest
+) -> None:
+    """AMB-120: the Try page builds a question's form from every choice shape of the spec."""
+    shots = Screenshots(request.node.name)
+    await signed_in(page, server)
+    await open_try(page, server, choice_tool)
+    await page.click("#try-run")
+    question = page.locator(".try-question")
+    await expect(question.locator(".try-question-message")).to_have_text("Pick a plan", timeout=PAGE_MS)
+    plan, bank, scopes = (
+        question.get_by_label("Plan *"),
+        question.get_by_label("Bank"),
+        question.get_by_label("Scopes"),
+    )
+    await expect(plan.locator("option:checked")).to_have_text("Starter")  # its default, by its title
+    await expect(scopes.locator("option:checked")).to_have_text(["Read all"])
+    await expect(bank.locator("option")).to_have_text(["—", "First", "Second"])
+    await plan.select_option(label="Pro")
+    await bank.select_option(label="Second")
+    await scopes.select_option(label=["Read all", "Write"])
+    await shots.take(page, "asked")
+    await question.get_by_role("button", name="Accept").click()
+    await expect(page.locator("#try-status")).to_have_text(re.compile(r"^Result \("), timeout=PAGE_MS)
+    answered = json.loads(await page.inner_text("#try-result"))["structuredContent"]
+    assert answered == {"plan": "p2", "bank": "b2", "scopes": ["r", "w"]}
+    await shots.take(page, "answered")

@@ -46,7 +46,9 @@ def modern_caller(http: httpx.AsyncClient, url: str, meta: dict[str, Any]) -> An
     """A 2026-07-28 request with `meta`, its headers as the transport page wants them."""
 
     async def modern(method: str, params: dict[str, Any]) -> dict[str, Any]:
-        names = {"Mcp-Name": params["name"]} if "name" in params else {}
+        # Mcp-Name mirrors what the request names: a tool, or a task (the tasks extension's routing header).
+        named = params.get("name", params.get("taskId"))
+        names = {"Mcp-Name": named} if named is not None else {}
         headers = {**MODERN_HEADERS, "Mcp-Method": method, **names}
         return await rpc(http, url, headers, method, {**params, "_meta": meta})
 

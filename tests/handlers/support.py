@@ -114,6 +114,8 @@ def handler_class(upstream: Upstream) -> type[BaseHTTPRequestHandler]:
                 self._reply(200, json.dumps(reply).encode())
             elif path == "/list":
                 self._reply(200, b"[1, 2, 3]")
+            elif path == "/deep":
+                self._reply(200, b"[" * 8_000 + b"]" * 8_000)  # under the tests' 16 KiB reply cap
             elif path == "/image":
                 self._reply(200, PNG, "image/png")
             elif path == "/fail":

@@ -6,7 +6,8 @@ import base64
 
 import pytest
 
-from mcp_app.content.blocks import render_blocks, render_text, render_value
+from mcp_app.content.blocks import render_blocks
+from mcp_app.content.sandbox import render_text, render_value
 from mcp_app.core.errors import ContentError
 from mcp_app.models import Resource
 from tests.handlers.support import PNG, WAV
@@ -57,7 +58,7 @@ def test_padding_filters_cannot_allocate_huge_strings():
 
 
 def test_rendered_text_over_the_cap_is_an_error(monkeypatch):
-    monkeypatch.setattr("mcp_app.content.blocks.MAX_RENDERED_CHARS", 10)
+    monkeypatch.setattr("mcp_app.content.sandbox.MAX_RENDERED_CHARS", 10)
     with pytest.raises(ContentError, match="longer than 10"):
         render_text("{{ x }}", {"x": "a" * 11})
 

@@ -68,6 +68,14 @@ async def test_json_array_reply_is_text_without_structured_content(ctx, upstream
     }
 
 
+async def test_json_reply_nested_past_the_limit_is_an_error_result_naming_it(ctx, upstream, allow_local):
+    # AMB-115: it was a RecursionError, an "internal error" the tenant could not act on.
+    assert await registry.run_inline(ctx, http_tool(f"{upstream.base}/deep"), {}) == {
+        "content": [{"type": "text", "text": "The upstream's JSON reply is nested deeper than 64 levels."}],
+        "isError": True,
+    }
+
+
 async def test_image_reply_becomes_an_image_block(ctx, upstream, allow_local):
     result = await registry.run_inline(ctx, http_tool(f"{upstream.base}/image"), {})
     assert result == {

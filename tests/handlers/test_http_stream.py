@@ -19,8 +19,9 @@ from django.core.exceptions import ValidationError
 from mcp_app.core.errors import InputRequired
 from mcp_app.handlers import http_stream, registry
 from mcp_app.handlers.secrets import encrypt_secrets
+from mcp_app.protocol import asking
 from tests.handlers.support import QuietServer, Recorder, make_tool
-from tests.support import make_ctx
+from tests.support import fake_client, make_ctx
 
 FORM = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 ASK_NAME = {"method": "elicitation/create", "params": {"message": "Your name?", "requestedSchema": FORM}}
@@ -212,6 +213,13 @@ async def test_a_progress_value_that_does_not_increase_is_dropped_and_unknown_ev
     ("line", "why"),
     [
         (b"{not json", "it is not JSON."),
+        # AMB-115: a line past the one nesting limit was a RecursionError, an "internal error"
+        # (8,000 deep: the tests cap a reply at 16 KiB).
+        (b"[" * 8_000 + b"]" * 8_000, "it is nested deeper than 64 levels."),
+        (
+            b'{"type": "log", "level": "info", "data": ' + b"[" * 64 + b"]" * 64 + b"}",
+            "it is nested deeper than 64",
+        ),
         (b'["progress"]', 'it is not a JSON object with a string "type".'),
         (b'{"type": "progress", "progress": "half"}', 'a progress event needs a number "progress".'),
         (b'{"type": "log", "level": "loud", "data": 1}', '"level" must be one of debug, info'),
@@ -261,7 +269,7 @@ async def test_an_ask_event_asks_the_client_and_posts_the_answer_back_before_the
     tool = dataclasses.replace(
         stream_tool(streamer.url(greet)), handler_secrets=encrypt_secrets({"Authorization": "Bearer k"})
     )
-    result = await registry.run_inline(dataclasses.replace(ctx, ask=client), tool, {})
+    result = await registry.run_inline(dataclasses.replace(ctx, ask=fake_client(client)), tool, {})
     assert result["structuredContent"] == {"greeting": "Hello, Ada!"}
     assert asked == [
         {
@@ -275,6 +283,30 @@ async def test_an_ask_event_asks_the_client_and_posts_the_answer_back_before_the
         "id": "q-1",
         "result": {"action": "accept", "content": {"name": "Ada"}},
     }
+
+
+async def test_an_answer_outside_the_endpoints_choices_is_an_error_and_never_posted_back(
+    ctx, streamer, allow_local
+):
+    """AMB-120: the client's answer is checked against the form the endpoint asked."""
+    choice = {
+        "type": "object",
+        "properties": {"size": {"type": "string", "oneOf": [{"const": "s", "title": "Small"}]}},
+    }
+    question = {"method": "elicitation/create", "params": {"message": "Size?", "requestedSchema": choice}}
+
+    async def client(request: dict[str, Any]) -> dict[str, Any]:
+        return {"action": "accept", "content": {"size": "Small"}}  # the title, not the value
+
+    def ask(stream: Stream) -> None:
+        stream.event(type="ask", id="size", request=question, reply_url="/reply")
+        stream.until_hung_up()
+
+    result = await registry.run_inline(
+        dataclasses.replace(ctx, ask=fake_client(client)), stream_tool(streamer.url(ask)), {}
+    )
+    assert "do not fit" in error_text(result)
+    assert len(streamer.requests) == 1  # nothing was posted back
 
 
 @pytest.mark.parametrize(
@@ -305,7 +337,7 @@ async def test_sampling_and_roots_can_be_asked_too(ctx, streamer, allow_local, r
         stream.event(type="result", answer=stream.reply())
 
     result = await registry.run_inline(
-        dataclasses.replace(ctx, ask=client), stream_tool(streamer.url(ask)), {}
+        dataclasses.replace(ctx, ask=fake_client(client)), stream_tool(streamer.url(ask)), {}
     )
     assert result["structuredContent"] == {"answer": {"id": 7, "result": {"roots": []}}}
     assert asked == [expected]
@@ -332,7 +364,7 @@ async def test_an_ask_whose_reply_would_leave_the_endpoints_origin_is_refused_be
         stream.event(type="ask", id="q", request=ASK_NAME, reply_url=reply_url)
 
     result = await registry.run_inline(
-        dataclasses.replace(ctx, ask=client), stream_tool(streamer.url(ask)), {}
+        dataclasses.replace(ctx, ask=fake_client(client)), stream_tool(streamer.url(ask)), {}
     )
     assert error_text(result).startswith(f"The endpoint's stream has a malformed line 1: {why}")
     assert asked == [] and len(streamer.requests) == 1
@@ -347,7 +379,7 @@ async def test_an_answer_the_endpoint_refuses_is_an_error_result(ctx, streamer, 
         stream.until_hung_up()
 
     result = await registry.run_inline(
-        dataclasses.replace(ctx, ask=client), stream_tool(streamer.url(ask)), {}
+        dataclasses.replace(ctx, ask=fake_client(client)), stream_tool(streamer.url(ask)), {}
     )
     assert (
         error_text(result)
@@ -358,17 +390,21 @@ async def test_an_answer_the_endpoint_refuses_is_an_error_result(ctx, streamer, 
 async def test_a_question_that_ends_the_round_closes_the_stream_and_reaches_the_caller(
     ctx, streamer, allow_local
 ):
-    async def modern_client(request: dict[str, Any]) -> dict[str, Any]:
-        raise InputRequired("q1", request)  # 2026-07-28: the call returns the question; its retry runs anew
+    # 2026-07-28: the call returns the question, named by the event's id (AMB-122); its retry runs anew.
+    modern = dataclasses.replace(
+        ctx, protocol_version="2026-07-28", session=None, client_capabilities={"elicitation": {}}
+    )
 
     def ask(stream: Stream) -> None:
-        stream.event(type="ask", id="q", request=ASK_NAME, reply_url="/reply")
+        stream.event(type="ask", id="endpoint-7", request=ASK_NAME, reply_url="/reply")
         stream.until_hung_up()
 
-    with pytest.raises(InputRequired):
+    with pytest.raises(InputRequired) as asked:
         await registry.run_inline(
-            dataclasses.replace(ctx, ask=modern_client), stream_tool(streamer.url(ask)), {}
+            dataclasses.replace(modern, ask=asking.Rounds().asker(modern)), stream_tool(streamer.url(ask)), {}
         )
+    assert list(asked.value.requests) == ["endpoint-7"]
+    assert asked.value.requests["endpoint-7"]["params"]["message"] == "Your name?"
     assert await asyncio.to_thread(streamer.hung_up.wait, 5)
     assert len(streamer.requests) == 1  # nothing was posted back
 

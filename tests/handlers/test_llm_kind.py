@@ -215,14 +215,22 @@ async def test_with_an_output_schema_the_json_answer_becomes_structured_content(
     }
 
 
-async def test_with_an_output_schema_an_answer_that_is_not_json_is_an_error_result(tenant_a):
-    result = await run(
-        tenant_a, FakeModel(says("The city is Paris.")), {"prompt": "x"}, {}, output_schema=SCHEMA
-    )
+@pytest.mark.parametrize(
+    ("answer", "text"),
+    [
+        ("The city is Paris.", "The model's answer was not JSON, and this tool returns structured output."),
+        # AMB-115: a RecursionError before, an internal error.
+        (
+            "[" * 5_000 + "]" * 5_000,
+            "The model's answer is JSON nested deeper than 64 levels, and this tool returns structured output.",
+        ),
+    ],
+    ids=["prose", "5,000 deep"],
+)
+async def test_with_an_output_schema_an_answer_that_is_not_usable_json_is_an_error_result(tenant_a, answer, text):
+    result = await run(tenant_a, FakeModel(says(answer)), {"prompt": "x"}, {}, output_schema=SCHEMA)
     assert result["isError"] is True
-    assert result["content"][0]["text"] == (
-        "The model's answer was not JSON, and this tool returns structured output."
-    )
+    assert result["content"][0]["text"] == text
 
 
 async def test_a_json_answer_cut_at_the_token_limit_says_so(tenant_a):

@@ -182,3 +182,58 @@ def test_a_sensitive_form_may_not_return_its_answers_as_structured_output(tenant
     assert "never returns its answers as structured output" in str(caught.value)
     with pytest.raises(ValidationError):
         v.validate_handler("form", {**CONFIG, "sensitive": "yes"})
+
+
+CHOICE_FIELDS = {
+    "type": "object",
+    "properties": {
+        "plan": {
+            "type": "string",
+            "oneOf": [{"const": "p1", "title": "Starter"}, {"const": "p2", "title": "Pro"}],
+        },
+        "bank": {"type": "string", "enum": ["b1", "b2"], "enumNames": ["First Bank", "Second Bank"]},
+        "scopes": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "anyOf": [{"const": "read", "title": "Read all"}, {"const": "write", "title": "Write"}]
+            },
+        },
+    },
+    "required": ["plan", "scopes"],
+}
+
+
+async def test_the_page_shows_choices_by_their_titles_and_a_multiple_choice_as_checkboxes(tenant_a, settings):
+    """AMB-120: the sensitive form's page takes every choice shape; the answers are checked as written."""
+    settings.MCP_URL_FORM_WAIT_SECONDS = 5
+    config = {
+        "message": "Pick",
+        "fields": CHOICE_FIELDS,
+        "sensitive": True,
+        "text": "{{ plan }} {{ scopes|join:'+' }}",
+    }
+    await sync_to_async(Tool.objects.create)(
+        tenant=tenant_a, name="choose", handler="form", handler_config=config
+    )
+    ctx = make_ctx(tenant_a, version=MODERN, session=None, client_capabilities=CAN_OPEN_PAGES)
+    first = await result_of(ctx, "tools/call", {"name": "choose"})
+    (key,) = first["inputRequests"]
+    path = page_path(first["inputRequests"][key]["params"]["url"])
+    page = (await sync_to_async(Client().get)(path)).content.decode()
+    for label in ("Starter", "Pro", "First Bank", "Second Bank", "Read all"):
+        assert label in page
+    assert page.count('type="checkbox" name="scopes"') == 2
+    outside = await submit(path, {"plan": "p3", "scopes": ["read"]})
+    assert b'role="alert"' in outside.content
+    none_picked = await submit(path, {"plan": "p1"})
+    assert b'role="alert"' in none_picked.content  # minItems 1
+    sent = await submit(path, {"plan": "p2", "bank": "b2", "scopes": ["read", "write"]})
+    assert b"Sent" in sent.content
+    retry = {
+        "name": "choose",
+        "requestState": first["requestState"],
+        "inputResponses": {key: {"action": "accept"}},
+    }
+    done = await result_of(ctx, "tools/call", retry)
+    assert done["content"] == [{"type": "text", "text": "p2 read+write"}]

@@ -195,10 +195,21 @@ def test_au25_bad_registration_metadata_gets_the_rfc7591_error(client, db, body,
     assert not Application.objects.exists()
 
 
-def test_au25_registration_body_that_is_not_json_is_invalid_client_metadata(client, db):
-    response = client.post("/oauth/register", data="{not json", content_type="application/json")
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        ("{not json", "valid JSON"),
+        # AMB-115: DOT's json.loads recursed into a 500 on this public, unauthenticated endpoint.
+        ('{"redirect_uris": ' + "[" * 5_000 + "]" * 5_000 + "}", "nested deeper than 64 levels"),
+        (b'{"client_name": "\xff"}', "UTF-8"),
+    ],
+    ids=["not JSON", "5,000 deep", "not UTF-8"],
+)
+def test_au25_registration_body_that_is_not_json_is_invalid_client_metadata(client, db, body, says):
+    response = client.post("/oauth/register", data=body, content_type="application/json")
     assert response.status_code == 400
     assert response.json()["error"] == "invalid_client_metadata"
+    assert says in response.json()["error_description"]
 
 
 def test_au25_oversized_registration_body_is_refused_with_413(client, db, settings):

@@ -192,3 +192,16 @@ def test_au25_cimd_document_claiming_a_client_secret_is_refused(client, docs, me
     response = client.get(authorize_url(authorize_params(client_id, challenge)))
     assert response.status_code in (400, 401)
     assert not Application.objects.filter(client_id=client_id).exists()
+
+
+def test_au25_cimd_document_nested_past_the_limit_is_refused(client, docs, member):
+    # AMB-115: the one nesting limit holds for client documents too (DOT caps their size only).
+    levels = 65
+    client_id = docs.url("/oauth/deep.json")
+    body = json.dumps(document(client_id))[:-1] + ', "x": ' + "[" * levels + "]" * levels + "}"
+    docs.documents["/oauth/deep.json"] = (200, "application/json", body.encode())
+    _, challenge = pkce_pair()
+    client.force_login(member)
+    response = client.get(authorize_url(authorize_params(client_id, challenge, resource=canonical("vault"))))
+    assert response.status_code in (400, 401) and "Location" not in response
+    assert not Application.objects.filter(client_id=client_id).exists()

@@ -171,3 +171,24 @@ def test_the_proxy_streams_mcp_responses_unbuffered_to_every_web_process_and_hid
     prometheus = yaml.safe_load((ROOT / "deploy" / "prometheus.yml").read_text())
     targets = prometheus["scrape_configs"][0]["static_configs"][0]["targets"]
     assert sorted(targets) == [f"{name}:{port}" for name, (_, port) in zip(web, servers, strict=True)]
+
+
+def test_behind_nginx_the_web_processes_trust_the_scheme_nginx_always_sets() -> None:
+    # AMB-110: MCP_PROXY_SSL_HEADER names the header; nginx must set it on every request (a client's
+    # own header never passes as sent), https only when nginx or the TLS proxy before it said so.
+    web = [service for service in APP.values() if service["command"] == ["web"]]
+    assert {service["environment"]["MCP_PROXY_SSL_HEADER"] for service in web} == {"X-Forwarded-Proto"}
+    server = directives(nginx_block("server"))
+    variable = server["proxy_set_header X-Forwarded-Proto"]
+    mapping = re.search(rf"^map \$http_x_forwarded_proto {re.escape(variable)} \{{(.*?)\}}", NGINX, re.M | re.S)
+    assert mapping, f"{variable} is not mapped from the incoming X-Forwarded-Proto"
+    entries = dict(line.split() for line in mapping.group(1).replace(";", "").strip().splitlines())
+    assert entries == {"default": "$scheme", "https": "https"}
+
+
+def test_the_documented_kubernetes_probes_need_no_host_header() -> None:
+    # AMB-111: the probes answer the kubelet's pod-IP Host themselves.
+    section = OPERATIONS.split("## Kubernetes", 1)[1].split("\n## ", 1)[0]
+    probes = re.findall(r"^\s+(\w+Probe):\n\s+httpGet: \{(.*)\}$", section, re.M)
+    assert {name for name, _ in probes} == {"startupProbe", "livenessProbe", "readinessProbe"}
+    assert all("Host" not in spec for _, spec in probes), probes

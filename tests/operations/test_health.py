@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
+import secrets
+import time
 from typing import Any
 
 import pytest
 from django.test import Client
 
 from mcp_app import health
+from mcp_app.background import presence
+from mcp_app.infra import redis_client
 from mcp_app.models import Tool
 
 pytestmark = pytest.mark.django_db
 
 
-def ready(client: Client) -> tuple[int, dict[str, str]]:
+def ready(client: Client) -> tuple[int, dict[str, Any]]:
     response = client.get("/health/ready", HTTP_ACCEPT="application/json")
     return response.status_code, response.json()
+
+
+def checks_of(body: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in body.items() if not name.startswith("workers")}
 
 
 def test_live_answers_json_to_machines_and_a_page_to_people(client):
@@ -25,10 +33,12 @@ def test_live_answers_json_to_machines_and_a_page_to_people(client):
     assert "no-cache" in page["Cache-Control"]
 
 
-def test_ready_on_the_embedded_defaults_reports_each_check_ok(client):
-    status, checks = ready(client)
+def test_ready_reports_each_check_ok_and_no_workers_to_count_when_tools_run_in_process(client, settings):
+    settings.MCP_BACKGROUND_TOOLS = "inline"  # the embedded defaults' choice
+    status, body = ready(client)
     assert status == 200
-    assert len(checks) == 5 and set(checks.values()) == {"OK"}
+    assert body["workers"] == "inline"  # background tools run in this process: no workers to count
+    assert len(checks_of(body)) == 4 and set(checks_of(body).values()) == {"OK"}
     assert client.get("/health/ready", HTTP_ACCEPT="text/html").status_code == 200
 
 
@@ -47,13 +57,44 @@ def test_redis_that_does_not_answer_makes_the_process_not_ready(client, settings
     assert "Unavailable: Redis does not answer." in checks.values()
 
 
-def test_with_background_tools_on_workers_and_no_worker_answering_the_process_is_not_ready(
-    client, tenant_a: Any, settings, monkeypatch
-):
+@pytest.fixture
+def workers_queue(settings) -> str:
+    """Background tools go to Celery, on a queue of this test's own that no worker process takes."""
     settings.MCP_BACKGROUND_TOOLS = "celery"
-    monkeypatch.setattr(health.current_app.control, "ping", lambda timeout, limit: [])
-    assert ready(client)[0] == 200  # no background tool anywhere: workers are not needed
+    settings.MCP_BACKGROUND_QUEUE = f"mcp-ready-{secrets.token_hex(4)}"
+    return settings.MCP_BACKGROUND_QUEUE
+
+
+@pytest.mark.services
+def test_with_no_worker_alive_the_process_stays_ready_and_reports_the_workers_down(
+    client, tenant_a: Any, workers_queue: str
+):
+    # AMB-113: a worker outage is reported, never a reason to take every web process out of service.
     Tool.objects.create(tenant=tenant_a, name="slow", handler="template", execution="background")
-    status, checks = ready(client)
-    assert status == 503
-    assert "Unavailable: No Celery worker answers, and background tools exist." in checks.values()
+    status, body = ready(client)
+    assert status == 200, body
+    assert (body["workers"], body["workers_alive"]) == ("down", 0)
+    assert set(checks_of(body).values()) == {"OK"}
+    presence.beat("w1@host", [workers_queue])
+    presence.beat("w2@host", [workers_queue, "another-queue"])
+    status, body = ready(client)
+    assert (status, body["workers"], body["workers_alive"]) == (200, "up", 2)
+    text = client.get("/health/ready", {"format": "text"}).content.decode()
+    assert "workers: up\nworkers_alive: 2\n" in text
+    page = client.get("/health/ready", HTTP_ACCEPT="text/html").content.decode()
+    assert "Background workers: up (2 taking jobs)." in page
+    presence.leave("w1@host", [workers_queue])  # a warm shutdown begins
+    presence.leave("w2@host", [workers_queue, "another-queue"])
+    status, body = ready(client)
+    assert (status, body["workers"], body["workers_alive"]) == (200, "down", 0)
+
+
+@pytest.mark.services
+def test_a_worker_of_another_queue_or_one_that_stopped_beating_is_not_counted(workers_queue: str):
+    presence.beat("elsewhere@host", ["another-queue"])
+    # A killed worker's presence: its last beat ran out (scored in the past).
+    redis_client.sync_client().zadd(presence.key(workers_queue), {"killed@host": time.time() - 1})
+    assert presence.alive() == 0
+    presence.beat("alive@host", [workers_queue])
+    assert presence.alive() == 1
+    presence.leave("elsewhere@host", ["another-queue"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from collections import Counter
 from typing import Any
 
@@ -9,6 +10,7 @@ import pytest
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
+from mcp_app.background import presence
 from mcp_app.models import ToolRun
 from mcp_app.protocol import quotas
 from mcp_app.usage import recorder as usage
@@ -143,3 +145,22 @@ def test_refusals_past_a_quota_or_cap_are_counted_by_limit(client, fresh_recorde
     refused = scrape(client)["mcp_limit_refusals"]
     assert value(refused, "mcp_limit_refusals_total", limit="sessions") == 2
     assert value(refused, "mcp_limit_refusals_total", limit="calls_per_minute") == 5
+
+
+@pytest.mark.services
+def test_the_workers_taking_jobs_from_the_queue_are_a_gauge_at_zero_when_none_is_alive(client, settings):
+    # AMB-113: what readiness no longer fails on is watched here instead.
+    settings.MCP_BACKGROUND_TOOLS = "celery"
+    queue = settings.MCP_BACKGROUND_QUEUE = f"mcp-metrics-{secrets.token_hex(4)}"
+    assert value(scrape(client)["mcp_background_workers"], "mcp_background_workers", queue=queue) == 0
+    presence.beat("w1@host", [queue])
+    try:
+        assert value(scrape(client)["mcp_background_workers"], "mcp_background_workers", queue=queue) == 1
+    finally:
+        presence.leave("w1@host", [queue])
+    assert value(scrape(client)["mcp_background_workers"], "mcp_background_workers", queue=queue) == 0
+
+
+def test_without_workers_in_the_deployment_there_is_no_workers_gauge(client, settings):
+    settings.MCP_BACKGROUND_TOOLS = "inline"
+    assert "mcp_background_workers" not in scrape(client)

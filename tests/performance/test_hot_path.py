@@ -25,6 +25,9 @@ from mcp_app.protocol.jsonrpc import InvalidParams
 from tests.transport.support import Client
 
 ECHO = {"name": "echo", "arguments": {"message": "hi"}}
+# A warm initialize: the tenant's change token, the admission script (session_admission: the one
+# round trip the session caps add, AMB-102), the session stored with its set membership in one pipeline.
+INITIALIZE_ROUND_TRIPS = 3
 
 
 @pytest.fixture
@@ -257,3 +260,14 @@ async def test_with_redis_tokens_of_a_deployment_on_another_database_of_the_serv
                 await asyncio.sleep(0.01)
     finally:
         await tokens.stop_listening()
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+async def test_with_redis_a_new_session_costs_one_round_trip_for_its_admission(tools_a, settings, round_trips):
+    """The caps on sessions (AMB-102) add one script to an initialize, and nothing to later requests."""
+    settings.REDIS_URL = os.environ["REDIS_URL"]
+    await Client().initialize()  # warms tenant and catalog
+    round_trips["n"] = 0
+    await Client().initialize(initialized=False)
+    assert round_trips["n"] == INITIALIZE_ROUND_TRIPS

@@ -128,6 +128,23 @@ def test_a_broken_document_is_shown_with_each_problem_at_its_path(client, alice,
     assert "<code>tools[0].name</code>" in response.content.decode()
 
 
+@pytest.mark.parametrize(
+    "text",
+    ["[" * 20_000 + "]" * 20_000, "format: mcp-platform/tenant\nversion: 1\ntools: " + "[" * 20_000],
+    ids=["20,000 deep", "20,000 deep and unclosed"],
+)
+def test_an_upload_nested_past_the_limit_is_shown_as_the_documents_problem_not_a_500(
+    client, alice, tenant_a, text
+):
+    client.force_login(alice)
+    response = client.post(url("import", tenant_a), {"document": upload(text)})
+    assert response.status_code == 400
+    assert response.context["problems"] == [
+        ("(document)", "The document cannot be read: nested deeper than 64 levels.")
+    ]
+    assert not Tool.objects.filter(tenant=tenant_a).exists()
+
+
 def test_an_editor_imports_definitions_but_not_a_change_of_the_tenants_settings(client, dave, tenant_a):
     client.force_login(dave)
     tools = "format: mcp-platform/tenant\nversion: 1\ntools:\n  - {name: hi, handler: template, handler_config: {text: Hi}}\n"

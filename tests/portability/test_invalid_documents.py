@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -82,6 +83,8 @@ CASES: list[tuple[str, Any, list[str]]] = [
     ("http tool without a url", edit(tool(2, handler_config={"method": "GET"})), ["tools[2].handler_config"]),
     ("unknown execution", edit(tool(2, execution="somewhere")), ["tools[2].execution"]),
     ("negative timeout", edit(tool(2, timeout_seconds=-1)), ["tools[2].timeout_seconds"]),
+    ("no wait for a worker", edit(tool(2, worker_wait_seconds=0)), ["tools[2].worker_wait_seconds"]),
+    ("a wait for a worker past a day", edit(tool(2, worker_wait_seconds=86_401)), ["tools[2].worker_wait_seconds"]),
     ("unknown tool annotation", edit(tool(2, annotations={"fastHint": True})), ["tools[2].annotations"]),
     (
         "output schema not an object or null",
@@ -120,12 +123,53 @@ CASES: list[tuple[str, Any, list[str]]] = [
         ["settings.website_url"],
     ),
     (
+        "polling after more than an hour",
+        edit(lambda d: d["settings"].update(stream_poll_seconds=3601)),
+        ["settings.stream_poll_seconds"],
+    ),
+    (
+        "a polling retry past a minute",
+        edit(lambda d: d["settings"].update(stream_poll_retry_ms=60_001)),
+        ["settings.stream_poll_retry_ms"],
+    ),
+    (
         "two problems in two lists, both reported",
         edit(lambda d: (d["tools"][0].update(enabled="yes"), d["resources"][0].pop("name"))),
         ["resources[0].name", "tools[0].enabled"],
     ),
     ("a list instead of a document", [base()], ["(document)"]),
+    # AMB-117: a reference outside the schema could never resolve (and was fetched from the server).
+    (
+        "input schema referring to a URL",
+        edit(tool(2, input_schema={"type": "object", "properties": {"q": {"$ref": "https://example.com/q"}}})),
+        ["tools[2].input_schema"],
+    ),
+    (
+        "output schema referring to another file",
+        edit(tool(2, output_schema={"type": "object", "properties": {"n": {"$ref": "defs.json#/n"}}})),
+        ["tools[2].output_schema"],
+    ),
+    # AMB-115: a definition's JSON gets 8 levels less than the limit, so its export imports again.
+    (
+        "input schema nested past a definition's share of the limit",
+        edit(tool(2, input_schema={"type": "object", "default": json.loads("[" * 56 + "]" * 56)})),
+        ["tools[2].input_schema"],
+    ),
 ]
+
+# Texts that cannot even be read: each refused at (document) with the phrase, never a RecursionError.
+_BOMB = "a: &a [x, x]\n" + "".join(
+    f"{n}: &{n} [{', '.join([f'*{p}'] * 10)}]\n" for p, n in zip("abcdefg", "bcdefgh", strict=True)
+)
+TEXTS: list[tuple[str, str, str]] = [
+    ("YAML flow sequences 20,000 deep", "[" * 20_000 + "]" * 20_000, "nested deeper than 64 levels"),
+    ("JSON objects 20,000 deep", '{"a":' * 20_000 + "1" + "}" * 20_000, "nested deeper than 64 levels"),
+    ("YAML block mappings 100 deep", "".join(f"{' ' * i}k:\n" for i in range(100)) + " " * 100 + "v\n", "64 levels"),
+    ("a megabyte of [", "[" * 1_000_000, "nested deeper than 64 levels"),
+    ("an alias used at depth past the limit", "a: &a " + "[" * 40 + "]" * 40 + "\nb: " + "[" * 30 + "*a" + "]" * 30, "64 levels"),
+    ("an alias inside its own anchor", "a: &a [1, *a]\n", "inside its own anchor"),
+    ("aliases doubling a billion times", _BOMB, "aliases repeat more than 100,000"),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(("document", "paths"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
@@ -145,6 +189,20 @@ def test_the_table_is_long_enough_and_the_unbroken_document_imports():
 def test_the_unbroken_document_imports(tenant_a):
     plan = import_document(tenant_a, base())
     assert plan.counts()["create"] == 6
+
+
+@pytest.mark.parametrize(("text", "says"), [t[1:] for t in TEXTS], ids=[t[0] for t in TEXTS])
+def test_a_document_that_cannot_be_read_is_refused_at_the_document_naming_why(text, says):
+    with pytest.raises(DocumentError) as caught:
+        loads(text)
+    [(path, message)] = caught.value.problems
+    assert path == "(document)" and says in message, message
+
+
+def test_aliases_within_the_limits_still_read():
+    text = "schema: &s {type: object}\ntools: [{input_schema: *s}, {input_schema: *s}]\n"
+    assert loads(text)["tools"][1] == {"input_schema": {"type": "object"}}
+    assert loads("[" * 64 + "]" * 64) is not None
 
 
 def test_a_yaml_syntax_error_names_its_line():

@@ -7,20 +7,24 @@ import json
 import pytest
 from django.db import models
 
+from mcp_app.demo.definitions import seed_demo_tenant
 from mcp_app.handlers.secrets import decrypt_secrets
-from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool
+from mcp_app.models import Approval, Execution, Prompt, Resource, ResourceTemplate, TaskSupport, Tool
 from mcp_app.portability.document import (
     KINDS,
     NOT_CARRIED,
     SETTINGS_FIELDS,
     DocumentError,
+    default_of,
     dumps,
     export_tenant,
     loads,
     same,
+    schema_problems,
 )
 from mcp_app.portability.importer import CHANGE_REASON, import_document
 from tenants.models import Tenant
+from tests.admin.support import GroupListener
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -125,13 +129,15 @@ def test_a_changed_field_is_named_in_the_plan_and_recorded_in_history_as_an_impo
     document = export_tenant(rich_tenant)
     document["tools"][0]["description"] = "New words."
     document["tools"][0]["timeout_seconds"] = 7
+    document["tools"][0]["worker_wait_seconds"] = 120
     plan = import_document(rich_tenant, document, user=alice)
     [change] = plan.of("change")
     assert (change.kind, change.key, change.fields) == (
         "tools",
         document["tools"][0]["name"],
-        ["description", "timeout_seconds"],
+        ["description", "timeout_seconds", "worker_wait_seconds"],
     )
+    assert export_tenant(rich_tenant)["tools"][0]["worker_wait_seconds"] == 120
     record = Tool.objects.get(tenant=rich_tenant, name=change.key).history.first()
     assert (record.history_change_reason, record.history_user) == (CHANGE_REASON, alice)
 
@@ -207,3 +213,68 @@ def test_a_tool_whose_secrets_cannot_be_read_exports_no_names_and_imports_as_lac
     document["tools"][-1]["secrets"] = ["Authorization"]
     plan = import_document(rich_tenant, document, dry_run=True)
     assert (document["tools"][-1]["name"], "Authorization") in plan.missing_secrets
+
+
+# AMB-118: the model defaults of these are TextChoices members, stored as plain strings.
+CHOICES = ("execution", "task_support", "approval", "approval_without_elicitation")
+
+
+def test_a_choice_and_its_stored_string_are_the_same_value():
+    assert same(Execution.INLINE, "inline") and same("auto", TaskSupport.AUTO)
+    assert not same(Approval.OFF, "once")
+    assert [default_of(Tool, name) for name in CHOICES] == ["inline", "auto", "off", "refuse"]
+    assert all(type(default_of(Tool, name)) is str for name in CHOICES)
+
+
+def test_an_export_leaves_out_the_choices_a_tool_holds_at_their_defaults(rich_tenant):
+    tools = {t["name"]: t for t in export_tenant(rich_tenant)["tools"]}
+    assert not set(CHOICES) & set(tools["echo"])
+    assert {name: tools["call_api"][name] for name in ("task_support", "approval", "approval_without_elicitation")} == {
+        "task_support": "optional",
+        "approval": "once",
+        "approval_without_elicitation": "run",
+    }
+
+
+def test_a_document_leaving_out_the_choices_imports_twice_as_once_and_announces_nothing(rich_tenant):
+    document = json.loads(json.dumps(export_tenant(rich_tenant)))
+    for tool in document["tools"]:
+        for name in CHOICES:
+            if tool.get(name) == default_of(Tool, name):
+                del tool[name]  # as a person writes it: defaults left out (AMB-55)
+    first = import_document(rich_tenant, document)
+    assert first.counts()["change"] == 0, first.lines()
+    rich_tenant.refresh_from_db()
+    version, history = rich_tenant.definitions_version, history_count()
+    listener = GroupListener(rich_tenant.id)
+
+    again = import_document(rich_tenant, document)
+
+    assert again.lines()[-1] == f"0 created, 0 changed, 0 deleted, {len(again.changes)} unchanged"
+    assert listener.collect() == []  # no list_changed to any client
+    rich_tenant.refresh_from_db()
+    assert (rich_tenant.definitions_version, history_count()) == (version, history)
+
+
+def test_export_import_into_an_empty_tenant_then_export_again_gives_the_same_document(rich_tenant):
+    first = export_tenant(rich_tenant)
+    copy = Tenant.objects.create(slug="copy", name="placeholder")
+    import_document(copy, loads(dumps(first)))
+    second = export_tenant(Tenant.objects.get(pk=copy.pk))
+    assert second["tenant"] == "copy"
+    for tool in first["tools"]:
+        tool.pop("secrets", None)  # names of values a document never carries: the copy has none (AMB-56)
+    assert dumps({**second, "tenant": first["tenant"]}) == dumps(first)
+
+
+def test_the_demo_tenants_export_imported_into_itself_changes_nothing(db):
+    seed_demo_tenant(reset=False)
+    demo = Tenant.objects.get(slug="demo")
+    document = loads(dumps(export_tenant(demo)))
+    plan = import_document(demo, document)
+    assert plan.counts() == {"create": 0, "change": 0, "delete": 0, "unchanged": len(plan.changes)}
+    assert not plan.settings_changed
+
+
+def test_exports_are_accepted_by_the_published_json_schema(rich_tenant):
+    assert schema_problems(loads(dumps(export_tenant(rich_tenant)))) == []

@@ -68,6 +68,25 @@ async def call_answered_on_the_stream(
     return question, await asyncio.wait_for(running, 5)
 
 
+async def call_answering_each_on_the_stream(
+    tenant: Any, version: str, params: dict[str, Any], answers: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """A legacy session's tools/call whose questions are answered in turn with `answers` as each comes
+    (the client declares elicitation): (every question sent on its stream, in order; the result)."""
+    sent: list[dict[str, Any]] = []
+
+    async def emit(message: dict[str, Any]) -> None:
+        if "id" in message and "method" in message:
+            sent.append(message)
+            answer = answers[len(sent) - 1]
+            reply = {"jsonrpc": "2.0", "id": message["id"], "result": answer}
+            asyncio.get_running_loop().call_soon(asyncio.ensure_future, asking.deliver("sess-1", reply))
+
+    ctx = make_ctx(tenant, version=version, client_capabilities={"elicitation": {}}, emit=emit)
+    result = await asyncio.wait_for(result_of(ctx, "tools/call", params), 5)
+    return sent, result
+
+
 def counting_background_tool(tenant: Any, name: str) -> Any:
     """A background tool running the demo's `count_slowly` (progress per step), made in `tenant`."""
     return Tool.objects.create(

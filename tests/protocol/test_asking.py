@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from mcp_app.core.context import RequestContext
+from mcp_app.core.context import ASK_TOGETHER, RequestContext
+from mcp_app.core.errors import InputRequired, MissingCapability
 from mcp_app.handlers.python import register
 from mcp_app.models import Prompt, ResourceTemplate, Tool
 from mcp_app.protocol import asking
@@ -305,3 +306,47 @@ async def test_a_resource_template_whose_handler_asks_reads_after_the_answer_in_
         asking_prompt_and_template, "2025-11-25", read, ACCEPT, method="resources/read"
     )
     assert legacy["contents"][0]["text"] == "Profile 7 for Ada"
+
+
+# --- Questions asked together, named by their definition (AMB-122) ---------------------------------
+
+QUESTION = {
+    "method": "elicitation/create",
+    "params": {"mode": "form", "message": "?", "requestedSchema": NAME_FORM},
+}
+
+
+def together(*names: str) -> dict[str, Any]:
+    return {"method": ASK_TOGETHER, "params": {"requests": dict.fromkeys(names, QUESTION)}}
+
+
+async def test_a_round_names_each_question_once_and_never_with_the_servers_own_name(tenant_a):
+    """A definition's names are the inputRequests keys; a reserved or repeated one gets #n, the same
+    every round (the handler asks in the same order), so one answer never stands for another question."""
+    ctx = make_ctx(tenant_a, version=MODERN, session=None, client_capabilities=CAN_ELICIT)
+    ask = asking.Rounds().asker(ctx)
+    with pytest.raises(InputRequired) as first:
+        await ask(together("approval", "city"))
+    assert list(first.value.requests) == ["approval#2", "city"]
+    with pytest.raises(InputRequired) as second:
+        await ask(together("city"))
+    assert list(second.value.requests) == ["city#2"]
+    with pytest.raises(InputRequired) as unnamed:
+        await ask(QUESTION)
+    assert list(unnamed.value.requests) == ["q1"]
+    # The next round brings answers under those keys; the handler gets them under its own names.
+    answers = {"approval#2": {"action": "decline"}, "city": ACCEPT, "city#2": {"action": "cancel"}}
+    ask = asking.Rounds(answers=answers).asker(ctx)
+    assert await ask(together("approval", "city")) == {
+        "results": {"approval": {"action": "decline"}, "city": ACCEPT}
+    }
+    assert await ask(together("city")) == {"results": {"city": {"action": "cancel"}}}
+
+
+async def test_a_group_needs_every_capability_it_asks(tenant_a):
+    ctx = make_ctx(tenant_a, version=MODERN, session=None, client_capabilities=CAN_ELICIT)
+    roots = {"method": "roots/list", "params": {}}
+    group = {"method": ASK_TOGETHER, "params": {"requests": {"name": QUESTION, "where": roots}}}
+    with pytest.raises(MissingCapability) as missing:
+        await asking.Rounds().asker(ctx)(group)
+    assert missing.value.capability == "roots"

@@ -20,7 +20,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from channels.exceptions import ChannelFull
 
-from mcp_app.background import server, worker
+from mcp_app.background import presence, server, worker
 from mcp_app.core.context import RequestContext
 from mcp_app.handlers.python import register
 from mcp_app.infra import redis_client
@@ -149,6 +149,63 @@ async def test_a_call_no_worker_starts_gets_an_is_error_result_and_a_late_worker
     assert await worker.work(job) == "expired"
 
 
+def messages_of(recorder: Recorder) -> list[str]:
+    return [
+        m["params"].get("message", "") for m in recorder.messages if m["method"] == "notifications/progress"
+    ]
+
+
+@pytest.mark.services
+@pytest.mark.parametrize(("workers", "why"), [(0, "none is running"), (1, "all are busy")])
+async def test_a_call_no_worker_takes_yet_tells_its_caller_it_waits_and_runs_when_one_starts(
+    celery_mode, background_tool, workers, why
+):
+    # AMB-114: queued past a second, the caller hears why; a worker starting within the bound runs it.
+    if workers:
+        await sync_to_async(presence.beat)("busy@host", [celery_mode])
+    recorder = Recorder()
+    ctx = make_ctx(background_tool.tenant, emit=recorder, progress_token="p1")
+    call = asyncio.create_task(result_of(ctx, "tools/call", call_params(2, 0)))
+    job = await take_job(celery_mode)
+    deadline = time.monotonic() + 5
+    while not messages_of(recorder) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    [waiting] = messages_of(recorder)
+    assert waiting.startswith(f"Waiting for a worker: {why}.") and "up to 30 s" in waiting
+    assert not call.done()
+    assert await worker.work(job) == "done"
+    result = await asyncio.wait_for(call, 10)
+    assert result["structuredContent"] == {"count": 2}
+    assert recorder.progress() == [0, 1, 2]
+
+
+@pytest.mark.services
+async def test_the_tools_own_worker_wait_bounds_the_wait_and_says_it_did_not_run(
+    settings, celery_mode, background_tool
+):
+    settings.MCP_BACKGROUND_START_SECONDS = 600  # the tool's own bound decides, not the server's
+    background_tool.worker_wait_seconds = 2
+    await sync_to_async(background_tool.save)()
+    recorder = Recorder()
+    ctx = make_ctx(background_tool.tenant, emit=recorder, progress_token="p1")
+    started = time.monotonic()
+    result = await result_of(ctx, "tools/call", call_params(2, 0))
+    waited = time.monotonic() - started
+    assert 2 <= waited < 4, waited
+    assert result["isError"] is True
+    assert result["content"][0]["text"] == (
+        "No worker started tool 'bg_count' within 2 seconds. The workers are down or busy; "
+        "the call did not run. Try again later."
+    )
+    assert messages_of(recorder) == [
+        "Waiting for a worker: none is running. Tool 'bg_count' waits up to 2 s for one to start it, "
+        "then the call ends unrun."
+    ]
+    job = await take_job(celery_mode)
+    assert (await run_of(job["id"])).status == "not_started"
+    assert await worker.work(job) == "expired"  # a worker that comes back later drops it unrun
+
+
 @pytest.mark.services
 async def test_ut10_cancelling_a_background_call_stops_the_job_on_the_worker_and_sends_nothing_more(
     celery_mode, background_tool
@@ -162,13 +219,36 @@ async def test_ut10_cancelling_a_background_call_stops_the_job_on_the_worker_and
         await asyncio.sleep(0.02)
     call.cancel()  # what notifications/cancelled does to the request's task (transport.inflight)
     cancelled_at = time.monotonic()
-    assert await asyncio.wait_for(running, 5) == "cancelled"
+    # Generous: on a loaded machine a stalled cancellation shows as "done" (it ran to the end), not as
+    # a timeout that hides what the worker did.
+    assert await asyncio.wait_for(running, 15) == "cancelled"
     assert time.monotonic() - cancelled_at < 1.0  # a poll interval plus the handler's own exit
     run = await run_of(job["id"])
     assert run.status == "cancelled" and run.detail.startswith("Cancelled by the client after")
     with pytest.raises(asyncio.CancelledError):
         await call
     assert len(recorder.progress()) < 50
+
+
+@pytest.mark.services
+async def test_a_worker_that_is_stopped_mid_job_stops_its_handler_and_raises_the_cancellation(
+    celery_mode, background_tool
+):
+    recorder = Recorder()
+    ctx = make_ctx(background_tool.tenant, emit=recorder, progress_token="p1")
+    call = asyncio.create_task(result_of(ctx, "tools/call", call_params(50, 0.1)))
+    job = await take_job(celery_mode)
+    running = asyncio.create_task(worker.work(job))
+    while len(recorder.progress()) < 2:
+        await asyncio.sleep(0.02)
+    running.cancel()  # what a worker's shutdown does to the task running the job
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    await asyncio.sleep(0.3)
+    seen = len(recorder.progress())
+    await asyncio.sleep(0.3)
+    assert len(recorder.progress()) == seen  # its handler stopped too
+    call.cancel()
 
 
 @pytest.mark.services
@@ -341,7 +421,9 @@ async def test_cancelling_a_call_whose_background_handler_waits_for_an_answer_st
     await question_on(recorder)
     call.cancel()
     cancelled_at = time.monotonic()
-    assert await asyncio.wait_for(running, 5) == "cancelled"
+    # Generous: on a loaded machine a stalled cancellation shows as "done" (it ran to the end), not as
+    # a timeout that hides what the worker did.
+    assert await asyncio.wait_for(running, 15) == "cancelled"
     assert time.monotonic() - cancelled_at < 1.5  # a cancel poll plus one blocking wait for the answer
     assert (await run_of(job["id"])).status == "cancelled"
 

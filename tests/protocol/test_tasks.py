@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -18,7 +19,8 @@ from mcp_app import catalog as catalogs
 from mcp_app.background import runs
 from mcp_app.core.context import RequestContext
 from mcp_app.models import Tool, ToolRun
-from mcp_app.protocol import asking, tasks
+from mcp_app.protocol import asking, task_input, tasks
+from mcp_app.protocol.jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY
 from tests.protocol.support import counting_background_tool, error_of, result_of
 from tests.support import make_ctx
 
@@ -263,8 +265,46 @@ async def test_modern_cancel_and_update_acknowledge_and_another_user_gets_not_fo
 async def test_a_legacy_task_is_not_found_by_a_modern_request_of_the_same_user(demo_a, alice):
     legacy = await ctx_for(demo_a, user_id=alice.id, client_id="c")
     task_id = (await result_of(legacy, "tools/call", count(task={})))["task"]["taskId"]
-    modern = await ctx_for(demo_a, MODERN, session=None, user_id=alice.id, client_id="c")
+    modern = await ctx_for(
+        demo_a, MODERN, session=None, user_id=alice.id, client_id="c", client_capabilities=EXTENSION_CAPS
+    )
     assert (await error_of(modern, "tasks/get", {"taskId": task_id}))["message"] == tasks.NOT_FOUND
+
+
+REQUIRES_EXTENSION = {"requiredCapabilities": {"extensions": {tasks.EXTENSION: {}}}}
+
+
+async def test_a_tool_that_must_be_a_task_refuses_a_modern_client_without_the_extension_naming_it(demo_a):
+    """AMB-124: ext-tasks "Capability Negotiation": a server that can only answer with a task says
+    which extension it needs (-32021), rather than running the tool inline."""
+    await sync_to_async(Tool.objects.filter(tenant=demo_a, name__in=["count_in_background", "echo"]).update)(
+        task_support="required"
+    )
+    without = await ctx_for(demo_a, MODERN, session=None)
+    for call in (count(), {"name": "echo", "arguments": {"message": "m"}}):
+        error = await error_of(without, "tools/call", call)
+        assert error["code"] == MISSING_REQUIRED_CLIENT_CAPABILITY
+        assert error["data"] == REQUIRES_EXTENSION
+        assert tasks.EXTENSION in error["message"] and call["name"] in error["message"]
+    assert not await sync_to_async(ToolRun.objects.filter(tenant=demo_a).exists)()
+    # With the extension, both are tasks: the inline echo too, since it must be one.
+    declared = await ctx_for(demo_a, MODERN, session=None, client_capabilities=EXTENSION_CAPS)
+    echo = await result_of(declared, "tools/call", {"name": "echo", "arguments": {"message": "m"}})
+    assert echo["resultType"] == "task"
+    assert (await finished(declared, echo["taskId"]))["result"]["structuredContent"] == {"echo": "m"}
+
+
+async def test_task_methods_from_a_modern_client_without_the_extension_are_refused_naming_it(demo_a, alice):
+    """AMB-124: ext-tasks "Protocol Errors": tasks/get, tasks/update and tasks/cancel from a client
+    that did not declare the extension are -32021, even for its own task, which goes on untouched."""
+    ctx = await ctx_for(demo_a, MODERN, session=None, client_capabilities=EXTENSION_CAPS, user_id=alice.id)
+    task_id = (await result_of(ctx, "tools/call", count(n=3, delay=0.05)))["taskId"]
+    without = dataclasses.replace(ctx, client_capabilities={"elicitation": {}})
+    for method in ("tasks/get", "tasks/update", "tasks/cancel"):
+        error = await error_of(without, method, {"taskId": task_id, "inputResponses": {}})
+        assert error["code"] == MISSING_REQUIRED_CLIENT_CAPABILITY, method
+        assert error["data"] == REQUIRES_EXTENSION and method in error["message"]
+    assert (await finished(ctx, task_id))["status"] == "completed"  # the refused cancel stopped nothing
 
 
 # --- 2026-07-28: a task that asks (protocol/task_input.py) ----------------------------------------
@@ -444,3 +484,56 @@ async def test_an_inline_task_whose_server_process_died_is_reported_once_instead
 
 async def run_status(job_id: str) -> str:
     return (await sync_to_async(ToolRun.objects.get)(job_id=job_id)).status
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", MODERN])
+async def test_a_task_queued_past_a_second_says_it_is_waiting_for_a_worker(demo_a, version):
+    """AMB-114: the run's row is still queued (no worker took it): tasks/get says why it is not running."""
+    ctx = await ctx_for(demo_a, version, session=None, client_capabilities=EXTENSION_CAPS)
+    tool = (await catalogs.get_catalog(demo_a.id)).tools_by_name["count_in_background"]
+    row = await sync_to_async(tasks._create)(ctx, tool, 60_000)
+    task = await result_of(ctx, "tasks/get", {"taskId": row.task_id})
+    assert (task["status"], "statusMessage" in task) == ("working", False)  # a free worker takes ms
+    queued_at = row.queued_at - timedelta(seconds=2)
+    await sync_to_async(ToolRun.objects.filter(pk=row.pk).update)(queued_at=queued_at)
+    task = await result_of(ctx, "tasks/get", {"taskId": row.task_id})
+    assert (task["status"], task["statusMessage"]) == ("working", "Waiting for a worker")
+    await sync_to_async(ToolRun.objects.filter(pk=row.pk).update)(status=ToolRun.Status.RUNNING)
+    task = await result_of(ctx, "tasks/get", {"taskId": row.task_id})
+    assert "statusMessage" not in task
+
+def one_field(name: str) -> dict[str, Any]:
+    return {"type": "object", "properties": {name: {"type": "string"}}, "required": [name]}
+
+
+async def test_a_modern_task_asks_a_forms_questions_together_and_takes_their_answers_in_parts(
+    demo_a, monkeypatch
+):
+    """AMB-122: a form that must be a task puts all its questions on the row at once, under their
+    names; tasks/update may answer some; the task goes on when every one is answered."""
+    questions = [{"name": n, "message": f"{n}?", "fields": one_field(n)} for n in ("who", "where", "when")]
+    await sync_to_async(Tool.objects.create)(
+        tenant=demo_a,
+        name="plan",
+        handler="form",
+        handler_config={"questions": questions, "text": "{{ who }}/{{ where }}/{{ when }}"},
+        task_support="required",
+        timeout_seconds=20,
+    )
+    ctx = await ctx_for(
+        demo_a, MODERN, session=None, client_capabilities={**EXTENSION_CAPS, "elicitation": {}}
+    )
+    task_id = (await result_of(ctx, "tools/call", {"name": "plan"}))["taskId"]
+    waiting = await status_becomes(ctx, task_id, "input_required")
+    assert list(waiting["inputRequests"]) == ["who", "where", "when"]
+    answer = {n: {"action": "accept", "content": {n: n.upper()}} for n in ("who", "where", "when")}
+    monkeypatch.setattr(task_input, "ANSWER_POLL_SECONDS", 0.01)
+    await result_of(ctx, "tasks/update", {"taskId": task_id, "inputResponses": {"where": answer["where"]}})
+    for _ in range(15):  # the asking task looks at its row many times meanwhile: it keeps waiting
+        task = await result_of(ctx, "tasks/get", {"taskId": task_id})
+        assert task["status"] == "input_required" and list(task["inputRequests"]) == ["who", "when"]
+        await asyncio.sleep(0.02)
+    rest = {"who": answer["who"], "when": answer["when"]}
+    await result_of(ctx, "tasks/update", {"taskId": task_id, "inputResponses": rest})
+    done = await finished(ctx, task_id)
+    assert done["result"]["content"][0]["text"] == "WHO/WHERE/WHEN"

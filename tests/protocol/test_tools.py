@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import SimpleNamespace
 
 import pytest
@@ -159,6 +161,47 @@ async def test_a_tool_whose_input_schema_is_broken_reports_misconfiguration(demo
     result = await result_of(make_ctx(demo_a), "tools/call", {"name": "broken_schema", "arguments": {"a": 1}})
     assert result["isError"] is True
     assert "misconfigured" in result["content"][0]["text"]
+
+
+@pytest.fixture
+def schema_host():
+    """A local server that counts the requests a schema reference would make to it."""
+    hits: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            hits.append(self.path)
+            body = b'{"type": "string"}'
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            return None
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    yield SimpleNamespace(url=f"http://127.0.0.1:{server.server_address[1]}", hits=hits)
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("which", ["input_schema", "output_schema"])
+async def test_a_schema_reference_outside_the_schema_is_never_fetched_and_reports_misconfiguration(
+    demo_a, schema_host, which
+):
+    # AMB-117: refused at save now; a row saved before (here: written without full_clean) made
+    # jsonschema's default registry GET the URL from the server on every call.
+    field = "message" if which == "input_schema" else "echo"  # the argument, or the echo's output
+    schema = {"type": "object", "properties": {field: {"$ref": f"{schema_host.url}/secret"}}}
+    await sync_to_async(Tool.objects.create)(
+        tenant=demo_a, name="remote_ref", handler="python", handler_config={"callable": "echo"}, **{which: schema}
+    )
+    result = await result_of(make_ctx(demo_a), "tools/call", {"name": "remote_ref", "arguments": {"message": "x"}})
+    assert result["isError"] is True
+    assert "misconfigured" in result["content"][0]["text"]
+    assert schema_host.hits == []
 
 
 async def test_tl08_structured_content_conforming_to_the_output_schema_is_returned(demo_a):

@@ -179,6 +179,30 @@ def nested_arguments() -> bytes:
     ).encode()
 
 
+def deep_arguments(levels: int, modern: bool = False) -> Callable[[], bytes]:
+    """A tools/call of echo whose extra argument nests `levels` arrays (the whole message: 3 more)."""
+
+    def build() -> bytes:
+        meta = ',"_meta":' + json.dumps(MODERN_META) if modern else ""
+        deep = "[" * levels + "]" * levels
+        return (
+            '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo",'
+            f'"arguments":{{"message":"x","deep":{deep}}}{meta}}}}}'
+        ).encode()
+
+    return build
+
+
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+MODERN_HEADERS: dict[str, str | None] = {
+    "mcp-protocol-version": "2026-07-28",
+    "mcp-method": "tools/call",
+    "mcp-name": "echo",
+}
+LIMIT = 64  # MCP_MAX_JSON_DEPTH's default (AMB-115): the message itself is 3 of the levels
 BRACKETS = "[{" * DEEP
 HUGE = 3 * 1024 * 1024
 
@@ -205,6 +229,39 @@ ROWS: list[Row] = [
     Row("empty_array", [], 400, INVALID_REQUEST, reply_id=None, says="empty batch"),
     Row("deeply_nested_arrays", b"[" * DEEP + b"]" * DEEP, 400, PARSE_ERROR, reply_id=None, says="nested"),
     Row("deeply_nested_arguments", nested_arguments, 400, PARSE_ERROR, reply_id=None, says="nested"),
+    # AMB-115: far past the limit on both eras, a whole megabyte of "[", and exactly at the limit.
+    Row("nested_100000_deep", b"[" * 100_000 + b"]" * 100_000, 400, PARSE_ERROR, reply_id=None, says="64 levels"),
+    Row("nested_100000_deep_objects", b'{"a":' * 100_000 + b"1" + b"}" * 100_000, 400, PARSE_ERROR, says="64"),
+    Row(
+        "nested_100000_deep_modern",
+        deep_arguments(100_000, modern=True),
+        400,
+        PARSE_ERROR,
+        headers=MODERN_HEADERS,
+        session=None,
+        reply_id=None,
+        says="64 levels",
+    ),
+    Row("a_megabyte_of_open_brackets", b"[" * 1_000_000, 400, PARSE_ERROR, reply_id=None, says="64 levels"),
+    # At the limit the message is parsed and reaches the tool (whose schema refuses the extra argument).
+    Row("nesting_at_the_limit_is_parsed", deep_arguments(LIMIT - 3), check=is_tool_error("'deep' was unexpected")),
+    Row("nesting_one_past_the_limit", deep_arguments(LIMIT - 2), 400, PARSE_ERROR, says="64 levels"),
+    Row(
+        "nesting_at_the_limit_is_parsed_modern",
+        deep_arguments(LIMIT - 3, modern=True),
+        headers=MODERN_HEADERS,
+        session=None,
+        check=is_tool_error("'deep' was unexpected"),
+    ),
+    # Escaped quotes then brackets: one unterminated string (the old scan retried it from every quote).
+    Row(
+        "escaped_quotes_then_brackets_are_one_unterminated_string",
+        b'"' + b'\\"' * 20_000 + b"[" * 100,
+        400,
+        PARSE_ERROR,
+        reply_id=None,
+        says="Unterminated string",
+    ),
     Row(
         "brackets_inside_a_string_are_not_nesting",
         call_tool("echo", {"message": BRACKETS}),

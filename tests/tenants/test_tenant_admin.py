@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import pytest
 from django.conf import settings
+from django.core import mail
 from django.urls import reverse
 
 from mcp_app.catalog import loader
 from mcp_app.models import Tool
-from tenants.models import Membership, Role, Tenant
+from tenants import invitations
+from tenants.models import Invitation, Membership, Role, Tenant
 
 pytestmark = pytest.mark.django_db
 
@@ -37,6 +39,8 @@ def tenant_form_data(tenant: Tenant, **overrides) -> dict:
         "max_streams": 0,
         "max_streams_per_session": 0,
         "max_body_bytes": 0,
+        "stream_poll_seconds": 0,
+        "stream_poll_retry_ms": 1000,
         "_save": "Save",
     }
     data.update(overrides)
@@ -84,6 +88,19 @@ def test_the_owner_sets_the_tenants_quotas_in_the_admin_and_the_served_tenant_ca
     )
 
 
+def test_the_owner_turns_polling_on_in_the_admin_and_the_served_tenant_carries_it(client, alice, tenant_a):
+    client.force_login(alice)
+    url = reverse("admin:tenants_tenant_change", args=[tenant_a.pk])
+    assert "Long answers" in client.get(url).content.decode()
+    too_long = client.post(url, tenant_form_data(tenant_a, stream_poll_seconds=3601))
+    assert too_long.status_code == 200 and "less than or equal to 3600" in too_long.content.decode()
+    polling = {"stream_poll_seconds": 25, "stream_poll_retry_ms": 1500}
+    assert client.post(url, tenant_form_data(tenant_a, **polling)).status_code == 302
+    tenant_a.refresh_from_db()
+    info = loader.tenant_info(tenant_a)
+    assert (info.stream_poll_seconds, info.stream_poll_retry_ms) == (25, 1500)
+
+
 def test_the_owner_cannot_rename_the_tenant_slug(client, alice, tenant_a):
     client.force_login(alice)
     url = reverse("admin:tenants_tenant_change", args=[tenant_a.pk])
@@ -125,14 +142,83 @@ def test_deleting_a_tenant_with_definitions_does_not_fail_on_the_notifications(
     assert not Tenant.objects.filter(pk=tenant_a.pk).exists()
 
 
-def test_the_owner_adds_a_member_by_username(client, alice, tenant_a, django_user_model):
+def test_the_owner_invites_by_address_where_the_membership_add_form_was(client, alice, tenant_a, django_user_model):
     dave = django_user_model.objects.create_user("dave", "d@example.com", "pw", is_staff=True)
     client.force_login(alice)
+    data = {"tenant": tenant_a.pk, "user": "dave", "role": Role.EDITOR, "_save": "Save"}
+    for response in (client.get(reverse("admin:tenants_membership_add")), client.post(reverse("admin:tenants_membership_add"), data)):
+        assert (response.status_code, response["Location"]) == (302, reverse("admin:tenants_invitation_add"))
+    assert not Membership.objects.filter(user=dave).exists()
+    answers = []
+    for email in ("d@example.com", "nobody@example.com"):  # an account's address, and none
+        invite = {"tenant": tenant_a.pk, "email": email, "role": Role.EDITOR}
+        response = client.post(reverse("admin:tenants_invitation_add"), invite, follow=True)
+        answers.append([str(m).replace(email, "<address>") for m in response.context["messages"]])
+    assert answers[0] == answers[1] == ["Invitation sent to <address>; it is valid for 7 days."]
+    assert len(mail.outbox) == 2 and not Membership.objects.filter(user=dave).exists()
+    listed = client.get(reverse("admin:tenants_invitation_changelist") + "?status=pending").content.decode()
+    assert "d@example.com" in listed and "nobody@example.com" in listed
+
+
+def test_a_superuser_still_attaches_an_account_by_username(client, admin_user, tenant_a, django_user_model):
+    dave = django_user_model.objects.create_user("dave", "d@example.com", "pw", is_staff=True)
+    client.force_login(admin_user)
     data = {"tenant": tenant_a.pk, "user": "dave", "role": Role.EDITOR, "_save": "Save"}
     assert client.post(reverse("admin:tenants_membership_add"), data).status_code == 302
     assert Membership.objects.get(user=dave, tenant=tenant_a).role == Role.EDITOR
     response = client.post(reverse("admin:tenants_membership_add"), {**data, "user": "nobody"})
     assert "No user with that username." in str(response.context["adminform"].form.errors)
+
+
+def test_an_owner_cannot_move_a_membership_to_another_person_or_tenant(client, alice, bob, charlie, tenant_a, tenant_b):
+    Membership.objects.create(user=alice, tenant=tenant_b, role=Role.OWNER)
+    membership = Membership.objects.get(user=bob, tenant=tenant_a)
+    client.force_login(alice)
+    data = {"tenant": tenant_b.pk, "user": "charlie", "role": Role.EDITOR, "_save": "Save"}
+    assert client.post(reverse("admin:tenants_membership_change", args=[membership.pk]), data).status_code == 302
+    membership.refresh_from_db()
+    assert (membership.user, membership.tenant, membership.role) == (bob, tenant_a, Role.EDITOR)
+
+
+def test_only_owners_see_invitations_and_revoke_them(client, alice, bob, tenant_a):
+    invitation = invitations.invite(tenant_a, "dana@example.com", Role.VIEWER, alice)
+    client.force_login(bob)
+    assert client.get(reverse("admin:tenants_invitation_changelist")).status_code == 403
+    assert client.get(reverse("admin:tenants_invitation_change", args=[invitation.pk])).status_code == 404
+    assert client.get(reverse("admin:tenants_invitation_add")).status_code == 403
+    client.force_login(alice)
+    page = client.get(reverse("admin:tenants_invitation_change", args=[invitation.pk]))
+    assert page.status_code == 200 and "dana@example.com" in page.content.decode()
+    changelist = reverse("admin:tenants_invitation_changelist")
+    client.post(changelist, {"action": "revoke", "_selected_action": [invitation.pk]})
+    invitation.refresh_from_db()
+    assert invitation.status == Invitation.Status.REVOKED
+    assert client.post(reverse("admin:tenants_invitation_delete", args=[invitation.pk]), {"post": "yes"}).status_code == 403
+    assert Invitation.objects.filter(pk=invitation.pk).exists()
+
+
+def test_charlie_sees_nothing_of_tenant_a_invitations_and_cannot_invite_there(client, alice, charlie, tenant_a, tenant_b):
+    invitation = invitations.invite(tenant_a, "dana@example.com", Role.VIEWER, alice)
+    client.force_login(charlie)
+    assert "dana@example.com" not in client.get(reverse("admin:tenants_invitation_changelist")).content.decode()
+    hidden = client.get(reverse("admin:tenants_invitation_change", args=[invitation.pk]))
+    missing = client.get(reverse("admin:tenants_invitation_change", args=[999999]))
+    assert hidden.status_code == missing.status_code == 404
+    client.post(reverse("admin:tenants_invitation_changelist"), {"action": "revoke", "_selected_action": [invitation.pk]})
+    invitation.refresh_from_db()
+    assert invitation.status == Invitation.Status.PENDING
+    response = client.post(reverse("admin:tenants_invitation_add"), {"tenant": tenant_a.pk, "email": "x@example.com", "role": Role.OWNER})
+    assert response.status_code == 200 and "tenant" in response.context["adminform"].form.errors
+    assert not Invitation.objects.filter(email="x@example.com").exists()
+
+
+def test_the_admin_says_when_the_invitation_limit_is_reached(client, settings, alice, tenant_a):
+    settings.MCP_INVITATIONS_PER_HOUR = 1
+    client.force_login(alice)
+    for email in ("a@example.com", "b@example.com"):
+        response = client.post(reverse("admin:tenants_invitation_add"), {"tenant": tenant_a.pk, "email": email, "role": Role.VIEWER})
+    assert "Too many invitations: at most 1 an hour" in str(response.context["adminform"].form.errors)
+    assert list(Invitation.objects.values_list("email", flat=True)) == ["a@example.com"]
 
 
 def test_viewers_see_memberships_but_cannot_manage_them(client, alice, bob, tenant_a):
@@ -154,8 +240,7 @@ def test_charlie_cannot_see_or_add_memberships_of_tenant_a(client, alice, charli
     assert "alice" not in html
     data = {"tenant": tenant_a.pk, "user": "charlie", "role": Role.OWNER, "_save": "Save"}
     response = client.post(reverse("admin:tenants_membership_add"), data)
-    assert response.status_code == 200
-    assert "tenant" in response.context["adminform"].form.errors
+    assert response.status_code == 302  # to the invitation form: owners attach nobody directly
     assert not Membership.objects.filter(user=charlie, tenant=tenant_a).exists()
 
 

@@ -9,7 +9,7 @@ from django.conf import settings
 from mcp_app import catalog
 from mcp_app.infra import redis_client
 from mcp_app.models import Resource, Tool
-from mcp_app.transport import events, sessions, standalone, stream_slots
+from mcp_app.transport import events, session_admission, sessions, standalone, stream_slots
 
 
 @pytest.fixture(autouse=True)
@@ -20,6 +20,7 @@ def clean_transport_state():
     events.reset()
     standalone._local.clear()
     stream_slots.reset()
+    session_admission.reset()
     if redis_client.enabled():
         client = redis.Redis.from_url(settings.REDIS_URL)
         for pattern in (
@@ -29,6 +30,7 @@ def clean_transport_state():
             "mcp:getstream:*",
             "mcp:tenant:*",
             "mcp:streams:*",
+            "mcp:sessions:*",
         ):
             keys = list(client.scan_iter(pattern))
             if keys:

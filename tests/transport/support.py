@@ -65,8 +65,9 @@ def make_headers(headers: dict[str, str] | None, body: bytes | None) -> list[tup
 class Client:
     """Talks to /t/<slug>/mcp like an MCP client."""
 
-    def __init__(self, slug: str = "tenant-a") -> None:
+    def __init__(self, slug: str = "tenant-a", address: str | None = None) -> None:
         self.slug = slug
+        self.address = address  # the peer address the server sees (scope["client"]); None: no peer
         self.session_id: str | None = None
         self.version: str | None = None
 
@@ -92,7 +93,7 @@ class Client:
             **self.session_headers(),
             **(headers or {}),
         }
-        return await call("POST", self.path, body, merged)
+        return await call("POST", self.path, body, merged, address=self.address)
 
     async def initialize(self, version: str = "2025-06-18", initialized: bool = True) -> Response:
         response = await self.post(
@@ -130,8 +131,10 @@ async def call(
     body: bytes = b"",
     headers: dict[str, str] | None = None,
     repeated: list[tuple[bytes, bytes]] | None = None,
+    address: str | None = None,
 ) -> Response:
-    """One whole HTTP exchange (the response must end within TIMEOUT); `repeated`: extra header lines."""
+    """One whole HTTP exchange (the response must end within TIMEOUT); `repeated`: extra header lines,
+    `address`: the client's address as the server sees it."""
     path_only, _, query = path.partition("?")
     scope = {
         "type": "http",
@@ -143,6 +146,8 @@ async def call(
         "scheme": "http",
         "headers": make_headers(headers, body if method in ("POST", "PUT") else None) + (repeated or []),
     }
+    if address is not None:
+        scope["client"] = (address, 50000)
     communicator = ApplicationCommunicator(application, scope)
     await communicator.send_input({"type": "http.request", "body": body})
     start = await communicator.receive_output(TIMEOUT)

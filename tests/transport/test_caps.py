@@ -35,7 +35,7 @@ async def test_a_new_session_past_the_tenants_cap_is_429_with_retry_after_until_
     assert refused.headers["retry-after"] == str(quotas.CAP_RETRY_SECONDS)
     error = refused.json()["error"]
     assert error["code"] == RATE_LIMITED and "limit of 1 open sessions" in error["message"]
-    assert error["data"] == {"retryAfter": quotas.CAP_RETRY_SECONDS, "limit": 1}
+    assert error["data"] == {"retryAfter": quotas.CAP_RETRY_SECONDS, "limit": 1, "sessions": "server"}
     # The open session goes on; once it ends, a new one is made.
     assert (await first.request("tools/list")).status == 200
     ended = await call("DELETE", first.path, headers={"mcp-session-id": first.session_id or ""})

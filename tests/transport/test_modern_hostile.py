@@ -19,6 +19,7 @@ from mcp_app.protocol.jsonrpc import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
 from mcp_app.transport import sessions
@@ -31,7 +32,18 @@ META = {
     "io.modelcontextprotocol/clientCapabilities": {},
     "io.modelcontextprotocol/clientInfo": {"name": "hostile", "version": "1"},
 }
-NAMES = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+NAMES = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
+TASKS_META = {
+    **META,
+    "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+}
 
 
 def body(method: str, params: dict[str, Any] | None = None, meta: Any = META, id: Any = 1) -> dict[str, Any]:
@@ -114,6 +126,49 @@ ROWS: list[tuple[str, dict[str, Any], dict[str, str | None], int, int]] = [
         {"mcp-name": "file:///b.txt"},
         400,
         HEADER_MISMATCH,
+    ),
+    (
+        "task id header differs",
+        body("tasks/get", {"taskId": "abc"}, meta=TASKS_META),
+        {"mcp-name": "xyz"},
+        400,
+        HEADER_MISMATCH,
+    ),
+    (
+        "task id header missing",
+        body("tasks/cancel", {"taskId": "abc"}, meta=TASKS_META),
+        {"mcp-name": None},
+        400,
+        HEADER_MISMATCH,
+    ),
+    (
+        "task id header differs on tasks/update",
+        body("tasks/update", {"taskId": "abc", "inputResponses": {}}, meta=TASKS_META),
+        {"mcp-name": "=?base64?eHl6?="},
+        400,
+        HEADER_MISMATCH,
+    ),
+    ("an unknown task", body("tasks/get", {"taskId": "abc"}, meta=TASKS_META), {}, 400, INVALID_PARAMS),
+    (
+        "tasks/get without the tasks extension",
+        body("tasks/get", {"taskId": "abc"}),
+        {},
+        400,
+        MISSING_REQUIRED_CLIENT_CAPABILITY,
+    ),
+    (
+        "tasks/update without the tasks extension",
+        body("tasks/update", {"taskId": "abc", "inputResponses": {}}),
+        {},
+        400,
+        MISSING_REQUIRED_CLIENT_CAPABILITY,
+    ),
+    (
+        "tasks/cancel without the tasks extension",
+        body("tasks/cancel", {"taskId": "abc"}),
+        {},
+        400,
+        MISSING_REQUIRED_CLIENT_CAPABILITY,
     ),
     (
         "unsupported version",
