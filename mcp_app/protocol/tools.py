@@ -87,15 +87,15 @@ def with_defaults(schema: dict[str, Any], arguments: dict[str, Any]) -> dict[str
     return {**arguments, **missing} if missing else arguments
 
 
-def _finish_result(tool: ToolDef, result: Any) -> dict[str, Any]:
+def _finish_result(tool: ToolDef, result: dict[str, Any]) -> dict[str, Any]:
+    """Check structuredContent against outputSchema, and mirror it as text (TL-08/09).
+
+    The result's shape (a content list) was checked once, where every handler's result comes out:
+    handlers.registry.run_inline, in this process or on the worker (whose result the relay checks).
+    """
     # structuredContent is an object before 2026-07-28 and any JSON value since; only a tool whose
     # output schema is not object-rooted (served to 2026-07-28 clients alone) may return another.
-    """Check the handler's result: a content list, and structuredContent matching outputSchema (TL-08/09)."""
-    if not isinstance(result, dict) or not isinstance(result.get("content", []), list):
-        logger.error("tool %s handler returned a malformed result", tool.name)
-        return error_result(f"Tool {tool.name!r} failed with an internal error.")
     result = dict(result)
-    result.setdefault("content", [])
     structured = result.get("structuredContent")
     if structured is not None and not isinstance(structured, dict) and tool.legacy:
         logger.error("tool %s returned non-object structuredContent", tool.name)
@@ -133,18 +133,43 @@ def _finish_result(tool: ToolDef, result: Any) -> dict[str, Any]:
     return result
 
 
-def _task_run(tool: ToolDef, arguments: dict[str, Any]) -> tasks.Run:
-    """The call's run for a task: the same two paths and checks, given the task's context and row."""
+async def execute(
+    ctx: RequestContext,
+    tool: ToolDef,
+    arguments: dict[str, Any],
+    in_background: bool,
+    job_id: str | None = None,
+) -> dict[str, Any]:
+    """Run a tool, inline or on a worker, and check what it returned: the one path of a direct call and
+    of a task's (the admin's Try is a direct call). Tool faults come back as isError results;
+    InputRequired and MissingCapability (the client must answer first) propagate.
+
+    `ctx.ask` carries the call's questions either way: the worker's come back here and are asked as an
+    inline handler's would be. `job_id` names the ToolRun row a task made already.
+    """
+    try:
+        if in_background:
+            raw = await background.run(ctx, tool, arguments, ctx.ask, job_id=job_id)
+        else:
+            raw = await registry.run_inline(ctx, tool, arguments)
+    except (InputRequired, MissingCapability):
+        raise
+    except Exception:
+        # Both paths turn tool faults into isError results; anything escaping them is ours.
+        logger.exception("tool %s failed outside its handler", tool.name)
+        return error_result(f"Tool {tool.name!r} failed with an internal error.")
+    return _finish_result(tool, raw)
+
+
+def _task_run(tool: ToolDef, arguments: dict[str, Any], in_background: bool) -> tasks.Run:
+    """The call's run for a task: `execute`, given the task's context and row."""
 
     async def run(ctx: RequestContext, job_id: str) -> dict[str, Any]:
         try:
-            if background.runs_in_background(tool):
-                raw = await background.run(ctx, tool, arguments, ctx.ask, job_id=job_id)
-            else:
-                raw = await registry.run_inline(ctx, tool, arguments)
+            result = await execute(ctx, tool, arguments, in_background, job_id)
         except (InputRequired, MissingCapability):  # never raised by a task's askers (task_input.py)
-            raw = error_result(f"Tool {tool.name!r} asked the client in a way a task cannot carry.")
-        return shaping.call_tool_result(_finish_result(tool, raw), ctx.protocol_version)
+            result = error_result(f"Tool {tool.name!r} asked the client in a way a task cannot carry.")
+        return shaping.call_tool_result(result, ctx.protocol_version)
 
     return run
 
@@ -165,46 +190,39 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
         raise InvalidParams(truncate(f"Unknown tool: {name}", 200))
     ratelimit.check_tool_call(ctx)
     await quotas.check(ctx, name)
-    if background.runs_in_background(tool):
+    in_background = background.runs_in_background(tool)  # decided once: every step below follows it
+    if in_background:
         await quotas.check_background_runs(ctx)
     as_task = tasks.wanted(ctx, tool, params)
     result = _check_arguments(tool, arguments)
-    if result is None:
-        arguments = with_defaults(tool.input_schema, arguments)
-        # A retried 2026-07-28 call brings the answers to the questions its handler asked (MRTR).
-        rounds = (
-            asking.rounds_of(ctx, "tools/call", name, arguments, params)
-            if is_modern(ctx.protocol_version)
-            else None
-        )
-        # The one place where a call goes inline or to a worker; each path keeps the tool's time limit.
-        ctx = dataclasses.replace(ctx, resources=resources_of(catalog.resources_by_uri))
-        try:
-            refusal = await approval.check(ctx, tool, arguments, rounds)
-            if refusal is not None:
-                return shaping.call_tool_result(refusal, ctx.protocol_version)
-            if as_task:
-                # Asked (approval) before the handle is returned; the run goes on without the request:
-                # a task's questions wait while it is input_required (protocol/task_input.py).
-                return await tasks.create(
-                    ctx, tool, params, _task_run(tool, arguments), background.runs_in_background(tool)
-                )
-            if background.runs_in_background(tool):
-                # The worker's questions come back here and are asked as an inline handler's.
-                ctx = asking.asking_context(ctx, rounds)
-                raw = await background.run(ctx, tool, arguments, ctx.ask)
-            else:
-                ctx = asking.asking_context(ctx, rounds)
-                raw = await registry.run_inline(ctx, tool, arguments)
-        except InputRequired as asked:
-            assert rounds is not None
-            return asking.input_required(ctx, "tools/call", name, arguments, rounds, asked)
-        except MissingCapability as missing:
-            raise asking.missing_capability(missing) from None
-        except Exception:
-            # Both paths turn tool faults into isError results; anything escaping them is ours.
-            logger.exception("tool %s failed outside its handler", tool.name)
-            result = error_result(f"Tool {tool.name!r} failed with an internal error.")
-        else:
-            result = _finish_result(tool, raw)
+    if result is not None:
+        return shaping.call_tool_result(result, ctx.protocol_version)
+    arguments = with_defaults(tool.input_schema, arguments)
+    # A retried 2026-07-28 call brings the answers to the questions its handler asked (MRTR).
+    rounds = (
+        asking.rounds_of(ctx, "tools/call", name, arguments, params)
+        if is_modern(ctx.protocol_version)
+        else None
+    )
+    ctx = dataclasses.replace(ctx, resources=resources_of(catalog.resources_by_uri))
+    try:
+        refusal = await approval.check(ctx, tool, arguments, rounds)
+        if refusal is not None:
+            return shaping.call_tool_result(refusal, ctx.protocol_version)
+        if as_task:
+            # Asked (approval) before the handle is returned; the run goes on without the request:
+            # a task's questions wait while it is input_required (protocol/task_input.py).
+            return await tasks.create(
+                ctx, tool, params, _task_run(tool, arguments, in_background), in_background
+            )
+        result = await execute(asking.asking_context(ctx, rounds), tool, arguments, in_background)
+    except InputRequired as asked:
+        assert rounds is not None
+        return asking.input_required(ctx, "tools/call", name, arguments, rounds, asked)
+    except MissingCapability as missing:
+        raise asking.missing_capability(missing) from None
+    except Exception:
+        # approval and tasks.create are ours too: a fault there is an internal error, never a 500.
+        logger.exception("tool %s failed outside its handler", tool.name)
+        result = error_result(f"Tool {tool.name!r} failed with an internal error.")
     return shaping.call_tool_result(result, ctx.protocol_version)

@@ -38,35 +38,41 @@ async def run_dispatch(ctx: RequestContext, message: dict[str, Any]) -> dict[str
     """Hand one message to the protocol core (a seam tests may replace); count each request once,
     and every log record made meanwhile carries the request's fields (core/logs.py). With tracing
     on (infra/tracing.py, AMB-85) the message runs in a span named by its method."""
+    tool = tool_name(message)
     traced = tracing.active
     if traced is None:
-        return await dispatch_counted(ctx, message)
+        return await dispatch_counted(ctx, message, tool)
     method = message.get("method")
-    params = message.get("params")
-    tool = params.get("name") if method == "tools/call" and isinstance(params, dict) else None
     with traced.request_span(
         ctx.tenant.slug,
         method if method in KNOWN_METHODS else usage.OTHER,
-        tool if isinstance(tool, str) else None,
+        tool,
         message.get("id"),
         ctx.protocol_version,
     ) as span:
-        response = await dispatch_counted(ctx, message)
+        response = await dispatch_counted(ctx, message, tool)
         traced.note_response(span, response)
         return response
 
 
-async def dispatch_counted(ctx: RequestContext, message: dict[str, Any]) -> dict[str, Any] | None:
-    started = time.perf_counter()
+def tool_name(message: dict[str, Any]) -> str | None:
+    """The tool a tools/call names (for logs and traces), read once per message."""
     params = message.get("params")
-    tool = params.get("name") if message.get("method") == "tools/call" and isinstance(params, dict) else None
+    name = params.get("name") if message.get("method") == "tools/call" and isinstance(params, dict) else None
+    return name if isinstance(name, str) else None
+
+
+async def dispatch_counted(
+    ctx: RequestContext, message: dict[str, Any], tool: str | None
+) -> dict[str, Any] | None:
+    started = time.perf_counter()
     bound = logs.bind(
         tenant=ctx.tenant.slug,
         session=ctx.session.id if ctx.session else None,
         client=ctx.client_id,
         request_id=message.get("id"),
         method=message.get("method"),
-        tool=tool if isinstance(tool, str) else None,
+        tool=tool,
     )
     is_call = "id" in message and "method" in message
     if is_call:

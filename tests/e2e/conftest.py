@@ -135,6 +135,8 @@ def e2e_env(
         PYTHONUNBUFFERED="1",
         EMAIL_BACKEND="django.core.mail.backends.filebased.EmailBackend",
         EMAIL_FILE_PATH=str(tmp_path_factory.mktemp("e2e-mail")),
+        # collectstatic of its own: parallel workers writing one directory would race (tests/parallel.py).
+        STATIC_ROOT=str(tmp_path_factory.mktemp("e2e-static")),
         # Every test's clients reach the shared servers from 127.0.0.1, one "client" by address (AMB-100):
         # no per-client cap here; test_session_caps.py starts servers of its own with one.
         MCP_SESSIONS_PER_CLIENT="0",
