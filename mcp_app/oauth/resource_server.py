@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Sequence
 from urllib.parse import parse_qsl
 
 from oauth2_provider.www_authenticate import build_bearer_challenge
@@ -119,43 +118,17 @@ def bearer_challenge(
     return WWW_AUTHENTICATE, value.encode("latin-1", "replace")
 
 
-def _method_scope(message: dict[str, Any]) -> str | None:
-    method = message["method"]
-    if method == "completion/complete":
-        # Completions reveal a prompt's or a template's values: they need that family's scope.
-        params = message.get("params") or {}
-        ref = params.get("ref") if isinstance(params, dict) else None
-        kind = ref.get("type") if isinstance(ref, dict) else None
-        return {"ref/prompt": scopes.PROMPTS, "ref/resource": scopes.RESOURCES}.get(kind)
-    return scopes.METHOD_SCOPES.get(method)
+def check_scopes(
+    caller: Caller, tenant: TenantInfo, needed: set[str], tools_needing: Sequence[str] = ()
+) -> None:
+    """Refuse (403 insufficient_scope) a POST whose requests need scopes the token lacks.
 
-
-def check_scopes(caller: Caller, tenant: TenantInfo, messages: Iterable[Any]) -> None:
-    """Refuse (403 insufficient_scope) a POST any of whose requests the token's scopes do not cover.
-
+    `needed`: the scopes of every request in the POST (the method table says which, protocol.dispatch);
+    `tools_needing`: the tools called whose own required scope the token lacks, named in the message.
     A batch is refused as a whole: the client steps up once and sends it again.
     """
     if caller.scopes is None:
         return
-    needed: set[str] = set()
-    tools_needing: list[str] = []
-    tool_scopes: dict[str, str] | None = None
-    for message in messages:
-        if not isinstance(message, dict) or "id" not in message or not isinstance(message.get("method"), str):
-            continue  # notifications and responses need no scope; malformed messages get their error
-        scope = _method_scope(message)
-        if scope:
-            needed.add(scope)
-        if message["method"] == "tools/call":
-            params = message.get("params")
-            name = params.get("name") if isinstance(params, dict) else None
-            if tool_scopes is None:
-                tool_scopes = dict(tenant.tool_scopes)
-            required = tool_scopes.get(name) if isinstance(name, str) else None
-            if required:
-                needed.add(required)
-                if required not in caller.scopes:
-                    tools_needing.append(name)
     missing = needed - caller.scopes
     if not missing:
         return

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-TOOLS = "mcp:tools"
-PROMPTS = "mcp:prompts"
-RESOURCES = "mcp:resources"
+from mcp_app.core.scopes import PROMPTS, RESOURCES, TOOLS
 
 # Advertised in both metadata documents; a per-tool required scope (Tool.required_scope) comes on top.
 BASE_SCOPES: dict[str, str] = {
@@ -18,16 +16,3 @@ BASE_SCOPES: dict[str, str] = {
 # anyway: a `manage` token's audience is the API (<MCP_PUBLIC_URL>/api/v1), which no MCP endpoint accepts.
 MANAGE = "manage"
 MANAGE_DESCRIPTION = "Manage your tenants' definitions, members and settings through the REST API"
-
-# The scope each MCP method family needs (methods not listed need only a valid token).
-METHOD_SCOPES: dict[str, str] = {
-    "tools/list": TOOLS,
-    "tools/call": TOOLS,
-    "prompts/list": PROMPTS,
-    "prompts/get": PROMPTS,
-    "resources/list": RESOURCES,
-    "resources/read": RESOURCES,
-    "resources/templates/list": RESOURCES,
-    "resources/subscribe": RESOURCES,
-    "resources/unsubscribe": RESOURCES,
-}

@@ -1,12 +1,12 @@
-"""The method tables and the one error funnel: one parsed JSON-RPC message in, its response out.
+"""The method table and the one error funnel: one parsed JSON-RPC message in, its response out.
 
 Requests get exactly one response with the same id (BP-04, BP-06); notifications and client
 responses get none, not even an error (BP-08). Protocol faults raise a JsonRpcError; anything
 else is logged and answered with a bare -32603, so internals never reach the wire.
 
-The era of the request's revision picks the table: the legacy one (initialize, sessions) or the
-modern one (2026-07-28: server/discover, no handshake, ping, setLevel or resource subscriptions).
-The same handlers serve both; a modern result also gets `resultType`, the server's identity in
+The table says which era serves each method: the legacy one (initialize, sessions) or the modern
+one (2026-07-28: server/discover, no handshake, ping, setLevel or resource subscriptions), and which
+scope a request for it needs. The same handlers serve both eras; a modern result also gets `resultType`, the server's identity in
 `_meta` and, where cacheable, the caching hints.
 """
 
@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
+from mcp_app.core import scopes
 from mcp_app.core.context import RequestContext
+from mcp_app.core.types import TenantInfo
 from mcp_app.core.versions import META_SERVER_INFO, is_modern
 from mcp_app.protocol import caching, completion, lifecycle, prompts, resources, tasks, tools
 from mcp_app.protocol import logging as log_level
@@ -33,57 +36,112 @@ from mcp_app.protocol.jsonrpc import (
     usable_id,
 )
 
-__all__ = ["METHODS", "MODERN_METHODS", "NOTIFICATIONS", "classify", "dispatch", "is_initialize"]
+__all__ = [
+    "LEGACY_METHODS",
+    "METHODS",
+    "MODERN_METHODS",
+    "NOTIFICATIONS",
+    "Method",
+    "classify",
+    "dispatch",
+    "is_initialize",
+    "entry_for",
+]
 
 logger = logging.getLogger(__name__)
 
 Handler = Callable[[RequestContext, dict[str, Any]], Awaitable[dict[str, Any]]]
 NotificationHandler = Callable[[RequestContext, dict[str, Any]], Awaitable[None]]
 
-METHODS: dict[str, Handler] = {
-    "initialize": lifecycle.handle_initialize,
-    "ping": lifecycle.handle_ping,
-    "tools/list": tools.handle_list,
-    "tools/call": tools.handle_call,
-    "prompts/list": prompts.handle_list,
-    "prompts/get": prompts.handle_get,
-    "resources/list": resources.handle_list,
-    "resources/templates/list": resources.handle_templates_list,
-    "resources/read": resources.handle_read,
-    "resources/subscribe": resources.handle_subscribe,
-    "resources/unsubscribe": resources.handle_unsubscribe,
-    "completion/complete": completion.handle_complete,
-    "logging/setLevel": log_level.handle_set_level,
+
+@dataclass(frozen=True)
+class Method:
+    """One request method: its handler (which checks its own params and answers -32602), the eras that
+    serve it, and the OAuth scope a request for it needs. Every rule about a method is read from here:
+    the dispatcher, the 2026-07-28 envelope (404 for a method that era lacks) and the scope check of
+    every transport (transport/auth)."""
+
+    handler: Handler
+    legacy: bool = True  # served in a session (2024-11-05 ... 2025-11-25)
+    # Served statelessly (2026-07-28); else `removed` says what a 2026-07-28 client does instead.
+    modern: bool = True
+    removed: str = ""
+    scope: str | None = None  # None: a valid token is enough
+    scope_of_ref: bool = False  # completion/complete: the scope of the family its `ref` names
+    tool_scope: bool = False  # tools/call: the called tool's own required scope too (Tool.required_scope)
+
+    def scopes(self, tenant: TenantInfo, params: Any) -> tuple[set[str], str | None]:
+        """The scopes a request with these params needs, and the tool whose own scope is among them."""
+        needed = {self.scope} if self.scope else set()
+        if self.scope_of_ref:
+            ref = params.get("ref") if isinstance(params, dict) else None
+            kind = ref.get("type") if isinstance(ref, dict) else None
+            # Completions reveal a prompt's or a template's values: they need that family's scope.
+            family = {"ref/prompt": scopes.PROMPTS, "ref/resource": scopes.RESOURCES}.get(kind)
+            if family:
+                needed.add(family)
+        if self.tool_scope:
+            name = params.get("name") if isinstance(params, dict) else None
+            required = dict(tenant.tool_scopes).get(name) if isinstance(name, str) else None
+            if required:
+                needed.add(required)
+                return needed, name
+        return needed, None
+
+
+METHODS: dict[str, Method] = {
+    "initialize": Method(
+        lifecycle.handle_initialize,
+        modern=False,
+        removed="2026-07-28 has no handshake: send each request with its _meta envelope "
+        "(or initialize without one, for a legacy session)",
+    ),
+    "ping": Method(lifecycle.handle_ping, modern=False, removed="2026-07-28 removed ping"),
+    "server/discover": Method(lifecycle.handle_discover, legacy=False),
+    "tools/list": Method(tools.handle_list, scope=scopes.TOOLS),
+    "tools/call": Method(tools.handle_call, scope=scopes.TOOLS, tool_scope=True),
+    "prompts/list": Method(prompts.handle_list, scope=scopes.PROMPTS),
+    "prompts/get": Method(prompts.handle_get, scope=scopes.PROMPTS),
+    "resources/list": Method(resources.handle_list, scope=scopes.RESOURCES),
+    "resources/templates/list": Method(resources.handle_templates_list, scope=scopes.RESOURCES),
+    "resources/read": Method(resources.handle_read, scope=scopes.RESOURCES),
+    # 2026-07-28 has no handshake, ping, logging/setLevel or resources/(un)subscribe: subscriptions/listen
+    # is a stream, served by the transport.
+    "resources/subscribe": Method(
+        resources.handle_subscribe,
+        scope=scopes.RESOURCES,
+        modern=False,
+        removed="open subscriptions/listen with notifications.resourceSubscriptions instead",
+    ),
+    "resources/unsubscribe": Method(
+        resources.handle_unsubscribe,
+        scope=scopes.RESOURCES,
+        modern=False,
+        removed="close the subscriptions/listen stream instead",
+    ),
+    "completion/complete": Method(completion.handle_complete, scope_of_ref=True),
+    "logging/setLevel": Method(
+        log_level.handle_set_level,
+        modern=False,
+        removed="set io.modelcontextprotocol/logLevel in the _meta of each request instead",
+    ),
     # 2025-11-25 tasks (protocol/tasks.py); a session at another revision finds none of its tasks.
-    "tasks/get": tasks.handle_get,
-    "tasks/result": tasks.handle_result,
-    "tasks/list": tasks.handle_list,
-    "tasks/cancel": tasks.handle_cancel,
+    # The 2026-07-28 tasks extension polls tasks/get (no tasks/result or tasks/list) and answers input
+    # with tasks/update.
+    "tasks/get": Method(tasks.handle_get),
+    "tasks/result": Method(tasks.handle_result, modern=False),
+    "tasks/list": Method(tasks.handle_list, modern=False),
+    "tasks/cancel": Method(tasks.handle_cancel),
+    "tasks/update": Method(tasks.handle_update, legacy=False),
 }
+LEGACY_METHODS = frozenset(name for name, method in METHODS.items() if method.legacy)
+MODERN_METHODS = frozenset(name for name, method in METHODS.items() if method.modern)
 
 
-# 2026-07-28: the same primitives; no handshake, ping, logging/setLevel or resources/(un)subscribe
-# (subscriptions/listen is a stream, served by the transport).
-MODERN_METHODS: dict[str, Handler] = {
-    "server/discover": lifecycle.handle_discover,
-    **{
-        name: METHODS[name]
-        for name in (
-            "tools/list",
-            "tools/call",
-            "prompts/list",
-            "prompts/get",
-            "resources/list",
-            "resources/templates/list",
-            "resources/read",
-            "completion/complete",
-            "tasks/get",
-            "tasks/cancel",
-        )
-    },
-    # The tasks extension polls tasks/get (no tasks/result or tasks/list) and answers input with tasks/update.
-    "tasks/update": tasks.handle_update,
-}
+def entry_for(method: Any, modern: bool) -> Method | None:
+    """The method's entry when the era serves it."""
+    entry = METHODS.get(method) if isinstance(method, str) else None
+    return entry if entry is not None and (entry.modern if modern else entry.legacy) else None
 
 
 def finish_modern(ctx: RequestContext, method: str, result: dict[str, Any]) -> dict[str, Any]:
@@ -138,10 +196,10 @@ async def dispatch(ctx: RequestContext, message: dict[str, Any]) -> dict[str, An
     request_id = message["id"]
     modern = is_modern(ctx.protocol_version)
     try:
-        handler = (MODERN_METHODS if modern else METHODS).get(method)
-        if handler is None:
+        entry = entry_for(method, modern)
+        if entry is None:
             raise MethodNotFound(truncate(f"Method not found: {method}", 200))
-        result = await handler(ctx, params)
+        result = await entry.handler(ctx, params)
         if modern:
             result = finish_modern(ctx, method, result)
     except JsonRpcError as exc:

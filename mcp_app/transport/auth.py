@@ -12,6 +12,7 @@ from typing import Any
 from mcp_app.core.context import Caller, SessionState
 from mcp_app.core.types import TenantInfo
 from mcp_app.oauth import resource_server
+from mcp_app.protocol.dispatch import METHODS
 from mcp_app.transport.wire import HttpError, Request
 
 
@@ -24,9 +25,24 @@ async def authenticate(request: Request, tenant: TenantInfo) -> Caller:
 
 
 def check_scopes(caller: Caller, tenant: TenantInfo, messages: Iterable[Any]) -> None:
-    """HttpError 403 insufficient_scope when the caller's token does not cover these messages."""
+    """HttpError 403 insufficient_scope when the caller's token does not cover these messages: the one
+    scope check of every transport, each request's scopes read from the method table."""
+    if caller.scopes is None:
+        return
+    needed: set[str] = set()
+    tools_needing: list[str] = []
+    for message in messages:
+        if not isinstance(message, dict) or "id" not in message:
+            continue  # notifications and responses need no scope; malformed messages get their error
+        method = METHODS.get(message.get("method"))  # type: ignore[arg-type]
+        if method is None:
+            continue  # answered -32601 by the dispatcher
+        scopes, tool = method.scopes(tenant, message.get("params"))
+        needed |= scopes
+        if tool is not None and not scopes <= caller.scopes:
+            tools_needing.append(tool)
     try:
-        resource_server.check_scopes(caller, tenant, messages)
+        resource_server.check_scopes(caller, tenant, needed, tools_needing)
     except resource_server.Refusal as refusal:
         raise HttpError(refusal.status, refusal.message, code=None, headers=refusal.headers) from None
 

@@ -26,7 +26,7 @@ from mcp_app.core.versions import (
     V2025_11_25,
 )
 from mcp_app.infra import redis_client
-from mcp_app.protocol.dispatch import METHODS
+from mcp_app.protocol.dispatch import LEGACY_METHODS
 from mcp_app.protocol.jsonrpc import (
     METHOD_NOT_FOUND,
     InvalidRequest,
@@ -153,7 +153,7 @@ class StreamableHttpConsumer(SessionStreams, McpConsumer):
         session". The 400's body is no 2026-07-28 error, as befits a request of neither era.
         """
         method = message.get("method") if isinstance(message, dict) else None
-        if not isinstance(method, str) or "id" not in message or method in METHODS:
+        if not isinstance(method, str) or "id" not in message or method in LEGACY_METHODS:
             return
         raise HttpError(
             400,

@@ -30,7 +30,7 @@ from mcp_app.core.versions import (
     MODERN_VERSIONS,
     SUPPORTED_VERSIONS,
 )
-from mcp_app.protocol.dispatch import MODERN_METHODS
+from mcp_app.protocol.dispatch import METHODS, entry_for
 from mcp_app.protocol.jsonrpc import (
     HEADER_MISMATCH,
     INVALID_PARAMS,
@@ -50,16 +50,6 @@ METHOD_HEADER = "mcp-method"
 NAME_HEADER = "mcp-name"
 SESSION_HEADER = "mcp-session-id"
 LISTEN = "subscriptions/listen"
-
-# Removed by 2026-07-28, with what to do instead (a 404 whose body says so).
-REMOVED: dict[str, str] = {
-    "initialize": "2026-07-28 has no handshake: send each request with its _meta envelope "
-    "(or initialize without one, for a legacy session)",
-    "ping": "2026-07-28 removed ping",
-    "logging/setLevel": "set io.modelcontextprotocol/logLevel in the _meta of each request instead",
-    "resources/subscribe": "open subscriptions/listen with notifications.resourceSubscriptions instead",
-    "resources/unsubscribe": "close the subscriptions/listen stream instead",
-}
 
 
 @dataclass(frozen=True)
@@ -142,8 +132,8 @@ def read(body: Any, request: Request) -> Envelope:
     log_level = meta.get(META_LOG_LEVEL)
     if log_level is not None and log_level not in LOG_LEVELS:
         raise _invalid(request_id, f"{META_LOG_LEVEL} must be one of: {', '.join(LOG_LEVELS)}.")
-    if request_id is not None and method not in MODERN_METHODS and method != LISTEN:
-        hint = REMOVED.get(method)
+    if request_id is not None and method != LISTEN and entry_for(method, modern=True) is None:
+        hint = METHODS[method].removed if method in METHODS else ""
         text = f"Method not found: {method}" + (f" ({hint})." if hint else ".")
         raise HttpError(404, truncate(text, 300), code=METHOD_NOT_FOUND, request_id=request_id)
     return Envelope(version, method, request_id, params, capabilities, client_info, log_level)

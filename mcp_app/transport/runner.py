@@ -31,7 +31,7 @@ requests_logger = logging.getLogger("mcp_app.requests")
 
 
 # Methods counted under their own name; anything else a client sends is counted as "(other)".
-KNOWN_METHODS = frozenset(protocol.METHODS) | frozenset(protocol.MODERN_METHODS)
+KNOWN_METHODS = frozenset(protocol.METHODS)
 
 
 async def run_dispatch(ctx: RequestContext, message: dict[str, Any]) -> dict[str, Any] | None:

@@ -122,7 +122,7 @@ async def test_lg06_an_unexpected_exception_becomes_a_generic_internal_error_wit
     async def broken(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         raise RuntimeError("database password is hunter2")
 
-    monkeypatch.setitem(dispatch_module.METHODS, "ping", broken)
+    monkeypatch.setitem(dispatch_module.METHODS, "ping", dispatch_module.Method(broken, modern=False))
     reply = await dispatch(ctx, {"jsonrpc": "2.0", "id": 9, "method": "ping"})
     assert reply["id"] == 9
     assert reply["error"] == {"code": INTERNAL_ERROR, "message": "Internal error"}
