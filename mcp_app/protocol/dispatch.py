@@ -27,6 +27,7 @@ from mcp_app.protocol.jsonrpc import (
     InternalError,
     InvalidRequest,
     JsonRpcError,
+    MessageKind,
     MethodNotFound,
     classify,
     error_response,
@@ -174,12 +175,19 @@ NOTIFICATIONS: dict[str, NotificationHandler] = {
 }
 
 
-async def dispatch(ctx: RequestContext, message: dict[str, Any]) -> dict[str, Any] | None:
-    """Handle one message; return the response for a request, None for a notification or a response."""
-    try:
-        kind = classify(message)
-    except InvalidRequest as exc:
-        return error_response(usable_id(message), exc)
+async def dispatch(
+    ctx: RequestContext, message: dict[str, Any], kind: MessageKind | None = None
+) -> dict[str, Any] | None:
+    """Handle one message; return the response for a request, None for a notification or a response.
+
+    `kind`: what the transport classified the message as, on its way in (each message is classified
+    once); a caller that has not classified it (the admin, a page) leaves it to this function.
+    """
+    if kind is None:
+        try:
+            kind = classify(message)
+        except InvalidRequest as exc:
+            return error_response(usable_id(message), exc)
     method = message.get("method")
     params = message.get("params") or {}
     if kind == "response":

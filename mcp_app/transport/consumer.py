@@ -256,7 +256,7 @@ class StreamableHttpConsumer(SessionStreams, McpConsumer):
                 requests += 1
                 exchange.start(ctx, message, cancellable=not initialize)
             else:
-                await runner.accept_message(ctx, message, session)
+                await runner.accept_message(ctx, message, kind, session)
 
         if requests == 0 and not exchange.held:
             await self.send_empty(202)  # HT-12, HT-61

@@ -25,13 +25,13 @@ from mcp_app.core.context import RequestContext
 from mcp_app.core.errors import ToolError
 from mcp_app.core.types import TenantInfo
 from mcp_app.infra import redis_client
-from mcp_app.protocol.jsonrpc import InternalError, error_response
+from mcp_app.protocol.jsonrpc import InternalError, MessageKind, error_response
 from mcp_app.transport import events, inflight, stream_slots
 
 logger = logging.getLogger(__name__)
 
 Message = dict[str, Any]
-Dispatch = Callable[[RequestContext, Message], Awaitable[Message | None]]
+Dispatch = Callable[[RequestContext, Message, MessageKind], Awaitable[Message | None]]
 AfterHook = Callable[[RequestContext, Message, Message], Awaitable[None]]
 
 # Tasks are referenced here until done: the loop only holds them weakly.
@@ -98,7 +98,7 @@ class Exchange:
         response: Message | None
         task = asyncio.current_task()
         try:
-            response = await self.dispatch(ctx, message)
+            response = await self.dispatch(ctx, message, "request")  # classified by the transport
             if response is not None and not ctx.cancelled.is_set():
                 await self.after(ctx, message, response)
         except asyncio.CancelledError:

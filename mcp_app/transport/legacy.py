@@ -146,7 +146,7 @@ class LegacyMessagesConsumer(McpConsumer):
             if kind == "request":
                 self.start(session, message)
             else:
-                await runner.accept_message(self.context(session, message, None), message, session)
+                await runner.accept_message(self.context(session, message, None), message, kind, session)
         await self.send_response(
             202, b"Accepted\n", headers=[(b"content-type", b"text/plain"), *self.extra_headers]
         )
@@ -190,7 +190,7 @@ class LegacyMessagesConsumer(McpConsumer):
         before = runner.snapshot(session)
         response: dict[str, Any] | None
         try:
-            response = await runner.run_dispatch(ctx, message)
+            response = await runner.run_dispatch(ctx, message, "request")
             if response is not None and is_initialize(message) and isinstance(response.get("result"), dict):
                 params = message.get("params") or {}
                 session.protocol_version = response["result"].get("protocolVersion", V2024_11_05)

@@ -111,7 +111,7 @@ async def answer_quietly(consumer: McpConsumer, ctx: RequestContext, message: di
     key = (ctx.tenant.id, token, ctx.protocol_version, message["method"], json.dumps(cursor), ctx.scopes)
     result = _answers.get(key)
     if result is None:
-        response = await runner.run_dispatch(ctx, message)
+        response = await runner.run_dispatch(ctx, message, "request")
         assert response is not None
         if "result" not in response:  # an error (a bad cursor): never kept
             await consumer.send_json(json.dumps(response).encode(), status=_status(response))
@@ -152,7 +152,9 @@ async def serve(consumer: McpConsumer, ctx: RequestContext, message: dict[str, A
         if not cancelled.is_set():
             queue.put_nowait(notification)
 
-    task = loop.create_task(runner.run_dispatch(replace(ctx, emit=emit, cancelled=cancelled), message))
+    task = loop.create_task(
+        runner.run_dispatch(replace(ctx, emit=emit, cancelled=cancelled), message, "request")
+    )
     gone = loop.create_task(consumer.receive())  # the body was read: the next message is the disconnect
     waiter = loop.create_task(queue.get())
     streaming = False

@@ -22,6 +22,7 @@ from mcp_app.core.types import TenantInfo
 from mcp_app.infra import tracing
 from mcp_app.protocol import asking
 from mcp_app.protocol import dispatch as protocol
+from mcp_app.protocol.jsonrpc import MessageKind
 from mcp_app.transport import drain, inflight, sessions
 from mcp_app.usage import flush as usage_flush
 from mcp_app.usage import recorder as usage
@@ -34,14 +35,16 @@ requests_logger = logging.getLogger("mcp_app.requests")
 KNOWN_METHODS = frozenset(protocol.METHODS)
 
 
-async def run_dispatch(ctx: RequestContext, message: dict[str, Any]) -> dict[str, Any] | None:
+async def run_dispatch(
+    ctx: RequestContext, message: dict[str, Any], kind: MessageKind
+) -> dict[str, Any] | None:
     """Hand one message to the protocol core (a seam tests may replace); count each request once,
     and every log record made meanwhile carries the request's fields (core/logs.py). With tracing
     on (infra/tracing.py, AMB-85) the message runs in a span named by its method."""
     tool = tool_name(message)
     traced = tracing.active
     if traced is None:
-        return await dispatch_counted(ctx, message, tool)
+        return await dispatch_counted(ctx, message, kind, tool)
     method = message.get("method")
     with traced.request_span(
         ctx.tenant.slug,
@@ -50,7 +53,7 @@ async def run_dispatch(ctx: RequestContext, message: dict[str, Any]) -> dict[str
         message.get("id"),
         ctx.protocol_version,
     ) as span:
-        response = await dispatch_counted(ctx, message, tool)
+        response = await dispatch_counted(ctx, message, kind, tool)
         traced.note_response(span, response)
         return response
 
@@ -63,7 +66,7 @@ def tool_name(message: dict[str, Any]) -> str | None:
 
 
 async def dispatch_counted(
-    ctx: RequestContext, message: dict[str, Any], tool: str | None
+    ctx: RequestContext, message: dict[str, Any], kind: MessageKind, tool: str | None
 ) -> dict[str, Any] | None:
     started = time.perf_counter()
     bound = logs.bind(
@@ -74,14 +77,14 @@ async def dispatch_counted(
         method=message.get("method"),
         tool=tool,
     )
-    is_call = "id" in message and "method" in message
+    is_call = kind == "request"
     if is_call:
         drain.request_began()  # a drain waits for it (transport/drain.py)
     try:
         try:
-            response = await protocol.dispatch(ctx, message)
+            response = await protocol.dispatch(ctx, message, kind)
         except asyncio.CancelledError:
-            if "id" in message and "method" in message:  # the client gave up: a call, not an error
+            if is_call:  # the client gave up: a call, not an error
                 record_usage(ctx, message, None, started)
                 log_request(None, started)
             raise
@@ -189,7 +192,9 @@ def build_context(
     )
 
 
-async def accept_message(ctx: RequestContext, message: dict[str, Any], session: SessionState | None) -> None:
+async def accept_message(
+    ctx: RequestContext, message: dict[str, Any], kind: MessageKind, session: SessionState | None
+) -> None:
     """Handle a notification or a response inline (both are answered 202 by the transport)."""
     request_id = cancelled_request_id(message)
     if request_id is not None and session is not None:
@@ -197,6 +202,6 @@ async def accept_message(ctx: RequestContext, message: dict[str, Any], session: 
     if session is not None and "method" not in message and ("result" in message or "error" in message):
         await asking.deliver(session.id, message)  # the client's answer to a question a handler asked
     before = snapshot(session)
-    await run_dispatch(ctx, message)
+    await run_dispatch(ctx, message, kind)
     if session_changed(before, session):
         await persist_session(session, before)
