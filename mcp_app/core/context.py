@@ -97,6 +97,15 @@ class SessionState:
 
 
 @dataclass(frozen=True)
+class ParamHeaders:
+    """A 2026-07-28 request's headers (lower-case names), for the tools/call that checks its
+    Mcp-Param-* headers against the arguments; `duplicated`: the names sent more than once."""
+
+    headers: Mapping[str, str]
+    duplicated: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
 class RequestContext:
     """Everything dispatch needs about one message; the same whether it came with a session or not.
 
@@ -117,6 +126,7 @@ class RequestContext:
     log_level: str | None = None
     # The peer's address, for limits on sessionless anonymous callers (behind a proxy: the proxy's).
     client_address: str | None = None
+    param_headers: ParamHeaders | None = None  # 2026-07-28 only: a legacy request has no such headers
     emit: Emit = _drop
     # Set when notifications/cancelled names this request; handlers may poll it.
     cancelled: Any = None  # asyncio.Event | None

@@ -55,6 +55,12 @@ class InvalidParams(JsonRpcError):
     code, message = INVALID_PARAMS, "Invalid params"
 
 
+class HeaderMismatch(JsonRpcError):
+    """2026-07-28: a standard or Mcp-Param-* header disagrees with the body (HTTP 400)."""
+
+    code, message = HEADER_MISMATCH, "Header mismatch"
+
+
 class InternalError(JsonRpcError):
     code, message = INTERNAL_ERROR, "Internal error"
 

@@ -12,11 +12,12 @@ from mcp_app import catalog as catalogs
 from mcp_app.background import server as background
 from mcp_app.core.context import RequestContext, resources_of
 from mcp_app.core.errors import InputRequired, MissingCapability, error_result
+from mcp_app.core.mcp_headers import check_param_headers
 from mcp_app.core.types import Catalog, ToolDef
 from mcp_app.core.versions import is_modern
 from mcp_app.handlers import registry
 from mcp_app.protocol import approval, asking, quotas, ratelimit, schemas, shaping, tasks
-from mcp_app.protocol.jsonrpc import InvalidParams, truncate
+from mcp_app.protocol.jsonrpc import HeaderMismatch, InvalidParams, truncate
 from mcp_app.protocol.pagination import paginate, with_cursor
 
 logger = logging.getLogger(__name__)
@@ -188,6 +189,14 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
     tool = catalog.tools_by_name.get(name)
     if tool is None or not (tool.legacy or is_modern(ctx.protocol_version)):
         raise InvalidParams(truncate(f"Unknown tool: {name}", 200))
+    if tool.mirrors_headers and ctx.param_headers is not None:
+        # 2026-07-28: the Mcp-Param-* headers mirror the arguments (x-mcp-header); an intermediary may
+        # have routed on them. An unknown tool was answered above, as any missing tool.
+        problem = check_param_headers(
+            tool.input_schema, arguments, ctx.param_headers.headers, ctx.param_headers.duplicated
+        )
+        if problem is not None:
+            raise HeaderMismatch(truncate(f"Header mismatch: {problem}.", 300))
     ratelimit.check_tool_call(ctx)
     await quotas.check(ctx, name)
     in_background = background.runs_in_background(tool)  # decided once: every step below follows it

@@ -282,7 +282,7 @@ class StreamableHttpConsumer(SessionStreams, McpConsumer):
                 finally:
                     usage.recorder().listener_closed(self.tenant.id)
             return
-        context = modern.context(self.tenant, self.caller, checked, body, self.client_address())
+        context = modern.context(self.tenant, self.caller, checked, body, self.client_address(), self.request)
         await modern.serve(self, context, body)
 
     async def after_request(

@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 
 from mcp_app import catalog
-from mcp_app.core.context import Caller, RequestContext
-from mcp_app.core.mcp_headers import check_param_headers
+from mcp_app.core.context import Caller, ParamHeaders, RequestContext
 from mcp_app.core.types import TenantInfo
 from mcp_app.protocol.jsonrpc import (
     HEADER_MISMATCH,
@@ -31,11 +30,10 @@ from mcp_app.protocol.jsonrpc import (
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
-    truncate,
 )
 from mcp_app.transport import auth, runner, sse, stream_slots
 from mcp_app.transport.envelope import Envelope
-from mcp_app.transport.wire import HttpError, Request
+from mcp_app.transport.wire import Request
 
 if TYPE_CHECKING:
     from mcp_app.transport.base import McpConsumer
@@ -54,7 +52,12 @@ ERROR_STATUS = {
 
 
 def context(
-    tenant: TenantInfo, caller: Caller, envelope: Envelope, message: dict[str, Any], address: str | None
+    tenant: TenantInfo,
+    caller: Caller,
+    envelope: Envelope,
+    message: dict[str, Any],
+    address: str | None,
+    request: Request,
 ) -> RequestContext:
     """The context of a modern request: everything from its own envelope, no session."""
     return runner.build_context(
@@ -66,31 +69,8 @@ def context(
         client_capabilities=envelope.capabilities,
         log_level=envelope.log_level,
         client_address=address,
+        param_headers=ParamHeaders(request.headers, request.repeated),
     )
-
-
-async def check_param_headers_of(tenant: TenantInfo, request: Request, envelope: Envelope) -> None:
-    """A tools/call's Mcp-Param-* headers mirror its arguments (x-mcp-header), else -32020.
-
-    An unknown tool is left to tools/call, which answers it like any missing tool (a header naming
-    another tenant's tool is just a header of an unknown one).
-    """
-    name = envelope.params.get("name")
-    tools = (await catalog.get_catalog(tenant.id)).tools_by_name
-    tool = tools.get(name) if isinstance(name, str) else None
-    if tool is None or not tool.mirrors_headers:
-        return
-    arguments = envelope.params.get("arguments")
-    problem = check_param_headers(
-        tool.input_schema, arguments if isinstance(arguments, dict) else {}, request.headers, request.repeated
-    )
-    if problem is not None:
-        raise HttpError(
-            400,
-            truncate(f"Header mismatch: {problem}.", 300),
-            code=HEADER_MISMATCH,
-            request_id=envelope.request_id,
-        )
 
 
 # Methods whose handlers never emit (no progress, no log message) and whose results depend only on
@@ -222,5 +202,3 @@ def _retrieve(task: asyncio.Task) -> None:
 async def authorize(consumer: McpConsumer, envelope: Envelope, message: dict[str, Any]) -> None:
     """The token covers the request (403 insufficient_scope, the same step-up as the legacy era)."""
     auth.check_scopes(consumer.caller, consumer.tenant, [message])
-    if envelope.method == "tools/call":
-        await check_param_headers_of(consumer.tenant, consumer.request, envelope)
