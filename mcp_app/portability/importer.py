@@ -1,7 +1,7 @@
 """Import a tenant document: check everything, show what would change, then change it in one transaction.
 
 ``plan`` reads the tenant's rows, checks the document against the published JSON Schema and every
-row it describes with the models' own ``full_clean`` (``mcp_app/validation.py``: one implementation
+row it describes with the models' own ``full_clean`` (``mcp_app/definitions/checks.py``: one implementation
 for the admin, the API and this), and returns what would be created, changed (with the field names),
 deleted (``prune``) or left unchanged, or raises DocumentError listing each problem with its path.
 ``apply`` saves only what differs, so a second import of the same document writes nothing: no save,
