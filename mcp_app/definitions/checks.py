@@ -16,7 +16,6 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import models
 from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
 from jsonschema.validators import validator_for
 from uritemplate import URITemplate
 
@@ -77,11 +76,16 @@ def validate_object_schema(schema: Any, label: str = "Schema", object_root: bool
     if not isinstance(schema, dict):
         fields.fail(f"{label} must be a JSON object (a JSON Schema), not {type(schema).__name__}.")
     cls = schema_validator_class(schema)
-    try:
-        cls.check_schema(schema)
-    except SchemaError as exc:
-        where = "/".join(str(part) for part in exc.path) or "(root)"
-        fields.fail(f"{label} is not a valid JSON Schema at {where}: {exc.message}")
+    found = []
+    for error in sorted(cls(cls.META_SCHEMA).iter_errors(schema), key=lambda e: [str(p) for p in e.path]):
+        where = "/".join(str(part) for part in error.absolute_path) or "(root)"
+        # Each problem, an anyOf of the meta-schema as its closest branch ("'type' must be one of ...").
+        found += [
+            f"{label} is not a valid JSON Schema at {where}: {message}"
+            for message in fields.explain(error, skip=max(len(error.absolute_path) - 1, 0), subject="It")
+        ]
+    if found:
+        raise ValidationError(found)
     validate_local_refs(schema, label)
     if object_root and schema.get("type") != "object":
         fields.fail(f'{label} must have "type": "object" at the root.')
