@@ -255,7 +255,3 @@ def check(name: str, value: Any) -> None:
     found = problems(name, value)
     if found:
         raise ValidationError(found)
-
-
-def is_str_list(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(item, str) for item in value)
