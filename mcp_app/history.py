@@ -4,7 +4,7 @@ django-simple-history records a row per save or delete of a Tool, Prompt, Resour
 ResourceTemplate (who, when, the whole row; a Tool's secrets never, AMB-60). This module reads those
 rows for the admin and the API (one implementation): each version with what changed since the one
 before, JSON fields diffed line by line on their pretty-printed form. A revert or a restore is an
-ordinary edit: the row goes through full_clean (mcp_app/validation.py and the unique constraints)
+ordinary edit: the row goes through full_clean (mcp_app/definitions/checks.py and the unique constraints)
 and save, so it is itself recorded (with its reason) and announced like any change (signals.py).
 Who may do it is the caller's business (tenants.access); nothing here reads a request.
 """

@@ -14,7 +14,7 @@ from django.db import models
 from django.utils import timezone
 from simple_history.models import HistoricalRecords
 
-from mcp_app import validation
+from mcp_app.definitions import checks
 from tenants.models import Tenant, TenantQuerySet
 
 tool_name_validator = RegexValidator(
@@ -167,7 +167,7 @@ class Tool(Definition):
         return self.name
 
     def clean(self) -> None:
-        validation.clean_tool(self)
+        checks.clean_tool(self)
 
     @property
     def resolved_task_support(self) -> str:
@@ -200,7 +200,7 @@ class Prompt(Definition):
         return self.name
 
     def clean(self) -> None:
-        validation.clean_prompt(self)
+        checks.clean_prompt(self)
 
 
 class Resource(Definition):
@@ -222,7 +222,7 @@ class Resource(Definition):
         return self.uri
 
     def clean(self) -> None:
-        validation.clean_resource(self)
+        checks.clean_resource(self)
 
     @property
     def is_binary(self) -> bool:
@@ -259,7 +259,7 @@ class ResourceTemplate(Definition):
         return self.uri_template
 
     def clean(self) -> None:
-        validation.clean_resource_template(self)
+        checks.clean_resource_template(self)
 
 
 def _session_expired(now: datetime.datetime) -> models.Q:

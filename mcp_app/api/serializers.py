@@ -1,6 +1,6 @@
 """Definitions as JSON: tools, prompts, resources and templates, validated by the models' own clean().
 
-Every write runs the row's `full_clean` (mcp_app/validation.py through each model's `clean()`, the
+Every write runs the row's `full_clean` (mcp_app/definitions/checks.py through each model's `clean()`, the
 field validators, the per-tenant unique constraints) on the row as it would be saved, so the API and
 the admin share one implementation and the same messages (DRF's own duplicate validators are
 dropped). What a read returns can be sent back: read-only fields (id, updated_at, secret names,

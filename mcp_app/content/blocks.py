@@ -9,6 +9,8 @@ Spec shapes (each may carry ``annotations`` {audience, priority, lastModified} a
   resource, or given explicitly in the spec (then the uri need not be a tenant resource);
 - ``{"type": "resource", "uri": ...}`` → the tenant resource embedded (text or blob).
 
+Their shape is checked when a definition is saved, by the ``content_spec`` schema of
+``fields.schema.json`` (content/fields.py); the checks here only keep a bad spec off the wire.
 Text is rendered by ``rendering`` (inline or in a render process) in the sandbox (``sandbox``).
 """
 
@@ -19,7 +21,7 @@ import binascii
 from collections.abc import Mapping
 from typing import Any
 
-from mcp_app.content import fields, rendering
+from mcp_app.content import rendering
 from mcp_app.core.context import RequestContext
 from mcp_app.core.errors import ContentError
 from mcp_app.core.types import ResourceDef
@@ -151,62 +153,3 @@ async def render_blocks(ctx: RequestContext, specs: list[dict], variables: dict)
         raise ContentError("The content must be a list of content blocks.")
     resources = await ctx.resources() if _needs_resources(specs) else {}
     return [await _render_one(ctx, spec, variables, resources) for spec in specs]
-
-
-def _validate_uri(value: Any, where: str) -> None:
-    """A URI in a spec: absolute, or a template over the arguments (then it must compile)."""
-    if isinstance(value, str) and ("{{" in value or "{%" in value):
-        try:
-            rendering.validate(value, f"uri of {where}")
-        except ContentError as exc:
-            fields.fail(f"{where}: {exc.message}")
-        return
-    fields.validate_resource_uri(value)
-
-
-def validate_spec(spec: Any, where: str = "Content") -> None:
-    """Check one content spec (the shapes rendered above); ValidationError says what to fix.
-
-    The one validator of content specs, for tool content and prompt messages alike. A resource or
-    resource_link `uri` may be a template over the arguments (`{{ resourceUri }}`); it is checked
-    to compile, and its value once rendered is looked up when the tool or prompt runs.
-    """
-    if not isinstance(spec, dict):
-        fields.fail(f"{where} must be an object with a 'type'.")
-    kind = spec.get("type")
-    if kind not in BLOCK_TYPES:
-        fields.fail(f"{where}: unknown type {kind!r}; 'type' must be one of: {', '.join(BLOCK_TYPES)}.")
-    if "annotations" in spec:
-        fields.validate_annotations(spec["annotations"])
-    if "_meta" in spec:
-        fields.validate_meta(spec["_meta"])
-    if kind == "text":
-        try:
-            rendering.validate(spec.get("text"), f"text of {where.lower()}")
-        except ContentError as exc:
-            fields.fail(f"{where}: {exc.message}")
-    elif kind in _MEDIA_TYPES:
-        if "resource" in spec:
-            # Taken from one of the tenant's (binary) resources when rendered.
-            _validate_uri(spec["resource"], where)
-        else:
-            needs = f"{where}: an {kind} block needs 'data' and 'mimeType', or a 'resource' uri."
-            if "data" not in spec:
-                fields.fail(needs)
-            fields.validate_base64(spec["data"], where)
-            if not isinstance(spec.get("mimeType"), str) or not fields.MIME.match(spec["mimeType"]):
-                fields.fail(needs)
-    else:
-        # resource (embeds the tenant resource) and resource_link (points at any URI).
-        _validate_uri(spec.get("uri"), where)
-        for key in ("name", "title", "description", "mimeType"):
-            if key in spec and not isinstance(spec[key], str):
-                fields.fail(f"{where}: '{key}' must be a string.")
-
-
-def validate_specs(specs: Any) -> None:
-    """Check a list of content specs (a template tool's `content`)."""
-    if not isinstance(specs, list):
-        fields.fail("'content' must be a list of content blocks.")
-    for i, spec in enumerate(specs, start=1):
-        validate_spec(spec, f"Content block {i}")

@@ -1,141 +1,257 @@
-"""The shapes of MCP fields shared by definitions and content specs: `_meta`, icons, annotations, URIs.
+"""The one schema of every definition field (``fields.schema.json``) and its checker, in plain words.
 
-Each check raises django.core.exceptions.ValidationError with a message a tenant can act on. Used by
-mcp_app.validation (whole rows) and mcp_app.content.blocks (content specs), below both.
+``fields.schema.json`` holds a ``$defs`` entry per JSON field of a definition: content specs, prompt
+messages and arguments, icons, ``_meta``, annotations, completions, each handler kind's configuration
+and the form fields it asks. The models' ``full_clean`` (mcp_app/definitions), the admin's live check,
+the API and the import (the tenant document ``$ref``s these entries) all read it through
+``problems``, so they cannot disagree (AMB-143).
+
+Every problem is listed, each as a sentence a tenant can act on: an entry's ``errorMessage`` (one
+string, or one per keyword) when the schema gives one, else a sentence made from the failing keyword;
+a failed ``oneOf``/``anyOf`` speaks with its best-matching branch (jsonschema's ``best_match``).
+What a schema cannot say is code, named in the schema where it applies: ``x-template`` marks a string
+the template sandbox must compile (its tags and syntax are the sandbox's, not a pattern's), and the
+``date-time`` format is Python's ``fromisoformat`` (what the MCP clients send and the code reads).
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import re
+import functools
+import json
+from collections.abc import Iterator, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
+from jsonschema import Draft202012Validator, FormatChecker, validators
+from jsonschema.exceptions import ValidationError as SchemaError
+from jsonschema.exceptions import best_match
+from referencing import Registry
+from referencing.jsonschema import DRAFT202012
 
-ICON_KEYS = frozenset({"src", "mimeType", "sizes", "theme"})
-ICON_THEMES = frozenset({"light", "dark"})
-AUDIENCES = frozenset({"user", "assistant"})
+from mcp_app.content import rendering
+from mcp_app.core.errors import ContentError
 
-# BP-12: `_meta` key = optional prefix (dot-separated labels + "/") and a name.
-_LABEL = r"[A-Za-z](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
-_META_KEY = re.compile(
-    rf"^(?:(?P<prefix>{_LABEL}(?:\.{_LABEL})*)/)?(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)?$"
-)
-RESERVED_META_LABELS = frozenset({"modelcontextprotocol", "mcp"})
+SCHEMA_PATH = Path(__file__).with_name("fields.schema.json")
+SCHEMA_ID = "https://github.com/mcp-platform/schemas/definition-fields/v1"
 
-SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*$")
-MIME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*(?:\s*;.*)?$")
-_ICON_SIZE = re.compile(r"^(?:any|[1-9][0-9]*x[1-9][0-9]*)$")
+# How the items of a list read in a message ("message 2"), by the key (or the field) holding the list.
+ITEM_LABELS = {
+    "messages": "message",
+    "prompt_messages": "message",
+    "arguments": "argument",
+    "prompt_arguments": "argument",
+    "icons": "icon",
+    "content": "content block",
+    "content_specs": "content block",
+    "questions": "question",
+    "hints": "hint",
+    "oneOf": "choice",
+    "anyOf": "choice",
+}
+_A = {
+    "string": "a string",
+    "object": "a JSON object",
+    "array": "a list",
+    "boolean": "true or false",
+    "integer": "a whole number",
+    "number": "a number",
+    "null": "null",
+}
 
 
 def fail(message: str) -> None:
     raise ValidationError(message)
 
 
-def is_str_list(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+@functools.cache
+def schema() -> dict[str, Any]:
+    return json.loads(SCHEMA_PATH.read_text())
 
 
-def validate_meta(meta: Any) -> None:
-    """Check `_meta` keys follow the MCP key format and avoid reserved prefixes (BP-12)."""
-    if not isinstance(meta, dict):
-        fail("_meta must be a JSON object.")
-    for key in meta:
-        match = _META_KEY.match(key)
-        if match is None or key == "":
-            fail(
-                f"_meta key {key!r} is not valid: use an optional prefix of dot-separated labels and '/', "
-                "then a name that starts and ends with a letter or digit (e.g. 'example.com/flag')."
-            )
-        prefix = match.group("prefix")
-        if prefix:
-            labels = prefix.lower().split(".")
-            if len(labels) >= 2 and labels[-2] in RESERVED_META_LABELS:
-                fail(f"_meta key {key!r} uses the prefix '{prefix}/', which is reserved for MCP.")
+@functools.cache
+def registry() -> Registry:
+    """The definition fields' schema under its $id, for any schema that $refs it (the tenant document)."""
+    return Registry().with_resource(SCHEMA_ID, DRAFT202012.create_resource(schema()))
 
 
-def validate_icons(icons: Any) -> None:
-    """Check a list of MCP Icon objects {src, mimeType?, sizes?, theme?}."""
-    if not isinstance(icons, list):
-        fail("Icons must be a JSON list of icon objects.")
-    for index, icon in enumerate(icons):
-        where = f"Icon {index + 1}"
-        if not isinstance(icon, dict):
-            fail(f"{where} must be an object with at least 'src'.")
-        unknown = sorted(set(icon) - ICON_KEYS)
-        if unknown:
-            fail(f"{where} has unknown keys {unknown}; allowed: src, mimeType, sizes, theme.")
-        src = icon.get("src")
-        if not isinstance(src, str) or not src:
-            fail(f"{where} needs 'src', an https: URL or a data: URI.")
-        lowered = src.lower()
-        if lowered.startswith("https:"):
-            if not urlsplit(src).hostname:
-                fail(f"{where}: 'src' must be a full https URL.")
-        elif lowered.startswith("data:"):
-            if "," not in src:
-                fail(f"{where}: 'src' data: URI has no data.")
-        else:
-            fail(f"{where}: 'src' must be an https: URL or a data: URI.")
-        if "mimeType" in icon and (not isinstance(icon["mimeType"], str) or not MIME.match(icon["mimeType"])):
-            fail(f"{where}: 'mimeType' must be a MIME type such as image/png.")
-        if "sizes" in icon:
-            sizes = icon["sizes"]
-            if not is_str_list(sizes) or not all(_ICON_SIZE.match(size) for size in sizes):
-                fail(f'{where}: \'sizes\' must be a list of strings like "48x48" or "any".')
-        if "theme" in icon and icon["theme"] not in ICON_THEMES:
-            fail(f'{where}: \'theme\' must be "light" or "dark".')
+FORMATS = FormatChecker(formats=())
 
 
-def validate_annotations(annotations: Any) -> None:
-    """Check content/resource Annotations: audience, priority 0-1, lastModified ISO 8601 (CB-04)."""
-    if not isinstance(annotations, dict):
-        fail("Annotations must be a JSON object.")
-    unknown = sorted(set(annotations) - {"audience", "priority", "lastModified"})
-    if unknown:
-        fail(f"Unknown annotations {unknown}; allowed: audience, priority, lastModified.")
-    if "audience" in annotations:
-        audience = annotations["audience"]
-        if not is_str_list(audience) or not set(audience) <= AUDIENCES:
-            fail('Annotation "audience" must be a list of "user" and/or "assistant".')
-    if "priority" in annotations:
-        priority = annotations["priority"]
-        if isinstance(priority, bool) or not isinstance(priority, int | float) or not 0 <= priority <= 1:
-            fail('Annotation "priority" must be a number from 0 to 1.')
-    if "lastModified" in annotations:
-        value = annotations["lastModified"]
-        try:
-            if not isinstance(value, str):
-                raise ValueError
-            datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            fail('Annotation "lastModified" must be an ISO 8601 timestamp, e.g. "2025-01-12T15:00:58Z".')
+@FORMATS.checks("date-time", raises=ValueError)
+def _date_time(value: Any) -> bool:
+    if isinstance(value, str):
+        datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return True
 
 
-def validate_mime_type(mime_type: str) -> None:
-    """Check a MIME type looks like type/subtype."""
-    if mime_type and not MIME.match(mime_type):
-        fail(f"{mime_type!r} is not a MIME type (type/subtype, e.g. text/plain).")
-
-
-def validate_resource_uri(uri: Any) -> None:
-    """Check a resource URI is absolute: a scheme, then no whitespace (RS-08, RFC 3986)."""
-    if not isinstance(uri, str) or not uri:
-        fail("A URI is required.")
-    scheme, sep, rest = uri.partition(":")
-    if not sep or not SCHEME.match(scheme) or not rest:
-        fail(f"{uri!r} is not an absolute URI: start with a scheme such as 'myapp://' or 'https://'.")
-    if re.search(r"\s", uri):
-        fail("A URI must not contain whitespace.")
-
-
-def validate_base64(value: Any, where: str) -> None:
-    if not isinstance(value, str):
-        fail(f"{where}: data must be a base64 string.")
+def _template(_validator: Any, wanted: Any, instance: Any, _schema: Any) -> Iterator[SchemaError]:
+    # A schema says where a template goes; only the sandbox knows whether it compiles (its tags, its
+    # syntax, its size limits), so the keyword hands the string to it.
+    if not wanted:
+        return
+    if not isinstance(instance, str):
+        yield SchemaError("must be a template (a string).", validator="x-template")
+        return
     try:
-        base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
-        fail(f"{where}: data is not valid base64.")
+        rendering.validate(instance)
+    except ContentError as exc:
+        yield SchemaError(exc.message, validator="x-template")
+
+
+FieldValidator = validators.extend(Draft202012Validator, {"x-template": _template})
+
+
+def validator(root: dict[str, Any]) -> Any:
+    """A validator of `root` that resolves the fields' $defs and knows x-template and date-time."""
+    return FieldValidator(root, registry=registry(), format_checker=FORMATS)
+
+
+@functools.cache
+def _field_validator(name: str) -> Any:
+    if name not in schema()["$defs"]:
+        raise KeyError(f"No schema for the field {name!r} in {SCHEMA_PATH.name}.")
+    return validator({"$ref": f"{SCHEMA_ID}#/$defs/{name}"})
+
+
+# --- Messages ----------------------------------------------------------------------------------
+
+
+def location(parts: Sequence[Any], root: str = "") -> str:
+    """A path inside a field in words: ["content", 0, "type"] → "'type' of content block 1 of 'content'"."""
+    labels: list[str] = []
+    key = root
+    index = 0
+    while index < len(parts):
+        part = parts[index]
+        if part == "properties" and index + 1 < len(parts) and isinstance(parts[index + 1], str):
+            labels.append(f"field {parts[index + 1]!r}")  # a form field, by its name
+            key = parts[index + 1]
+            index += 2
+            continue
+        if isinstance(part, int):
+            labels.append(f"{ITEM_LABELS.get(str(key), 'item')} {part + 1}")
+        else:
+            labels.append(repr(str(part)))
+            key = part
+        index += 1
+    return " of ".join(reversed(labels))
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _unknown(error: SchemaError) -> list[str]:
+    known = set(error.schema.get("properties", {}))
+    return sorted(set(error.instance) - known) if isinstance(error.instance, dict) else []
+
+
+def _predicates(error: SchemaError) -> list[str]:
+    """The failing keyword as what the value must do ("must be a string"), one per problem."""
+    keyword, wanted, value = error.validator, error.validator_value, error.instance
+    if keyword == "type":
+        kinds = wanted if isinstance(wanted, list) else [wanted]
+        return [f"must be {' or '.join(_A.get(k, k) for k in kinds)}."]
+    if keyword == "required" and isinstance(value, dict):
+        return [f"needs {key!r}." for key in wanted if key not in value]
+    if keyword == "additionalProperties":
+        allowed = ", ".join(sorted(error.schema.get("properties", {}))) or "none"
+        return [f"has unknown keys {', '.join(_unknown(error))}; allowed: {allowed}."]
+    if keyword == "enum":
+        return [f"must be one of: {', '.join(json.dumps(w) for w in wanted)}."]
+    if keyword == "const":
+        return [f"must be {json.dumps(wanted)}."]
+    simple = {
+        "minLength": "must not be empty." if wanted == 1 else f"must be at least {wanted} characters long.",
+        "maxLength": f"must be at most {wanted} characters long.",
+        "minimum": f"must be at least {wanted}.",
+        "maximum": f"must be at most {wanted}.",
+        "exclusiveMinimum": f"must be more than {wanted}.",
+        "exclusiveMaximum": f"must be less than {wanted}.",
+        "minItems": f"must have at least {wanted} item{'s' if wanted != 1 else ''}.",
+        "maxItems": f"must have at most {wanted} item{'s' if wanted != 1 else ''}.",
+        "uniqueItems": "lists a value twice.",
+        "minProperties": "must not be empty.",
+        "format": f"must be a valid {wanted}.",
+        "pattern": "is not in the expected form.",
+        "not": "is not allowed here.",
+    }
+    return [simple.get(keyword, error.message)]
+
+
+def _custom(error: SchemaError) -> list[str] | None:
+    """The entry's own errorMessage for this keyword (a dict by keyword, or one string for all)."""
+    given = error.schema.get("errorMessage") if isinstance(error.schema, dict) else None
+    if isinstance(given, dict):
+        given = given.get(str(error.validator))
+    if isinstance(given, dict) and error.validator == "required" and isinstance(error.instance, dict):
+        # One message per missing key, those without their own falling back to the plain one.
+        return [
+            given.get(k, f"{{up0}} needs {k!r}.") for k in error.validator_value if k not in error.instance
+        ]
+    return [given] if isinstance(given, str) else None
+
+
+def _fill(template: str, error: SchemaError, parts: list[Any], root: str, subject: str) -> str:
+    def where(up: int) -> str:
+        return location(parts[: len(parts) - up], root) if up <= len(parts) else ""
+
+    def key(up: int) -> str:
+        return repr(parts[-1 - up]) if up < len(parts) else ""
+
+    text = template
+    for up in range(5):
+        if f"{{up{up}}}" in text:
+            text = text.replace(f"{{up{up}}}", where(up) or subject)
+        text = text.replace(f"{{key{up}}}", key(up))
+    text = text.replace(
+        "{value}", repr(error.instance) if not isinstance(error.instance, dict | list) else "it"
+    )
+    text = text.replace("{keys}", ", ".join(_unknown(error)))
+    text = text.replace("{at}", f"{where(0)}: " if where(0) else "")
+    return _capital(text)
+
+
+def explain(error: SchemaError, skip: int = 0, root: str = "", subject: str = "") -> list[str]:
+    """The sentences one error stands for; `skip` leading path parts are not part of the field."""
+    if error.validator in ("oneOf", "anyOf") and error.context and _custom(error) is None:
+        return explain(best_match(error.context), skip, root, subject)
+    parts = list(error.absolute_path)[skip:]
+    custom = _custom(error)
+    if custom is not None:
+        return [_fill(message, error, parts, root, subject or "The value") for message in custom]
+    where = location(parts, root)
+    if "propertyNames" in error.relative_schema_path:
+        where = f"the key {error.instance!r} of {where}" if where else f"the key {error.instance!r}"
+    subject = where or subject or "The value"
+    # A predicate ("must be a string") follows its subject; a sentence of its own (the sandbox's
+    # "Template syntax error: ...") follows a colon.
+    return [
+        _capital(f"{subject}: {text}" if text[:1].isupper() else f"{subject} {text}")
+        for text in _predicates(error)
+    ]
+
+
+def _order(error: SchemaError) -> list[str]:
+    return [f"{p:08d}" if isinstance(p, int) else str(p) for p in error.absolute_path]
+
+
+def problems(name: str, value: Any) -> list[str]:
+    """Every way `value` breaks the schema of the field `name`, in plain words (none: it fits)."""
+    entry = schema()["$defs"][name]
+    subject = entry.get("title", "The value") if isinstance(entry, dict) else "The value"
+    found: list[str] = []
+    for error in sorted(_field_validator(name).iter_errors(value), key=_order):
+        for message in explain(error, root=name, subject=subject):
+            if message not in found:
+                found.append(message)
+    return found
+
+
+def check(name: str, value: Any) -> None:
+    """Raise ValidationError listing every problem of `value` as the field `name`."""
+    found = problems(name, value)
+    if found:
+        raise ValidationError(found)

@@ -31,37 +31,21 @@ result that says so, so the model knows nothing was given. The question travels 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
 from jsonschema import Draft202012Validator
 
+from mcp_app.content import fields as schema_fields
 from mcp_app.content import rendering
 from mcp_app.core.context import RequestContext
 from mcp_app.core.errors import ToolError, error_result
 from mcp_app.core.types import ToolDef
 from mcp_app.core.versions import is_modern
 from mcp_app.handlers import url_forms
-from mcp_app.handlers.config import check_keys, check_templates
 
-_KEYS = frozenset({"message", "fields", "questions", "text", "sensitive"})
-MAX_QUESTIONS = 10
-_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 # The server's own question names (protocol/approval.py asks "approval").
 RESERVED_NAMES = frozenset({"approval"})
-_COMMON = {"type", "title", "description", "default"}
-# 2025-11-25 PrimitiveSchemaDefinition: StringSchema and the single choices (enum, oneOf, the legacy
-# enum + enumNames), NumberSchema, BooleanSchema, and the multiple choices (type array).
-_BY_TYPE = {
-    "string": _COMMON | {"minLength", "maxLength", "format", "enum", "enumNames", "oneOf"},
-    "number": _COMMON | {"minimum", "maximum"},
-    "integer": _COMMON | {"minimum", "maximum"},
-    "boolean": _COMMON,
-    "array": _COMMON | {"items", "minItems", "maxItems"},
-}
-_FORMATS = {"email", "uri", "date", "date-time"}
 
 
 def _declined(answer: dict[str, Any]) -> dict[str, Any] | None:
@@ -163,77 +147,64 @@ async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> 
     return {"content": [{"type": "text", "text": text}], "structuredContent": answers}
 
 
-def validate_config(config: dict[str, Any]) -> None:
-    """Raise ValidationError unless ``config`` is a form elicitation can carry."""
-    check_keys(config, _KEYS, "form")
-    check_templates(config, ("message", "text"))
-    if "sensitive" in config and not isinstance(config["sensitive"], bool):
-        raise ValidationError("'sensitive' must be true or false.")
-    if "questions" in config:
-        if "message" in config or "fields" in config:
-            raise ValidationError(
-                "A form has either 'questions' or one 'message' with its 'fields', not both."
-            )
-        if config.get("sensitive"):
-            raise ValidationError("A sensitive form has one question: its 'message' and 'fields'.")
-        _validate_questions(config["questions"])
-        return
-    if "message" not in config:
-        raise ValidationError("A form needs 'message': what the person is asked.")
-    validate_fields(config.get("fields"))
+def config_problems(config: dict[str, Any]) -> list[str]:
+    """What the ``handler.form`` schema cannot say: the questions' names differ, a field has one owner.
 
-
-def _validate_questions(questions: Any) -> None:
-    """Several named questions, asked together (AMB-123)."""
-    if not isinstance(questions, list) or not 1 <= len(questions) <= MAX_QUESTIONS:
-        raise ValidationError(f"'questions' must be a list of 1 to {MAX_QUESTIONS} questions.")
+    The shapes (keys, templates, the flat form, 1 to 10 questions) are the schema's; these relate one
+    question to another, and the fields of each get ``fields_rules``.
+    """
+    questions = config.get("questions")
+    if not isinstance(questions, list):
+        return fields_rules(config.get("fields"))
+    found: list[str] = []
     names: set[str] = set()
     owners: dict[str, str] = {}
     for index, question in enumerate(questions):
-        where = f"questions[{index}]"
-        if not isinstance(question, dict) or set(question) != {"name", "message", "fields"}:
-            raise ValidationError(f'{where} must be {{"name", "message", "fields"}}.')
-        name = question["name"]
-        if not isinstance(name, str) or not _NAME.fullmatch(name):
-            raise ValidationError(
-                f"{where}: 'name' must be 1 to 64 letters, digits, '_', '-' or '.' (the client sees it)."
-            )
-        if name in names or name in RESERVED_NAMES:
-            raise ValidationError(f"{where}: the name {name!r} is taken.")
-        names.add(name)
-        check_templates(question, ("message",))
-        if "message" not in question or not isinstance(question["message"], str):
-            raise ValidationError(f"{where}: 'message' must be a template.")
-        try:
-            validate_fields(question["fields"])
-        except ValidationError as exc:
-            raise ValidationError(f"{where}: {exc.messages[0]}") from None
-        for field_name in question["fields"]["properties"]:
+        if not isinstance(question, dict):
+            continue
+        where = f"Question {index + 1}"
+        name = question.get("name")
+        if isinstance(name, str) and (name in names or name in RESERVED_NAMES):
+            found.append(f"{where}: the name {name!r} is taken.")
+        names.add(str(name))
+        found += [f"{where}: {m}" for m in fields_rules(question.get("fields"))]
+        properties = (
+            question.get("fields", {}).get("properties") if isinstance(question.get("fields"), dict) else None
+        )
+        for field_name in properties if isinstance(properties, dict) else ():
             if field_name in owners:
-                raise ValidationError(
+                found.append(
                     f"{where}: field {field_name!r} is also asked by {owners[field_name]!r}; the answers "
                     "are merged, so each field belongs to one question."
                 )
-            owners[field_name] = name
+            owners.setdefault(field_name, str(name))
+    return found
 
 
-def validate_fields(fields: Any) -> None:
-    """The restricted schema of an elicitation form: 2025-11-25's PrimitiveSchemaDefinition (AMB-120)."""
-    if not isinstance(fields, dict) or fields.get("type") != "object":
-        raise ValidationError(
-            '\'fields\' must be a JSON Schema object: {"type": "object", "properties": {...}}.'
-        )
-    extra = set(fields) - {"type", "properties", "required", "$schema"}
-    if extra:
-        raise ValidationError(f"'fields' may not have {', '.join(sorted(extra))}: a form is flat.")
-    properties = fields.get("properties")
-    if not isinstance(properties, dict) or not properties:
-        raise ValidationError("'fields' needs at least one property: what the person fills in.")
-    for name, spec in properties.items():
-        _validate_field(name, spec)
+def fields_problems(fields: Any) -> list[str]:
+    """Every problem of an elicitation form: 2025-11-25's PrimitiveSchemaDefinition (AMB-120).
+
+    The ``form_fields`` schema, then ``fields_rules``; an endpoint's question (http_stream) is held to
+    the same.
+    """
+    return schema_fields.problems("form_fields", fields) + fields_rules(fields)
+
+
+def fields_rules(fields: Any) -> list[str]:
+    """By hand, what relates one keyword of a form to another (a schema checks each keyword alone):
+    'required' names properties, a low bound is not above its high one, labels match values, a
+    default is an answer the field accepts, and the field is a JSON Schema jsonschema can use."""
+    if not isinstance(fields, dict) or not isinstance(fields.get("properties"), dict):
+        return []
+    properties = fields["properties"]
+    found: list[str] = []
     required = fields.get("required", [])
-    if not isinstance(required, list) or any(r not in properties for r in required):
-        raise ValidationError("'required' must list properties of the form.")
+    if isinstance(required, list) and any(r not in properties for r in required):
+        found.append("'required' must list properties of the form.")
+    for name, spec in properties.items():
+        if isinstance(spec, dict):
+            found += [f"Field {name!r}: {m}" for m in _field_rules(spec)]
+    return found
 
 
 def choices_of(spec: dict[str, Any]) -> list[tuple[str, str]]:
@@ -250,137 +221,50 @@ def choices_of(spec: dict[str, Any]) -> list[tuple[str, str]]:
     return []
 
 
-def _field_error(name: str, problem: str) -> ValidationError:
-    return ValidationError(f"Field {name!r}: {problem}")
+def _choices(spec: dict[str, Any]) -> list[str] | None:
+    """The values a choice field may take (None: free text or a number)."""
+    if spec.get("type") not in ("string", "array"):
+        return None
+    pairs = choices_of(spec)
+    return [value for value, _label in pairs] if pairs or spec.get("type") == "array" else None
 
 
-def _strings(name: str, values: Any, what: str) -> list[str]:
-    if not (isinstance(values, list) and values and all(isinstance(v, str) for v in values)):
-        raise _field_error(name, f"{what} must be a non-empty list of strings.")
-    if len(set(values)) != len(values):
-        raise _field_error(name, f"{what} lists a value twice.")
-    return values
+def _field_rules(spec: dict[str, Any]) -> list[str]:
+    found: list[str] = []
+    for low, high in (("minLength", "maxLength"), ("minItems", "maxItems"), ("minimum", "maximum")):
+        values = spec.get(low), spec.get(high)
+        if (
+            all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+            and values[0] > values[1]
+        ):
+            found.append(f"{low!r} is above {high!r}.")
+    enum, names = spec.get("enum"), spec.get("enumNames")
+    if isinstance(enum, list) and isinstance(names, list) and names and len(names) != len(enum):
+        found.append("'enumNames' needs one name for each value of 'enum'.")
+    choices = _choices(spec)
+    minimum = spec.get("minItems", 0)
+    if spec.get("type") == "array" and isinstance(minimum, int) and choices and minimum > len(choices):
+        found.append("'minItems' is more than there are choices.")
+    try:
+        Draft202012Validator.check_schema(spec)
+    except Exception as exc:  # SchemaError: shown to the editor, who wrote it
+        return [*found, f"is not a valid schema: {getattr(exc, 'message', exc)}"]
+    if "default" in spec and not found:
+        found += _default_rule(spec, choices)
+    return found
 
 
-def _titled(name: str, options: Any, key: str) -> list[str]:
-    """The values of a titled choice: a list of {"const", "title"} strings."""
-    if not (
-        isinstance(options, list)
-        and options
-        and all(
-            isinstance(o, dict)
-            and set(o) == {"const", "title"}
-            and isinstance(o["const"], str)
-            and isinstance(o["title"], str)
-            for o in options
-        )
-    ):
-        raise _field_error(name, f'{key!r} must list {{"const": "<value>", "title": "<label>"}} choices.')
-    return _strings(name, [o["const"] for o in options], f"{key!r}")
-
-
-def _count(name: str, spec: dict[str, Any], low: str, high: str) -> None:
-    """Non-negative integer bounds, the low one not above the high one."""
-    for key in (low, high):
-        value = spec.get(key)
-        if key in spec and not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
-            raise _field_error(name, f"{key!r} must be a whole number, 0 or more.")
-    if low in spec and high in spec and spec[low] > spec[high]:
-        raise _field_error(name, f"{low!r} is above {high!r}.")
-
-
-def _single_choice(name: str, spec: dict[str, Any]) -> list[str] | None:
-    """The values a string field may take, or None for free text."""
-    if "enum" in spec and "oneOf" in spec:
-        raise _field_error(name, "give the choices as 'enum' or as 'oneOf', not both.")
-    if "enumNames" in spec and "enum" not in spec:
-        raise _field_error(name, "'enumNames' labels the values of 'enum'.")
-    if "enum" in spec:
-        values = _strings(name, spec["enum"], "'enum'")
-        if "enumNames" in spec:
-            labels = _strings(name, spec["enumNames"], "'enumNames'") if spec["enumNames"] else []
-            if len(labels) != len(values):
-                raise _field_error(name, "'enumNames' needs one name for each value of 'enum'.")
-        return values
-    if "oneOf" in spec:
-        return _titled(name, spec["oneOf"], "oneOf")
-    return None
-
-
-def _multiple_choice(name: str, spec: dict[str, Any]) -> list[str]:
-    """The values a multiple choice may pick (items.enum, or items.anyOf with titles)."""
-    items = spec.get("items")
-    if not isinstance(items, dict):
-        raise _field_error(name, "a list field is a multiple choice: 'items' lists its choices.")
-    if "enum" in items:
-        if set(items) != {"type", "enum"} or items["type"] != "string":
-            raise _field_error(
-                name, '\'items\' must be {"type": "string", "enum": [...]} or {"anyOf": [...]}.'
-            )
-        values = _strings(name, items["enum"], "'items.enum'")
-    elif "anyOf" in items and set(items) <= {"anyOf", "type"} and items.get("type", "string") == "string":
-        values = _titled(name, items["anyOf"], "items.anyOf")
-    else:
-        raise _field_error(name, '\'items\' must be {"type": "string", "enum": [...]} or {"anyOf": [...]}.')
-    _count(name, spec, "minItems", "maxItems")
-    if spec.get("minItems", 0) > len(values):
-        raise _field_error(name, "'minItems' is more than there are choices.")
-    return values
-
-
-def _check_default(name: str, spec: dict[str, Any], kind: str, choices: list[str] | None) -> None:
+def _default_rule(spec: dict[str, Any], choices: list[str] | None) -> list[str]:
     """A default must be an answer the field itself would accept."""
-    if "default" not in spec:
-        return
     default = spec["default"]
-    if kind == "array":
+    if spec.get("type") == "array":
         ok = isinstance(default, list) and all(v in (choices or []) for v in default)
-        ok = ok and len(set(default)) == len(default)
+        ok = ok and len(set(map(str, default))) == len(default)
         ok = ok and spec.get("minItems", 0) <= len(default) <= spec.get("maxItems", len(default))
-        if not ok:
-            raise _field_error(name, "'default' must be a list of its choices, as many as it allows.")
-        return
+        return [] if ok else ["'default' must be a list of its choices, as many as it allows."]
     problems = list(
         Draft202012Validator({k: v for k, v in spec.items() if k != "default"}).iter_errors(default)
     )
     if problems or (choices is not None and default not in choices):
-        raise _field_error(name, f"'default' {default!r} is not an answer this field accepts.")
-
-
-def _validate_field(name: str, spec: Any) -> None:
-    if not isinstance(spec, dict):
-        raise ValidationError(f"Field {name!r} must be an object.")
-    kind = spec.get("type")
-    allowed = _BY_TYPE.get(kind) if isinstance(kind, str) else None
-    if allowed is None:
-        raise ValidationError(
-            f"Field {name!r}: a form field is a string, number, integer, boolean or a multiple choice "
-            "(a list of strings from 'items'); nested objects cannot be asked."
-        )
-    extra = set(spec) - allowed
-    if extra:
-        raise ValidationError(f"Field {name!r} ({kind}) may not have {', '.join(sorted(extra))}.")
-    for key in ("title", "description"):
-        if key in spec and not isinstance(spec[key], str):
-            raise _field_error(name, f"{key!r} must be a string.")
-    if "format" in spec and spec["format"] not in _FORMATS:
-        raise ValidationError(f"Field {name!r}: format must be one of {', '.join(sorted(_FORMATS))}.")
-    choices = None
-    if kind == "string":
-        choices = _single_choice(name, spec)
-        _count(name, spec, "minLength", "maxLength")
-    elif kind == "array":
-        choices = _multiple_choice(name, spec)
-    elif kind in ("number", "integer"):
-        for key in ("minimum", "maximum"):
-            if key in spec and (isinstance(spec[key], bool) or not isinstance(spec[key], int | float)):
-                raise _field_error(name, f"{key!r} must be a number.")
-        if "minimum" in spec and "maximum" in spec and spec["minimum"] > spec["maximum"]:
-            raise _field_error(name, "'minimum' is above 'maximum'.")
-    try:
-        Draft202012Validator.check_schema(spec)
-    except Exception as exc:  # SchemaError: shown to the editor, who wrote it
-        raise ValidationError(
-            f"Field {name!r} is not a valid schema: {getattr(exc, 'message', exc)}"
-        ) from None
-    _check_default(name, spec, kind, choices)
+        return [f"'default' {default!r} is not an answer this field accepts."]
+    return []

@@ -41,7 +41,6 @@ from typing import Any
 
 import httpx
 from django.conf import settings
-from django.core.exceptions import ValidationError
 from django.utils.crypto import salted_hmac
 
 from mcp_app.core.context import RequestContext
@@ -72,7 +71,6 @@ _RESERVED_HEADERS = frozenset(
 )
 # Credentials belong in the encrypted secret headers, not in the readable config.
 _SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "x-api-key", "api-key"})
-_KEYS = frozenset({"url", "method", "headers", "timeout", "parameters", "body"})
 USER_AGENT = "django-mcp-platform http-handler"
 _ACCEPT = "application/json, text/plain;q=0.9, */*;q=0.5"
 # The http kind also follows a stream of events (http_stream), so it says it takes one.
@@ -344,38 +342,27 @@ async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> 
         return _map_json(event)
 
 
-def validate_config(config: dict[str, Any]) -> None:
-    """Raise ValidationError unless ``config`` is a usable http tool configuration."""
-    unknown = set(config) - _KEYS
-    if unknown:
-        raise ValidationError(f"Unknown http handler keys: {', '.join(sorted(unknown))}.")
+def config_problems(config: dict[str, Any]) -> list[str]:
+    """What the ``handler.http`` schema cannot say, by hand and why.
+
+    The URL goes through the SSRF guard's own parsing (ssrf.split_url), the rules the call applies;
+    header names are compared without case against the lists the request builder uses (a JSON Schema
+    pattern has no case-insensitive flag); parameters are checked against the URL's placeholders.
+    """
+    found: list[str] = []
     url = config.get("url")
-    if not isinstance(url, str) or not url:
-        raise ValidationError("'url' is required (the https endpoint that receives the arguments).")
-    try:
-        ssrf.split_url(url)
-    except ToolError as exc:
-        raise ValidationError(exc.message) from None
-    method = config.get("method", "POST")
-    if not isinstance(method, str) or method.upper() not in METHODS:
-        raise ValidationError(f"'method' must be one of {', '.join(METHODS)}.")
-    headers = config.get("headers", {})
-    if not isinstance(headers, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
-    ):
-        raise ValidationError("'headers' must be an object of string values.")
-    for name in headers:
-        lowered = name.lower()
+    if isinstance(url, str) and url:
+        try:
+            ssrf.split_url(url)
+        except ToolError as exc:
+            found.append(exc.message)
+    headers = config.get("headers")
+    for name in headers if isinstance(headers, dict) else ():
+        lowered = str(name).lower()
         if lowered in _RESERVED_HEADERS:
-            raise ValidationError(f"The header {name!r} is set by the platform and cannot be configured.")
-        if lowered in _SECRET_HEADERS:
-            raise ValidationError(
-                f"Put the {name!r} header in the secret headers, where it is stored encrypted."
-            )
-        if any(c in name + headers[name] for c in "\r\n"):
-            raise ValidationError(f"The header {name!r} contains a line break.")
-    timeout = config.get("timeout", DEFAULT_TIMEOUT)
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 300:
-        raise ValidationError("'timeout' must be a number of seconds between 0 and 300.")
-    if http_params.uses_placement(config):
-        http_params.validate(config, url, _RESERVED_HEADERS, _SECRET_HEADERS)
+            found.append(f"The header {name!r} is set by the platform and cannot be configured.")
+        elif lowered in _SECRET_HEADERS:
+            found.append(f"Put the {name!r} header in the secret headers, where it is stored encrypted.")
+    if http_params.uses_placement(config) and isinstance(url, str):
+        found += http_params.problems(config, url, _RESERVED_HEADERS, _SECRET_HEADERS)
+    return found

@@ -22,11 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from django.core.exceptions import ValidationError
-
 from mcp_app.core.errors import ToolError
 
-LOCATIONS = ("path", "query", "header")
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
@@ -89,41 +86,42 @@ def _segment(argument: str, value: Any) -> str:
     return quote(text, safe="")
 
 
-def validate(config: dict[str, Any], url: str, reserved: frozenset[str], secret: frozenset[str]) -> None:
-    """Check ``parameters`` and ``body`` against the URL (ValidationError naming what is wrong)."""
+def problems(config: dict[str, Any], url: str, reserved: frozenset[str], secret: frozenset[str]) -> list[str]:
+    """Check ``parameters`` and ``body`` against the URL and each other; their shapes are the schema's.
+
+    By hand: a placeholder of the URL's path needs a path parameter (two fields compared), and header
+    names compare without case against the http kind's lists.
+    """
     declared = config.get("parameters", {})
     if not isinstance(declared, dict):
-        raise ValidationError('\'parameters\' must be an object of argument name → {"in": ..., "name": ...}.')
+        declared = {}
+    found: list[str] = []
     path_names = set()
     for argument, spec in declared.items():
-        if not isinstance(spec, dict) or spec.get("in") not in LOCATIONS or set(spec) - {"in", "name"}:
-            raise ValidationError(
-                f'Parameter {argument!r} must be {{"in": "path" | "query" | "header"}}, '
-                'with an optional "name" on the wire.'
-            )
+        if not isinstance(spec, dict):
+            continue
         wire = spec.get("name", argument)
-        if not isinstance(wire, str) or not wire:
-            raise ValidationError(f"Parameter {argument!r}: 'name' must be a non-empty string.")
-        if spec["in"] == "path":
+        if spec.get("in") == "path" and isinstance(wire, str):
             path_names.add(wire)
-        if spec["in"] == "header":
-            if not _HEADER_NAME.match(wire):
-                raise ValidationError(f"Parameter {argument!r}: {wire!r} is not a valid header name.")
-            if wire.lower() in reserved or wire.lower() in secret:
-                raise ValidationError(
-                    f"Parameter {argument!r}: the header {wire!r} is set by the platform or is a secret header."
-                )
-    body = config.get("body")
-    if body is not None and (not isinstance(body, str) or not body or body in declared):
-        raise ValidationError("'body' must name the argument sent as the JSON body (not also a parameter).")
+        if spec.get("in") != "header" or not isinstance(wire, str):
+            continue
+        if "name" not in spec and not _HEADER_NAME.match(wire):  # the schema checks a given "name"
+            found.append(f"Parameter {argument!r}: {wire!r} is not a valid header name.")
+        if wire.lower() in reserved or wire.lower() in secret:
+            found.append(
+                f"Parameter {argument!r}: the header {wire!r} is set by the platform or is a secret header."
+            )
+    if config.get("body") in declared:
+        found.append("'body' must name the argument sent as the JSON body (not also a parameter).")
     parts = urlsplit(url)
     if "{" in parts.netloc or "}" in parts.netloc:
-        raise ValidationError("Only the URL's path may hold {placeholders}, not its host.")
+        found.append("Only the URL's path may hold {placeholders}, not its host.")
     placeholders = set(_PLACEHOLDER.findall(parts.path))
     if placeholders != path_names:
         missing, unused = sorted(placeholders - path_names), sorted(path_names - placeholders)
-        raise ValidationError(
+        found.append(
             "Each {placeholder} of the URL's path needs a path parameter and each path parameter a "
             f"placeholder (no parameter for: {', '.join(missing) or 'none'}; no placeholder for: "
             f"{', '.join(unused) or 'none'})."
         )
+    return found

@@ -33,8 +33,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 from urllib.parse import urljoin
 
-from django.core.exceptions import ValidationError
-
 from mcp_app.core import notifications
 from mcp_app.core.context import RequestContext
 from mcp_app.core.errors import ToolError
@@ -196,10 +194,9 @@ def _check_question(question: dict[str, Any]) -> None:
             raise _Malformed("only a form (elicitation in form mode) can be asked.")
         if not isinstance(params.get("message"), str):
             raise _Malformed('an elicitation needs a string "message".')
-        try:
-            form.validate_fields(params.get("requestedSchema"))
-        except ValidationError as exc:
-            raise _Malformed(f"its requestedSchema: {exc.messages[0]}") from None
+        problems = form.fields_problems(params.get("requestedSchema"))
+        if problems:
+            raise _Malformed(f"its requestedSchema: {' '.join(problems)}")
     elif method == "sampling/createMessage":
         max_tokens = params.get("maxTokens")
         if not isinstance(params.get("messages"), list) or not isinstance(max_tokens, int):

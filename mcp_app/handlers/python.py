@@ -27,7 +27,6 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.core.exceptions import ValidationError
 
 from mcp_app.core.context import RequestContext
 from mcp_app.core.errors import ToolError
@@ -133,14 +132,12 @@ async def read(ctx: RequestContext, template: TemplateDef, uri: str, variables: 
     return [_contents(uri, template.mime_type, value)]
 
 
-def validate_config(config: dict[str, Any]) -> None:
-    """Raise ValidationError unless ``config`` names a registered callable."""
-    unknown = set(config) - {"callable"}
-    if unknown:
-        raise ValidationError(f"Unknown python handler keys: {', '.join(sorted(unknown))}.")
+def config_problems(config: dict[str, Any]) -> list[str]:
+    """The callable must be registered: which are is known at run time only, so no schema can list them."""
     name = config.get("callable")
     names = registered_names()
-    if not isinstance(name, str) or name not in names:
-        raise ValidationError(
+    if isinstance(name, str) and name and name not in names:
+        return [
             f"'callable' must name a registered python handler ({', '.join(names) or 'none registered'}), got {name!r}."
-        )
+        ]
+    return []

@@ -1,7 +1,9 @@
 """Handler kinds a tool or resource template row can name, and the one funnel that runs them.
 
-A kind is one module exposing ``async def run(ctx, tool, arguments) -> dict`` and
-``def validate_config(config) -> None``; resource-template kinds also expose
+A kind is one module exposing ``async def run(ctx, tool, arguments) -> dict``, its configuration's
+schema (``handler.<kind>`` in content/fields.schema.json, ``read.<kind>`` for a resource template)
+and, for what a schema cannot say, ``def config_problems(config) -> list[str]``; resource-template
+kinds also expose
 ``async def read(ctx, template, uri, variables) -> list[dict]``. Adding a kind is one module
 and one line in ``KINDS``. Modules are imported on first use so the admin and the protocol core
 load only what they call.
@@ -17,6 +19,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
+from mcp_app.content import fields
 from mcp_app.core.context import RequestContext
 from mcp_app.core.errors import GENERIC_TOOL_ERROR, AskOutcome, HandlerError, UnknownKind, error_result
 from mcp_app.core.types import TemplateDef, ToolDef
@@ -65,26 +68,40 @@ def load_kind(name: str) -> ModuleType:
     return importlib.import_module(path)
 
 
-def validate_config(kind: str, config: Any) -> None:
-    """Raise ValidationError with readable messages when ``config`` is wrong for ``kind``."""
+def config_problems(kind: str, config: Any) -> list[str]:
+    """Every problem of ``config`` for a tool of ``kind``: its schema, then the kind's own rules."""
     if kind not in KINDS:
-        raise ValidationError(f"Unknown handler kind {kind!r}; choose one of: {', '.join(KINDS)}.")
-    if not isinstance(config, dict):
-        raise ValidationError("The handler configuration must be a JSON object.")
-    load_kind(kind).validate_config(config)
+        return [f"Unknown handler kind {kind!r}; choose one of: {', '.join(KINDS)}."]
+    found = fields.problems(f"handler.{kind}", config)
+    rules = getattr(load_kind(kind), "config_problems", None)
+    if rules is not None and isinstance(config, dict):
+        found += [m for m in rules(config) if m not in found]
+    return found
+
+
+def template_config_problems(kind: str, config: Any) -> list[str]:
+    """Every problem of ``config`` for a resource template of ``kind``."""
+    if kind not in TEMPLATE_KINDS:
+        return [f"Resource templates support the handler kinds {', '.join(TEMPLATE_KINDS)}, not {kind!r}."]
+    found = fields.problems(f"read.{kind}", config)
+    rules = getattr(load_kind(kind), "config_problems", None)
+    if rules is not None and isinstance(config, dict):
+        found += [m for m in rules(config) if m not in found]
+    return found
+
+
+def validate_config(kind: str, config: Any) -> None:
+    """Raise ValidationError listing every problem when ``config`` is wrong for ``kind``."""
+    found = config_problems(kind, config)
+    if found:
+        raise ValidationError(found)
 
 
 def validate_template_config(kind: str, config: Any) -> None:
-    """Raise ValidationError when ``config`` is wrong for a resource template of ``kind``."""
-    if kind not in TEMPLATE_KINDS:
-        raise ValidationError(
-            f"Resource templates support the handler kinds {', '.join(TEMPLATE_KINDS)}, not {kind!r}."
-        )
-    if not isinstance(config, dict):
-        raise ValidationError("The handler configuration must be a JSON object.")
-    module = load_kind(kind)
-    check = getattr(module, "validate_read_config", module.validate_config)
-    check(config)
+    """Raise ValidationError listing every problem when ``config`` is wrong for a resource template of ``kind``."""
+    found = template_config_problems(kind, config)
+    if found:
+        raise ValidationError(found)
 
 
 def _normalise(result: Any) -> dict[str, Any]:

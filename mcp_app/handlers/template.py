@@ -16,6 +16,9 @@ Tool ``handler_config``:
 Resource template ``handler_config``: ``{"text": "<template>"}`` rendered with the URI variables;
 the contents' mimeType is the template row's.
 
+Both configurations are checked by their schemas alone (``handler.template`` and ``read.template`` in
+content/fields.schema.json, the templates compiled by its ``x-template``).
+
 Arguments are only context data, never compiled: ``{{ settings.SECRET_KEY }}`` in an argument is
 returned literally.
 """
@@ -25,15 +28,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.core.exceptions import ValidationError
-
 from mcp_app.content import rendering
-from mcp_app.content.blocks import render_blocks, validate_specs
+from mcp_app.content.blocks import render_blocks
 from mcp_app.core.context import RequestContext
 from mcp_app.core.errors import ContentError
 from mcp_app.core.types import TemplateDef, ToolDef
-
-_KEYS = frozenset({"content", "text", "structured", "is_error", "error_when"})
 
 
 def _specs(config: dict[str, Any]) -> list[dict[str, Any]] | None:
@@ -76,54 +75,3 @@ async def read(ctx: RequestContext, template: TemplateDef, uri: str, variables: 
     if template.mime_type:
         contents["mimeType"] = template.mime_type
     return [contents]
-
-
-def _check(fn: Any, *args: Any) -> None:
-    try:
-        fn(*args)
-    except ContentError as exc:
-        raise ValidationError(exc.message) from None
-
-
-def validate_config(config: dict[str, Any]) -> None:
-    """Raise ValidationError unless ``config`` is a usable template tool configuration."""
-    unknown = set(config) - _KEYS
-    if unknown:
-        raise ValidationError(f"Unknown template handler keys: {', '.join(sorted(unknown))}.")
-    if "content" in config and "text" in config:
-        raise ValidationError("Give either 'content' (a list of blocks) or the 'text' shorthand, not both.")
-    if "content" not in config and "text" not in config and "structured" not in config:
-        raise ValidationError("A template tool needs 'text', 'content' or 'structured'.")
-    if "text" in config:
-        _check(rendering.validate, config["text"], "'text'")
-    if "content" in config:
-        _check(validate_specs, config["content"])
-    if "structured" in config:
-        if not isinstance(config["structured"], dict):
-            raise ValidationError("'structured' must be a JSON object.")
-        _check(_validate_structured, config["structured"])
-    if "is_error" in config and not isinstance(config["is_error"], bool):
-        raise ValidationError("'is_error' must be true or false.")
-    if "error_when" in config and not (isinstance(config["error_when"], str) and config["error_when"]):
-        raise ValidationError("'error_when' must be the name of an argument.")
-
-
-def _validate_structured(value: Any) -> None:
-    if isinstance(value, str):
-        rendering.validate(value, "structured value")
-    elif isinstance(value, dict):
-        for v in value.values():
-            _validate_structured(v)
-    elif isinstance(value, list):
-        for v in value:
-            _validate_structured(v)
-
-
-def validate_read_config(config: dict[str, Any]) -> None:
-    """Raise ValidationError unless ``config`` is a usable template resource-template configuration."""
-    unknown = set(config) - {"text"}
-    if unknown:
-        raise ValidationError(f"Unknown keys for a template resource: {', '.join(sorted(unknown))}.")
-    if "text" not in config:
-        raise ValidationError("A template resource needs 'text' (a Django template over the URI variables).")
-    _check(rendering.validate, config["text"], "'text'")

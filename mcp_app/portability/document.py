@@ -21,9 +21,9 @@ from typing import Any
 
 import yaml
 from django.db import models
-from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError as SchemaValidationError
 
+from mcp_app.content import fields
 from mcp_app.handlers.secrets import SecretsError, decrypt_secrets
 from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool
 from mcpsite import nesting
@@ -250,20 +250,50 @@ def schema() -> dict[str, Any]:
 
 
 @functools.cache
-def _validator() -> Draft202012Validator:
-    return Draft202012Validator(schema())
+def _validator() -> Any:
+    # Resolves the definition fields' schema its items $ref, with the same keywords as the admin's.
+    return fields.validator(schema())
+
+
+# Per list, the item fields whose shape is a definition fields' entry: a problem inside one is told
+# as the admin and the API tell it (content.fields.explain), at the field's path, like full_clean's.
+DEFINITION_FIELDS = {
+    "tools": {"annotations", "handler_config", "icons", "meta"},
+    "prompts": {"arguments", "messages", "icons", "meta"},
+    "resources": {"uri", "mime_type", "annotations", "icons", "meta"},
+    "resource_templates": {"mime_type", "completions", "handler_config", "annotations", "icons", "meta"},
+}
+
+
+# A field's entry by its name, where one name is one entry (its title is the subject of a message).
+FIELD_SCHEMAS = {
+    "arguments": "prompt_arguments",
+    "messages": "prompt_messages",
+    "completions": "template_completions",
+}
+FIELD_SCHEMAS |= {name: name for name in ("icons", "meta", "uri", "mime_type")}
+
+
+def in_definition_field(parts: list[Any]) -> bool:
+    return len(parts) >= 3 and parts[2] in DEFINITION_FIELDS.get(str(parts[0]), ())
 
 
 def schema_problems(document: Any) -> list[tuple[str, str]]:
     """Every place the document breaks the published JSON Schema, as (path, message)."""
     problems: list[tuple[str, str]] = []
     for error in sorted(_validator().iter_errors(document), key=lambda e: list(map(str, e.absolute_path))):
-        problems.extend(_explain(error))
+        for problem in _explain(error):
+            if problem not in problems:
+                problems.append(problem)
     return problems
 
 
 def _explain(error: SchemaValidationError) -> list[tuple[str, str]]:
     parts = list(error.absolute_path)
+    if in_definition_field(parts):
+        where = path_of(parts[:3])
+        subject = fields.schema()["$defs"].get(FIELD_SCHEMAS.get(parts[2], ""), {}).get("title", "The value")
+        return [(where, m) for m in fields.explain(error, skip=3, root=str(parts[2]), subject=subject)]
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
         allowed = set(error.schema.get("properties", {}))
         return [
@@ -283,7 +313,9 @@ def _explain(error: SchemaValidationError) -> list[tuple[str, str]]:
         ]
     if error.validator == "const":
         return [(path_of(parts), f"Must be {json.dumps(error.validator_value)}.")]
-    return [(path_of(parts), error.message)]
+    # Anything else (an input schema against its meta-schema, say) in words, an anyOf as its best branch.
+    skip = max(len(parts) - 1, 0)
+    return [(path_of(parts), message) for message in fields.explain(error, skip=skip, subject="It")]
 
 
 def _json_type(value: Any) -> str:

@@ -1,7 +1,7 @@
 """Import a tenant document: check everything, show what would change, then change it in one transaction.
 
 ``plan`` reads the tenant's rows, checks the document against the published JSON Schema and every
-row it describes with the models' own ``full_clean`` (``mcp_app/validation.py``: one implementation
+row it describes with the models' own ``full_clean`` (``mcp_app/definitions/checks.py``: one implementation
 for the admin, the API and this), and returns what would be created, changed (with the field names),
 deleted (``prune``) or left unchanged, or raises DocumentError listing each problem with its path.
 ``apply`` saves only what differs, so a second import of the same document writes nothing: no save,
@@ -26,6 +26,7 @@ from mcp_app.portability.document import (
     DocumentError,
     Kind,
     default_of,
+    in_definition_field,
     path_of,
     same,
     schema_problems,
@@ -111,14 +112,20 @@ def _decode_blob(value: str, where: str, problems: list[tuple[str, str]]) -> byt
         return None
 
 
+def _in_definition_field(key: str, path: str) -> bool:
+    """Whether a problem's path (``tools[2].meta``) is a definition field of an item of ``key``."""
+    field_name = path.partition("].")[2].split(".")[0].split("[")[0]
+    return bool(field_name) and in_definition_field([key, 0, field_name])
+
+
 def _clean(obj: models.Model, exclude: list[str], base: list[Any], problems: list[tuple[str, str]]) -> None:
-    """The model's own checks (fields, validators, clean()), each message at its document path."""
+    """The model's own checks (fields, validators, clean()), each message at its document path once."""
     try:
         obj.full_clean(exclude=exclude, validate_unique=False, validate_constraints=False)
     except ValidationError as exc:
         for name, messages in exc.message_dict.items():
             where = path_of(base if name == NON_FIELD_ERRORS else [*base, name])
-            problems.extend((where, message) for message in messages)
+            problems.extend((where, m) for m in messages if (where, m) not in problems)
 
 
 def _plan_kind(
@@ -191,7 +198,13 @@ def plan(tenant: Tenant, document: Any, *, prune: bool = False, may_change_setti
         items = document.get(kind.key, [])
         if not isinstance(items, list):
             continue  # reported by the schema
-        bad = {int(p.split("]")[0].split("[")[1]) for p, _m in problems if p.startswith(f"{kind.key}[")}
+        # An item the schema refused is not built, unless every problem is inside a definition field
+        # (JSON, so any value fits the model): then full_clean adds what only it finds (AMB-144).
+        bad = {
+            int(p.split("]")[0].split("[")[1])
+            for p, _m in problems
+            if p.startswith(f"{kind.key}[") and not _in_definition_field(kind.key, p)
+        }
         _plan_kind(kind, tenant, items, prune, result, problems, bad)
     settings = document.get("settings")
     if isinstance(settings, dict) and not any(

@@ -105,7 +105,7 @@ def test_prompt_arguments_are_checked_by_the_prompts_own_rules(client, alice, pr
     url = reverse("admin:mcp_app_prompt_check_json")
     answer = client.post(url, {"field": "arguments", "value": '[{"name": "not an identifier"}]'}).json()
     assert answer["errors"] == [
-        "Argument 1 needs a 'name' of letters, digits and '_' (usable in the message template)."
+        "'name' of argument 1 must be letters, digits and '_' (usable in the message template)."
     ]
     page = client.get(reverse("admin:mcp_app_prompt_change", args=[prompt_a.pk])).content.decode()
     assert f'data-field="messages" data-check-url="{url}"' in page

@@ -1,12 +1,39 @@
-"""mcp_app.validation: the checks shared by the models' clean(), the admin and the API."""
+"""mcp_app/definitions/checks.py and content/fields.py: the checks shared by the models' clean(), the admin and the API."""
 
 from __future__ import annotations
 
 import pytest
 from django.core.exceptions import ValidationError
 
-from mcp_app import validation as v
+from mcp_app.content import fields
+from mcp_app.definitions import checks as v
+from mcp_app.handlers import registry
 from mcp_app.models import Prompt, ResourceTemplate, Tool
+
+
+def _schema(name):
+    return lambda value: fields.check(name, value)
+
+
+def _raising(problems):
+    def check(*args):
+        found = problems(*args)
+        if found:
+            raise ValidationError(found)
+
+    return check
+
+
+# The checks as each consumer runs them: a field's schema (content/fields.py), or its whole check.
+validate_meta = _schema("meta")
+validate_icons = _schema("icons")
+validate_annotations = _schema("annotations")
+validate_tool_annotations = _schema("tool_annotations")
+validate_prompt_messages = _schema("prompt_messages")
+validate_resource_uri = _schema("uri")
+validate_prompt_arguments = _raising(v.prompt_arguments_problems)
+validate_template_completions = _raising(v.template_completions_problems)
+validate_handler = registry.validate_config
 
 
 def refused(fn, *args) -> str:
@@ -17,7 +44,7 @@ def refused(fn, *args) -> str:
 
 @pytest.mark.parametrize("key", ["flag", "example.com/flag", "a.b-c.d9/x_y.z-1", "example.com/", "x/1"])
 def test_bp12_valid_meta_keys_are_accepted(key):
-    v.validate_meta({key: 1})
+    validate_meta({key: 1})
 
 
 @pytest.mark.parametrize(
@@ -31,18 +58,18 @@ def test_bp12_valid_meta_keys_are_accepted(key):
     ],
 )
 def test_bp12_meta_keys_with_reserved_prefixes_are_refused(key):
-    assert "reserved for MCP" in refused(v.validate_meta, {key: 1})
+    assert "reserved for MCP" in refused(validate_meta, {key: 1})
 
 
 @pytest.mark.parametrize(
     "key", ["", "-x", "x-", "1abc.com/x", "example..com/x", "exa mple/x", "a/b/c", "ex_ample.com/x"]
 )
 def test_bp12_malformed_meta_keys_are_refused(key):
-    assert "not valid" in refused(v.validate_meta, {key: 1})
+    assert "not valid" in refused(validate_meta, {key: 1})
 
 
 def test_meta_must_be_an_object():
-    assert "JSON object" in refused(v.validate_meta, [])
+    assert "JSON object" in refused(validate_meta, [])
 
 
 def test_ambiguous_17_schemas_default_to_draft_2020_12_and_honour_their_schema_keyword():
@@ -59,7 +86,7 @@ def test_ambiguous_17_schemas_default_to_draft_2020_12_and_honour_their_schema_k
 
 
 def test_tl03_tool_annotations_allow_only_the_five_known_keys_with_the_right_types():
-    v.validate_tool_annotations(
+    validate_tool_annotations(
         {
             "title": "T",
             "readOnlyHint": True,
@@ -68,13 +95,13 @@ def test_tl03_tool_annotations_allow_only_the_five_known_keys_with_the_right_typ
             "openWorldHint": False,
         }
     )
-    assert "must be a string" in refused(v.validate_tool_annotations, {"title": 1})
-    assert "true or false" in refused(v.validate_tool_annotations, {"destructiveHint": 0})
-    assert "Unknown annotation" in refused(v.validate_tool_annotations, {"dangerous": True})
+    assert "must be a string" in refused(validate_tool_annotations, {"title": 1})
+    assert "true or false" in refused(validate_tool_annotations, {"destructiveHint": 0})
+    assert "Unknown annotation" in refused(validate_tool_annotations, {"dangerous": True})
 
 
 def test_icons_need_an_https_or_data_src_and_well_formed_optional_keys():
-    v.validate_icons(
+    validate_icons(
         [
             {
                 "src": "https://example.com/i.png",
@@ -85,23 +112,23 @@ def test_icons_need_an_https_or_data_src_and_well_formed_optional_keys():
             {"src": "data:image/png;base64,iVBORw0KGgo="},
         ]
     )
-    assert "https: URL or a data: URI" in refused(v.validate_icons, [{"src": "javascript:alert(1)"}])
-    assert "'sizes'" in refused(v.validate_icons, [{"src": "https://e.com/i", "sizes": "48x48"}])
-    assert "'theme'" in refused(v.validate_icons, [{"src": "https://e.com/i", "theme": "blue"}])
-    assert "unknown keys" in refused(v.validate_icons, [{"src": "https://e.com/i", "alt": "x"}])
-    assert "list" in refused(v.validate_icons, {"src": "https://e.com/i"})
+    assert "https: URL or a data: URI" in refused(validate_icons, [{"src": "javascript:alert(1)"}])
+    assert "'sizes'" in refused(validate_icons, [{"src": "https://e.com/i", "sizes": "48x48"}])
+    assert "'theme'" in refused(validate_icons, [{"src": "https://e.com/i", "theme": "blue"}])
+    assert "unknown keys" in refused(validate_icons, [{"src": "https://e.com/i", "alt": "x"}])
+    assert "list" in refused(validate_icons, {"src": "https://e.com/i"})
 
 
 def test_cb04_annotations_check_audience_priority_and_last_modified():
-    v.validate_annotations({"audience": ["user"], "priority": 0.5, "lastModified": "2025-01-12T15:00:58Z"})
-    assert "audience" in refused(v.validate_annotations, {"audience": ["robot"]})
-    assert "priority" in refused(v.validate_annotations, {"priority": 1.5})
-    assert "priority" in refused(v.validate_annotations, {"priority": True})
-    assert "lastModified" in refused(v.validate_annotations, {"lastModified": "yesterday"})
+    validate_annotations({"audience": ["user"], "priority": 0.5, "lastModified": "2025-01-12T15:00:58Z"})
+    assert "audience" in refused(validate_annotations, {"audience": ["robot"]})
+    assert "priority" in refused(validate_annotations, {"priority": 1.5})
+    assert "priority" in refused(validate_annotations, {"priority": True})
+    assert "lastModified" in refused(validate_annotations, {"lastModified": "yesterday"})
 
 
 def test_prompt_arguments_are_checked_including_completions():
-    v.validate_prompt_arguments(
+    validate_prompt_arguments(
         [
             {"name": "code", "title": "Code", "description": "d", "required": True},
             {"name": "language", "completions": ["python", "go"]},
@@ -111,12 +138,12 @@ def test_prompt_arguments_are_checked_including_completions():
             },
         ]
     )
-    assert "twice" in refused(v.validate_prompt_arguments, [{"name": "a"}, {"name": "a"}])
-    assert "'required'" in refused(v.validate_prompt_arguments, [{"name": "a", "required": "yes"}])
-    assert "'name'" in refused(v.validate_prompt_arguments, [{"title": "no name"}])
-    assert "list of strings" in refused(v.validate_prompt_arguments, [{"name": "a", "completions": [1]}])
+    assert "twice" in refused(validate_prompt_arguments, [{"name": "a"}, {"name": "a"}])
+    assert "'required'" in refused(validate_prompt_arguments, [{"name": "a", "required": "yes"}])
+    assert "'name'" in refused(validate_prompt_arguments, [{"title": "no name"}])
+    assert "list of strings" in refused(validate_prompt_arguments, [{"name": "a", "completions": [1]}])
     assert "another of" in refused(
-        v.validate_prompt_arguments, [{"name": "a", "completions": {"argument": "zzz", "values": {}}}]
+        validate_prompt_arguments, [{"name": "a", "completions": {"argument": "zzz", "values": {}}}]
     )
 
 
@@ -131,7 +158,7 @@ def test_prompt_arguments_are_checked_including_completions():
     ],
 )
 def test_pr02_each_content_spec_type_is_accepted_in_prompt_messages(content):
-    v.validate_prompt_messages([{"role": "user", "content": content}])
+    validate_prompt_messages([{"role": "user", "content": content}])
 
 
 @pytest.mark.parametrize(
@@ -150,17 +177,17 @@ def test_pr02_each_content_spec_type_is_accepted_in_prompt_messages(content):
     ],
 )
 def test_pr06_malformed_prompt_messages_are_refused(messages, message):
-    assert message in refused(v.validate_prompt_messages, messages)
+    assert message in refused(validate_prompt_messages, messages)
 
 
 @pytest.mark.parametrize("uri", ["demo://readme", "https://example.com/a", "file:///tmp/x", "urn:isbn:123"])
 def test_rs08_absolute_resource_uris_are_accepted(uri):
-    v.validate_resource_uri(uri)
+    validate_resource_uri(uri)
 
 
 @pytest.mark.parametrize("uri", ["readme", "/abs/path", "1x://a", "demo:", "a://b c"])
 def test_rs09_relative_or_malformed_resource_uris_are_refused(uri):
-    refused(v.validate_resource_uri, uri)
+    refused(validate_resource_uri, uri)
 
 
 @pytest.mark.parametrize(
@@ -188,9 +215,9 @@ def test_rs03_invalid_uri_templates_are_refused(template, message):
 
 
 def test_template_completions_only_for_variables_the_template_has():
-    v.validate_template_completions("demo://u/{id}", {"id": ["1", "2"]})
-    assert "no such variable" in refused(v.validate_template_completions, "demo://u/{id}", {"uid": ["1"]})
-    assert "list of strings" in refused(v.validate_template_completions, "demo://u/{id}", {"id": "1"})
+    validate_template_completions("demo://u/{id}", {"id": ["1", "2"]})
+    assert "no such variable" in refused(validate_template_completions, "demo://u/{id}", {"uid": ["1"]})
+    assert "list of strings" in refused(validate_template_completions, "demo://u/{id}", {"id": "1"})
 
 
 @pytest.mark.django_db
@@ -234,33 +261,31 @@ def test_prompt_clean_validates_arguments_and_messages(tenant_a):
 
 @pytest.mark.parametrize("kind", ["resource", "resource_link"])
 def test_a_prompt_may_embed_a_resource_whose_uri_is_a_template_over_its_arguments(kind):
-    v.validate_prompt_messages([{"role": "user", "content": {"type": kind, "uri": "{{ resourceUri }}"}}])
+    validate_prompt_messages([{"role": "user", "content": {"type": kind, "uri": "{{ resourceUri }}"}}])
 
 
 def test_a_templated_uri_that_does_not_compile_is_refused_with_its_syntax_error():
     messages = [{"role": "user", "content": {"type": "resource", "uri": "{% if resourceUri %}demo://a"}}]
-    assert "Template syntax error" in refused(v.validate_prompt_messages, messages)
+    assert "Template syntax error" in refused(validate_prompt_messages, messages)
 
 
 def test_tool_content_and_prompt_messages_share_one_content_validator():
     content = {"type": "resource", "uri": "{{ resourceUri }}", "annotations": {"priority": 7}}
-    prompt_error = refused(v.validate_prompt_messages, [{"role": "user", "content": content}])
-    tool_error = refused(v.validate_handler, "template", {"content": [content]})
+    prompt_error = refused(validate_prompt_messages, [{"role": "user", "content": content}])
+    tool_error = refused(validate_handler, "template", {"content": [content]})
     assert "priority" in prompt_error and "priority" in tool_error
 
 
 @pytest.mark.parametrize("kind", ["resource", "resource_link"])
 def test_tool_content_may_refer_to_a_resource_whose_uri_is_a_template_over_its_arguments(kind):
-    v.validate_handler("template", {"content": [{"type": kind, "uri": "{{ resourceUri }}"}]})
+    validate_handler("template", {"content": [{"type": kind, "uri": "{{ resourceUri }}"}]})
 
 
 @pytest.mark.parametrize("kind", ["resource", "resource_link"])
 def test_a_plain_uri_that_is_not_absolute_is_still_refused_in_prompts_and_tools(kind):
     content = {"type": kind, "uri": "readme"}
-    assert "not an absolute URI" in refused(
-        v.validate_prompt_messages, [{"role": "user", "content": content}]
-    )
-    assert "not an absolute URI" in refused(v.validate_handler, "template", {"content": [content]})
+    assert "not an absolute URI" in refused(validate_prompt_messages, [{"role": "user", "content": content}])
+    assert "not an absolute URI" in refused(validate_handler, "template", {"content": [content]})
 
 
 def _header_schema(**properties):
@@ -354,7 +379,11 @@ def _ref(ref: str, **extra) -> dict:
             **_ref("#/definitions/a", definitions={"a": {"type": "string"}}),
         },
         # A "$ref" that is a property's name, or instance data, is no reference.
-        {"type": "object", "properties": {"$ref": {"type": "string"}}, "default": {"$ref": "https://x.test/"}},
+        {
+            "type": "object",
+            "properties": {"$ref": {"type": "string"}},
+            "default": {"$ref": "https://x.test/"},
+        },
     ],
 )
 def test_a_schema_referring_within_itself_is_accepted(schema):
@@ -393,9 +422,13 @@ def test_a_definition_json_field_nested_past_its_share_of_the_limit_is_refused(t
     deep = {"type": "object", "default": [[[]]]}
     for _ in range(53):
         deep["default"] = [deep["default"]]
-    tool = Tool(tenant=tenant_a, name="t", handler="template", handler_config={"text": "x"}, input_schema=deep)
+    tool = Tool(
+        tenant=tenant_a, name="t", handler="template", handler_config={"text": "x"}, input_schema=deep
+    )
     with pytest.raises(ValidationError) as info:
         tool.full_clean()
-    assert info.value.message_dict["input_schema"] == ["Nested deeper than 56 levels (MCP_MAX_JSON_DEPTH less 8)."]
+    assert info.value.message_dict["input_schema"] == [
+        "Nested deeper than 56 levels (MCP_MAX_JSON_DEPTH less 8)."
+    ]
     deep["default"] = deep["default"][0]  # 56 deep now
     tool.full_clean()

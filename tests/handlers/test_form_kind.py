@@ -7,7 +7,6 @@ from typing import Any
 import pytest
 from django.core.exceptions import ValidationError
 
-from mcp_app import validation as v
 from mcp_app.handlers import registry
 from mcp_app.models import Tool
 from tests.handlers.support import make_tool
@@ -35,12 +34,12 @@ CONFIG = {"message": "Tell us about {{ who }}", "fields": FIELDS, "text": "{{ na
 
 def refused(config: dict[str, Any]) -> str:
     with pytest.raises(ValidationError) as caught:
-        v.validate_handler("form", config)
+        registry.validate_config("form", config)
     return " ".join(caught.value.messages)
 
 
 def test_a_form_with_primitive_fields_is_accepted():
-    v.validate_handler("form", CONFIG)
+    registry.validate_config("form", CONFIG)
 
 
 @pytest.mark.parametrize(
@@ -174,7 +173,7 @@ CHOICES = {"message": "Pick", "fields": SPEC_FIELDS, "text": "{{ plain }} {{ man
 
 
 def test_every_primitive_schema_of_the_spec_is_accepted_in_a_form():
-    v.validate_handler("form", CHOICES)
+    registry.validate_config("form", CHOICES)
 
 
 def field(**spec: Any) -> dict[str, Any]:
@@ -438,7 +437,7 @@ ONE_FIELD = {"type": "object", "properties": {"a": {"type": "string"}}}
         (questions({"name": "x", "message": "m"}), '{"name", "message", "fields"}'),
         (
             questions({"name": "x", "message": "m", "fields": {"type": "object", "properties": {}}}),
-            "questions[0]",
+            "'fields' of question 1 of 'questions' needs at least one property",
         ),
         (questions({"name": "x", "message": "{% load x %}", "fields": ONE_FIELD}), "not allowed"),
     ],

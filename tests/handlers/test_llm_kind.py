@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 from django.core.exceptions import ValidationError
 
-from mcp_app import validation as v
 from mcp_app.handlers import registry
 from mcp_app.handlers.secrets import encrypt_secrets
 from mcp_app.models import Tool
@@ -35,7 +34,7 @@ SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "require
 
 def refused(config: dict[str, Any]) -> str:
     with pytest.raises(ValidationError) as caught:
-        v.validate_handler("llm", config)
+        registry.validate_config("llm", config)
     return " ".join(caught.value.messages)
 
 
@@ -43,7 +42,7 @@ def refused(config: dict[str, Any]) -> str:
 
 
 def test_a_prompt_with_every_sampling_option_is_accepted():
-    v.validate_handler(
+    registry.validate_config(
         "llm",
         {
             **PROMPT_CONFIG,
@@ -54,7 +53,7 @@ def test_a_prompt_with_every_sampling_option_is_accepted():
 
 
 def test_a_prompt_sent_to_an_endpoint_is_accepted():
-    v.validate_handler(
+    registry.validate_config(
         "llm",
         {
             "prompt": "{{ q }}",
@@ -80,9 +79,9 @@ def test_a_prompt_sent_to_an_endpoint_is_accepted():
         ({"prompt": "x", "model_preferences": {"hints": [{"name": ""}]}}, "'hints' must be a list of"),
         (
             {"prompt": "x", "model_preferences": {"costPriority": 1.5}},
-            "'costPriority' must be a number from 0 to 1",
+            "'costPriority' of 'model_preferences' must be a number from 0 to 1",
         ),
-        ({"prompt": "x", "model_preferences": {"intelligencePriority": -0.1}}, "'intelligencePriority' must"),
+        ({"prompt": "x", "model_preferences": {"intelligencePriority": -0.1}}, "'intelligencePriority' of 'model_preferences' must"),
         ({"prompt": "x", "model_preferences": {"model": "gpt"}}, "may not have model"),
         ({"prompt": "x", "endpoint": "https://api.example.com/"}, "'endpoint' must be an object"),
         ({"prompt": "x", "endpoint": {"model": "m"}}, "'endpoint' needs 'url'"),

@@ -15,7 +15,7 @@ from asgiref.sync import sync_to_async
 from django.core.exceptions import ValidationError
 from django.test import Client
 
-from mcp_app import validation as v
+from mcp_app.handlers import registry
 from mcp_app.models import Tool
 from mcp_app.protocol import asking
 from mcp_app.protocol.jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY
@@ -173,7 +173,7 @@ async def test_on_an_oauth_tenant_only_the_user_the_tool_asked_for_may_fill_the_
 
 
 def test_a_sensitive_form_may_not_return_its_answers_as_structured_output(tenant_a):
-    v.validate_handler("form", CONFIG)
+    registry.validate_config("form", CONFIG)
     tool = Tool(
         tenant=tenant_a, name="x", handler="form", handler_config=CONFIG, output_schema={"type": "object"}
     )
@@ -181,7 +181,7 @@ def test_a_sensitive_form_may_not_return_its_answers_as_structured_output(tenant
         tool.full_clean()
     assert "never returns its answers as structured output" in str(caught.value)
     with pytest.raises(ValidationError):
-        v.validate_handler("form", {**CONFIG, "sensitive": "yes"})
+        registry.validate_config("form", {**CONFIG, "sensitive": "yes"})
 
 
 CHOICE_FIELDS = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ValidationError
 
-from mcp_app.handlers import registry, template
+from mcp_app.handlers import registry
 from tests.handlers.support import make_template, make_tool
 
 
@@ -106,4 +106,4 @@ def test_validate_config_accepts_the_demo_show_logo_shape():
 def test_validate_template_config_requires_text():
     with pytest.raises(ValidationError, match="needs 'text'"):
         registry.validate_template_config("template", {})
-    template.validate_read_config({"text": "{{ user_id }}"})
+    registry.validate_template_config("template", {"text": "{{ user_id }}"})
