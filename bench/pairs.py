@@ -1,0 +1,368 @@
+"""The same echo under two settings, loaded in alternating slices: an oauth tenant (Bearer token) vs a
+public one, quotas (and metrics, the tenant wall) on vs off, a Celery worker vs inline."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import secrets
+
+import httpx
+import psycopg
+from load import Timing, fmt_ratio, op_echo
+from loadgen import (
+    PhaseResult,
+    make_clients,
+    merge,
+    run_phase,
+)
+from procs import (
+    HOST,
+    PYTHON,
+    Affinity,
+    Server,
+    celery_worker,
+    daphne_server,
+    log,
+    run_checked,
+    running,
+    wait_workers_ready,
+)
+
+PAIR_CONCURRENCY = 16  # the oauth and background comparisons
+
+
+OAUTH_GOAL = 0.9  # oauth throughput at least 0.9x the public tenant's
+
+
+# Run in `manage.py shell` with the server's environment (its MCP_PUBLIC_URL makes the canonical URI).
+OAUTH_SETUP = """
+import datetime
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+from oauth2_provider.models import AccessToken, Application
+from mcp_app.models import Tool
+from mcp_app.oauth import resources
+from tenants.models import Tenant
+secure = Tenant.objects.get(slug="secure")
+if not Tool.objects.filter(tenant=secure, name="echo").exists():
+    echo = Tool.objects.get(tenant__slug="demo", name="echo")
+    echo.pk = None
+    echo._state.adding = True
+    echo.tenant = secure
+    echo.save()
+app, _ = Application.objects.get_or_create(
+    client_id="bench-oauth", defaults=dict(name="bench", client_type="public",
+    authorization_grant_type="authorization-code", redirect_uris="http://127.0.0.1/cb", client_secret=""))
+AccessToken.objects.create(
+    user=get_user_model().objects.get(username="secure-user"), application=app, token=TOKEN,
+    scope="mcp:tools", resource=[resources.canonical_uri("secure")],
+    expires=timezone.now() + datetime.timedelta(hours=2))
+"""
+
+
+def oauth_token(server: Server) -> str:
+    """Copy the demo's `echo` to the `secure` tenant and store a token bound to it; return the token."""
+    token = secrets.token_urlsafe(32)
+    code = f"TOKEN = {token!r}\n" + OAUTH_SETUP
+    run_checked([PYTHON, "manage.py", "shell", "-c", code], server.env, "OAuth bench setup")
+    return token
+
+
+async def drive_pair(
+    server: Server,
+    targets: dict[str, tuple[str, dict[str, str] | None]],
+    timing: Timing,
+    slices: int,
+    servers: dict[str, Server] | None = None,
+) -> dict[str, PhaseResult]:
+    """tools/call of echo at c=16 on two tenant paths of one server; slices alternate between them.
+
+    `targets` maps a label to (path, extra headers); the order of the two is reversed each round.
+    `servers` gives a label a server of its own (two processes, one loaded at a time).
+    """
+    servers = servers or {}
+    for each in {server, *servers.values()}:
+        await each.wait_ready()
+    clients = {
+        key: await make_clients(
+            PAIR_CONCURRENCY, HOST, servers.get(key, server).port, path, extra_headers=headers
+        )
+        for key, (path, headers) in targets.items()
+    }
+    keys = list(targets)
+    raw: dict[str, list[PhaseResult]] = collections.defaultdict(list)
+    try:
+        for cs in clients.values():
+            await asyncio.gather(*(c.call_echo("warm") for c in cs))
+        name = f"tools/call c={PAIR_CONCURRENCY}"
+        for rnd in range(slices):
+            for key in keys if rnd % 2 == 0 else keys[::-1]:
+                log(f"{server.label} bench: {key} (slice {rnd + 1}/{slices})")
+                raw[key].append(
+                    await run_phase(
+                        name,
+                        clients[key],
+                        op_echo,
+                        timing.duration / slices,
+                        timing.warmup,
+                        server_pid=servers.get(key, server).pid,
+                    )
+                )
+    finally:
+        for cs in clients.values():
+            await asyncio.gather(*(c.delete_session() for c in cs), return_exceptions=True)
+            await asyncio.gather(*(c.close() for c in cs), return_exceptions=True)
+    return {key: merge(rs) for key, rs in raw.items()}
+
+
+async def drive_oauth(server: Server, token: str, timing: Timing, slices: int) -> dict[str, PhaseResult]:
+    """echo on /t/demo/mcp (public) and /t/secure/mcp (Bearer), same process."""
+    targets = {
+        "public": ("/t/demo/mcp", None),
+        "oauth": ("/t/secure/mcp", {"Authorization": f"Bearer {token}"}),
+    }
+    return await drive_pair(server, targets, timing, slices)
+
+
+def oauth_bench(
+    env: dict[str, str], affinity: Affinity, timing: Timing, slices: int
+) -> dict[str, PhaseResult]:
+    server = daphne_server(env, affinity.server, label="oauth")
+    token = oauth_token(server)
+    with running(server):
+        return asyncio.run(drive_oauth(server, token, timing, slices))
+
+
+def print_oauth_section(env: dict[str, str], affinity: Affinity, timing: Timing, rounds: int) -> None:
+    print(f"## OAuth: tools/call of echo at c={PAIR_CONCURRENCY}, oauth tenant with a token vs public tenant")
+    print()
+    print("one Daphne process serves both tenants; the echo tool is the same row copied; slices alternate")
+    print()
+    print_oauth(oauth_bench(env, affinity, timing, rounds * 2))
+
+
+def print_oauth(results: dict[str, PhaseResult]) -> list[str]:
+    labels = {
+        "public": "`public` tenant (demo), no token",
+        "oauth": "`oauth` tenant (secure), Bearer token",
+    }
+    lines = [
+        "| workload | tenant | req/s | p50 ms | p99 ms | errors | server CPU | other CPU |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for key, label in labels.items():
+        r = results[key]
+        srv = f"{r.server_cpu * 100:.0f}%" if r.server_cpu is not None else "?"
+        oth = f"{r.other_cpu * 100:.0f}%" if r.other_cpu is not None else "?"
+        lines.append(
+            f"| tools/call c={PAIR_CONCURRENCY} | {label} | {r.rps:,.0f} | {r.pct(0.5):.2f} | "
+            f"{r.pct(0.99):.2f} | {sum(r.errors.values())} | {srv} | {oth} |"
+        )
+    ratio = results["oauth"].rps / results["public"].rps if results["public"].rps else 0.0
+    verdict = "MET" if ratio >= OAUTH_GOAL else "NOT MET"
+    lines += [
+        "",
+        f"- oauth/public throughput {ratio:.2f}x, p99 "
+        f"{fmt_ratio(results['oauth'].pct(0.99), results['public'].pct(0.99))} -> {verdict} "
+        f"(goal: throughput >= {OAUTH_GOAL}x)",
+    ]
+    for line in lines:
+        print(line)
+    for key, r in results.items():
+        for err, count in r.errors.most_common(5):
+            print(f"  ERROR {key}: {count} x {err}")
+    return lines
+
+
+QUOTA_GOAL = 0.95  # quotas on: at most 5% slower than off
+
+
+QUOTA_SETUP = """
+from mcp_app.models import Tool
+from tenants.models import Tenant
+demo = Tenant.objects.get(slug="demo")
+quota, _ = Tenant.objects.get_or_create(slug="demo-quota", defaults=dict(name="demo-quota", auth_mode="public"))
+# Every quota on and never reached: each call is counted against the tenant, the tool and the caller.
+Tenant.objects.filter(pk=quota.pk).update(
+    calls_per_minute=10**9, calls_per_minute_per_tool=10**9, calls_per_minute_per_caller=10**9)
+if not Tool.objects.filter(tenant=quota, name="echo").exists():
+    echo = Tool.objects.get(tenant=demo, name="echo")
+    echo.pk = None
+    echo._state.adding = True
+    echo.tenant = quota
+    echo.save()
+"""
+
+
+def operations_bench(
+    env: dict[str, str], affinity: Affinity, timing: Timing, slices: int
+) -> dict[str, PhaseResult]:
+    run_checked([PYTHON, "manage.py", "shell", "-c", QUOTA_SETUP], env, "operations bench setup")
+    server = daphne_server(env, affinity.server, label="operations")
+    with running(server):
+        targets = {"off": ("/t/demo/mcp", None), "on": ("/t/demo-quota/mcp", None)}
+        return asyncio.run(drive_pair(server, targets, timing, slices))
+
+
+def print_on_off(results: dict[str, PhaseResult], column: str, labels: tuple[str, str], what: str) -> None:
+    """The table of an on/off pair of tools/call phases, then the ratio against the goal."""
+    print(f"| workload | {column} | req/s | p50 ms | p99 ms | errors | server CPU |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for key, label in zip(("off", "on"), labels, strict=True):
+        r = results[key]
+        cpu = f"{r.server_cpu * 100:.0f}%" if r.server_cpu is not None else "?"
+        print(
+            f"| tools/call c={PAIR_CONCURRENCY} | {label} | {r.rps:,.0f} | {r.pct(0.5):.2f} | "
+            f"{r.pct(0.99):.2f} | {sum(r.errors.values())} | {cpu} |"
+        )
+    ratio = results["on"].rps / results["off"].rps if results["off"].rps else 0.0
+    verdict = "MET" if ratio >= QUOTA_GOAL else "NOT MET"
+    print()
+    print(
+        f"- {what} on/off throughput {ratio:.2f}x, p99 {fmt_ratio(results['on'].pct(0.99), results['off'].pct(0.99))}"
+        f" -> {verdict} (goal: throughput >= {QUOTA_GOAL}x)"
+    )
+    for key, r in results.items():
+        for err, count in r.errors.most_common(5):
+            print(f"  ERROR {key}: {count} x {err}")
+
+
+WALL_ROLE = "mcp_bench_wall"
+
+
+def wall_role(env: dict[str, str]) -> None:
+    """A role without BYPASSRLS that may use the bench database's tables: the tenant wall binds it (AMB-96)."""
+    with psycopg.connect(
+        env["DATABASE_URL"].replace("postgres://", "postgresql://", 1), autocommit=True
+    ) as conn:
+        if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [WALL_ROLE]).fetchone():
+            conn.execute(f"CREATE ROLE {WALL_ROLE} NOLOGIN NOSUPERUSER NOBYPASSRLS")
+        conn.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {WALL_ROLE}")
+        conn.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {WALL_ROLE}")
+
+
+async def scrape_metrics(server: Server, stop: asyncio.Event) -> int:
+    """GET /metrics once a second, as Prometheus would; how many scrapes answered 200."""
+    answered = 0
+    async with httpx.AsyncClient(base_url=f"http://{HOST}:{server.port}", timeout=10) as client:
+        while not stop.is_set():
+            answered += (await client.get("/metrics")).status_code == 200
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 1.0)
+    return answered
+
+
+async def drive_everything(
+    off: Server, on: Server, timing: Timing, slices: int
+) -> tuple[dict[str, PhaseResult], int]:
+    stop = asyncio.Event()
+    await on.wait_ready()
+    scraper = asyncio.create_task(scrape_metrics(on, stop))
+    try:
+        targets = {"off": ("/t/demo/mcp", None), "on": ("/t/demo-quota/mcp", None)}
+        results = await drive_pair(off, targets, timing, slices, servers={"on": on})
+    finally:
+        stop.set()
+    return results, await scraper
+
+
+def print_everything_section(env: dict[str, str], affinity: Affinity, timing: Timing, rounds: int) -> None:
+    """Issue 13's figure: metrics scraped, every quota and the tenant wall on, against none of them."""
+    if not env["DATABASE_URL"].startswith("postgres"):
+        print("## Everything on vs off: skipped (the tenant wall needs PostgreSQL)")
+        return
+    wall_role(env)
+    off = daphne_server(env, affinity.server, label="all-off")
+    on = daphne_server(dict(env, DATABASE_ROLE=WALL_ROLE), affinity.server, label="all-on")
+    print(
+        f"## Everything on vs off: tools/call of echo at c={PAIR_CONCURRENCY}, two processes, one loaded at a time"
+    )
+    print()
+    print(
+        f"on: DATABASE_ROLE={WALL_ROLE} (the tenant wall binds every statement), tenant demo-quota (every "
+        "quota on), /metrics scraped every second; off: the database's superuser (no wall), tenant demo "
+        "(no quota), no scrape. Slices alternate between the processes."
+    )
+    print()
+    with running(off), running(on):
+        results, scrapes = asyncio.run(drive_everything(off, on, timing, rounds * 2))
+    print_on_off(results, "process", ("everything off", "metrics + quotas + wall on"), "everything")
+    print(f"- {scrapes} scrapes of /metrics answered during the run")
+
+
+def print_operations_section(env: dict[str, str], affinity: Affinity, timing: Timing, rounds: int) -> None:
+    print(f"## Quotas: tools/call of echo at c={PAIR_CONCURRENCY}, every quota of the tenant on vs none")
+    print()
+    print(
+        "one Daphne process serves both tenants (Redis counts the quotas: a batch reserved per 100 calls "
+        "and scope); usage recording (the metrics' source) is on for both; slices alternate"
+    )
+    print()
+    results = operations_bench(env, affinity, timing, rounds * 2)
+    print_on_off(results, "tenant", ("no quota (demo)", "every quota on (demo-quota)"), "quotas")
+    print()
+    print_everything_section(env, affinity, timing, rounds)
+
+
+BACKGROUND_SETUP = """
+from mcp_app.models import Tool
+from tenants.models import Tenant
+demo = Tenant.objects.get(slug="demo")
+bg, _ = Tenant.objects.get_or_create(slug="demo-bg", defaults=dict(name="demo-bg", auth_mode="public"))
+if not Tool.objects.filter(tenant=bg, name="echo").exists():
+    echo = Tool.objects.get(tenant=demo, name="echo")
+    echo.pk = None
+    echo._state.adding = True
+    echo.tenant = bg
+    echo.execution = "background"
+    echo.save()
+"""
+
+
+def background_bench(
+    env: dict[str, str], affinity: Affinity, timing: Timing, slices: int
+) -> dict[str, PhaseResult]:
+    env = dict(env, MCP_BACKGROUND_TOOLS="celery")
+    run_checked([PYTHON, "manage.py", "shell", "-c", BACKGROUND_SETUP], env, "background bench setup")
+    server = daphne_server(env, affinity.server, label="background")
+    worker = celery_worker(server.env, affinity.server)
+    with running(worker), running(server):
+        wait_workers_ready([worker])
+        targets = {"inline": ("/t/demo/mcp", None), "background": ("/t/demo-bg/mcp", None)}
+        return asyncio.run(drive_pair(server, targets, timing, slices))
+
+
+def print_background_section(env: dict[str, str], affinity: Affinity, timing: Timing, rounds: int) -> None:
+    print(f"## Background tools: tools/call of echo at c={PAIR_CONCURRENCY}, on a Celery worker vs inline")
+    print()
+    print(
+        "one Daphne process; one Celery worker (prefork, concurrency 2, as bin/serve starts it), both "
+        "pinned to the server core; broker and channel layer: Redis; the echo row copied to a tenant "
+        "where it runs in the background; slices alternate"
+    )
+    print()
+    results = background_bench(env, affinity, timing, rounds * 2)
+    lines = [
+        "| workload | where echo runs | req/s | p50 ms | p99 ms | errors |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for key, label in (("inline", "in Daphne (inline)"), ("background", "on the Celery worker")):
+        r = results[key]
+        lines.append(
+            f"| tools/call c={PAIR_CONCURRENCY} | {label} | {r.rps:,.0f} | {r.pct(0.5):.2f} | "
+            f"{r.pct(0.99):.2f} | {sum(r.errors.values())} |"
+        )
+    inline, background = results["inline"], results["background"]
+    lines += [
+        "",
+        f"- background/inline throughput {fmt_ratio(background.rps, inline.rps)}, p50 "
+        f"{fmt_ratio(background.pct(0.5), inline.pct(0.5))}, p99 {fmt_ratio(background.pct(0.99), inline.pct(0.99))} "
+        "(the price of a queue hop; background is for tools that run for seconds)",
+    ]
+    for line in lines:
+        print(line)
+    for key, r in results.items():
+        for err, count in r.errors.most_common(5):
+            print(f"  ERROR {key}: {count} x {err}")
