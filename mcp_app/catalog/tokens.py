@@ -123,15 +123,33 @@ def begin_request() -> None:
     _request_tokens.set({})
 
 
-def remember_token(tenant_id: int, raw: Any) -> bool:
-    """Record a token read elsewhere (a pipelined GET) for this request; False if it is unusable."""
-    memo = _request_tokens.get()
-    if memo is None or raw is None:
-        return False
+def pushed(tenant_id: int) -> bool:
+    """Whether this process learns the tenant's token by push (subscribed, and told it): reading the
+    token then costs no Redis round trip, so a request need not fetch it beside its session."""
+    return _changes.live() and tenant_id in _pushed
+
+
+def subscription_mark() -> int | None:
+    """Taken before a token is read elsewhere (a pipelined GET), for remember_token: None unsubscribed."""
+    return _changes.generation if _changes.live() else None
+
+
+def remember_token(tenant_id: int, raw: Any, mark: int | None = None) -> bool:
+    """Record a token read elsewhere (a pipelined GET) for this request; False if it is unusable.
+
+    With the `subscription_mark` taken before the read, and the subscription up throughout, later
+    moves arrive by push: the token is learned for good, as current_version learns the ones it reads.
+    """
     try:
-        memo[tenant_id] = int(raw)
+        token = int(raw)
     except (TypeError, ValueError):
         return False
+    if mark is not None and _changes.live() and _changes.generation == mark:
+        _learn(tenant_id, token)
+    memo = _request_tokens.get()
+    if memo is None:
+        return False
+    memo[tenant_id] = token
     return True
 
 

@@ -67,6 +67,44 @@ async def test_with_redis_a_warm_tools_call_costs_one_redis_round_trip(tools_a, 
 
 @pytest.mark.services
 @pytest.mark.django_db(transaction=True)
+async def test_with_redis_and_pushed_tokens_a_warm_legacy_call_reads_its_session_alone_no_pipeline(
+    tools_a, settings, round_trips, monkeypatch
+):
+    settings.REDIS_URL = os.environ["REDIS_URL"]
+    settings.MCP_CHANGE_TOKEN_SUBSCRIBER = True
+    pipelines = {"n": 0}
+    execute = redis.asyncio.client.Pipeline.execute
+
+    async def counted(self, *args, **kwargs):
+        pipelines["n"] += 1
+        return await execute(self, *args, **kwargs)
+
+    try:
+        client = Client()
+        await client.initialize()
+        assert (await client.request("tools/call", ECHO)).status == 200  # warms tenant, catalog, listener
+        assert await tokens.listening()
+        await client.request("tools/list", {})  # the tenant's token is now known to the listener
+        monkeypatch.setattr(redis.asyncio.client.Pipeline, "execute", counted)
+        round_trips["n"] = 0
+        response = await client.request("tools/call", ECHO)
+        assert response.status == 200 and "result" in response.json(), response.body
+        # One GETEX of the session; the token came by push, so no pipeline fetches it beside.
+        assert (round_trips["n"], pipelines["n"]) == (1, 0)
+        await sync_to_async(Tool.objects.create)(
+            tenant=tools_a, name="late", handler="python", handler_config={"callable": "echo"}
+        )  # the token moves after commit and is pushed to every listener
+        async with asyncio.timeout(5):
+            while "late" not in [
+                t["name"] for t in (await client.request("tools/list", {})).json()["result"]["tools"]
+            ]:
+                await asyncio.sleep(0.01)
+    finally:
+        await tokens.stop_listening()
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
 async def test_with_redis_a_change_made_between_two_requests_is_seen_by_the_second(tools_a, settings):
     settings.REDIS_URL = os.environ["REDIS_URL"]
     client = Client()
@@ -264,7 +302,9 @@ async def test_with_redis_tokens_of_a_deployment_on_another_database_of_the_serv
 
 @pytest.mark.services
 @pytest.mark.django_db(transaction=True)
-async def test_with_redis_a_new_session_costs_one_round_trip_for_its_admission(tools_a, settings, round_trips):
+async def test_with_redis_a_new_session_costs_one_round_trip_for_its_admission(
+    tools_a, settings, round_trips
+):
     """The caps on sessions (AMB-102) add one script to an initialize, and nothing to later requests."""
     settings.REDIS_URL = os.environ["REDIS_URL"]
     await Client().initialize()  # warms tenant and catalog
