@@ -36,8 +36,8 @@ from channels.db import database_sync_to_async
 from django.utils import timezone
 
 from mcp_app import notify
+from mcp_app.background import relay as background
 from mcp_app.background import runs
-from mcp_app.background import server as background
 from mcp_app.core.context import RequestContext
 from mcp_app.core.errors import error_result
 from mcp_app.core.types import Catalog, ToolDef

@@ -9,8 +9,8 @@ from asgiref.sync import sync_to_async
 from django.urls import reverse
 from django.utils import timezone
 
+from mcp_app.background import relay as background
 from mcp_app.background import runs
-from mcp_app.background import server as background
 from mcp_app.infra import redis_client
 from mcp_app.models import ToolRun
 
