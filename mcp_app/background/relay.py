@@ -32,6 +32,8 @@ Deadlines, so nothing runs that nobody waits for and no caller waits forever:
     the caller gets an isError result then. Nothing is retried: the claimed row keeps a redelivered job
     (Celery's late acknowledgement) from running twice.
 Progress is best effort (a full reply channel drops it); the result is retried until it is taken.
+The relay is a small state machine (Phase, _Relay): its phases, their one deadline each, and every
+way a relayed run ends are listed there.
 
 Every background call has a ToolRun row (the admin lists them): the server creates it (queued),
 a worker claims it (queued → running: a job whose row moved on, because its caller gave up or
@@ -45,8 +47,10 @@ server process, exactly as inline tools do, without ToolRun rows.
 from __future__ import annotations
 
 import asyncio
+import enum
 import json
 import logging
+import math
 import secrets
 import time
 from typing import Any
@@ -249,6 +253,256 @@ async def _relay_ask(ask: Asker, job_id: str, event: dict[str, Any]) -> None:
     await runs.note_exchange(job_id, request if isinstance(request, dict) else {}, recorded)
 
 
+class Phase(enum.Enum):
+    """Where a relayed run is. Each phase has one deadline (`_Relay.deadline`) and one thing that
+    happens when it passes with no reply (`_Relay._deadline_passed`)."""
+
+    # Enqueued, no worker has started it. Deadline: WAITING_NOTICE_SECONDS after the enqueueing (or
+    # the start bound, if that comes first). Then the caller is told it waits for a worker: WAITING.
+    QUEUED = "queued"
+    # Still queued, the caller told so. Deadline: the start bound. Then the run ends NOT STARTED.
+    WAITING = "waiting"
+    # A worker started it. Deadline: the reply bound (the tool's timeout plus REPLY_GRACE_SECONDS past
+    # the start) or the worker's silence, whichever comes first. At the reply bound the caller GIVES
+    # UP; at the silence the worker's sign of life in Redis is read: there, the wait goes on; gone,
+    # the run is LOST.
+    RUNNING = "running"
+    # Running, and this process asks the client a question of the worker's (the worker waits too).
+    # Deadline: the worker's silence only; each answer leaves the reply bound REPLY_GRACE_SECONDS
+    # more at least. Back to RUNNING when no question is open.
+    ASKING = "asking"
+
+
+class _Relay:
+    """One background call, from its enqueueing to its end, as seen by the process that received it.
+
+    It waits for one thing at a time: the worker's next reply (one receive, never cancelled on a
+    timeout: channels_redis drops the channel's buffered messages when a receive is cancelled), an
+    answer of the client's to a question it asks, or the phase's deadline. Every reply of the run's
+    worker, in any phase, is relayed: "started" ends the queue (RUNNING), a notification goes to
+    the caller, a question is asked (ASKING), the result ends the call.
+
+    The ends of a relayed run (each returns the call's result or raises; a ToolRun row records it):
+      - the result: the worker's CallToolResult, or "failed with an internal error" for a result
+        that is not an object (the worker writes the row);
+      - NOT QUEUED: the row could not be written, or the broker refused the job ("could not be
+        queued"; the row, if any, not_started);
+      - NOT STARTED: no worker started it within the start bound (isError; row not_started; its
+        cancel key set, and a worker that receives it later drops it unrun);
+      - LOST: the worker sent nothing and left no sign of life for MCP_BACKGROUND_LIVENESS_SECONDS
+        (or ALIVE_KEY_SECONDS after its last sign); it died or hangs (isError; row lost; cancel key);
+      - GAVE UP: the reply bound passed while the worker still seemed alive (isError "stopped
+        answering"; row lost; cancel key);
+      - CANCELLED: the caller's task was cancelled (notifications/cancelled, the session's DELETE):
+        the cancel key is set, a queued row becomes cancelled (a running job's worker records its
+        own end), and the cancellation goes on up: no response;
+      - a question that ends the call: a 2026-07-28 question with no answer yet (InputRequired) or a
+        capability the client lacks (MissingCapability) is raised, as an inline handler's would be;
+        the worker was told and ends its handler.
+    """
+
+    def __init__(
+        self, ctx: RequestContext, tool: ToolDef, ask: Asker, job: dict[str, Any], layer: Any
+    ) -> None:
+        self.ctx, self.tool, self.ask, self.job, self.layer = ctx, tool, ask, job, layer
+        self.id: str = job["id"]
+        self.channel: str = job["reply_to"]
+        self.loop = asyncio.get_running_loop()
+        self.start_seconds = start_wait_seconds(tool)
+        self.phase = Phase.QUEUED
+        # The phases' bounds, in loop time; the deadline is the current phase's.
+        self.notice_at = self.start_by = self.reply_by = self.silent_at = math.inf
+        self.receiver: asyncio.Task | None = None
+        self.asks: set[asyncio.Task] = set()  # questions of the worker's this process is asking the client
+
+    @property
+    def deadline(self) -> float:
+        match self.phase:
+            case Phase.QUEUED:
+                return min(self.notice_at, self.start_by)
+            case Phase.WAITING:
+                return self.start_by
+            case Phase.RUNNING:
+                return min(self.reply_by, self.silent_at)
+            case Phase.ASKING:
+                # While this process waits for the client, the worker waits too: only its silence counts.
+                return self.silent_at
+
+    async def run(self, row_exists: bool) -> dict[str, Any]:
+        not_queued = error_result(
+            f"Tool {self.tool.name!r} could not be queued for a worker. Try again later."
+        )
+        try:
+            if not row_exists:
+                await database_sync_to_async(runs.record_queued)(self.job)
+        except Exception:
+            logger.exception(
+                "could not record background job of tool %s of tenant %s",
+                self.tool.name,
+                self.ctx.tenant.slug,
+            )
+            return not_queued
+        try:
+            try:
+                # apply_async talks to the broker synchronously (and may reconnect): keep it off the loop.
+                # A cancellation while it runs still reaches the job (below): the worker checks first.
+                await sync_to_async(_enqueue, thread_sensitive=False)(self.job)
+            except Exception:
+                logger.exception(
+                    "could not queue background tool %s of tenant %s", self.tool.name, self.ctx.tenant.slug
+                )
+                await runs.close_run(
+                    self.id, (runs.QUEUED,), ToolRun.Status.NOT_STARTED, "The broker did not accept the job."
+                )
+                return not_queued
+            now = self.loop.time()
+            self.start_by = now + self.start_seconds
+            self.notice_at = now + WAITING_NOTICE_SECONDS
+            return await self._relay()
+        except asyncio.CancelledError:
+            await asyncio.shield(request_cancel(self.id))
+            # A running job records its own end when the worker stops it.
+            await asyncio.shield(
+                runs.close_run(
+                    self.id, (runs.QUEUED,), ToolRun.Status.CANCELLED, "Cancelled before a worker started it."
+                )
+            )
+            raise
+        finally:
+            for task in (self.receiver, *self.asks):
+                if task is not None:
+                    task.cancel()
+
+    async def _relay(self) -> dict[str, Any]:
+        while True:
+            if self.receiver is None:
+                # One receive at a time, never cancelled on a timeout: channels_redis drops the
+                # channel's buffered messages when a receive is cancelled.
+                self.receiver = self.loop.create_task(self.layer.receive(self.channel))
+            wait = max(0.0, self.deadline - self.loop.time())
+            # asyncio.wait, not wait_for: it cancels nothing on a timeout, and (Python 3.11) wait_for
+            # can swallow a cancellation of this task.
+            done, _ = await asyncio.wait(
+                {self.receiver, *self.asks}, timeout=wait, return_when=asyncio.FIRST_COMPLETED
+            )
+            if not done:
+                if (end := await self._deadline_passed()) is not None:
+                    return end
+                continue
+            for asked in done - {self.receiver}:
+                self._answered(asked)
+            if self.receiver in done:
+                event, self.receiver = self.receiver.result(), None
+                if (end := await self._reply(event)) is not None:
+                    return end
+
+    async def _deadline_passed(self) -> dict[str, Any] | None:
+        """The phase's deadline passed with no reply: its end, or None when the wait goes on."""
+        match self.phase:
+            case Phase.QUEUED if self.loop.time() < self.start_by:
+                if self.loop.time() >= self.notice_at:  # else woken a hair early: wait on
+                    await _tell_waiting(self.ctx, self.tool, self.start_seconds)
+                    self.phase = Phase.WAITING
+                return None
+            case Phase.QUEUED | Phase.WAITING:
+                return await self._not_started()
+            case Phase.RUNNING | Phase.ASKING:
+                if self._past_reply_bound():
+                    return await self._gave_up()
+                if await _still_alive(self.id):
+                    # Quiet, not dead: its worker beat within ALIVE_KEY_SECONDS; look again then.
+                    self.silent_at = self.loop.time() + ALIVE_KEY_SECONDS
+                    return None
+                if self._past_reply_bound():  # it passed while Redis answered
+                    return await self._gave_up()
+                return await self._lost()
+
+    def _past_reply_bound(self) -> bool:
+        return self.phase is Phase.RUNNING and self.loop.time() >= self.reply_by
+
+    def _answered(self, asked: asyncio.Task) -> None:
+        """A question the client answered (or could not): the worker has what came of it."""
+        self.asks.discard(asked)
+        asked.result()  # InputRequired / MissingCapability end the call; the worker knows
+        self.reply_by = max(self.reply_by, self.loop.time() + REPLY_GRACE_SECONDS)
+        if self.phase is Phase.ASKING and not self.asks:
+            self.phase = Phase.RUNNING
+
+    async def _reply(self, event: dict[str, Any]) -> dict[str, Any] | None:
+        """One reply on the run's channel: the call's result if it ends the call, else None."""
+        if event.get("job") != self.id:
+            return None
+        if self.phase in (Phase.RUNNING, Phase.ASKING):
+            # Any reply is a sign of life (an older worker's "mcp.job.alive" is nothing else).
+            self.silent_at = self.loop.time() + settings.MCP_BACKGROUND_LIVENESS_SECONDS
+        match event.get("type"):
+            case "mcp.job.started" if self.phase in (Phase.QUEUED, Phase.WAITING):
+                now = self.loop.time()
+                self.reply_by = now + self.tool.timeout_seconds + REPLY_GRACE_SECONDS
+                self.silent_at = now + settings.MCP_BACKGROUND_LIVENESS_SECONDS
+                self.phase = Phase.ASKING if self.asks else Phase.RUNNING
+            case "mcp.job.emit" if isinstance(event.get("message"), dict):
+                message = event["message"]
+                await self.ctx.emit(message)
+                if message.get("method") == "notifications/progress" and isinstance(
+                    message.get("params"), dict
+                ):
+                    await runs.note_progress(self.id, message["params"])  # the admin's live view
+            case "mcp.job.ask":
+                self.asks.add(self.loop.create_task(_relay_ask(self.ask, self.id, event)))
+                if self.phase is Phase.RUNNING:
+                    self.phase = Phase.ASKING
+            case "mcp.job.result":
+                result = event.get("result")
+                if not isinstance(result, dict):
+                    return error_result(f"Tool {self.tool.name!r} failed with an internal error.")
+                return result
+        return None
+
+    async def _not_started(self) -> dict[str, Any]:
+        await asyncio.shield(request_cancel(self.id))
+        await asyncio.shield(
+            runs.close_run(
+                self.id,
+                (runs.QUEUED,),
+                ToolRun.Status.NOT_STARTED,
+                f"No worker started it within {self.start_seconds:g} s.",
+            )
+        )
+        return error_result(
+            f"No worker started tool {self.tool.name!r} within {self.start_seconds:g} seconds. "
+            "The workers are down or busy; the call did not run. Try again later."
+        )
+
+    async def _lost(self) -> dict[str, Any]:
+        silent = settings.MCP_BACKGROUND_LIVENESS_SECONDS
+        await asyncio.shield(request_cancel(self.id))
+        await asyncio.shield(
+            runs.close_run(
+                self.id,
+                (runs.RUNNING,),
+                ToolRun.Status.LOST,
+                f"The worker sent no sign of life for {silent:g} s (it died or hangs); nothing was retried.",
+            )
+        )
+        return error_result(
+            f"The worker running tool {self.tool.name!r} stopped answering (no sign of life for {silent:g} s); "
+            "it may have died. The call was not retried: check its effects before calling again."
+        )
+
+    async def _gave_up(self) -> dict[str, Any]:
+        await asyncio.shield(request_cancel(self.id))
+        await asyncio.shield(
+            runs.close_run(
+                self.id,
+                (runs.RUNNING,),
+                ToolRun.Status.LOST,
+                "The worker stopped answering; the caller gave up.",
+            )
+        )
+        return error_result(f"The worker running tool {self.tool.name!r} stopped answering.")
+
+
 async def run(
     ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any], ask: Asker, job_id: str | None = None
 ) -> dict[str, Any]:
@@ -257,139 +511,11 @@ async def run(
     The handler's questions are asked with `ask` (the request's asker, protocol.asking); a 2026-07-28
     question without an answer yet raises InputRequired here, as an inline handler's would.
     `job_id` names a run whose ToolRun row its caller already made (a task, protocol.tasks).
+    How a run goes and every way it ends: _Relay.
     """
-    layer = get_channel_layer()
     # The default prefix: channels_redis reads all of a process's "specific" channels from one Redis
     # list under one lock; a channel of another prefix waited behind that reader (replies never came).
+    layer = get_channel_layer()
     channel = await layer.new_channel()
     job = _job(ctx, tool, arguments, channel, job_id)
-    not_queued = error_result(f"Tool {tool.name!r} could not be queued for a worker. Try again later.")
-    try:
-        if job_id is None:
-            await database_sync_to_async(runs.record_queued)(job)
-    except Exception:
-        logger.exception(
-            "could not record background job of tool %s of tenant %s", tool.name, ctx.tenant.slug
-        )
-        return not_queued
-    receiver: asyncio.Task | None = None
-    asks: set[asyncio.Task] = set()  # questions of the worker's this process is asking the client
-    try:
-        try:
-            # apply_async talks to the broker synchronously (and may reconnect): keep it off the loop.
-            # A cancellation while it runs still reaches the job (below): the worker checks first.
-            await sync_to_async(_enqueue, thread_sensitive=False)(job)
-        except Exception:
-            logger.exception("could not queue background tool %s of tenant %s", tool.name, ctx.tenant.slug)
-            await runs.close_run(
-                job["id"], (runs.QUEUED,), ToolRun.Status.NOT_STARTED, "The broker did not accept the job."
-            )
-            return not_queued
-        loop = asyncio.get_running_loop()
-        start_seconds = start_wait_seconds(tool)
-        deadline = loop.time() + start_seconds
-        alive_until = deadline  # moved on by every sign of a started worker
-        notice_at: float | None = loop.time() + WAITING_NOTICE_SECONDS
-        started = False
-        while True:
-            if receiver is None:
-                # One receive at a time, never cancelled on a timeout: channels_redis drops the
-                # channel's buffered messages when a receive is cancelled.
-                receiver = loop.create_task(layer.receive(channel))
-            # While this process waits for the client, the worker waits too: only its silence counts.
-            until = alive_until if asks else min(deadline, alive_until)
-            if notice_at is not None and not started:
-                if loop.time() >= notice_at:
-                    notice_at = None
-                    await _tell_waiting(ctx, tool, start_seconds)
-                    continue
-                until = min(until, notice_at)
-            wait = max(0.0, until - loop.time())
-            done, _ = await asyncio.wait({receiver, *asks}, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
-            if not done and not started and notice_at is not None and loop.time() < deadline:
-                continue  # the moment to tell the caller it waits (above)
-            if not done and started and (asks or loop.time() < deadline) and await _still_alive(job["id"]):
-                alive_until = loop.time() + ALIVE_KEY_SECONDS
-                continue  # quiet, not dead: its worker beat within ALIVE_KEY_SECONDS
-            if not done and started and (asks or loop.time() < deadline):
-                silent = settings.MCP_BACKGROUND_LIVENESS_SECONDS
-                await asyncio.shield(request_cancel(job["id"]))
-                await asyncio.shield(
-                    runs.close_run(
-                        job["id"],
-                        (runs.RUNNING,),
-                        ToolRun.Status.LOST,
-                        f"The worker sent no sign of life for {silent:g} s (it died or hangs); nothing was retried.",
-                    )
-                )
-                return error_result(
-                    f"The worker running tool {tool.name!r} stopped answering (no sign of life for {silent:g} s); "
-                    "it may have died. The call was not retried: check its effects before calling again."
-                )
-            if not done:
-                await asyncio.shield(request_cancel(job["id"]))
-                if not started:
-                    await asyncio.shield(
-                        runs.close_run(
-                            job["id"],
-                            (runs.QUEUED,),
-                            ToolRun.Status.NOT_STARTED,
-                            f"No worker started it within {start_seconds:g} s.",
-                        )
-                    )
-                    return error_result(
-                        f"No worker started tool {tool.name!r} within {start_seconds:g} seconds. "
-                        "The workers are down or busy; the call did not run. Try again later."
-                    )
-                await asyncio.shield(
-                    runs.close_run(
-                        job["id"],
-                        (runs.RUNNING,),
-                        ToolRun.Status.LOST,
-                        "The worker stopped answering; the caller gave up.",
-                    )
-                )
-                return error_result(f"The worker running tool {tool.name!r} stopped answering.")
-            for asked in done - {receiver}:
-                asks.discard(asked)
-                asked.result()  # InputRequired / MissingCapability end the call; the worker knows
-                deadline = max(deadline, loop.time() + REPLY_GRACE_SECONDS)
-            if receiver not in done:
-                continue
-            event, receiver = receiver.result(), None
-            if event.get("job") != job["id"]:
-                continue
-            kind = event.get("type")
-            if started:
-                alive_until = loop.time() + settings.MCP_BACKGROUND_LIVENESS_SECONDS
-            if kind == "mcp.job.started" and not started:
-                started = True
-                deadline = loop.time() + tool.timeout_seconds + REPLY_GRACE_SECONDS
-                alive_until = loop.time() + settings.MCP_BACKGROUND_LIVENESS_SECONDS
-            elif kind == "mcp.job.emit" and isinstance(event.get("message"), dict):
-                message = event["message"]
-                await ctx.emit(message)
-                if message.get("method") == "notifications/progress" and isinstance(
-                    message.get("params"), dict
-                ):
-                    await runs.note_progress(job["id"], message["params"])  # the admin's live view
-            elif kind == "mcp.job.ask":
-                asks.add(loop.create_task(_relay_ask(ask, job["id"], event)))
-            elif kind == "mcp.job.result":
-                result = event.get("result")
-                if not isinstance(result, dict):
-                    return error_result(f"Tool {tool.name!r} failed with an internal error.")
-                return result
-    except asyncio.CancelledError:
-        await asyncio.shield(request_cancel(job["id"]))
-        # A running job records its own end when the worker stops it.
-        await asyncio.shield(
-            runs.close_run(
-                job["id"], (runs.QUEUED,), ToolRun.Status.CANCELLED, "Cancelled before a worker started it."
-            )
-        )
-        raise
-    finally:
-        for task in (receiver, *asks):
-            if task is not None:
-                task.cancel()
+    return await _Relay(ctx, tool, ask, job, layer).run(row_exists=job_id is not None)
