@@ -8,7 +8,7 @@ from typing import Any
 
 from celery import shared_task, signals
 
-from mcp_app.background import presence, relay, worker
+from mcp_app.background import contract, presence, worker
 from mcp_app.infra import redis_client
 from tenants import wall
 
@@ -48,7 +48,7 @@ def _loop() -> asyncio.AbstractEventLoop:
     return loop
 
 
-@shared_task(name=relay.TASK_NAME, ignore_result=True)
+@shared_task(name=contract.TASK_NAME, ignore_result=True)
 def run_tool_job(job: dict[str, Any]) -> str:
     """Run one background tool call (see mcp_app.background.relay); what became of it is the task's return value."""
     loop = _loop()

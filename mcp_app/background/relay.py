@@ -1,9 +1,13 @@
 """Background tools: a `tools/call` of a tool with execution "background" runs on a Celery worker.
 
+Longer than 400 lines: the job it builds, the questions it relays and the phases of the wait are one
+side of a run, read together (what the worker side shares with it is in background/contract.py).
+
 The server process that received the call (any Daphne process):
   1. opens a channel-layer channel of its own for the job's replies;
-  2. enqueues the Celery task `mcp_app.run_tool_job` (by name; mcp_app.background.job) with a JSON job: what a worker needs to rebuild the
-     request's context (tenant, tool id, arguments, progress token, log level, caller);
+  2. enqueues the Celery task `mcp_app.run_tool_job` (by name; background.job) with a JSON job: what
+     a worker needs to rebuild the request's context (tenant, tool id, arguments, progress token,
+     log level, caller);
   3. relays the replies: notifications (progress, log messages) go to `ctx.emit`, that is to the
      request's SSE stream; the result ends the wait and goes through the same checks as an inline
      result (output schema, shaping) in `protocol.tools`.
@@ -18,22 +22,14 @@ sets the job's cancel key in Redis on its way out. The worker polls that key, se
 `ctx.cancelled` event and, if the handler does not return soon, cancels it. A cancelled job sends
 no result (UT-10).
 
-Deadlines, so nothing runs that nobody waits for and no caller waits forever:
-  - a worker must start the job within the tool's `worker_wait_seconds` (blank: MCP_BACKGROUND_START_SECONDS)
-    of its enqueueing; a caller still waiting after WAITING_NOTICE_SECONDS is told so (a progress
-    notification "Waiting for a worker", AMB-114); at the bound it gets an isError result naming the
-    wait, and a worker that picks the job up later drops it;
-  - once started, the worker enforces the tool's timeout (the same funnel as inline tools) and the
-    server waits that long plus REPLY_GRACE_SECONDS before reporting a worker that stopped answering;
-  - meanwhile the worker leaves a sign of life in Redis every HEARTBEAT_SECONDS (a key, not a reply:
-    replies are for what the client sees); after MCP_BACKGROUND_LIVENESS_SECONDS without a reply the
-    server looks at that key, and again every ALIVE_KEY_SECONDS while it is there: a worker killed
-    mid-run (or hung) is noticed within the bound plus ALIVE_KEY_SECONDS; the run is marked lost and
-    the caller gets an isError result then. Nothing is retried: the claimed row keeps a redelivered job
-    (Celery's late acknowledgement) from running twice.
+Deadlines, so nothing runs that nobody waits for and no caller waits forever: a worker must start
+the job within the tool's `worker_wait_seconds` (blank: MCP_BACKGROUND_START_SECONDS), the job
+carries that expiry and a worker that receives it later drops it; once started, the worker enforces
+the tool's timeout (the inline funnel) and leaves a sign of life in Redis every HEARTBEAT_SECONDS (a
+key, not a reply: replies are for what the client sees). This side is a small state machine (Phase,
+_Relay): its phases, each with one deadline, and every way a relayed run ends are listed there.
+Nothing is retried: the claimed row keeps a redelivered job (Celery's late ack) from running twice.
 Progress is best effort (a full reply channel drops it); the result is retried until it is taken.
-The relay is a small state machine (Phase, _Relay): its phases, their one deadline each, and every
-way a relayed run ends are listed there.
 
 Every background call has a ToolRun row (the admin lists them): the server creates it (queued),
 a worker claims it (queued → running: a job whose row moved on, because its caller gave up or
@@ -42,6 +38,7 @@ started, lost). Rows older than MCP_TOOL_RUN_RETENTION_DAYS are deleted now and 
 
 Without a broker (embedded defaults), MCP_BACKGROUND_TOOLS is "inline": the same tools run in the
 server process, exactly as inline tools do, without ToolRun rows.
+
 """
 
 from __future__ import annotations
@@ -61,7 +58,7 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from mcp_app.background import presence, runs
+from mcp_app.background import contract, presence, runs
 from mcp_app.core.context import Asker, RequestContext
 from mcp_app.core.errors import HandlerError, InputRequired, MissingCapability, error_result
 from mcp_app.core.notifications import progress
@@ -72,26 +69,6 @@ from mcp_app.models import ToolRun
 logger = logging.getLogger(__name__)
 
 BACKGROUND = "background"
-TASK_NAME = "mcp_app.run_tool_job"
-# How long past a started job's tool timeout the server waits for the worker's answer.
-REPLY_GRACE_SECONDS = 10.0
-# How often a worker running a job tells the waiting server it is alive.
-HEARTBEAT_SECONDS = 1.0
-# How long a worker's last beat stays readable in Redis: a dead worker's key is gone this long after
-# its last beat, and a quiet run's server looks again this often.
-ALIVE_KEY_SECONDS = 2
-# How often a worker checks whether its job was cancelled.
-CANCEL_POLL_SECONDS = 0.2
-# How long a cancelled handler may take to return after its `cancelled` event is set.
-CANCEL_GRACE_SECONDS = 2.0
-# How long a worker keeps retrying a result the server's reply channel cannot take (full).
-RESULT_SEND_SECONDS = 30.0
-CANCEL_KEY_TTL = 3600
-# A job's cancel key holds who cancelled it: the client, or an operator in the admin ("admin:<name>").
-CANCELLED_BY_CLIENT = "1"
-CANCELLED_IN_ADMIN = "admin:"
-# How long a worker blocks on Redis at a time for an answer, between checks for a cancellation.
-ANSWER_POLL_SECONDS = 0.5
 # A call not started by a worker this long after its enqueueing tells its caller it waits for one
 # (a free worker starts a job in milliseconds).
 WAITING_NOTICE_SECONDS = 1.0
@@ -112,25 +89,13 @@ def runs_in_background(tool: ToolDef) -> bool:
     return tool.execution == BACKGROUND and enabled()
 
 
-def cancel_key(job_id: str) -> str:
-    return f"mcp:job:{job_id}:cancelled"
-
-
-def alive_key(job_id: str) -> str:
-    return f"mcp:job:{job_id}:alive"
-
-
 async def _still_alive(job_id: str) -> bool:
     """Whether the worker beat within ALIVE_KEY_SECONDS (its channel messages may have been dropped)."""
     try:
-        return bool(await redis_client.client().exists(alive_key(job_id)))
+        return bool(await redis_client.client().exists(contract.alive_key(job_id)))
     except Exception:
         logger.warning("could not read the sign of life of background job %s", job_id, exc_info=True)
         return False
-
-
-def answer_key(job_id: str, ask_id: str) -> str:
-    return f"mcp:job:{job_id}:answer:{ask_id}"
 
 
 def _job(
@@ -163,7 +128,7 @@ def _job(
 def _enqueue(job: dict[str, Any]) -> None:
     # By name: the caller side never imports the worker side (mcp_app.background.job).
     current_app.send_task(
-        TASK_NAME,
+        contract.TASK_NAME,
         args=[job],
         task_id=job["id"],
         queue=settings.MCP_BACKGROUND_QUEUE,
@@ -172,37 +137,13 @@ def _enqueue(job: dict[str, Any]) -> None:
     )
 
 
-async def request_cancel(job_id: str) -> None:
-    """Tell the worker (whichever runs it, now or later) to stop the job."""
-    try:
-        await redis_client.client().set(cancel_key(job_id), CANCELLED_BY_CLIENT, ex=CANCEL_KEY_TTL)
-    except Exception:
-        logger.exception("could not cancel background job %s", job_id)
-
-
-def cancel_from_admin(job_id: str, who: str) -> None:
-    """An operator stops a run: its worker stops it (now, or when it picks it up) and tells the caller.
-
-    Unlike a client's cancellation, the caller is still waiting, so it gets an isError result that
-    says who stopped the run (background/worker.py). Raises when Redis cannot be reached.
-    """
-    redis_client.sync_client().set(cancel_key(job_id), f"{CANCELLED_IN_ADMIN}{who}", ex=CANCEL_KEY_TTL)
-
-
-def admin_canceller(value: str | None) -> str | None:
-    """Who cancelled a job in the admin, from its cancel key's value; None for a client's cancellation."""
-    if value and value.startswith(CANCELLED_IN_ADMIN):
-        return value[len(CANCELLED_IN_ADMIN) :] or "an operator"
-    return None
-
-
 async def _answer(job_id: str, ask_id: str, answer: dict[str, Any]) -> None:
-    key = answer_key(job_id, ask_id)
+    key = contract.answer_key(job_id, ask_id)
     try:
         async with redis_client.client().pipeline(transaction=True) as pipe:
             pipe.rpush(key, json.dumps(answer))
             # Outlives any wait of the worker's; a worker that died never takes it.
-            pipe.expire(key, int(settings.MCP_ASK_TIMEOUT_SECONDS + REPLY_GRACE_SECONDS) + 60)
+            pipe.expire(key, int(settings.MCP_ASK_TIMEOUT_SECONDS + contract.REPLY_GRACE_SECONDS) + 60)
             await pipe.execute()
     except Exception:
         # The worker's wait ends with the tool's timeout.
@@ -360,7 +301,7 @@ class _Relay:
             self.notice_at = now + WAITING_NOTICE_SECONDS
             return await self._relay()
         except asyncio.CancelledError:
-            await asyncio.shield(request_cancel(self.id))
+            await asyncio.shield(contract.request_cancel(self.id))
             # A running job records its own end when the worker stops it.
             await asyncio.shield(
                 runs.close_run(
@@ -411,7 +352,7 @@ class _Relay:
                     return await self._gave_up()
                 if await _still_alive(self.id):
                     # Quiet, not dead: its worker beat within ALIVE_KEY_SECONDS; look again then.
-                    self.silent_at = self.loop.time() + ALIVE_KEY_SECONDS
+                    self.silent_at = self.loop.time() + contract.ALIVE_KEY_SECONDS
                     return None
                 if self._past_reply_bound():  # it passed while Redis answered
                     return await self._gave_up()
@@ -424,7 +365,7 @@ class _Relay:
         """A question the client answered (or could not): the worker has what came of it."""
         self.asks.discard(asked)
         asked.result()  # InputRequired / MissingCapability end the call; the worker knows
-        self.reply_by = max(self.reply_by, self.loop.time() + REPLY_GRACE_SECONDS)
+        self.reply_by = max(self.reply_by, self.loop.time() + contract.REPLY_GRACE_SECONDS)
         if self.phase is Phase.ASKING and not self.asks:
             self.phase = Phase.RUNNING
 
@@ -438,7 +379,7 @@ class _Relay:
         match event.get("type"):
             case "mcp.job.started" if self.phase in (Phase.QUEUED, Phase.WAITING):
                 now = self.loop.time()
-                self.reply_by = now + self.tool.timeout_seconds + REPLY_GRACE_SECONDS
+                self.reply_by = now + self.tool.timeout_seconds + contract.REPLY_GRACE_SECONDS
                 self.silent_at = now + settings.MCP_BACKGROUND_LIVENESS_SECONDS
                 self.phase = Phase.ASKING if self.asks else Phase.RUNNING
             case "mcp.job.emit" if isinstance(event.get("message"), dict):
@@ -460,7 +401,7 @@ class _Relay:
         return None
 
     async def _not_started(self) -> dict[str, Any]:
-        await asyncio.shield(request_cancel(self.id))
+        await asyncio.shield(contract.request_cancel(self.id))
         await asyncio.shield(
             runs.close_run(
                 self.id,
@@ -476,7 +417,7 @@ class _Relay:
 
     async def _lost(self) -> dict[str, Any]:
         silent = settings.MCP_BACKGROUND_LIVENESS_SECONDS
-        await asyncio.shield(request_cancel(self.id))
+        await asyncio.shield(contract.request_cancel(self.id))
         await asyncio.shield(
             runs.close_run(
                 self.id,
@@ -491,7 +432,7 @@ class _Relay:
         )
 
     async def _gave_up(self) -> dict[str, Any]:
-        await asyncio.shield(request_cancel(self.id))
+        await asyncio.shield(contract.request_cancel(self.id))
         await asyncio.shield(
             runs.close_run(
                 self.id,

@@ -20,7 +20,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from channels.exceptions import ChannelFull
 
-from mcp_app.background import presence, relay, worker
+from mcp_app.background import contract, presence, worker
 from mcp_app.core.context import RequestContext
 from mcp_app.handlers.python import register
 from mcp_app.infra import redis_client
@@ -142,7 +142,7 @@ async def test_a_call_no_worker_starts_gets_an_is_error_result_and_a_late_worker
     assert result["isError"] is True
     assert result["content"][0]["text"].startswith("No worker started tool 'bg_count' within 0.5 seconds.")
     job = await take_job(celery_mode)
-    assert await redis_client.client().exists(relay.cancel_key(job["id"]))
+    assert await redis_client.client().exists(contract.cancel_key(job["id"]))
     run = await run_of(job["id"])
     assert (run.status, run.started_at) == ("not_started", None)
     assert run.detail == "No worker started it within 0.5 s."
