@@ -30,7 +30,7 @@ from health_check.exceptions import ServiceUnavailable
 from health_check.views import HealthCheckView
 
 from mcp_app.background import presence
-from mcp_app.background import server as background
+from mcp_app.background import relay as background
 from mcp_app.infra import redis_client
 
 logger = logging.getLogger(__name__)

@@ -304,7 +304,7 @@ class McpSession(models.Model):
 
 
 class ToolRun(models.Model):
-    """One background execution of a tool (mcp_app.background.server): when it was queued, ran, and how it ended.
+    """One background execution of a tool (mcp_app.background.relay): when it was queued, ran, and how it ended.
 
     The row is also the arbiter between the waiting server and a worker: a worker starts a job only
     by moving its row from queued to running, so a job the caller gave up on never runs.

@@ -271,7 +271,7 @@ CELERY_TASK_ALWAYS_EAGER = _env_bool(
 )
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-# Background tools (mcp_app.background.server): "celery" sends them to workers, "inline" runs them in the server
+# Background tools (mcp_app.background.relay): "celery" sends them to workers, "inline" runs them in the server
 # process. Workers need the broker and the Redis channel layer (their replies travel through it).
 MCP_BACKGROUND_TOOLS = os.environ.get("MCP_BACKGROUND_TOOLS") or (
     "celery" if REDIS_URL and not CELERY_TASK_ALWAYS_EAGER else "inline"

@@ -8,7 +8,7 @@ from typing import Any
 
 from celery import shared_task, signals
 
-from mcp_app.background import presence, server, worker
+from mcp_app.background import contract, presence, worker
 from mcp_app.infra import redis_client
 from tenants import wall
 
@@ -48,9 +48,9 @@ def _loop() -> asyncio.AbstractEventLoop:
     return loop
 
 
-@shared_task(name=server.TASK_NAME, ignore_result=True)
+@shared_task(name=contract.TASK_NAME, ignore_result=True)
 def run_tool_job(job: dict[str, Any]) -> str:
-    """Run one background tool call (see mcp_app.background.server); what became of it is the task's return value."""
+    """Run one background tool call (see mcp_app.background.relay); what became of it is the task's return value."""
     loop = _loop()
     asyncio.set_event_loop(loop)
     with wall.tenant(job["tenant_id"]):  # the job's task and its threads see its tenant's rows only

@@ -1,10 +1,12 @@
-"""The worker side of background tools: run one job a Celery worker received (see background.server).
+"""The worker side of background tools: run one job a Celery worker received (see background.relay).
+
+What both sides share (the task name, the job's Redis keys, the timings) is background.contract.
 
 The job carries what is needed to rebuild the caller's request context; the tool is looked up again
 (by tenant, name and id), so an edit or removal since the call is seen. The run goes through the same
 funnel as an inline call (handlers.registry.run_inline: timeout, error results); replies go back on
 the caller's channel. A handler's question goes back on it too, and the handler waits for the answer
-the server pushes onto the question's Redis list (background.server): the client's answer, an error
+the server pushes onto the question's Redis list (background.relay): the client's answer, an error
 it raises as a ToolError, or the end of a 2026-07-28 round (the call has returned its question).
 """
 
@@ -27,7 +29,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from mcp_app import catalog as catalogs
-from mcp_app.background import runs, server
+from mcp_app.background import contract, runs
 from mcp_app.core.context import ASK_TOGETHER, Asker, RequestContext, SessionState, resources_of
 from mcp_app.core.errors import AskOutcome, InputRequired, MissingCapability, ToolError, error_result
 from mcp_app.core.types import Catalog, TenantInfo, ToolDef
@@ -57,7 +59,7 @@ class _Replies:
 
     async def reliably(self, kind: str, **fields: Any) -> bool:
         """Send a reply that must not be dropped, retrying a full channel; False if it never got through."""
-        deadline = time.monotonic() + server.RESULT_SEND_SECONDS
+        deadline = time.monotonic() + contract.RESULT_SEND_SECONDS
         delay = 0.05
         while True:
             try:
@@ -77,13 +79,13 @@ class _Replies:
 async def _answer_to(job_id: str, ask_id: str, cancelled: asyncio.Event) -> dict[str, Any]:
     """What the server pushed for one question; a cancellation or a server that never answers ends the wait."""
     redis = redis_client.client()
-    key = server.answer_key(job_id, ask_id)
+    key = contract.answer_key(job_id, ask_id)
     # The server's asker gives up on the client after MCP_ASK_TIMEOUT_SECONDS and says so.
-    deadline = time.monotonic() + settings.MCP_ASK_TIMEOUT_SECONDS + server.REPLY_GRACE_SECONDS
+    deadline = time.monotonic() + settings.MCP_ASK_TIMEOUT_SECONDS + contract.REPLY_GRACE_SECONDS
     while not cancelled.is_set():
         if time.monotonic() > deadline:
             raise ToolError("The server did not pass on the client's answer in time.")
-        popped = await redis.blpop([key], timeout=server.ANSWER_POLL_SECONDS)
+        popped = await redis.blpop([key], timeout=contract.ANSWER_POLL_SECONDS)
         if popped is not None:
             answer = json.loads(popped[1])
             return answer if isinstance(answer, dict) else {}
@@ -160,19 +162,19 @@ async def _watch_cancel(
     """Poll for a cancellation (its key's value goes to `by`), and leave a sign of life in Redis every
     HEARTBEAT_SECONDS."""
     redis = redis_client.client()
-    next_beat = time.monotonic() + server.HEARTBEAT_SECONDS
+    next_beat = time.monotonic() + contract.HEARTBEAT_SECONDS
     while not handler.done():
-        await asyncio.sleep(server.CANCEL_POLL_SECONDS)
+        await asyncio.sleep(contract.CANCEL_POLL_SECONDS)
         if time.monotonic() >= next_beat:
-            next_beat = time.monotonic() + server.HEARTBEAT_SECONDS
+            next_beat = time.monotonic() + contract.HEARTBEAT_SECONDS
             try:
                 # A key the waiting server reads when the run has been quiet, not a reply: a message a
                 # second per run filled a busy Daphne's reply channel (and a dropped beat looked dead).
-                await redis.set(server.alive_key(job_id), "1", ex=server.ALIVE_KEY_SECONDS)
+                await redis.set(contract.alive_key(job_id), "1", ex=contract.ALIVE_KEY_SECONDS)
             except Exception as exc:  # keep running and polling; the next beat may get through
                 logger.warning("job %s: could not leave a sign of life: %r", job_id, exc)
         try:
-            value = await redis.get(server.cancel_key(job_id))
+            value = await redis.get(contract.cancel_key(job_id))
             if value is not None:
                 by.append(value)
                 break
@@ -183,7 +185,7 @@ async def _watch_cancel(
     logger.info("job %s cancelled", job_id)
     cancelled.set()
     with contextlib.suppress(TimeoutError, asyncio.CancelledError):
-        async with asyncio.timeout(server.CANCEL_GRACE_SECONDS):
+        async with asyncio.timeout(contract.CANCEL_GRACE_SECONDS):
             await asyncio.shield(handler)
     handler.cancel()
 
@@ -244,10 +246,10 @@ async def work(job: dict[str, Any]) -> str:
             "A worker received it after its caller gave up.",
         )
         return "expired"
-    cancelled_by = await redis_client.client().get(server.cancel_key(job_id))
+    cancelled_by = await redis_client.client().get(contract.cancel_key(job_id))
     if cancelled_by is not None:
         logger.info("job %s (tool %s) dropped: cancelled before it started", job_id, job["tool_name"])
-        operator = server.admin_canceller(cancelled_by)
+        operator = contract.admin_canceller(cancelled_by)
         detail = f"Cancelled in the admin by {operator} before it started." if operator else ""
         await runs.close_run(
             job_id,
@@ -311,7 +313,7 @@ async def work(job: dict[str, Any]) -> str:
     elapsed = time.monotonic() - started
     if cancelled.is_set():
         logger.info("job %s (tool %s) stopped after %.2f s: cancelled", job_id, tool.name, elapsed)
-        operator = server.admin_canceller(cancelled_by[0] if cancelled_by else None)
+        operator = contract.admin_canceller(cancelled_by[0] if cancelled_by else None)
         who = f"in the admin by {operator}" if operator else "by the client"
         await runs.close_run(
             job_id, (runs.RUNNING,), ToolRun.Status.CANCELLED, f"Cancelled {who} after {elapsed:.1f} s."

@@ -28,7 +28,7 @@ class ToolDef:
     timeout_seconds: int = 30
     # OAuth tenants: a scope the token must hold, besides mcp:tools, to call the tool ("" = none).
     required_scope: str = ""
-    # "inline" (in the server process) or "background" (a Celery worker, mcp_app.background.server).
+    # "inline" (in the server process) or "background" (a Celery worker, mcp_app.background.relay).
     execution: str = "inline"
     # Background: how long a call waits for a worker to start it; None: MCP_BACKGROUND_START_SECONDS.
     worker_wait_seconds: int | None = None

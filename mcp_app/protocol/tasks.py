@@ -36,8 +36,8 @@ from channels.db import database_sync_to_async
 from django.utils import timezone
 
 from mcp_app import notify
-from mcp_app.background import runs
-from mcp_app.background import server as background
+from mcp_app.background import contract, runs
+from mcp_app.background import relay as background
 from mcp_app.core.context import RequestContext
 from mcp_app.core.errors import error_result
 from mcp_app.core.types import Catalog, ToolDef
@@ -254,7 +254,7 @@ def cancel_by_operator(row: ToolRun, who: str) -> None:
     if row.task_id:
         cancel_from_admin(row, who)
     else:
-        background.cancel_from_admin(row.job_id, who)
+        contract.cancel_from_admin(row.job_id, who)
 
 
 # --- Shapes ---------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import logging
 from typing import Any
 
 from mcp_app import catalog as catalogs
-from mcp_app.background import server as background
+from mcp_app.background import relay as background
 from mcp_app.core.context import RequestContext, resources_of
 from mcp_app.core.errors import InputRequired, MissingCapability, error_result
 from mcp_app.core.mcp_headers import check_param_headers

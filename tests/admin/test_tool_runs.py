@@ -9,8 +9,7 @@ from asgiref.sync import sync_to_async
 from django.urls import reverse
 from django.utils import timezone
 
-from mcp_app.background import runs
-from mcp_app.background import server as background
+from mcp_app.background import contract, runs
 from mcp_app.infra import redis_client
 from mcp_app.models import ToolRun
 
@@ -133,8 +132,8 @@ def test_an_editor_cancels_a_running_run_and_its_worker_is_told_who(client, alic
     client.force_login(alice)
     response = client.post(reverse("admin:mcp_app_toolrun_cancel", args=[running.pk]), follow=True)
     assert "Cancellation sent" in response.content.decode()
-    value = redis_client.sync_client().get(background.cancel_key(running.job_id))
-    assert background.admin_canceller(value) == "alice"
+    value = redis_client.sync_client().get(contract.cancel_key(running.job_id))
+    assert contract.admin_canceller(value) == "alice"
 
 
 @pytest.mark.services(reason="progress is kept in Redis")

@@ -1,4 +1,4 @@
-"""Background tools (mcp_app.background.server), driven through the dispatcher.
+"""Background tools (mcp_app.background.relay), driven through the dispatcher.
 
 With `MCP_BACKGROUND_TOOLS=inline` (embedded defaults) they run in the server process. With
 "celery", the server side enqueues a real Celery message on the Redis broker and waits on the
@@ -19,8 +19,10 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 from channels.exceptions import ChannelFull
+from channels.layers import get_channel_layer
 
-from mcp_app.background import presence, server, worker
+from mcp_app import catalog as catalogs
+from mcp_app.background import contract, presence, relay, runs, worker
 from mcp_app.core.context import RequestContext
 from mcp_app.handlers.python import register
 from mcp_app.infra import redis_client
@@ -142,7 +144,7 @@ async def test_a_call_no_worker_starts_gets_an_is_error_result_and_a_late_worker
     assert result["isError"] is True
     assert result["content"][0]["text"].startswith("No worker started tool 'bg_count' within 0.5 seconds.")
     job = await take_job(celery_mode)
-    assert await redis_client.client().exists(server.cancel_key(job["id"]))
+    assert await redis_client.client().exists(contract.cancel_key(job["id"]))
     run = await run_of(job["id"])
     assert (run.status, run.started_at) == ("not_started", None)
     assert run.detail == "No worker started it within 0.5 s."
@@ -525,3 +527,130 @@ async def test_a_quiet_run_is_not_called_lost_while_its_worker_beats_even_if_no_
     assert await worker.work(await take_job(celery_mode)) == "done"
     result = await asyncio.wait_for(call, 5)
     assert not result.get("isError"), result["content"]
+
+
+# --- the relay's ends no worker above reaches: a worker played by hand on the run's reply channel ----
+
+
+async def played_by_hand(queue: str) -> dict[str, Any]:
+    """Take the job off the broker and be its worker: claim its row and say it started."""
+    job = await take_job(queue)
+    assert await sync_to_async(runs.claim)(job["id"], "by-hand@test")
+    await get_channel_layer().send(job["reply_to"], {"type": "mcp.job.started", "job": job["id"]})
+    return job
+
+
+async def beat_until(job_id: str, call: asyncio.Task) -> None:
+    """Leave the signs of life a live worker leaves (the alive key), until the call ends."""
+    while not call.done():
+        await redis_client.client().set(contract.alive_key(job_id), "1", ex=contract.ALIVE_KEY_SECONDS)
+        await asyncio.sleep(0.2)
+
+
+@pytest.mark.services
+async def test_a_call_whose_row_cannot_be_written_is_not_queued(celery_mode, background_tool, monkeypatch):
+    def no_database(job: dict[str, Any]) -> None:
+        raise RuntimeError("the database is away")
+
+    monkeypatch.setattr(runs, "record_queued", no_database)
+    ctx = make_ctx(background_tool.tenant, progress_token="p1")
+    result = await asyncio.wait_for(result_of(ctx, "tools/call", call_params(2, 0)), 10)
+    assert result["isError"] is True
+    assert (
+        result["content"][0]["text"] == "Tool 'bg_count' could not be queued for a worker. Try again later."
+    )
+    assert await redis_client.client().llen(celery_mode) == 0  # nothing was sent to a worker
+
+
+@pytest.mark.services
+async def test_a_call_the_broker_refuses_is_not_queued_and_its_row_says_so(
+    celery_mode, background_tool, monkeypatch
+):
+    def refused(job: dict[str, Any]) -> None:
+        raise ConnectionError("the broker refused the connection")
+
+    monkeypatch.setattr(relay, "_enqueue", refused)
+    ctx = make_ctx(background_tool.tenant, progress_token="p1")
+    result = await asyncio.wait_for(result_of(ctx, "tools/call", call_params(2, 0)), 10)
+    assert result["isError"] is True
+    assert (
+        result["content"][0]["text"] == "Tool 'bg_count' could not be queued for a worker. Try again later."
+    )
+    [run] = await sync_to_async(list)(ToolRun.objects.filter(tool=background_tool))
+    assert (run.status, run.detail) == ("not_started", "The broker did not accept the job.")
+
+
+@pytest.mark.services
+async def test_a_worker_that_beats_but_never_answers_is_given_up_at_the_tools_timeout_plus_the_grace(
+    settings, celery_mode, background_tool, monkeypatch
+):
+    settings.MCP_BACKGROUND_LIVENESS_SECONDS = 0.5  # its silence is looked at often, and it seems alive
+    monkeypatch.setattr(contract, "REPLY_GRACE_SECONDS", 0.5)
+    background_tool.timeout_seconds = 1
+    await sync_to_async(background_tool.save)()
+    ctx = make_ctx(background_tool.tenant, progress_token="p1")
+    call = asyncio.create_task(result_of(ctx, "tools/call", call_params(2, 0)))
+    job = await played_by_hand(celery_mode)
+    started = time.monotonic()
+    beating = asyncio.create_task(beat_until(job["id"], call))
+    result = await asyncio.wait_for(call, 10)
+    await beating
+    assert 1.4 <= time.monotonic() - started < 5
+    assert result["isError"] is True
+    assert result["content"][0]["text"] == "The worker running tool 'bg_count' stopped answering."
+    run = await run_of(job["id"])
+    assert (run.status, run.detail) == ("lost", "The worker stopped answering; the caller gave up.")
+    assert await redis_client.client().exists(contract.cancel_key(job["id"]))  # a hung worker stops
+
+
+@pytest.mark.services
+async def test_a_result_that_is_not_an_object_ends_the_relayed_run_with_an_internal_error_and_other_jobs_replies_are_ignored(
+    celery_mode, background_tool
+):
+    # The relay itself, not through protocol.tools, which would catch a malformed result again.
+    ctx = make_ctx(background_tool.tenant, progress_token="p1")
+    tool = (await catalogs.get_catalog(background_tool.tenant_id)).tools_by_name["bg_count"]
+    call = asyncio.create_task(relay.run(ctx, tool, {"n": 2, "delay": 0}, ctx.ask))
+    job = await played_by_hand(celery_mode)
+    layer = get_channel_layer()
+    stray = {"content": [{"type": "text", "text": "not this call's"}]}
+    await layer.send(job["reply_to"], {"type": "mcp.job.result", "job": "another-job", "result": stray})
+    await layer.send(
+        job["reply_to"], {"type": "mcp.job.result", "job": job["id"], "result": ["not", "an object"]}
+    )
+    assert await asyncio.wait_for(call, 10) == {
+        "content": [{"type": "text", "text": "Tool 'bg_count' failed with an internal error."}],
+        "isError": True,
+    }
+
+
+@pytest.mark.services
+async def test_while_the_client_is_asked_only_the_workers_silence_ends_the_wait_and_an_answer_leaves_the_grace(
+    settings, celery_mode, asking_tool, monkeypatch
+):
+    # The reply bound (timeout 1 s + grace 1.5 s) passes while the person thinks; the run goes on,
+    # and the answer leaves the worker the grace (1.5 s) to reply: it takes 0.5 s.
+    settings.MCP_BACKGROUND_LIVENESS_SECONDS = 0.5
+    monkeypatch.setattr(contract, "REPLY_GRACE_SECONDS", 1.5)
+    asking_tool.timeout_seconds = 1
+    await sync_to_async(asking_tool.save)()
+    recorder, call = legacy_call(asking_tool)
+    job = await played_by_hand(celery_mode)
+    beating = asyncio.create_task(beat_until(job["id"], call))
+    request = {"method": "elicitation/create", "params": {"message": "Name?", "requestedSchema": {}}}
+    await get_channel_layer().send(
+        job["reply_to"], {"type": "mcp.job.ask", "job": job["id"], "ask": "1", "request": request}
+    )
+    question = await question_on(recorder)
+    await asyncio.sleep(3.5)
+    assert not call.done()
+    await asking.deliver("sess-1", {"jsonrpc": "2.0", "id": question["id"], "result": ACCEPT})
+    popped = await redis_client.client().blpop([contract.answer_key(job["id"], "1")], timeout=5)
+    assert popped is not None and json.loads(popped[1]) == {"result": ACCEPT}
+    await asyncio.sleep(0.5)
+    done = {"content": [{"type": "text", "text": "Hello, Ada!"}]}
+    await get_channel_layer().send(
+        job["reply_to"], {"type": "mcp.job.result", "job": job["id"], "result": done}
+    )
+    assert (await asyncio.wait_for(call, 5))["content"] == done["content"]
+    await beating
