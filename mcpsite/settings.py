@@ -305,7 +305,7 @@ MCP_TOOL_RUN_RETENTION_DAYS = _env_int("MCP_TOOL_RUN_RETENTION_DAYS", 30, minimu
 # the per-minute buckets are kept this many days.
 MCP_USAGE_FLUSH_SECONDS = _env_int("MCP_USAGE_FLUSH_SECONDS", 10, minimum=0)
 MCP_USAGE_RETENTION_DAYS = _env_int("MCP_USAGE_RETENTION_DAYS", 8, minimum=1)
-# Prometheus metrics at /metrics (mcp_app/metrics.py): a bearer token, or networks allowed to scrape
+# Prometheus metrics at /metrics (mcp_app/operations/metrics.py): a bearer token, or networks allowed to scrape
 # (comma-separated CIDRs); with neither, loopback only. Past MAX_TENANTS tenants, the rest are "(other)".
 MCP_METRICS_TOKEN = os.environ.get("MCP_METRICS_TOKEN", "")
 MCP_METRICS_ALLOW = _env_list("MCP_METRICS_ALLOW", [])

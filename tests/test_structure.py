@@ -33,6 +33,10 @@ FORBIDDEN = {
     "mcp_app.oauth": ("mcp_app.transport", "mcp_app.admin", "mcp_app.protocol"),
     "mcp_app.portability": ("mcp_app.transport", "mcp_app.protocol", "mcp_app.admin", "mcp_app.api", "django.http"),
     "mcp_app.usage": ("mcp_app.transport", "mcp_app.protocol", "mcp_app.admin", "mcp_app.background"),
+    "mcp_app.history": ("mcp_app.transport", "mcp_app.protocol", "mcp_app.admin", "mcp_app.api"),
+    "mcp_app.connect": ("mcp_app.transport", "mcp_app.admin", "mcp_app.api"),
+    "mcp_app.operations": ("mcp_app.transport", "mcp_app.admin", "mcp_app.api"),
+    "mcp_app.signals": ("mcp_app.transport", "mcp_app.protocol", "mcp_app.admin", "mcp_app.api"),
     # The audit trail sits between tenants and mcp_app: mcp_app records through audit.trail.record.
     "audit": ("mcp_app", "mcpsite"),
     "tenants": ("mcp_app", "audit"),
@@ -171,6 +175,16 @@ def test_each_layer_imports_nothing_from_the_layers_above_it() -> None:
                     ):
                         broken.append(f"{MODULES[importer].relative_to(ROOT)}:{line} imports {target}")
     assert not broken, "\n".join(broken)
+
+
+# Django's conventional modules; everything else lives in a package named for what it is.
+# validation.py moves with the schema work (one JSON Schema per definition field, issue 21).
+ROOT_MODULES = {"__init__.py", "apps.py", "models.py", "validation.py"}
+
+
+def test_the_app_root_holds_only_djangos_conventional_modules() -> None:
+    loose = sorted(p.name for p in (ROOT / "mcp_app").glob("*.py") if p.name not in ROOT_MODULES)
+    assert not loose, f"modules at the mcp_app/ root that belong in a package: {loose}"
 
 
 def test_no_module_is_over_about_400_lines_without_a_reason_at_its_top() -> None:

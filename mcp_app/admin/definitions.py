@@ -1,6 +1,6 @@
 """Admin for tenant-defined tools, prompts, resources and templates, scoped by membership.
 
-Saving any of them announces the change to connected clients (mcp_app.signals).
+Saving any of them announces the change to connected clients (mcp_app/signals/definitions.py).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from typing import Any
 
 from django.conf import settings
 
-from mcp_app import catalog, notify
+from mcp_app import catalog
 from mcp_app.core.context import RequestContext, SessionState
 from mcp_app.core.versions import (
     DEFAULT_NEGOTIATED,
@@ -25,7 +25,7 @@ from mcp_app.core.versions import (
     V2025_06_18,
     V2025_11_25,
 )
-from mcp_app.infra import redis_client
+from mcp_app.infra import notify, redis_client
 from mcp_app.protocol.dispatch import METHODS
 from mcp_app.protocol.jsonrpc import (
     METHOD_NOT_FOUND,

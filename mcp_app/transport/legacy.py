@@ -17,9 +17,9 @@ from urllib.parse import parse_qs
 
 from django.conf import settings
 
-from mcp_app import notify
 from mcp_app.core.context import RequestContext, SessionState
 from mcp_app.core.versions import V2024_11_05
+from mcp_app.infra import notify
 from mcp_app.protocol.jsonrpc import (
     InternalError,
     InvalidRequest,

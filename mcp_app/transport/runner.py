@@ -15,11 +15,10 @@ import logging
 import time
 from typing import Any
 
-from mcp_app import notify
 from mcp_app.core import logs
 from mcp_app.core.context import Caller, RequestContext, SessionState
 from mcp_app.core.types import TenantInfo
-from mcp_app.infra import tracing
+from mcp_app.infra import notify, tracing
 from mcp_app.protocol import asking
 from mcp_app.protocol import dispatch as protocol
 from mcp_app.transport import drain, inflight, sessions

@@ -14,9 +14,9 @@ from typing import Any
 
 from django.conf import settings
 
-from mcp_app import notify
 from mcp_app.core.context import SessionState
 from mcp_app.core.versions import V2025_11_25
+from mcp_app.infra import notify
 from mcp_app.transport import auth, events, inflight, polling, sse, standalone, stream_slots
 from mcp_app.transport.base import McpConsumer
 from mcp_app.transport.stream_view import StreamView

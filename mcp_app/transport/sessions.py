@@ -20,10 +20,9 @@ from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
 
-from mcp_app import notify
 from mcp_app.core.context import SessionState
 from mcp_app.core.types import TenantInfo
-from mcp_app.infra import redis_client
+from mcp_app.infra import notify, redis_client
 from mcp_app.models import McpSession
 from mcp_app.protocol.jsonrpc import RequestId
 from mcp_app.transport import inflight, session_admission

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_app import notify
 from mcp_app.core.context import SessionState
+from mcp_app.infra import notify
 from mcp_app.protocol.jsonrpc import notification
 from mcp_app.transport import sessions
 

@@ -8,7 +8,7 @@ import json
 import pytest
 from asgiref.sync import sync_to_async
 
-from mcp_app import notify
+from mcp_app.infra import notify
 from mcp_app.transport import inflight
 from tests.transport.support import BOTH, Client, call, messages, open_stream
 
