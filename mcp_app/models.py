@@ -203,6 +203,11 @@ class Prompt(Definition):
         validation.clean_prompt(self)
 
 
+# Uploaded resource contents are kept in the database and sent base64-encoded to clients: the most one
+# upload may hold (the admin's form and the API check it).
+MAX_UPLOAD_BYTES = 10 * 1024 * 1024
+
+
 class Resource(Definition):
     uri = models.CharField(max_length=2000)
     name = models.CharField(max_length=200)

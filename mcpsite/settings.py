@@ -155,7 +155,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "simple_history",
     "health_check",
-    # Only its static JSONEditor build, for the admin's JSON editor (mcpsite/forms.py, AMB-70).
+    # Only its static JSONEditor build, for the admin's JSON editor (formfields/__init__.py, AMB-70).
     "django_json_widget",
     "oauth2_provider",
     # Sign-in throttling of the admin and the authorization server's login page (AXES_* below).

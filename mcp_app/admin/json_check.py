@@ -1,7 +1,7 @@
 """The JSON editor's check as you type (AMB-70): one field's value through the server's own checks.
 
 The editor POSTs the text of one field; the answer is the messages the save would show for it: the
-JSON syntax error of the shared form field (mcpsite.forms), then the field's check from
+JSON syntax error of the shared form field (formfields), then the field's check from
 mcp_app/validation.py. Nothing is saved and no tenant data is read, so any admin user may ask.
 """
 
@@ -13,9 +13,9 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponseNotAllowed, JsonResponse
 
+from formfields import PrettyJSONField
 from mcp_app import validation
 from mcp_app.content.fields import validate_annotations, validate_icons, validate_meta
-from mcpsite.forms import PrettyJSONField
 
 Check = Callable[[Any, Mapping[str, str]], None]
 
