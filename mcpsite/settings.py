@@ -529,7 +529,7 @@ OAUTH2_PROVIDER = {
     # DOT's audience check for its DRF integration: only the management API uses it, and only a
     # token whose audience is the API passes it (the MCP endpoints check theirs in mcp_app/oauth/tokens.py).
     "RESOURCE_SERVER_TOKEN_RESOURCE_VALIDATOR": "mcp_app.api.authentication.audience_covers",
-    "OAUTH2_SERVER_CLASS": "mcp_app.oauth.server.McpOAuthServer",
+    "OAUTH2_SERVER_CLASS": "mcp_app.oauth.authorization_server.McpOAuthServer",
     "OAUTH2_VALIDATOR_CLASS": "mcp_app.oauth.validators.McpOAuth2Validator",
     "APPLICATION_ADMIN_CLASS": "mcp_app.oauth.admin.ApplicationAdmin",
     # The advertised base scopes; per-tool scopes are accepted on top (mcp_app.oauth.validators).

@@ -7,16 +7,16 @@ from mcp_app.api.token_page import api_tokens
 from mcp_app.connect.page import connect_page
 from mcp_app.demo import views as demo_views
 from mcp_app.handlers.form_page import form_page
-from mcp_app.oauth.metadata import TenantResourceMetadataView
-from mcp_app.oauth.registration import RegistrationManagementView, RegistrationView
-from mcp_app.oauth.revocation import McpRevokeTokenView
-from mcp_app.oauth.server import (
+from mcp_app.oauth.authorization_server import (
     AuthorizeView,
     IntrospectView,
     McpLoginView,
     McpTokenView,
     ServerMetadataView,
 )
+from mcp_app.oauth.metadata import TenantResourceMetadataView
+from mcp_app.oauth.registration import RegistrationManagementView, RegistrationView
+from mcp_app.oauth.revocation import McpRevokeTokenView
 from mcp_app.operations.health import ReadinessView, live
 from mcp_app.operations.metrics import metrics
 from mcp_app.usage import views as usage_views

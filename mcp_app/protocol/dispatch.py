@@ -18,8 +18,7 @@ from typing import Any
 
 from mcp_app.core.context import RequestContext
 from mcp_app.core.versions import META_SERVER_INFO, is_modern
-from mcp_app.protocol import caching, completion, lifecycle, prompts, resources, tasks, tools
-from mcp_app.protocol import logging as log_level
+from mcp_app.protocol import caching, completion, lifecycle, log_level, prompts, resources, tasks, tools
 from mcp_app.protocol.jsonrpc import (
     InternalError,
     InvalidRequest,

@@ -1,7 +1,7 @@
 """Streamable HTTP: one endpoint per tenant, /t/<slug>/mcp, serving both eras.
 
 Legacy (2025-03-26 .. 2025-11-25): POST/GET/DELETE with sessions, here. Modern (2026-07-28): each
-POST is stateless, decided per request by `envelope.is_modern` and served by modern.py/listen.py;
+POST is stateless, decided per request by `envelope.is_modern_request` and served by modern.py/listen.py;
 a GET or DELETE naming a modern version gets 405, as that revision's transport page says.
 """
 
@@ -203,7 +203,7 @@ class StreamableHttpConsumer(SessionStreams, McpConsumer):
             raise HttpError(415, "Content-Type must be application/json.")
         self.caller = await auth.authenticate(self.request, self.tenant)
         body = parse_json_body(await self.read_body(self.tenant), settings.MCP_MAX_JSON_DEPTH)
-        if envelope.is_modern(body, self.request):
+        if envelope.is_modern_request(body, self.request):
             await self.handle_modern_post(body)
             return
 
