@@ -293,7 +293,7 @@ class McpSession(models.Model):
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
     )
-    # Who opened it, as transport/session_admission counts clients (user, OAuth client or address).
+    # Who opened it, as streams/session_admission counts clients (user, OAuth client or address).
     owner = models.CharField(max_length=255, blank=True, default="")
     state = models.JSONField(default=dict)
     created_at = models.DateTimeField(auto_now_add=True)

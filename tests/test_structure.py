@@ -33,6 +33,8 @@ FORBIDDEN = {
     "mcp_app.oauth": ("mcp_app.transport", "mcp_app.admin", "mcp_app.protocol"),
     "mcp_app.portability": ("mcp_app.transport", "mcp_app.protocol", "mcp_app.admin", "mcp_app.api", "django.http"),
     "mcp_app.usage": ("mcp_app.transport", "mcp_app.protocol", "mcp_app.admin", "mcp_app.background"),
+    # Cross-process session and stream state: the transport's consumers use it, never the other way.
+    "mcp_app.streams": ("mcp_app.transport", "mcp_app.admin", "mcp_app.api", "django.http"),
     "mcp_app.history": ("mcp_app.transport", "mcp_app.protocol", "mcp_app.admin", "mcp_app.api"),
     "mcp_app.connect": ("mcp_app.transport", "mcp_app.admin", "mcp_app.api"),
     "mcp_app.operations": ("mcp_app.transport", "mcp_app.admin", "mcp_app.api"),

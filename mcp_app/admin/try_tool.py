@@ -23,7 +23,7 @@ from mcp_app.core.types import TenantInfo
 from mcp_app.core.versions import LATEST, LATEST_MODERN
 from mcp_app.protocol import asking
 from mcp_app.protocol.dispatch import dispatch
-from mcp_app.transport import inflight
+from mcp_app.streams import inflight
 from mcpsite import nesting
 
 # The admin request waits at most this long; a longer call is cancelled (a worker stops it too).

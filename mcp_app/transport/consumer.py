@@ -36,21 +36,8 @@ from mcp_app.protocol.jsonrpc import (
     truncate,
     usable_id,
 )
-from mcp_app.transport import (
-    auth,
-    envelope,
-    events,
-    inflight,
-    listen,
-    modern,
-    origin,
-    polling,
-    runner,
-    session_admission,
-    sessions,
-    sse,
-    stream_slots,
-)
+from mcp_app.streams import events, inflight, polling, session_admission, sessions
+from mcp_app.transport import auth, envelope, listen, modern, origin, refusals, runner, sse
 from mcp_app.transport.base import McpConsumer
 from mcp_app.transport.exchange import Exchange
 from mcp_app.transport.session_streams import SessionStreams
@@ -238,7 +225,7 @@ class StreamableHttpConsumer(SessionStreams, McpConsumer):
         self._pending_owner = ""
         if initialize and session is None:  # counted before it is made, refused with 429 past a cap
             self._pending_owner = session_admission.client_key(self.caller, self.client_address())
-            await sessions.admit_or_refuse(self.tenant, session_id, self._pending_owner, first_id)
+            await refusals.admit_or_refuse(self.tenant, session_id, self._pending_owner, first_id)
         self._pending_session_id = session_id
         self._snapshot = runner.snapshot(session)
         exchange = Exchange(session_id, runner.run_dispatch, self.after_request, self.tenant)
@@ -275,7 +262,7 @@ class StreamableHttpConsumer(SessionStreams, McpConsumer):
             return
         await modern.authorize(self, checked, body)
         if checked.method == envelope.LISTEN:
-            async with stream_slots.held(self.tenant, None, checked.request_id):
+            async with refusals.held(self.tenant, None, checked.request_id):
                 usage.recorder().listener_opened(self.tenant.id)  # counted in memory (mcp_app.usage.live)
                 try:
                     await listen.serve(self, checked)

@@ -33,7 +33,8 @@ from mcp_app.protocol.jsonrpc import (
     UNSUPPORTED_PROTOCOL_VERSION,
     truncate,
 )
-from mcp_app.transport import auth, runner, sse, stream_slots
+from mcp_app.streams import stream_slots
+from mcp_app.transport import auth, runner, sse
 from mcp_app.transport.envelope import Envelope
 from mcp_app.transport.wire import HttpError, Request
 

@@ -21,7 +21,7 @@ from mcp_app.core.types import TenantInfo
 from mcp_app.infra import notify, tracing
 from mcp_app.protocol import asking
 from mcp_app.protocol import dispatch as protocol
-from mcp_app.transport import drain, inflight, sessions
+from mcp_app.streams import drain, inflight, sessions
 from mcp_app.usage import flush as usage_flush
 from mcp_app.usage import recorder as usage
 
@@ -69,7 +69,7 @@ async def dispatch_counted(ctx: RequestContext, message: dict[str, Any]) -> dict
     )
     is_call = "id" in message and "method" in message
     if is_call:
-        drain.request_began()  # a drain waits for it (transport/drain.py)
+        drain.request_began()  # a drain waits for it (streams/drain.py)
     try:
         try:
             response = await protocol.dispatch(ctx, message)
