@@ -104,7 +104,7 @@ async def _ignore(ctx: RequestContext, params: dict[str, Any]) -> None:
     return None
 
 
-# notifications/cancelled is acted on by the transport's in-flight registry, which owns the running
+# notifications/cancelled is acted on by the in-flight registry (streams/inflight.py), which owns the running
 # request; progress and roots/list_changed concern server-issued requests this core never sends.
 # Unknown notifications are ignored (MI-02).
 NOTIFICATIONS: dict[str, NotificationHandler] = {
