@@ -1,5 +1,5 @@
 """Events this app hooks itself: sign-in and sign-out (Django's auth signals, django-axes' lockout),
-memberships, invitations and tenant settings (their model signals). mcp_app hooks its own models (mcp_app/audit_hooks.py).
+memberships, invitations and tenant settings (their model signals). mcp_app hooks its own models (mcp_app/signals/audit_trail.py).
 
 Connected by AuditConfig.ready; each receiver has a dispatch_uid so a second import connects nothing.
 """

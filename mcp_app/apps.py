@@ -9,6 +9,6 @@ class McpAppConfig(AppConfig):
     def ready(self) -> None:
         # Inside ready(), not at the top: these modules use models, which cannot be imported while
         # Django is still populating the app registry (Django's documented place for receivers).
-        # audit_hooks: clients, consent and secrets in the audit trail; signals: edits announce list_changed.
-        from mcp_app import audit_hooks, signals  # noqa: F401, PLC0415
+        # audit_trail: clients, consent and secrets in the audit trail; definitions: edits announce list_changed.
         from mcp_app.oauth import signals as oauth_signals  # noqa: F401, PLC0415 - token caches follow revocations
+        from mcp_app.signals import audit_trail, definitions  # noqa: F401, PLC0415

@@ -203,6 +203,11 @@ class Prompt(Definition):
         checks.clean_prompt(self)
 
 
+# Uploaded resource contents are kept in the database and sent base64-encoded to clients: the most one
+# upload may hold (the admin's form and the API check it).
+MAX_UPLOAD_BYTES = 10 * 1024 * 1024
+
+
 class Resource(Definition):
     uri = models.CharField(max_length=2000)
     name = models.CharField(max_length=200)
@@ -288,7 +293,7 @@ class McpSession(models.Model):
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
     )
-    # Who opened it, as transport/session_admission counts clients (user, OAuth client or address).
+    # Who opened it, as streams/session_admission counts clients (user, OAuth client or address).
     owner = models.CharField(max_length=255, blank=True, default="")
     state = models.JSONField(default=dict)
     created_at = models.DateTimeField(auto_now_add=True)

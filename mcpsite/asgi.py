@@ -22,7 +22,7 @@ from mcp_app.transport.routing import urlpatterns as mcp_urlpatterns  # noqa: E4
 
 disable_form_parsing()  # Daphne hands bodies over raw; Twisted's form parsing is pure cost
 redact_access_log()  # a token a client put in the URL never reaches the access log
-drain_before_shutdown()  # SIGTERM: stop listening, finish calls in flight, end streams (transport/drain.py)
+drain_before_shutdown()  # SIGTERM: stop listening, finish calls in flight, end streams (streams/drain.py)
 render_pool.warm()  # the first large template must not wait for the render processes' Django start-up
 
 application = ProtocolTypeRouter(

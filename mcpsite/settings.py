@@ -155,7 +155,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "simple_history",
     "health_check",
-    # Only its static JSONEditor build, for the admin's JSON editor (mcpsite/forms.py, AMB-70).
+    # Only its static JSONEditor build, for the admin's JSON editor (formfields/__init__.py, AMB-70).
     "django_json_widget",
     "oauth2_provider",
     # Sign-in throttling of the admin and the authorization server's login page (AXES_* below).
@@ -305,7 +305,7 @@ MCP_TOOL_RUN_RETENTION_DAYS = _env_int("MCP_TOOL_RUN_RETENTION_DAYS", 30, minimu
 # the per-minute buckets are kept this many days.
 MCP_USAGE_FLUSH_SECONDS = _env_int("MCP_USAGE_FLUSH_SECONDS", 10, minimum=0)
 MCP_USAGE_RETENTION_DAYS = _env_int("MCP_USAGE_RETENTION_DAYS", 8, minimum=1)
-# Prometheus metrics at /metrics (mcp_app/metrics.py): a bearer token, or networks allowed to scrape
+# Prometheus metrics at /metrics (mcp_app/operations/metrics.py): a bearer token, or networks allowed to scrape
 # (comma-separated CIDRs); with neither, loopback only. Past MAX_TENANTS tenants, the rest are "(other)".
 MCP_METRICS_TOKEN = os.environ.get("MCP_METRICS_TOKEN", "")
 MCP_METRICS_ALLOW = _env_list("MCP_METRICS_ALLOW", [])
@@ -530,7 +530,7 @@ OAUTH2_PROVIDER = {
     # DOT's audience check for its DRF integration: only the management API uses it, and only a
     # token whose audience is the API passes it (the MCP endpoints check theirs in mcp_app/oauth/tokens.py).
     "RESOURCE_SERVER_TOKEN_RESOURCE_VALIDATOR": "mcp_app.api.authentication.audience_covers",
-    "OAUTH2_SERVER_CLASS": "mcp_app.oauth.server.McpOAuthServer",
+    "OAUTH2_SERVER_CLASS": "mcp_app.oauth.authorization_server.McpOAuthServer",
     "OAUTH2_VALIDATOR_CLASS": "mcp_app.oauth.validators.McpOAuth2Validator",
     "APPLICATION_ADMIN_CLASS": "mcp_app.oauth.admin.ApplicationAdmin",
     # The advertised base scopes; per-tool scopes are accepted on top (mcp_app.oauth.validators).

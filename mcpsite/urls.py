@@ -4,21 +4,21 @@ from django.urls import include, path, re_path
 
 from mcp_app.admin import portability as portability_admin
 from mcp_app.api.token_page import api_tokens
-from mcp_app.connect_page import connect_page
+from mcp_app.connect.page import connect_page
 from mcp_app.demo import views as demo_views
-from mcp_app.form_page import form_page
-from mcp_app.health import ReadinessView, live
-from mcp_app.metrics import metrics
-from mcp_app.oauth.metadata import TenantResourceMetadataView
-from mcp_app.oauth.registration import RegistrationManagementView, RegistrationView
-from mcp_app.oauth.revocation import McpRevokeTokenView
-from mcp_app.oauth.server import (
+from mcp_app.handlers.form_page import form_page
+from mcp_app.oauth.authorization_server import (
     AuthorizeView,
     IntrospectView,
     McpLoginView,
     McpTokenView,
     ServerMetadataView,
 )
+from mcp_app.oauth.metadata import TenantResourceMetadataView
+from mcp_app.oauth.registration import RegistrationManagementView, RegistrationView
+from mcp_app.oauth.revocation import McpRevokeTokenView
+from mcp_app.operations.health import ReadinessView, live
+from mcp_app.operations.metrics import metrics
 from mcp_app.usage import views as usage_views
 from mcpsite.views import front
 from tenants.invitation_page import invitation_page

@@ -113,7 +113,7 @@ class Tenant(models.Model):
         help_text="Largest request body in bytes (HTTP 413 above); never more than the operator's "
         "MCP_MAX_BODY_BYTES. 0: that limit.",
     )
-    # Polling (transport/polling.py, AMB-128): a long answer's SSE stream closed after this long, the
+    # Polling (streams/polling.py, AMB-128): a long answer's SSE stream closed after this long, the
     # client resuming with Last-Event-ID; for sessions of 2025-11-25 and later only.
     stream_poll_seconds = models.PositiveIntegerField(
         default=0,

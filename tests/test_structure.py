@@ -12,7 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PROJECT = ("mcp_app", "tenants", "audit", "mcpsite")
+PROJECT = ("mcp_app", "tenants", "audit", "mcpsite", "formfields")
 
 # Which packages a package must never import from (the layering of docs/architecture.md).
 FORBIDDEN = {
@@ -51,10 +51,25 @@ FORBIDDEN = {
     "mcp_app.oauth": ("mcp_app.transport", "mcp_app.admin", "mcp_app.protocol"),
     "mcp_app.portability": ("mcp_app.transport", "mcp_app.protocol", "mcp_app.admin", "mcp_app.api", "django.http"),
     "mcp_app.usage": ("mcp_app.transport", "mcp_app.protocol", "mcp_app.admin", "mcp_app.background"),
+    # Cross-process session and stream state: the transport's consumers use it, never the other way.
+    "mcp_app.streams": ("mcp_app.transport", "mcp_app.admin", "mcp_app.api", "django.http"),
+    "mcp_app.history": ("mcp_app.transport", "mcp_app.protocol", "mcp_app.admin", "mcp_app.api"),
+    "mcp_app.connect": ("mcp_app.transport", "mcp_app.admin", "mcp_app.api"),
+    "mcp_app.operations": ("mcp_app.transport", "mcp_app.admin", "mcp_app.api"),
+    "mcp_app.signals": ("mcp_app.transport", "mcp_app.protocol", "mcp_app.admin", "mcp_app.api"),
+    "mcp_app.api": ("mcp_app.admin",),
+    "mcp_app.admin": ("mcp_app.api",),
     # The audit trail sits between tenants and mcp_app: mcp_app records through audit.trail.record.
     "audit": ("mcp_app", "mcpsite"),
-    "tenants": ("mcp_app", "audit"),
+    "tenants": ("mcp_app", "audit", "mcpsite"),
+    # The bottom: the shared form fields (tenants' and mcp_app's admins) and the nesting limit.
+    "formfields": ("mcp_app", "tenants", "audit"),
+    "mcpsite.nesting": ("mcp_app", "tenants", "audit", "formfields", "mcpsite"),
 }
+
+# mcpsite/ is the top (settings, URLs, ASGI, Celery, pages, middleware): nothing below it imports it,
+# but for its leaf nesting.py (which imports nothing of the project) that every layer reads.
+SITE_LEAVES = {"mcpsite.nesting"}
 
 
 def project_files() -> list[Path]:
@@ -188,6 +203,24 @@ def test_each_layer_imports_nothing_from_the_layers_above_it() -> None:
                         target == package or target.startswith(package + ".")
                     ):
                         broken.append(f"{MODULES[importer].relative_to(ROOT)}:{line} imports {target}")
+    assert not broken, "\n".join(broken)
+
+
+# Django's conventional modules; everything else lives in a package named for what it is.
+ROOT_MODULES = {"__init__.py", "apps.py", "models.py"}
+
+
+def test_the_app_root_holds_only_djangos_conventional_modules() -> None:
+    loose = sorted(p.name for p in (ROOT / "mcp_app").glob("*.py") if p.name not in ROOT_MODULES)
+    assert not loose, f"modules at the mcp_app/ root that belong in a package: {loose}"
+
+
+def test_nothing_below_the_site_imports_it_but_its_nesting_limit() -> None:
+    broken = [
+        f"{MODULES[importer].relative_to(ROOT)}:{line} imports {target}"
+        for importer, target, line, _top in imports()
+        if target.split(".")[0] == "mcpsite" and importer.split(".")[0] != "mcpsite" and target not in SITE_LEAVES
+    ]
     assert not broken, "\n".join(broken)
 
 

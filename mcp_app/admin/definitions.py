@@ -1,6 +1,6 @@
 """Admin for tenant-defined tools, prompts, resources and templates, scoped by membership.
 
-Saving any of them announces the change to connected clients (mcp_app.signals).
+Saving any of them announces the change to connected clients (mcp_app/signals/definitions.py).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from django.template.defaultfilters import truncatechars
 from django.urls import path, reverse
 from django.utils.timezone import localtime
 
+from formfields import json_formfield
 from mcp_app.admin import json_check
 from mcp_app.admin.forms import (
     ResourceAdminForm,
@@ -25,7 +26,6 @@ from mcp_app.admin.history import HistoryAdminMixin
 from mcp_app.admin.try_page import TryPages
 from mcp_app.core.types import offered_to_legacy
 from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool
-from mcpsite.forms import json_formfield
 from tenants.admin import TenantScopedAdmin
 
 

@@ -1,4 +1,4 @@
-"""Admin forms: tool handler choices and secrets, resource uploads (JSON fields: mcpsite.forms)."""
+"""Admin forms: tool handler choices and secrets, resource uploads (JSON fields: formfields)."""
 
 from __future__ import annotations
 
@@ -10,14 +10,12 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.utils.html import format_html_join
 
+from formfields import WriteOnlyTextarea
 from mcp_app.handlers import python, registry
-from mcp_app.handlers.secrets import decrypt_secrets, encrypt_secrets
-from mcp_app.models import Resource, ResourceTemplate, Tool
+from mcp_app.handlers.secrets import check_secret_headers, encrypt_secrets, secret_names
+from mcp_app.models import MAX_UPLOAD_BYTES, Resource, ResourceTemplate, Tool
 from mcpsite import nesting
-from mcpsite.forms import WriteOnlyTextarea
 
-# Uploaded resource contents are kept in the database and sent base64-encoded to clients.
-MAX_UPLOAD_BYTES = 10 * 1024 * 1024
 # Key of handler_config naming the registered callable of a `python` tool.
 PYTHON_CALLABLE_KEY = "callable"
 
@@ -34,36 +32,12 @@ def _python_names() -> list[str]:
     return sorted(python.registered_names())
 
 
-def secret_names(tool: Tool) -> list[str]:
-    """Return the names of the tool's stored secret headers (the values are never shown)."""
-    if not tool.handler_secrets:
-        return []
-
-    try:
-        return sorted(decrypt_secrets(tool.handler_secrets))
-    except Exception:
-        return ["(unreadable: enter the secrets again)"]
-
-
 def secret_summary(tool: Tool) -> str:
     """Return e.g. "Authorization (set)." for display; never a value."""
-    names = secret_names(tool)
+    names = secret_names(tool.handler_secrets)
     if not names:
         return "none set."
     return str(format_html_join(", ", "{} (set)", ((name,) for name in names))) + "."
-
-
-def check_secret_headers(value: Any) -> dict[str, str]:
-    """Secret headers as entered (admin form, API): an object of valid header names → one-line values."""
-    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
-        raise ValidationError("Secret headers must be a JSON object of header name → string value.")
-    for name in value:
-        if not name or any(ch in name for ch in " \t\r\n:") or not name.isascii():
-            raise ValidationError(f"{name!r} is not a valid HTTP header name.")
-    for header_value in value.values():
-        if any(ch in header_value for ch in "\r\n\0"):
-            raise ValidationError("Header values must not contain line breaks.")
-    return value
 
 
 class ToolAdminForm(forms.ModelForm):

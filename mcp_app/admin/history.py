@@ -1,7 +1,7 @@
 """History pages of the definition admins: versions with their diffs, revert, deleted ones and restore.
 
 A mixin of DefinitionAdmin (admin/definitions.py). It replaces the stock "History" page (Django's
-LogEntry list) with the versions django-simple-history recorded, read through mcp_app/history.py.
+LogEntry list) with the versions django-simple-history recorded, read through mcp_app/history/service.py.
 Scoped exactly like the change form: `get_object` answers 404 for another tenant's row, any member
 reads, editors and owners revert and restore (POST with CSRF); a viewer's POST is 403.
 """
@@ -17,7 +17,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.views.decorators.http import require_POST
 
-from mcp_app import history
+from mcp_app.history import service
 from tenants.admin import editable_tenant_ids, viewable_tenant_ids
 
 
@@ -59,7 +59,7 @@ class HistoryAdminMixin:
             f"History of {obj}",
             original=obj,
             object=obj,
-            versions=history.versions(self.model, obj.pk),
+            versions=service.versions(self.model, obj.pk),
             can_revert=self.has_change_permission(request, obj),
             **(extra_context or {}),
         )
@@ -71,10 +71,10 @@ class HistoryAdminMixin:
             raise PermissionDenied
         back = reverse(f"admin:{self._name('history')}", args=[obj.pk])
         try:
-            history.revert(obj, history_id, request.user)
-        except history.NoSuchVersion:
+            service.revert(obj, history_id, request.user)
+        except service.NoSuchVersion:
             raise Http404("No such version.") from None
-        except history.HistoryError as exc:
+        except service.HistoryError as exc:
             messages.error(request, str(exc))
             return HttpResponseRedirect(back)
         messages.success(request, f"{obj} is back to that version; the revert is the newest entry below.")
@@ -84,7 +84,7 @@ class HistoryAdminMixin:
         if not self.has_view_permission(request):
             raise PermissionDenied
         editable = editable_tenant_ids(request, self.edit_roles)
-        entries = history.deleted(self.model, viewable_tenant_ids(request))
+        entries = service.deleted(self.model, viewable_tenant_ids(request))
         context = self._context(
             request,
             f"Deleted {self.model._meta.verbose_name_plural}",
@@ -94,15 +94,15 @@ class HistoryAdminMixin:
 
     def restore_view(self, request: HttpRequest, history_id: int) -> HttpResponse:
         try:
-            record = history.deletion(self.model, history_id, viewable_tenant_ids(request))
-        except history.NoSuchVersion:
+            record = service.deletion(self.model, history_id, viewable_tenant_ids(request))
+        except service.NoSuchVersion:
             raise Http404("No such deleted definition.") from None
         editable = editable_tenant_ids(request, self.edit_roles)
         if editable is not None and record.tenant_id not in editable:
             raise PermissionDenied
         try:
-            restored = history.restore(record, request.user)
-        except history.HistoryError as exc:
+            restored = service.restore(record, request.user)
+        except service.HistoryError as exc:
             messages.error(request, str(exc))
             return HttpResponseRedirect(reverse(f"admin:{self._name('deleted')}"))
         note = (

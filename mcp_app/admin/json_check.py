@@ -1,7 +1,7 @@
 """The JSON editor's check as you type (AMB-70): one field's value through the server's own checks.
 
 The editor POSTs the text of one field; the answer is the messages the save would show for it: the
-JSON syntax error of the shared form field (mcpsite.forms), then every problem the field's one check
+JSON syntax error of the shared form field (formfields), then every problem the field's one check
 (mcp_app/definitions/checks.FIELDS, the model's clean() runs the same) finds. Nothing is saved and no tenant data is read, so any admin user may ask.
 """
 
@@ -13,8 +13,8 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponseNotAllowed, JsonResponse
 
+from formfields import PrettyJSONField
 from mcp_app.definitions import checks
-from mcpsite.forms import PrettyJSONField
 
 VALID = {"input_schema": "A valid JSON Schema.", "output_schema": "A valid JSON Schema."}
 

@@ -4,7 +4,7 @@ The same path a client's call takes after the transport (argument validation, th
 background worker, result checks, shaping for the newest revision), so what an editor sees here is
 what a client gets. Notifications the call emits (progress, log messages) are shown beside it:
 `stream` yields them as they arrive, for the page that shows them live (AMB-71), and registers the call
-with the transport's in-flight table, so a cancel reaches it the way `notifications/cancelled` does.
+with the in-flight table (streams/inflight.py), so a cancel reaches it the way `notifications/cancelled` does.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from mcp_app.core.types import TenantInfo
 from mcp_app.core.versions import LATEST, LATEST_MODERN
 from mcp_app.protocol import asking
 from mcp_app.protocol.dispatch import dispatch
-from mcp_app.transport import inflight
+from mcp_app.streams import inflight
 from mcpsite import nesting
 
 # The admin request waits at most this long; a longer call is cancelled (a worker stops it too).

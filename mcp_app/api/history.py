@@ -1,4 +1,4 @@
-"""A definition's history and its revert through the API (`.../<kind>/<id>/history/`), over mcp_app/history.py.
+"""A definition's history and its revert through the API (`.../<kind>/<id>/history/`), over mcp_app/history/service.py.
 
 The same service as the admin's history pages: versions newest first with their per-field diffs,
 and a revert that goes through full_clean and save (recorded, announced). Any member reads, owners
@@ -18,13 +18,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from mcp_app import history
 from mcp_app.api.errors import NOT_FOUND, ErrorSerializer, error_response
 from mcp_app.api.permissions import TenantRole, tenant_of
 from mcp_app.api.views import SLUG
+from mcp_app.history import service
 
 KIND = OpenApiParameter(
-    "kind", str, OpenApiParameter.PATH, enum=list(history.KINDS), description="The kind of definition."
+    "kind", str, OpenApiParameter.PATH, enum=list(service.KINDS), description="The kind of definition."
 )
 ID = OpenApiParameter("id", int, OpenApiParameter.PATH, description="The definition's id.")
 HISTORY_ID = OpenApiParameter("history_id", int, OpenApiParameter.PATH, description="The version's id.")
@@ -61,7 +61,7 @@ class RevertedSerializer(serializers.Serializer):
 
 def _definition(request: Request, slug: str, kind: str, pk: int) -> Any:
     """The live definition of the URL's tenant, or the API's 404 (an unknown kind likewise)."""
-    model = history.KINDS.get(kind)
+    model = service.KINDS.get(kind)
     tenant = tenant_of(request, slug)[0]
     obj = model.objects.for_tenant(tenant).filter(pk=pk).first() if model is not None else None
     if obj is None:
@@ -77,11 +77,11 @@ class HistoryView(generics.ListAPIView):
     serializer_class = VersionSerializer
     filter_backends: list[Any] = []
 
-    def get_queryset(self) -> list[history.Version]:
+    def get_queryset(self) -> list[service.Version]:
         if getattr(self, "swagger_fake_view", False):
             return []
         obj = _definition(self.request, self.kwargs["slug"], self.kwargs["kind"], self.kwargs["pk"])
-        return history.versions(type(obj), obj.pk)
+        return service.versions(type(obj), obj.pk)
 
 
 @extend_schema(
@@ -97,11 +97,11 @@ class RevertView(APIView):
     def post(self, request: Request, slug: str, kind: str, pk: int, history_id: int) -> Response:
         obj = _definition(request, slug, kind, pk)
         try:
-            history.revert(obj, history_id, request.user)
-        except history.NoSuchVersion:
+            service.revert(obj, history_id, request.user)
+        except service.NoSuchVersion:
             return error_response(404, "not_found", NOT_FOUND)
-        except history.HistoryError as exc:
+        except service.HistoryError as exc:
             return error_response(409, "conflict", str(exc))
-        newest = history.versions(type(obj), obj.pk)[0]
+        newest = service.versions(type(obj), obj.pk)[0]
         body = RevertedSerializer({"object_id": obj.pk, "version": newest}).data
         return Response(body, status=status.HTTP_200_OK)

@@ -21,10 +21,9 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from mcp_app.admin.forms import MAX_UPLOAD_BYTES, check_secret_headers, secret_names
 from mcp_app.api.errors import django_errors
-from mcp_app.handlers.secrets import encrypt_secrets
-from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool
+from mcp_app.handlers.secrets import check_secret_headers, encrypt_secrets, secret_names
+from mcp_app.models import MAX_UPLOAD_BYTES, Prompt, Resource, ResourceTemplate, Tool
 
 READ_ONLY = ("id", "updated_at")
 
@@ -73,7 +72,7 @@ class ToolSerializer(CleanedModelSerializer):
         read_only_fields = READ_ONLY
 
     def get_secret_names(self, tool: Tool) -> list[str]:
-        return secret_names(tool)
+        return secret_names(tool.handler_secrets)
 
     def validate_secrets(self, value: dict[str, str] | None) -> dict[str, str] | None:
         if value is None:

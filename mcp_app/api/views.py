@@ -2,7 +2,7 @@
 
 Every queryset is the URL's tenant's rows (`for_tenant`), and the tenant itself comes from
 tenants.access, so another tenant's object is a 404 exactly like a missing one. Saves go through the
-models (mcp_app/signals.py announces list_changed / resources/updated after commit, as for the admin).
+models (mcp_app/signals/definitions.py announces list_changed / resources/updated after commit, as for the admin).
 """
 
 from __future__ import annotations

@@ -73,7 +73,7 @@ class SessionState:
     user_id: int | None = None
     client_id: str | None = None
     created_at: float = 0.0
-    owner: str = ""  # the client that opened it, as counted by transport/session_admission (AMB-100)
+    owner: str = ""  # the client that opened it, as counted by streams/session_admission (AMB-100)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -145,7 +145,7 @@ class TenantInfo:
     calls_per_minute_per_caller: int = 0
     max_sessions: int = 0  # open legacy sessions at once; 0: no cap
     max_background_runs: int = 0  # background runs queued or running at once; 0: no cap
-    max_streams: int = 0  # open SSE streams of the tenant at once (transport/stream_slots.py); 0: no cap
+    max_streams: int = 0  # open SSE streams of the tenant at once (streams/stream_slots.py); 0: no cap
     max_streams_per_session: int = 0  # open SSE streams of one legacy session at once; 0: no cap
     max_body_bytes: int = 0  # largest request body, within MCP_MAX_BODY_BYTES; 0: that setting
     stream_poll_seconds: int = 0  # a legacy long answer's stream closed after this long (AMB-128); 0: never

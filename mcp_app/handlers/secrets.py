@@ -6,7 +6,8 @@ once (MultiFernet): ``MCP_SECRETS_KEY`` may list them separated by commas, the f
 every one decrypting; without it, ``SECRET_KEY_FALLBACKS`` are the old keys. ``manage.py
 rotate_secrets`` re-encrypts every stored value with the current key, after which an old key can go.
 A key that is in none of those makes stored secrets unreadable (they must be entered again). Values
-are never logged and error messages never quote them.
+are never logged and error messages never quote them. The admin and the API check secret headers as
+entered and show their names (never their values) through the helpers at the end.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ import binascii
 import functools
 import json
 import os
+from typing import Any
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from django.conf import settings
+from django.core.exceptions import ValidationError
 
 _INFO = b"mcp-platform handler secrets v1"
 
@@ -91,3 +94,26 @@ def rotate(token: str) -> str:
         return fernet().rotate(token.encode("ascii")).decode("ascii")
     except (InvalidToken, UnicodeError):
         raise SecretsError("The stored secrets cannot be decrypted with any configured key.") from None
+
+
+def secret_names(token: str) -> list[str]:
+    """The names of the secret headers stored in ``token``, for display (the values are never shown)."""
+    if not token:
+        return []
+    try:
+        return sorted(decrypt_secrets(token))
+    except Exception:
+        return ["(unreadable: enter the secrets again)"]
+
+
+def check_secret_headers(value: Any) -> dict[str, str]:
+    """Secret headers as entered (admin form, API): an object of valid header names → one-line values."""
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise ValidationError("Secret headers must be a JSON object of header name → string value.")
+    for name in value:
+        if not name or any(ch in name for ch in " \t\r\n:") or not name.isascii():
+            raise ValidationError(f"{name!r} is not a valid HTTP header name.")
+    for header_value in value.values():
+        if any(ch in header_value for ch in "\r\n\0"):
+            raise ValidationError("Header values must not contain line breaks.")
+    return value

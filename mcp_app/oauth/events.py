@@ -1,4 +1,4 @@
-"""What the authorization server did in this process, counted for /metrics (mcp_app/metrics.py).
+"""What the authorization server did in this process, counted for /metrics (mcp_app/operations/metrics.py).
 
 In memory only (a Prometheus server scrapes each process): tokens issued and refused at the token
 endpoint, registrations accepted and refused, sign-ins and failed sign-ins (admin and OAuth login).

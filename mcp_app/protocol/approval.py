@@ -9,7 +9,7 @@ worker) are unchanged by it.
 "once" remembers an approval for the legacy session, or for the signed-in caller (OAuth user and
 client) of a 2026-07-28 call; an anonymous sessionless caller cannot be recognised, so it is asked
 every time. A client that cannot be asked gets an isError refusal, or the call runs unasked, as
-`approval_without_elicitation` says. Every decision is recorded (mcp_app.approvals), once: a
+`approval_without_elicitation` says. Every decision is recorded (an ApprovalDecision row), once: a
 2026-07-28 approval is recorded in the round whose inputResponses brought it.
 """
 
@@ -18,7 +18,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mcp_app import approvals
+from channels.db import database_sync_to_async
+
 from mcp_app.core.context import RequestContext
 from mcp_app.core.errors import ToolError, error_result
 from mcp_app.core.types import ToolDef
@@ -38,6 +39,43 @@ def _remembered_for(ctx: RequestContext) -> str:
     if ctx.user_id is not None or ctx.client_id:
         return f"caller:{ctx.user_id or ''}:{ctx.client_id or ''}"
     return ""
+
+
+@database_sync_to_async
+def approved_before(tenant_id: int, tool_id: int, remembered_for: str) -> bool:
+    return (
+        ApprovalDecision.objects.for_tenant(tenant_id)
+        .filter(tool_id=tool_id, remembered_for=remembered_for, outcome=ApprovalDecision.Outcome.APPROVED)
+        .exists()
+    )
+
+
+@database_sync_to_async
+def record(
+    *,
+    tenant_id: int,
+    tool_id: int,
+    tool_name: str,
+    arguments: dict[str, Any],
+    outcome: str,
+    user_id: int | None,
+    client_id: str | None,
+    session_id: str | None,
+    client_address: str | None,
+    remembered_for: str = "",
+) -> None:
+    ApprovalDecision.objects.create(
+        tenant_id=tenant_id,
+        tool_id=tool_id,
+        tool_name=tool_name,
+        arguments=arguments,
+        outcome=outcome,
+        user_id=user_id,
+        client_id=client_id or "",
+        session_id=session_id or "",
+        client_address=(client_address or "")[:100],
+        remembered_for=remembered_for,
+    )
 
 
 def question(tool: ToolDef, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -64,11 +102,11 @@ async def check(
     if tool.approval == "off":
         return None
     remembered_for = _remembered_for(ctx) if tool.approval == "once" else ""
-    if remembered_for and await approvals.approved_before(ctx.tenant.id, tool.id, remembered_for):
+    if remembered_for and await approved_before(ctx.tenant.id, tool.id, remembered_for):
         return None
 
     async def decided(outcome: str) -> None:
-        await approvals.record(
+        await record(
             tenant_id=ctx.tenant.id,
             tool_id=tool.id,
             tool_name=tool.name,

@@ -21,8 +21,7 @@ from mcp_app.core import scopes
 from mcp_app.core.context import RequestContext
 from mcp_app.core.types import TenantInfo
 from mcp_app.core.versions import META_SERVER_INFO, is_modern
-from mcp_app.protocol import caching, completion, lifecycle, prompts, resources, tasks, tools
-from mcp_app.protocol import logging as log_level
+from mcp_app.protocol import caching, completion, lifecycle, log_level, prompts, resources, tasks, tools
 from mcp_app.protocol.jsonrpc import (
     InternalError,
     InvalidRequest,
@@ -164,7 +163,7 @@ async def _ignore(ctx: RequestContext, params: dict[str, Any]) -> None:
     return None
 
 
-# notifications/cancelled is acted on by the transport's in-flight registry, which owns the running
+# notifications/cancelled is acted on by the in-flight registry (streams/inflight.py), which owns the running
 # request; progress and roots/list_changed concern server-issued requests this core never sends.
 # Unknown notifications are ignored (MI-02).
 NOTIFICATIONS: dict[str, NotificationHandler] = {

@@ -11,7 +11,7 @@ Without Redis the counts are this process's own, exact (one process). A refused 
 If Redis fails, calls go through (logged): a quota must not turn an outage into a refusal of all.
 
 The background-run cap is counted when asked, not kept: a tenant's queued and running runs from its
-ToolRun rows, only where a cap is set. Open sessions are admitted by transport/session_admission.py
+ToolRun rows, only where a cap is set. Open sessions are admitted by streams/session_admission.py
 (per client and per tenant, AMB-100..103), which counts its refusals here too.
 """
 

@@ -35,13 +35,13 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
-from mcp_app import notify
 from mcp_app.background import contract, runs
 from mcp_app.background import relay as background
 from mcp_app.core.context import RequestContext
 from mcp_app.core.errors import error_result
 from mcp_app.core.types import Catalog, ToolDef
 from mcp_app.core.versions import V2025_11_25, is_modern
+from mcp_app.infra import notify
 from mcp_app.models import ToolRun
 from mcp_app.protocol import task_input
 from mcp_app.protocol.jsonrpc import (

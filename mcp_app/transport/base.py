@@ -15,7 +15,8 @@ from mcp_app import catalog
 from mcp_app.core.types import TenantInfo
 from mcp_app.infra import redis_client
 from mcp_app.protocol import quotas
-from mcp_app.transport import drain, origin, sse
+from mcp_app.streams import drain
+from mcp_app.transport import origin, sse
 from mcp_app.transport.wire import JSON_CONTENT, Headers, HttpError, Request
 from tenants import wall
 
@@ -189,7 +190,7 @@ class McpConsumer(AsyncHttpConsumer):
     ) -> None:
         """Join `groups`, run `prelude` (headers, first events), then forward channel-layer events
         until the client leaves or `on_event` (or `on_idle`, run at each keep-alive) returns False,
-        or the process drains (transport/drain.py: `on_drain` sends the stream's last words)."""
+        or the process drains (streams/drain.py: `on_drain` sends the stream's last words)."""
         layer = get_channel_layer()
         channel = await layer.new_channel()
         for group in groups:

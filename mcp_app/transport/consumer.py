@@ -1,7 +1,7 @@
 """Streamable HTTP: one endpoint per tenant, /t/<slug>/mcp, serving both eras.
 
 Legacy (2025-03-26 .. 2025-11-25): POST/GET/DELETE with sessions, here. Modern (2026-07-28): each
-POST is stateless, decided per request by `envelope.is_modern` and served by modern.py/listen.py;
+POST is stateless, decided per request by `envelope.is_modern_request` and served by modern.py/listen.py;
 a GET or DELETE naming a modern version gets 405, as that revision's transport page says.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 from django.conf import settings
 
-from mcp_app import catalog, notify
+from mcp_app import catalog
 from mcp_app.core.context import RequestContext, SessionState
 from mcp_app.core.versions import (
     DEFAULT_NEGOTIATED,
@@ -25,7 +25,7 @@ from mcp_app.core.versions import (
     V2025_06_18,
     V2025_11_25,
 )
-from mcp_app.infra import redis_client
+from mcp_app.infra import notify, redis_client
 from mcp_app.protocol.dispatch import LEGACY_METHODS
 from mcp_app.protocol.jsonrpc import (
     METHOD_NOT_FOUND,
@@ -36,21 +36,8 @@ from mcp_app.protocol.jsonrpc import (
     truncate,
     usable_id,
 )
-from mcp_app.transport import (
-    auth,
-    envelope,
-    events,
-    inflight,
-    listen,
-    modern,
-    origin,
-    polling,
-    runner,
-    session_admission,
-    sessions,
-    sse,
-    stream_slots,
-)
+from mcp_app.streams import events, inflight, polling, session_admission, sessions
+from mcp_app.transport import auth, envelope, listen, modern, origin, refusals, runner, sse
 from mcp_app.transport.base import McpConsumer
 from mcp_app.transport.exchange import Exchange
 from mcp_app.transport.session_streams import SessionStreams
@@ -208,7 +195,7 @@ class StreamableHttpConsumer(SessionStreams, McpConsumer):
             raise HttpError(415, "Content-Type must be application/json.")
         self.caller = await auth.authenticate(self.request, self.tenant)
         body = parse_json_body(await self.read_body(self.tenant), settings.MCP_MAX_JSON_DEPTH)
-        if envelope.is_modern(body, self.request):
+        if envelope.is_modern_request(body, self.request):
             await self.handle_modern_post(body)
             return
 
@@ -243,7 +230,7 @@ class StreamableHttpConsumer(SessionStreams, McpConsumer):
         self._pending_owner = ""
         if initialize and session is None:  # counted before it is made, refused with 429 past a cap
             self._pending_owner = session_admission.client_key(self.caller, self.client_address())
-            await sessions.admit_or_refuse(self.tenant, session_id, self._pending_owner, first_id)
+            await refusals.admit_or_refuse(self.tenant, session_id, self._pending_owner, first_id)
         self._pending_session_id = session_id
         self._snapshot = runner.snapshot(session)
         exchange = Exchange(session_id, runner.run_dispatch, self.after_request, self.tenant)
@@ -280,7 +267,7 @@ class StreamableHttpConsumer(SessionStreams, McpConsumer):
             return
         await modern.authorize(self, checked, body)
         if checked.method == envelope.LISTEN:
-            async with stream_slots.held(self.tenant, None, checked.request_id):
+            async with refusals.held(self.tenant, None, checked.request_id):
                 usage.recorder().listener_opened(self.tenant.id)  # counted in memory (mcp_app.usage.live)
                 try:
                     await listen.serve(self, checked)

@@ -1,5 +1,5 @@
 """Serving-process tuning: Twisted's form parsing switched off, the startup heap frozen, a graceful
-drain before Daphne's shutdown (transport/drain.py), and secrets kept out of Daphne's access log.
+drain before Daphne's shutdown (streams/drain.py), and secrets kept out of Daphne's access log.
 
 Form parsing:
 
@@ -24,7 +24,7 @@ from django.conf import settings
 from twisted.internet import defer, tcp
 
 from mcp_app.infra.redaction import redact_path
-from mcp_app.transport import drain
+from mcp_app.streams import drain
 
 
 def disable_form_parsing() -> bool:

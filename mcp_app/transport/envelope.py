@@ -65,7 +65,7 @@ class Envelope:
     log_level: str | None
 
 
-def is_modern(body: Any, request: Request) -> bool:
+def is_modern_request(body: Any, request: Request) -> bool:
     """True when this POST belongs to the stateless era (decided per request)."""
     header = (request.header(VERSION_HEADER) or "").strip()
     if header in MODERN_VERSIONS:

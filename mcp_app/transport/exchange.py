@@ -26,7 +26,7 @@ from mcp_app.core.errors import ToolError
 from mcp_app.core.types import TenantInfo
 from mcp_app.infra import redis_client
 from mcp_app.protocol.jsonrpc import InternalError, MessageKind, error_response
-from mcp_app.transport import events, inflight, stream_slots
+from mcp_app.streams import events, inflight, stream_slots
 
 logger = logging.getLogger(__name__)
 

@@ -17,9 +17,9 @@ from urllib.parse import parse_qs
 
 from django.conf import settings
 
-from mcp_app import notify
 from mcp_app.core.context import RequestContext, SessionState
 from mcp_app.core.versions import V2024_11_05
+from mcp_app.infra import notify
 from mcp_app.protocol.jsonrpc import (
     InternalError,
     InvalidRequest,
@@ -27,7 +27,8 @@ from mcp_app.protocol.jsonrpc import (
     error_response,
     is_initialize,
 )
-from mcp_app.transport import auth, inflight, origin, runner, session_admission, sessions, sse, stream_slots
+from mcp_app.streams import inflight, session_admission, sessions, stream_slots
+from mcp_app.transport import auth, origin, refusals, runner, sse
 from mcp_app.transport.base import McpConsumer
 from mcp_app.transport.stream_view import StreamView
 from mcp_app.transport.wire import HttpError, accepts, media_types, parse_json_body
@@ -59,8 +60,8 @@ class LegacySseConsumer(McpConsumer):
             created_at=time.time(),
             owner=session_admission.client_key(caller, self.client_address()),
         )
-        await sessions.admit_or_refuse(tenant, session.id, session.owner, json_rpc=False)
-        slot = await stream_slots.acquire_or_refuse(tenant, session.id, json_rpc=False)
+        await refusals.admit_or_refuse(tenant, session.id, session.owner, json_rpc=False)
+        slot = await refusals.acquire_or_refuse(tenant, session.id, json_rpc=False)
         store = sessions.get_store()
         self.session_id = session.id
         self.view = StreamView(session)

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mcp_app import catalog, notify
+from mcp_app import catalog
 from mcp_app.core.context import Caller
 from mcp_app.core.types import Catalog
 from mcp_app.core.versions import META_SUBSCRIPTION_ID
+from mcp_app.infra import notify
 from mcp_app.protocol import tasks
 from mcp_app.protocol.jsonrpc import INVALID_PARAMS, RequestId, notification, response
 from mcp_app.protocol.resources import find_template

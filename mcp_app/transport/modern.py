@@ -31,7 +31,8 @@ from mcp_app.protocol.jsonrpc import (
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
-from mcp_app.transport import auth, runner, sse, stream_slots
+from mcp_app.streams import stream_slots
+from mcp_app.transport import auth, runner, sse
 from mcp_app.transport.envelope import Envelope
 from mcp_app.transport.wire import Request
 

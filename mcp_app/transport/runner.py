@@ -15,15 +15,14 @@ import logging
 import time
 from typing import Any
 
-from mcp_app import notify
 from mcp_app.core import logs
 from mcp_app.core.context import Caller, RequestContext, SessionState
 from mcp_app.core.types import TenantInfo
-from mcp_app.infra import tracing
+from mcp_app.infra import notify, tracing
 from mcp_app.protocol import asking
 from mcp_app.protocol import dispatch as protocol
 from mcp_app.protocol.jsonrpc import MessageKind
-from mcp_app.transport import drain, inflight, sessions
+from mcp_app.streams import drain, inflight, sessions
 from mcp_app.usage import flush as usage_flush
 from mcp_app.usage import recorder as usage
 
@@ -79,7 +78,7 @@ async def dispatch_counted(
     )
     is_call = kind == "request"
     if is_call:
-        drain.request_began()  # a drain waits for it (transport/drain.py)
+        drain.request_began()  # a drain waits for it (streams/drain.py)
     try:
         try:
             response = await protocol.dispatch(ctx, message, kind)

@@ -14,10 +14,11 @@ from typing import Any
 
 from django.conf import settings
 
-from mcp_app import notify
 from mcp_app.core.context import SessionState
 from mcp_app.core.versions import V2025_11_25
-from mcp_app.transport import auth, events, inflight, polling, sse, standalone, stream_slots
+from mcp_app.infra import notify
+from mcp_app.streams import events, inflight, polling, standalone
+from mcp_app.transport import auth, refusals, sse
 from mcp_app.transport.base import McpConsumer
 from mcp_app.transport.stream_view import StreamView
 from mcp_app.transport.wire import HttpError, accepts
@@ -37,7 +38,7 @@ class SessionStreams(McpConsumer):
         session = await self.load_session()
         assert session is not None
         version = self.check_version_header(session)
-        async with stream_slots.held(self.tenant, session.id):
+        async with refusals.held(self.tenant, session.id):
             await self.open_get_stream(session, version)
 
     async def open_get_stream(self, session: SessionState, version: str) -> None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_app import notify
 from mcp_app.core.context import SessionState
+from mcp_app.infra import notify
 from mcp_app.protocol.jsonrpc import notification
-from mcp_app.transport import sessions
+from mcp_app.streams import sessions
 
 
 class StreamView:

@@ -21,7 +21,7 @@ from mcp_app.infra import redis_client
 from mcp_app.models import McpSession
 from mcp_app.usage.recorder import Recorder, recorder
 
-SESSION_KEY_PREFIX = "mcp:session:"  # the session store's (mcp_app.transport.session_admission)
+SESSION_KEY_PREFIX = "mcp:session:"  # the session store's (mcp_app.streams.session_admission)
 SESSIONS_SET = "mcp:usage:sessions:"
 LISTENERS_HASH = "mcp:usage:listeners:"
 LISTENER_STALE_FLUSHES = 3

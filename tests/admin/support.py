@@ -9,8 +9,8 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
+from mcp_app.infra.notify import tenant_group
 from mcp_app.models import Resource, Tool
-from mcp_app.notify import tenant_group
 
 
 def _json(value: Any) -> str:

@@ -177,7 +177,7 @@ def test_a_failing_catalog_or_channel_layer_never_breaks_the_save(
 ):
     with (
         mock.patch("mcp_app.catalog.note_change", side_effect=RuntimeError("redis down")),
-        mock.patch("mcp_app.notify.get_channel_layer", side_effect=RuntimeError("layer down")),
+        mock.patch("mcp_app.infra.notify.get_channel_layer", side_effect=RuntimeError("layer down")),
         django_capture_on_commit_callbacks(execute=True),
     ):
         tool_a.title = "Saved anyway"

@@ -16,7 +16,7 @@ from mcp_app.admin import try_tool
 from mcp_app.core import notifications
 from mcp_app.handlers.python import register
 from mcp_app.models import Tool
-from mcp_app.transport import inflight
+from mcp_app.streams import inflight
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

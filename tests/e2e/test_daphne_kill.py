@@ -24,7 +24,7 @@ import httpx
 import pytest
 from mcp import MCPError
 
-from mcp_app.transport.events import LOST_MESSAGE
+from mcp_app.streams.events import LOST_MESSAGE
 from tests.e2e.helpers import REQUEST_SECONDS, Inbox, mcp_client, open_legacy_session, wait_until
 from tests.e2e.servers import DaphneServer, counting_tenant, django_shell, start_daphne
 

@@ -1,6 +1,6 @@
 """A sensitive form is filled in on the platform's own page, never in the client (URL-mode elicitation).
 
-handlers/form.py ("sensitive": true), handlers/url_forms.py, mcp_app/form_page.py. The page is driven
+handlers/form.py ("sensitive": true), handlers/url_forms.py, mcp_app/handlers/form_page.py. The page is driven
 here with Django's test client; tests/e2e/test_sensitive_form.py drives it in a real browser.
 """
 

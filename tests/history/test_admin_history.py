@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from mcp_app import history
+from mcp_app.history import service
 from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool
 from tenants.models import Tenant
 
@@ -22,7 +22,7 @@ def revert_url(tool: Tool, history_id: int) -> str:
 
 
 def oldest(tool: Tool) -> int:
-    return history.versions(Tool, tool.pk)[-1].history_id
+    return service.versions(Tool, tool.pk)[-1].history_id
 
 
 def test_alice_sees_who_changed_what_as_a_diff_with_revert_buttons(client, alice, edited_tool):
@@ -145,7 +145,7 @@ def test_every_definition_kind_has_history_and_revert(client, alice, tenant_a, m
     client.force_login(alice)
     html = client.get(reverse(f"admin:mcp_app_{name}_history", args=[obj.pk])).content.decode()
     assert '<span class="add">+ second</span>' in html
-    first = history.versions(model, obj.pk)[-1].history_id
+    first = service.versions(model, obj.pk)[-1].history_id
     response = client.post(reverse(f"admin:mcp_app_{name}_revert", args=[obj.pk, first]), follow=True)
     assert "is back to that version" in response.content.decode()
     obj.refresh_from_db()
@@ -158,7 +158,7 @@ def test_deleted_tools_are_listed_per_tenant_and_alice_restores_one(client, alic
     deleted_url = reverse("admin:mcp_app_tool_deleted")
     client.force_login(charlie)
     assert "greet" not in client.get(deleted_url).content.decode()
-    record_id = history.deleted(Tool, None)[0].history_id
+    record_id = service.deleted(Tool, None)[0].history_id
     restore_url = reverse("admin:mcp_app_tool_restore", args=[record_id])
     assert client.post(restore_url).status_code == 404
 
@@ -179,7 +179,7 @@ def test_deleted_tools_are_listed_per_tenant_and_alice_restores_one(client, alic
 def test_restoring_a_tool_whose_name_was_taken_again_shows_the_clash(client, alice, tenant_a, tool_a):
     tool_a.delete()
     Tool.objects.create(tenant=tenant_a, name="greet", handler="template", handler_config={"text": "x"})
-    record_id = history.deleted(Tool, None)[0].history_id
+    record_id = service.deleted(Tool, None)[0].history_id
     client.force_login(alice)
     response = client.post(reverse("admin:mcp_app_tool_restore", args=[record_id]), follow=True)
     assert response.status_code == 200

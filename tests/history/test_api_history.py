@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_app import history
 from mcp_app.api.tokens import issue_manage_token
+from mcp_app.history import service
 from mcp_app.models import Prompt, Tool
 from tenants.models import Tenant
 from tests.api.conftest import ApiClient
@@ -24,7 +24,7 @@ def revert_path(tool: Tool, history_id: int, slug: str = "tenant-a") -> str:
 
 
 def oldest(tool: Tool) -> int:
-    return history.versions(Tool, tool.pk)[-1].history_id
+    return service.versions(Tool, tool.pk)[-1].history_id
 
 
 def test_bob_the_viewer_reads_the_versions_with_their_diffs(bob, edited_tool):
@@ -81,7 +81,7 @@ def test_charlie_gets_404_for_tenant_a_history_like_a_missing_object(charlie, ed
 def test_a_version_of_another_definition_or_an_unknown_kind_is_404(alice, tenant_a, edited_tool):
     other = Tool.objects.create(tenant=tenant_a, name="other", handler="template", handler_config={})
     api = ApiClient(alice)
-    foreign_version = history.versions(Tool, other.pk)[0].history_id
+    foreign_version = service.versions(Tool, other.pk)[0].history_id
     assert api.call("POST", revert_path(edited_tool, foreign_version)).status_code == 404
     assert api.call("GET", history_path(edited_tool, kind="widgets")).status_code == 404
     prompt = Prompt.objects.create(

@@ -10,7 +10,7 @@ from django.utils import timezone
 from oauth2_provider.models import get_access_token_model, get_application_model, set_token_value
 
 from mcp_app.oauth import resources, scopes
-from mcp_app.transport import events, sessions, standalone
+from mcp_app.streams import events, sessions, standalone
 from tenants.models import Tenant
 from tests.transport.support import Client
 

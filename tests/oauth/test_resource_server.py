@@ -22,7 +22,7 @@ from mcp_app import catalog
 from mcp_app.infra import redis_client
 from mcp_app.models import Prompt, Tool
 from mcp_app.oauth import tokens
-from mcp_app.transport import sessions
+from mcp_app.streams import sessions
 from tenants.models import Membership, Role, Tenant
 from tests.oauth.rs_support import ALL_SCOPES, AuthClient, issue_token, make_application
 from tests.transport.conftest import clean_transport_state  # noqa: F401 - autouse fixture

@@ -1,4 +1,4 @@
-"""Probes (mcp_app/health.py): live answers without looking at anything, ready says what is missing."""
+"""Probes (mcp_app/operations/health.py): live answers without looking at anything, ready says what is missing."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from mcp_app import health
 from mcp_app.background import presence
 from mcp_app.infra import redis_client
 from mcp_app.models import Tool
+from mcp_app.operations import health
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,4 @@
-"""Prometheus metrics (mcp_app/metrics.py): counted off the hot path, labels bounded, access protected."""
+"""Prometheus metrics (mcp_app/operations/metrics.py): counted off the hot path, labels bounded, access protected."""
 
 from __future__ import annotations
 

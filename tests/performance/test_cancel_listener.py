@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from mcp_app.transport import inflight
+from mcp_app.streams import inflight
 
 
 class FlakyLayer:
@@ -36,7 +36,7 @@ async def test_ut10_read_timeouts_are_retried_with_one_warning_and_a_cancel_stil
     cancelled = asyncio.Event()
     inflight._running[("s1", inflight._key(1))] = inflight.InFlight(task, cancelled)
     layer = FlakyLayer(failures=5)
-    caplog.set_level(logging.DEBUG, logger="mcp_app.transport.inflight")
+    caplog.set_level(logging.DEBUG, logger="mcp_app.streams.inflight")
     receiver = asyncio.get_running_loop().create_task(listener._receive(layer, "chan"))
     try:
         await asyncio.wait_for(layer.delivered.wait(), 5)

@@ -9,9 +9,9 @@ import time
 import pytest
 from channels.layers import get_channel_layer
 
-from mcp_app import notify
-from mcp_app.infra import redis_client
-from mcp_app.transport import sessions, stream_view
+from mcp_app.infra import notify, redis_client
+from mcp_app.streams import sessions
+from mcp_app.transport import stream_view
 from tests.transport.support import Client, open_stream
 
 pytestmark = pytest.mark.django_db(transaction=True)

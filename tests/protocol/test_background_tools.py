@@ -219,7 +219,7 @@ async def test_ut10_cancelling_a_background_call_stops_the_job_on_the_worker_and
     running = asyncio.create_task(worker.work(job))
     while len(recorder.progress()) < 2:
         await asyncio.sleep(0.02)
-    call.cancel()  # what notifications/cancelled does to the request's task (transport.inflight)
+    call.cancel()  # what notifications/cancelled does to the request's task (streams.inflight)
     cancelled_at = time.monotonic()
     # Generous: on a loaded machine a stalled cancellation shows as "done" (it ran to the end), not as
     # a timeout that hides what the worker did.

@@ -15,8 +15,8 @@ import pytest
 from asgiref.sync import sync_to_async
 from oauth2_provider.models import AccessToken
 
-from mcp_app import notify
 from mcp_app.core.versions import V2026_07_28
+from mcp_app.infra import notify
 from mcp_app.models import Prompt, Resource, Tool
 from tenants.models import Tenant
 from tests.oauth.rs_support import issue_token, make_application

@@ -17,7 +17,7 @@ from asgiref.sync import sync_to_async
 from django.urls import reverse
 from django.utils import timezone
 
-from mcp_app import notify
+from mcp_app.infra import notify
 from mcp_app.models import McpSession, Prompt, Resource, ResourceTemplate, Tool
 from mcp_app.protocol.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, RESOURCE_NOT_FOUND
 from tenants.models import Membership

@@ -9,7 +9,7 @@ from django.conf import settings
 from mcp_app import catalog
 from mcp_app.infra import redis_client
 from mcp_app.models import Resource, Tool
-from mcp_app.transport import events, session_admission, sessions, standalone, stream_slots
+from mcp_app.streams import events, session_admission, sessions, standalone, stream_slots
 
 
 @pytest.fixture(autouse=True)

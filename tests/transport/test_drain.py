@@ -1,4 +1,4 @@
-"""Draining (transport/drain.py): refused in words once it began, open streams told, calls waited for."""
+"""Draining (streams/drain.py): refused in words once it began, open streams told, calls waited for."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from mcp_app.transport import drain
+from mcp_app.streams import drain
 from tests.security.test_modern_isolation import acknowledged, listen
 from tests.transport.support import Client
 

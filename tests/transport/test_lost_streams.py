@@ -9,7 +9,7 @@ import redis
 from django.conf import settings as django_settings
 
 from mcp_app.protocol.jsonrpc import INTERNAL_ERROR
-from mcp_app.transport import events
+from mcp_app.streams import events
 from tests.e2e.servers import require_services
 from tests.transport.support import Client, call
 from tests.transport.test_streams import get_stream

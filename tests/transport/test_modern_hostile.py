@@ -22,7 +22,7 @@ from mcp_app.protocol.jsonrpc import (
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
-from mcp_app.transport import sessions
+from mcp_app.streams import sessions
 from tests.transport.support import BOTH, Client, call
 
 pytestmark = pytest.mark.django_db(transaction=True)

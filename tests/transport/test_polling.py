@@ -8,7 +8,7 @@ from django.conf import settings as django_settings
 
 from mcp_app.core.types import TenantInfo
 from mcp_app.core.versions import SUPPORTED_VERSIONS, V2025_11_25, V2026_07_28
-from mcp_app.transport import polling
+from mcp_app.streams import polling
 from tests.transport.support import Client, Response, call, messages
 from tests.transport.test_stream_caps import capped, no_slots  # noqa: F401 - no_slots: autouse fixture
 from tests.transport.test_streams import count_call, get_stream

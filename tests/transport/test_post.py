@@ -8,7 +8,7 @@ import pytest
 
 from mcp_app.models import Tool
 from mcp_app.protocol.jsonrpc import INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
-from mcp_app.transport import sessions
+from mcp_app.streams import sessions
 from tests.transport.support import BOTH, Client, call
 
 pytestmark = pytest.mark.django_db(transaction=True)

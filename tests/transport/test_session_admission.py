@@ -1,4 +1,4 @@
-"""Admission of new sessions (transport/session_admission.py, AMB-100..104), on both session stores:
+"""Admission of new sessions (streams/session_admission.py, AMB-100..104), on both session stores:
 a cap per client, the tenant's cap shared by ending the heaviest client's least recently used session,
 refusals that name their limit, and a short life for sessions nobody used."""
 
@@ -19,7 +19,7 @@ from mcp_app.infra import redis_client
 from mcp_app.models import McpSession
 from mcp_app.protocol import quotas
 from mcp_app.protocol.ratelimit import RATE_LIMITED
-from mcp_app.transport import session_admission, sessions
+from mcp_app.streams import session_admission, sessions
 from tenants.models import Tenant
 from tests.e2e.helpers import INITIALIZE_PARAMS
 from tests.transport.support import Client, call

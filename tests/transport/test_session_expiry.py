@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from mcp_app.infra import redis_client
 from mcp_app.models import McpSession
-from mcp_app.transport import sessions
+from mcp_app.streams import sessions
 from tests.transport.support import Client
 
 pytestmark = pytest.mark.django_db(transaction=True)

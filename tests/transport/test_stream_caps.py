@@ -1,4 +1,4 @@
-"""Caps on open SSE streams (transport/stream_slots.py, AMB-87) and the tenant's request body limit."""
+"""Caps on open SSE streams (streams/stream_slots.py, AMB-87) and the tenant's request body limit."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from mcp_app.core.versions import V2026_07_28
 from mcp_app.infra import redis_client
 from mcp_app.protocol import quotas
 from mcp_app.protocol.ratelimit import RATE_LIMITED
-from mcp_app.transport import stream_slots
+from mcp_app.streams import stream_slots
 from tenants.models import Tenant
 from tests.transport.support import BOTH, Client, call, messages, open_stream
 from tests.transport.test_streams import count_call, get_stream, post_stream

@@ -8,8 +8,8 @@ import json
 import pytest
 from asgiref.sync import sync_to_async
 
-from mcp_app import notify
-from mcp_app.transport import inflight
+from mcp_app.infra import notify
+from mcp_app.streams import inflight
 from tests.transport.support import BOTH, Client, call, messages, open_stream
 
 pytestmark = pytest.mark.django_db(transaction=True)

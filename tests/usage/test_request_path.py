@@ -16,7 +16,7 @@ from django.db.backends.utils import CursorWrapper
 from mcp_app.catalog import tokens
 from mcp_app.core.versions import V2026_07_28
 from mcp_app.infra import redis_client
-from mcp_app.transport import sessions
+from mcp_app.streams import sessions
 from mcp_app.usage import live
 from mcp_app.usage.flush import Flusher
 from mcp_app.usage.recorder import Recorder

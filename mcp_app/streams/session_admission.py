@@ -35,13 +35,10 @@ from mcp_app.core.types import TenantInfo
 from mcp_app.infra import redis_client
 from mcp_app.models import McpSession
 from mcp_app.protocol import quotas
-from mcp_app.protocol.jsonrpc import RequestId
-from mcp_app.protocol.ratelimit import RATE_LIMITED
-from mcp_app.transport.wire import HttpError
 
 logger = logging.getLogger(__name__)
 
-SESSION_KEY_PREFIX = "mcp:session:"  # the session store's keys (transport/sessions.py uses this one)
+SESSION_KEY_PREFIX = "mcp:session:"  # the session store's keys (streams/sessions.py uses this one)
 TENANT_PREFIX = "mcp:sessions:t:"
 CLIENT_PREFIX = "mcp:sessions:c:"
 # How long an admitted id counts before its session must exist (its initialize is running meanwhile);
@@ -197,19 +194,6 @@ class SessionsRefused(Exception):
             )
         super().__init__(self.message)
         quotas.count_refusal("sessions_per_client" if scope == CLIENT else "sessions")
-
-    def http(self, request_id: RequestId | None = None, json_rpc: bool = True) -> HttpError:
-        """429 + Retry-After and a JSON-RPC error naming the limit (plain words on the /sse stream)."""
-        return HttpError(
-            429,
-            self.message,
-            code=RATE_LIMITED if json_rpc else None,
-            request_id=request_id,
-            headers=[(b"retry-after", str(self.retry_after).encode())],
-            data={"retryAfter": self.retry_after, "limit": self.limit, "sessions": self.scope}
-            if json_rpc
-            else None,
-        )
 
 
 @dataclass(frozen=True)

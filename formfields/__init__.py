@@ -3,6 +3,9 @@
 The editor is JSONEditor as shipped by django-json-widget, served from our own static files; our own
 template and script keep the real textarea as the submitted value (the exact text typed, so the
 server's "Invalid JSON ... at line, column" stays the one verdict) and check it as you type.
+
+A package of its own at the bottom, below tenants/ and mcp_app/ whose admins use it (the site's own
+package, mcpsite/, is the top); it imports nothing of the project but the nesting limit.
 """
 
 from __future__ import annotations

@@ -19,8 +19,7 @@ from typing import Any
 
 from channels.layers import get_channel_layer
 
-from mcp_app import notify
-from mcp_app.infra import redis_client
+from mcp_app.infra import notify, redis_client
 
 logger = logging.getLogger(__name__)
 

@@ -16,18 +16,13 @@ process. Nothing is counted for a tenant with neither cap: a stream there costs 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import secrets
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 from mcp_app.core.types import TenantInfo
 from mcp_app.infra import redis_client
 from mcp_app.protocol import quotas
-from mcp_app.protocol.jsonrpc import RequestId
-from mcp_app.protocol.ratelimit import RATE_LIMITED
-from mcp_app.transport.wire import HttpError
 
 logger = logging.getLogger(__name__)
 
@@ -80,20 +75,6 @@ class StreamCapReached(Exception):
         )
         super().__init__(self.message)
         quotas.count_refusal("streams" if scope == "server" else "streams_per_session")
-
-    def http(self, request_id: RequestId | None = None, json_rpc: bool = True) -> HttpError:
-        """429 + Retry-After, with a JSON-RPC error body a client can read before any JSON-RPC answer
-        (plain words for the 2024-11-05 /sse stream, whose client reads no JSON-RPC error there)."""
-        return HttpError(
-            429,
-            self.message,
-            code=RATE_LIMITED if json_rpc else None,
-            request_id=request_id,
-            headers=[(b"retry-after", str(RETRY_SECONDS).encode())],
-            data={"retryAfter": RETRY_SECONDS, "limit": self.limit, "streams": self.scope}
-            if json_rpc
-            else None,
-        )
 
 
 @dataclass
@@ -166,28 +147,6 @@ async def release(slot: Slot | None) -> None:
             await pipe.execute()
     except Exception:
         logger.warning("could not free a stream's slot; its lease frees it", exc_info=True)
-
-
-async def acquire_or_refuse(
-    tenant: TenantInfo, session_id: str | None, request_id: RequestId | None = None, json_rpc: bool = True
-) -> Slot | None:
-    """acquire, past a cap an HttpError 429 (sent before anything of the stream)."""
-    try:
-        return await acquire(tenant, session_id)
-    except StreamCapReached as refused:
-        raise refused.http(request_id, json_rpc) from None
-
-
-@contextlib.asynccontextmanager
-async def held(
-    tenant: TenantInfo, session_id: str | None, request_id: RequestId | None = None
-) -> AsyncIterator[None]:
-    """Hold a slot for the body of the block, or refuse with 429 before anything is sent."""
-    slot = await acquire_or_refuse(tenant, session_id, request_id)
-    try:
-        yield
-    finally:
-        await release(slot)
 
 
 def reset() -> None:

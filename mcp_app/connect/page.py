@@ -22,7 +22,7 @@ from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 
 from mcp_app import catalog
-from mcp_app.connect_configs import client_configs
+from mcp_app.connect.configs import client_configs
 from mcp_app.core.context import RequestContext, SessionState
 from mcp_app.core.types import TenantInfo
 from mcp_app.core.versions import (

@@ -20,13 +20,11 @@ from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
 
-from mcp_app import notify
 from mcp_app.core.context import SessionState
 from mcp_app.core.types import TenantInfo
-from mcp_app.infra import redis_client
+from mcp_app.infra import notify, redis_client
 from mcp_app.models import McpSession
-from mcp_app.protocol.jsonrpc import RequestId
-from mcp_app.transport import inflight, session_admission
+from mcp_app.streams import inflight, session_admission
 from mcp_app.usage import live as usage_live
 
 logger = logging.getLogger(__name__)
@@ -265,21 +263,11 @@ def reset() -> None:
             store.clear()
 
 
-async def admit_or_refuse(
-    tenant: TenantInfo,
-    session_id: str,
-    owner: str,
-    request_id: RequestId | None = None,
-    *,
-    json_rpc: bool = True,
-) -> None:
-    """Admit a new session before it is made (session_admission), or HTTP 429 with Retry-After (and a
-    JSON-RPC error naming the limit where one fits). A session ended to make room ends as a DELETE
-    ends it: its streams close, its requests are cancelled."""
-    try:
-        admitted = await session_admission.admit(tenant, session_id, owner)
-    except session_admission.SessionsRefused as refused:
-        raise refused.http(request_id, json_rpc) from None
+async def admit(tenant: TenantInfo, session_id: str, owner: str) -> None:
+    """Admit a new session before it is made (session_admission), or SessionsRefused past a cap
+    (transport/refusals.py answers it with 429). A session ended to make room ends as a DELETE ends
+    it: its streams close, its requests are cancelled."""
+    admitted = await session_admission.admit(tenant, session_id, owner)
     if admitted.evicted is not None:
         evicted = admitted.evicted
         logger.info("ended session %.8s of the heaviest client to admit another (AMB-101)", evicted)

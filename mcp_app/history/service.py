@@ -5,7 +5,7 @@ ResourceTemplate (who, when, the whole row; a Tool's secrets never, AMB-60). Thi
 rows for the admin and the API (one implementation): each version with what changed since the one
 before, JSON fields diffed line by line on their pretty-printed form. A revert or a restore is an
 ordinary edit: the row goes through full_clean (mcp_app/definitions/checks.py and the unique constraints)
-and save, so it is itself recorded (with its reason) and announced like any change (signals.py).
+and save, so it is itself recorded (with its reason) and announced like any change (signals/definitions.py).
 Who may do it is the caller's business (tenants.access); nothing here reads a request.
 """
 

@@ -17,7 +17,8 @@ from django.db import transaction
 from django.db.models.signals import post_delete, post_save, pre_save
 from django.dispatch import receiver
 
-from mcp_app import catalog, notify
+from mcp_app import catalog
+from mcp_app.infra import notify
 from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool
 from tenants.models import Tenant
 
