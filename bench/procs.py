@@ -214,7 +214,7 @@ def django_env(database_url: str, redis_url: str) -> dict[str, str]:
         DJANGO_SETTINGS_MODULE="mcpsite.settings",
         DEBUG="0",
         PYTHONUNBUFFERED="1",
-        # The per-session tool-call rate limit (TL-13) would cap one client at 20 calls/s; the
+        # The per-session tool-call rate limit (TL-13) would cap one client at 1,200 calls a minute; the
         # reference has none, and this measures capacity, so it is off for the bench.
         MCP_TOOL_CALLS_PER_MINUTE="0",
         # Likewise the cap of sessions per client (AMB-100): every simulated client is 127.0.0.1.

@@ -14,6 +14,8 @@ from django.db import models
 from django.utils import timezone
 from simple_history.models import HistoricalRecords
 
+from mcp_app.core.mcp_headers import param_headers
+from mcp_app.core.types import PromptDef, ResourceDef, TemplateDef, ToolDef, offered_to_legacy
 from mcp_app.definitions import checks
 from tenants.models import Tenant, TenantQuerySet
 
@@ -175,6 +177,32 @@ class Tool(Definition):
             return self.task_support
         return TaskSupport.OPTIONAL if self.execution == Execution.BACKGROUND else TaskSupport.FORBIDDEN
 
+    def to_def(self) -> ToolDef:
+        """The immutable definition a request works with (the catalog's one mapping of a row)."""
+        return ToolDef(
+            id=self.pk,
+            name=self.name,
+            title=self.title,
+            description=self.description,
+            input_schema=self.input_schema or {"type": "object"},
+            output_schema=self.output_schema or None,
+            annotations=self.annotations or {},
+            icons=list(self.icons or []),
+            meta=self.meta or {},
+            handler=self.handler,
+            handler_config=self.handler_config or {},
+            handler_secrets=self.handler_secrets or "",
+            timeout_seconds=self.timeout_seconds,
+            required_scope=self.required_scope,
+            execution=self.execution,
+            worker_wait_seconds=self.worker_wait_seconds,
+            approval=self.approval,
+            approval_without_elicitation=self.approval_without_elicitation,
+            task_support=self.resolved_task_support,
+            mirrors_headers=bool(param_headers(self.input_schema or {})),
+            legacy=offered_to_legacy(self.output_schema or None),
+        )
+
 
 class Prompt(Definition):
     name = models.CharField(max_length=128, validators=[prompt_name_validator])
@@ -201,6 +229,18 @@ class Prompt(Definition):
 
     def clean(self) -> None:
         checks.clean_prompt(self)
+
+    def to_def(self) -> PromptDef:
+        return PromptDef(
+            id=self.pk,
+            name=self.name,
+            title=self.title,
+            description=self.description,
+            arguments=list(self.arguments or []),
+            messages=list(self.messages or []),
+            icons=list(self.icons or []),
+            meta=self.meta or {},
+        )
 
 
 # Uploaded resource contents are kept in the database and sent base64-encoded to clients: the most one
@@ -237,6 +277,21 @@ class Resource(Definition):
     def size(self) -> int:
         return len(self.blob) if self.blob is not None else len(self.text.encode())
 
+    def to_def(self) -> ResourceDef:
+        return ResourceDef(
+            id=self.pk,
+            uri=self.uri,
+            name=self.name,
+            title=self.title,
+            description=self.description,
+            mime_type=self.mime_type,
+            text=self.text,
+            blob=bytes(self.blob) if self.blob is not None else None,  # PostgreSQL hands out memoryview
+            annotations=self.annotations or {},
+            icons=list(self.icons or []),
+            meta=self.meta or {},
+        )
+
 
 class ResourceTemplate(Definition):
     uri_template = models.CharField(
@@ -265,6 +320,22 @@ class ResourceTemplate(Definition):
 
     def clean(self) -> None:
         checks.clean_resource_template(self)
+
+    def to_def(self) -> TemplateDef:
+        return TemplateDef(
+            id=self.pk,
+            uri_template=self.uri_template,
+            name=self.name,
+            title=self.title,
+            description=self.description,
+            mime_type=self.mime_type,
+            handler=self.handler,
+            handler_config=self.handler_config or {},
+            completions=self.completions or {},
+            annotations=self.annotations or {},
+            icons=list(self.icons or []),
+            meta=self.meta or {},
+        )
 
 
 def _session_expired(now: datetime.datetime) -> models.Q:

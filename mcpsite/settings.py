@@ -496,7 +496,7 @@ MCP_HTTP_HANDLER_MAX_RESPONSE_BYTES = _env_int(
 )
 # Extra modules whose import registers python handlers (comma-separated).
 MCP_PYTHON_HANDLER_MODULES = _env_list("MCP_PYTHON_HANDLER_MODULES", ["mcp_app.demo.callables"])
-# Tool calls allowed per session per minute (TL-13); 0 disables the limit. Burst = bucket size.
+# Tool calls allowed per session in any 60 s (TL-13); 0 disables the limit. Burst: in any one second.
 MCP_TOOL_CALLS_PER_MINUTE = _env_int("MCP_TOOL_CALLS_PER_MINUTE", 1200, minimum=0)
 MCP_TOOL_CALLS_BURST = _env_int("MCP_TOOL_CALLS_BURST", 120, minimum=1)
 # How long an MCP endpoint trusts its lookup of a bearer token (seconds; 0: look up every request).

@@ -14,6 +14,7 @@ import pytest_asyncio
 from mcp_app import catalog
 from mcp_app.content import render_pool, rendering
 from mcp_app.models import Tool
+from mcp_app.oauth import ratelimit as oauth_ratelimit
 from mcp_app.protocol import quotas, ratelimit
 from mcp_app.transport import modern
 from tenants import wall
@@ -121,6 +122,7 @@ def tool_a(tenant_a) -> Tool:
 def _fresh_rate_limits() -> None:
     # Tenant and session ids repeat across tests; a bucket emptied by one must not throttle the next.
     ratelimit.reset()
+    oauth_ratelimit.reset()
     quotas.reset()
 
 

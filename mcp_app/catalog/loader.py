@@ -11,16 +11,7 @@ from channels.db import database_sync_to_async
 from django.db.models import Q
 
 from mcp_app.catalog import tokens
-from mcp_app.core.mcp_headers import param_headers
-from mcp_app.core.types import (
-    Catalog,
-    PromptDef,
-    ResourceDef,
-    TemplateDef,
-    TenantInfo,
-    ToolDef,
-    offered_to_legacy,
-)
+from mcp_app.core.types import Catalog, TenantInfo
 from mcp_app.models import Prompt, Resource, ResourceTemplate, TaskSupport, Tool
 from tenants import wall
 from tenants.models import AuthMode, Tenant
@@ -157,77 +148,11 @@ def _read_catalog(tenant_id: int) -> Catalog:
     # The version is read before the rows: an edit landing in between makes the rows newer than
     # the version, and the next check reloads; the reverse order could pin stale rows.
     version = tokens.db_version(tenant_id)
-    tools = tuple(
-        ToolDef(
-            id=row.pk,
-            name=row.name,
-            title=row.title,
-            description=row.description,
-            input_schema=row.input_schema or {"type": "object"},
-            output_schema=row.output_schema or None,
-            annotations=row.annotations or {},
-            icons=list(row.icons or []),
-            meta=row.meta or {},
-            handler=row.handler,
-            handler_config=row.handler_config or {},
-            handler_secrets=row.handler_secrets or "",
-            timeout_seconds=row.timeout_seconds,
-            required_scope=row.required_scope,
-            execution=row.execution,
-            worker_wait_seconds=row.worker_wait_seconds,
-            approval=row.approval,
-            approval_without_elicitation=row.approval_without_elicitation,
-            task_support=row.resolved_task_support,
-            mirrors_headers=bool(param_headers(row.input_schema or {})),
-            legacy=offered_to_legacy(row.output_schema or None),
-        )
-        for row in Tool.objects.for_tenant(tenant_id).filter(enabled=True)
-    )
-    prompts = tuple(
-        PromptDef(
-            id=row.pk,
-            name=row.name,
-            title=row.title,
-            description=row.description,
-            arguments=list(row.arguments or []),
-            messages=list(row.messages or []),
-            icons=list(row.icons or []),
-            meta=row.meta or {},
-        )
-        for row in Prompt.objects.for_tenant(tenant_id).filter(enabled=True)
-    )
-    resources = tuple(
-        ResourceDef(
-            id=row.pk,
-            uri=row.uri,
-            name=row.name,
-            title=row.title,
-            description=row.description,
-            mime_type=row.mime_type,
-            text=row.text,
-            blob=bytes(row.blob) if row.blob is not None else None,  # PostgreSQL hands out memoryview
-            annotations=row.annotations or {},
-            icons=list(row.icons or []),
-            meta=row.meta or {},
-        )
-        for row in Resource.objects.for_tenant(tenant_id).filter(enabled=True)
-    )
+    tools = tuple(row.to_def() for row in Tool.objects.for_tenant(tenant_id).filter(enabled=True))
+    prompts = tuple(row.to_def() for row in Prompt.objects.for_tenant(tenant_id).filter(enabled=True))
+    resources = tuple(row.to_def() for row in Resource.objects.for_tenant(tenant_id).filter(enabled=True))
     templates = tuple(
-        TemplateDef(
-            id=row.pk,
-            uri_template=row.uri_template,
-            name=row.name,
-            title=row.title,
-            description=row.description,
-            mime_type=row.mime_type,
-            handler=row.handler,
-            handler_config=row.handler_config or {},
-            completions=row.completions or {},
-            annotations=row.annotations or {},
-            icons=list(row.icons or []),
-            meta=row.meta or {},
-        )
-        for row in ResourceTemplate.objects.for_tenant(tenant_id).filter(enabled=True)
+        row.to_def() for row in ResourceTemplate.objects.for_tenant(tenant_id).filter(enabled=True)
     )
     # Sorted here, not by the database: pagination compares keys with Python's ordering, and a
     # PostgreSQL locale collation orders "B" and "a" differently.

@@ -80,6 +80,11 @@ class Subscriber:
                 await task
 
     async def _run(self, listening_now: asyncio.Event) -> None:
+        # Not a retry of one call, so neither tenacity nor redis-py's Retry: what fails is a
+        # subscription that may have lived for hours, each loss must reset the owner (on_reset,
+        # generation) before resubscribing, and the count of failures starts over once subscribed.
+        # A Retry on the connection would be wrong here: redis-py would reconnect and resubscribe
+        # inside get_message, and the messages published in the gap would be lost unnoticed.
         failures = 0
         while True:
             pubsub = redis_client.client().pubsub()

@@ -1,19 +1,46 @@
 """Per-address limits of the authorization server's open endpoints (registration, token), per minute.
 
-Counted in the default cache: Redis when REDIS_URL is set, so every process shares one budget per
+A moving window of the `limits` library (AMB-139): at most the limit in any 60 seconds per address
+and endpoint. Counted in Redis when REDIS_URL is set, so every process shares one budget per
 address; in process memory otherwise (one process). The address is the socket peer (behind a reverse
-proxy run Daphne with --proxy-headers, or every client shares the proxy's budget).
+proxy run Daphne with --proxy-headers, or every client shares the proxy's budget); keys carry a
+hash of it, not the address.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import time
 
-from django.core.cache import cache
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from limits import RateLimitItemPerMinute
+from limits.storage import MemoryStorage, RedisStorage, Storage
+from limits.strategies import MovingWindowRateLimiter
 
-CACHE_PREFIX = "mcp:oauth:rate:"
+from mcp_app.infra import redis_client
+
+KEY_PREFIX = "mcp:oauth:rate"
+WINDOW_SECONDS = 60
+
+_limiters: dict[str, MovingWindowRateLimiter] = {}
+
+
+def _limiter() -> MovingWindowRateLimiter:
+    """The limiter on REDIS_URL's Redis (our process pool), or on this process's memory without it."""
+    url = settings.REDIS_URL
+    found = _limiters.get(url)
+    if found is None:
+        storage: Storage = (
+            RedisStorage(
+                url, connection_pool=redis_client.sync_client().connection_pool, key_prefix=KEY_PREFIX
+            )
+            if url
+            else MemoryStorage()
+        )
+        found = _limiters[url] = MovingWindowRateLimiter(storage)
+    return found
 
 
 def client_address(request: HttpRequest) -> str:
@@ -24,18 +51,14 @@ def retry_after(endpoint: str, address: str, per_minute: int) -> int | None:
     """Count one request to `endpoint` from `address`; the seconds to wait when over `per_minute` (0: no limit)."""
     if not per_minute:
         return None
-    now = time.time()
-    window = int(now // 60)
-    key = f"{CACHE_PREFIX}{endpoint}:{hashlib.sha256(address.encode()).hexdigest()[:32]}:{window}"
-    cache.add(key, 0, 61)
-    try:
-        count = cache.incr(key)
-    except ValueError:  # evicted between add and incr
-        cache.set(key, 1, 61)
-        count = 1
-    if count <= per_minute:
+    limiter = _limiter()
+    item = RateLimitItemPerMinute(per_minute)
+    who = hashlib.sha256(address.encode()).hexdigest()[:32]
+    if limiter.hit(item, endpoint, who):
         return None
-    return max(1, 60 - int(now % 60))
+    reset = limiter.get_window_stats(item, endpoint, who).reset_time
+    # Whole seconds, at least 1 and never past one window (a clock step must not ask for more).
+    return min(WINDOW_SECONDS, max(1, math.ceil(reset - time.time())))
 
 
 def too_many(what: str, seconds: int) -> HttpResponse:
@@ -49,3 +72,8 @@ def too_many(what: str, seconds: int) -> HttpResponse:
     response["Retry-After"] = str(seconds)
     response["Cache-Control"] = "no-store"
     return response
+
+
+def reset() -> None:
+    """Forget the in-memory counts (tests; Redis's go with the cache tests' FLUSHDB)."""
+    _limiters.clear()

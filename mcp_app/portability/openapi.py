@@ -5,9 +5,10 @@ its title and description from ``summary``/``description``, its input schema fro
 and header parameters and the JSON request body (an object body's properties become arguments
 beside the parameters; any other body is the ``body`` argument), its output schema from the first
 2xx JSON response when that is an object, and the http kind's ``parameters``/``body`` placement
-(``mcp_app/handlers/http_params.py``). Every ``$ref`` inside the document is inlined; a recursive one
+(``mcp_app/handlers/http_params.py``). Every ``$ref`` inside the document is looked up with
+``referencing`` (JSON pointers with their escapes and percent-encoding) and inlined; a recursive one
 is cut where it recurs (an unconstrained schema saying so) and the whole expansion is bounded, so a
-hostile document cannot make the import run away. OpenAPI 3.0's ``nullable`` and boolean
+hostile document cannot make the import run away; a reference outside the document is refused. OpenAPI 3.0's ``nullable`` and boolean
 ``exclusiveMinimum``/``exclusiveMaximum`` become their JSON Schema 2020-12 forms.
 """
 
@@ -17,6 +18,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin
+
+from referencing import Registry, Resource
+from referencing.exceptions import Unresolvable
+from referencing.jsonschema import DRAFT202012
 
 METHODS = ("get", "put", "post", "delete", "patch")
 UNSUPPORTED_METHODS = ("head", "options", "trace")
@@ -96,11 +101,18 @@ class Description:
         return {op.key: op for op in self.operations}
 
 
+# Where the document sits in its reference registry: refs resolve against it, and none leaves it.
+_DOCUMENT_URI = "urn:mcp:openapi-document"
+
+
 class _Resolver:
-    """Inline local ``$ref``s, cutting recursion and bounding the total expansion."""
+    """Inline the document's ``$ref``s (looked up by ``referencing``), cutting recursion and bounding
+    the total expansion, which a lookup library does not do."""
 
     def __init__(self, document: dict[str, Any]) -> None:
-        self.document = document
+        # No retrieve function: a reference to anything but this document is Unresolvable.
+        resource = Resource(contents=document, specification=DRAFT202012)
+        self.resolver = Registry().with_resource(_DOCUMENT_URI, resource).resolver(base_uri=_DOCUMENT_URI)
         self.nodes = 0
 
     def target(self, ref: Any) -> Any:
@@ -108,16 +120,10 @@ class _Resolver:
             raise OpenApiError(
                 f"The reference {ref!r} points outside the document; only local '#/…' ones are read."
             )
-        node: Any = self.document
-        for raw in ref[1:].split("/")[1:] if ref != "#" else []:
-            part = raw.replace("~1", "/").replace("~0", "~")
-            if isinstance(node, dict) and part in node:
-                node = node[part]
-            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-                node = node[int(part)]
-            else:
-                raise OpenApiError(f"The reference {ref!r} points to nothing in the document.")
-        return node
+        try:
+            return self.resolver.lookup(ref).contents
+        except Unresolvable:
+            raise OpenApiError(f"The reference {ref!r} points to nothing in the document.") from None
 
     def deref(self, node: Any) -> Any:
         """A Parameter, Request Body or Response Object, following its ``$ref`` chain."""

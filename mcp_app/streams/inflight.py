@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from channels.layers import get_channel_layer
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, wait_incrementing
 
 from mcp_app.infra import notify, redis_client
 
@@ -173,30 +174,38 @@ class _Listener:
             except Exception as exc:  # the group entry expires on its own (group_expiry)
                 logger.debug("cancel listener could not leave session %.8s: %r", session_id, exc)
 
+    def _worth_retrying(self, exc: BaseException) -> bool:
+        # Nothing to listen for: stop quietly; the next long request starts a new receive loop.
+        return bool(self.joined) and not isinstance(exc, asyncio.CancelledError)
+
     async def _receive(self, layer: Any, channel: str) -> None:
-        failures = 0
+        # Each read is retried on its own (a timeout under load is routine: said once per run of
+        # failures, not every time), waiting 0.1 s more each time, at most 2 s.
+        receive = AsyncRetrying(
+            retry=retry_if_exception(self._worth_retrying),
+            wait=wait_incrementing(start=0.1, increment=0.1, max=2.0),
+            before_sleep=_log_retry,
+            reraise=True,
+        )
         while True:
             try:
-                event = await layer.receive(channel)
+                event = await receive(layer.receive, channel)
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:
-                if not self.joined:
-                    # Nothing to listen for: stop quietly; the next long request starts a new loop.
-                    self.task = None
-                    return
-                failures += 1
-                # A timeout under load is routine; say so once per run of failures, not every time.
-                log = logger.warning if failures == 1 else logger.debug
-                log("cancel listener could not receive (%s in a row), retrying: %r", failures, exc)
-                await asyncio.sleep(min(0.1 * failures, 2.0))
-                continue
-            failures = 0
+            except Exception:
+                self.task = None
+                return
             session_id = event.get("session_id")
             if event.get("type") == "mcp.cancel" and session_id:
                 cancel_local(session_id, event.get("request_id"), event.get("reason"))
             elif event.get("type") == "mcp.session_closed" and session_id:
                 cancel_session(session_id)
+
+
+def _log_retry(state: RetryCallState) -> None:
+    log = logger.warning if state.attempt_number == 1 else logger.debug
+    exc = state.outcome.exception() if state.outcome else None
+    log("cancel listener could not receive (%s in a row), retrying: %r", state.attempt_number, exc)
 
 
 _listeners: dict[asyncio.AbstractEventLoop, _Listener] = {}

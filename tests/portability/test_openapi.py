@@ -258,6 +258,39 @@ def test_nested_and_recursive_refs_are_inlined_and_the_recursion_is_cut():
     assert op.output_schema["properties"]["children"]["items"]["description"].startswith("A Node (recursive")
 
 
+def test_a_ref_is_a_json_pointer_with_its_escapes_and_one_to_nothing_or_outside_says_so():
+    def reply(schema_ref: str) -> dict:
+        return {
+            "200": {"description": "ok", "content": {"application/json": {"schema": {"$ref": schema_ref}}}}
+        }
+
+    document = {
+        "openapi": "3.1.0",
+        "paths": {
+            "/pets/{id}": {
+                "parameters": [{"name": "id", "in": "path", "schema": {"type": "integer", "minimum": 1}}],
+                "get": {
+                    "operationId": "getPet",
+                    # The path's own parameter, by a pointer with ~1 for "/" and %7B %7D for the braces.
+                    "parameters": [{"$ref": "#/paths/~1pets~1%7Bid%7D/parameters/0"}],
+                    "responses": reply("#/components/schemas/Pet"),
+                },
+            },
+            "/a": {"get": {"operationId": "nowhere", "responses": reply("#/components/schemas/Nope")}},
+            "/b": {"get": {"operationId": "outside", "responses": reply("https://example.com/pet.json")}},
+        },
+        "components": {"schemas": {"Pet": {"type": "object", "properties": {"name": {"type": "string"}}}}},
+    }
+    ops = parse(document).by_key()
+    pet = ops["GET /pets/{id}"]
+    assert pet.supported and pet.input_schema["properties"]["id"] == {"type": "integer", "minimum": 1}
+    assert pet.output_schema == {"type": "object", "properties": {"name": {"type": "string"}}}
+    assert (
+        ops["GET /a"].reason == "The reference '#/components/schemas/Nope' points to nothing in the document."
+    )
+    assert "points outside the document" in ops["GET /b"].reason
+
+
 def test_a_ref_that_expands_without_bound_is_refused_with_a_reason():
     # Each level refers to the one below twice: 2**30 nodes if nothing stopped it.
     schemas = {
