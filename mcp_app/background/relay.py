@@ -400,48 +400,39 @@ class _Relay:
                 return result
         return None
 
-    async def _not_started(self) -> dict[str, Any]:
+    async def _end(self, from_status: str, status: str, detail: str, message: str) -> dict[str, Any]:
+        """End the run without the worker's result: tell its worker to stop (now, or when it picks the
+        job up), record the end on its row, and answer the caller with an isError result."""
         await asyncio.shield(contract.request_cancel(self.id))
-        await asyncio.shield(
-            runs.close_run(
-                self.id,
-                (runs.QUEUED,),
-                ToolRun.Status.NOT_STARTED,
-                f"No worker started it within {self.start_seconds:g} s.",
-            )
-        )
-        return error_result(
+        await asyncio.shield(runs.close_run(self.id, (from_status,), status, detail))
+        return error_result(message)
+
+    async def _not_started(self) -> dict[str, Any]:
+        return await self._end(
+            runs.QUEUED,
+            ToolRun.Status.NOT_STARTED,
+            f"No worker started it within {self.start_seconds:g} s.",
             f"No worker started tool {self.tool.name!r} within {self.start_seconds:g} seconds. "
-            "The workers are down or busy; the call did not run. Try again later."
+            "The workers are down or busy; the call did not run. Try again later.",
         )
 
     async def _lost(self) -> dict[str, Any]:
         silent = settings.MCP_BACKGROUND_LIVENESS_SECONDS
-        await asyncio.shield(contract.request_cancel(self.id))
-        await asyncio.shield(
-            runs.close_run(
-                self.id,
-                (runs.RUNNING,),
-                ToolRun.Status.LOST,
-                f"The worker sent no sign of life for {silent:g} s (it died or hangs); nothing was retried.",
-            )
-        )
-        return error_result(
+        return await self._end(
+            runs.RUNNING,
+            ToolRun.Status.LOST,
+            f"The worker sent no sign of life for {silent:g} s (it died or hangs); nothing was retried.",
             f"The worker running tool {self.tool.name!r} stopped answering (no sign of life for {silent:g} s); "
-            "it may have died. The call was not retried: check its effects before calling again."
+            "it may have died. The call was not retried: check its effects before calling again.",
         )
 
     async def _gave_up(self) -> dict[str, Any]:
-        await asyncio.shield(contract.request_cancel(self.id))
-        await asyncio.shield(
-            runs.close_run(
-                self.id,
-                (runs.RUNNING,),
-                ToolRun.Status.LOST,
-                "The worker stopped answering; the caller gave up.",
-            )
+        return await self._end(
+            runs.RUNNING,
+            ToolRun.Status.LOST,
+            "The worker stopped answering; the caller gave up.",
+            f"The worker running tool {self.tool.name!r} stopped answering.",
         )
-        return error_result(f"The worker running tool {self.tool.name!r} stopped answering.")
 
 
 async def run(

@@ -208,17 +208,26 @@ async def test_the_tools_own_worker_wait_bounds_the_wait_and_says_it_did_not_run
     assert await worker.work(job) == "expired"  # a worker that comes back later drops it unrun
 
 
+async def counting_on_a_worker(
+    queue: str, tool: Tool
+) -> tuple[Recorder, asyncio.Task, dict[str, Any], asyncio.Task]:
+    """A call counting to 50 (0.1 s a step) that this test runs as a worker would, once it has counted
+    twice: its progress, the caller's task, the job, the worker's task."""
+    recorder = Recorder()
+    ctx = make_ctx(tool.tenant, emit=recorder, progress_token="p1")
+    call = asyncio.create_task(result_of(ctx, "tools/call", call_params(50, 0.1)))
+    job = await take_job(queue)
+    running = asyncio.create_task(worker.work(job))
+    while len(recorder.progress()) < 2:
+        await asyncio.sleep(0.02)
+    return recorder, call, job, running
+
+
 @pytest.mark.services
 async def test_ut10_cancelling_a_background_call_stops_the_job_on_the_worker_and_sends_nothing_more(
     celery_mode, background_tool
 ):
-    recorder = Recorder()
-    ctx = make_ctx(background_tool.tenant, emit=recorder, progress_token="p1")
-    call = asyncio.create_task(result_of(ctx, "tools/call", call_params(50, 0.1)))
-    job = await take_job(celery_mode)
-    running = asyncio.create_task(worker.work(job))
-    while len(recorder.progress()) < 2:
-        await asyncio.sleep(0.02)
+    recorder, call, job, running = await counting_on_a_worker(celery_mode, background_tool)
     call.cancel()  # what notifications/cancelled does to the request's task (streams.inflight)
     cancelled_at = time.monotonic()
     # Generous: on a loaded machine a stalled cancellation shows as "done" (it ran to the end), not as
@@ -236,13 +245,7 @@ async def test_ut10_cancelling_a_background_call_stops_the_job_on_the_worker_and
 async def test_a_worker_that_is_stopped_mid_job_stops_its_handler_and_raises_the_cancellation(
     celery_mode, background_tool
 ):
-    recorder = Recorder()
-    ctx = make_ctx(background_tool.tenant, emit=recorder, progress_token="p1")
-    call = asyncio.create_task(result_of(ctx, "tools/call", call_params(50, 0.1)))
-    job = await take_job(celery_mode)
-    running = asyncio.create_task(worker.work(job))
-    while len(recorder.progress()) < 2:
-        await asyncio.sleep(0.02)
+    recorder, call, _, running = await counting_on_a_worker(celery_mode, background_tool)
     running.cancel()  # what a worker's shutdown does to the task running the job
     with pytest.raises(asyncio.CancelledError):
         await running
