@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
+from typing import Any
 
 from mcp_app.core.types import TenantInfo
 from mcp_app.protocol.jsonrpc import RequestId
@@ -19,33 +20,42 @@ from mcp_app.streams.stream_slots import RETRY_SECONDS, Slot, StreamCapReached
 from mcp_app.transport.wire import HttpError
 
 
+def _too_many(
+    message: str, retry_after: int, data: dict[str, Any], request_id: RequestId | None, json_rpc: bool
+) -> HttpError:
+    """429 + Retry-After, with a JSON-RPC error body (naming the limit) a client can read before any
+    JSON-RPC answer; a plain one where no JSON-RPC body fits (json_rpc=False)."""
+    return HttpError(
+        429,
+        message,
+        code=RATE_LIMITED if json_rpc else None,
+        request_id=request_id,
+        headers=[(b"retry-after", str(retry_after).encode())],
+        data={"retryAfter": retry_after, **data} if json_rpc else None,
+    )
+
+
 def too_many_streams(
     refused: StreamCapReached, request_id: RequestId | None = None, json_rpc: bool = True
 ) -> HttpError:
-    """429 + Retry-After, with a JSON-RPC error body a client can read before any JSON-RPC answer."""
-    return HttpError(
-        429,
+    return _too_many(
         refused.message,
-        code=RATE_LIMITED if json_rpc else None,
-        request_id=request_id,
-        headers=[(b"retry-after", str(RETRY_SECONDS).encode())],
-        data={"retryAfter": RETRY_SECONDS, "limit": refused.limit, "streams": refused.scope} if json_rpc else None,
+        RETRY_SECONDS,
+        {"limit": refused.limit, "streams": refused.scope},
+        request_id,
+        json_rpc,
     )
 
 
 def too_many_sessions(
     refused: SessionsRefused, request_id: RequestId | None = None, json_rpc: bool = True
 ) -> HttpError:
-    """429 + Retry-After and a JSON-RPC error naming the limit."""
-    return HttpError(
-        429,
+    return _too_many(
         refused.message,
-        code=RATE_LIMITED if json_rpc else None,
-        request_id=request_id,
-        headers=[(b"retry-after", str(refused.retry_after).encode())],
-        data={"retryAfter": refused.retry_after, "limit": refused.limit, "sessions": refused.scope}
-        if json_rpc
-        else None,
+        refused.retry_after,
+        {"limit": refused.limit, "sessions": refused.scope},
+        request_id,
+        json_rpc,
     )
 
 
