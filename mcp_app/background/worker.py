@@ -330,4 +330,8 @@ async def work(job: dict[str, Any]) -> str:
         await runs.close_run(job_id, (runs.RUNNING,), ToolRun.Status.DONE, result=result)
     await replies.result(result)
     logger.info("job %s (tool %s) finished in %.2f s", job_id, tool.name, elapsed)
+    if _stopping():
+        # Told to stop while its handler ran, and the handler swallowed that (it finished anyway): its
+        # result is recorded and sent above; the stop goes on up, as it would have.
+        raise asyncio.CancelledError
     return "done"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import Any
 
 from mcp_app.core.context import RequestContext
@@ -50,10 +49,14 @@ async def count_slowly(ctx: RequestContext, arguments: dict[str, Any]) -> dict[s
     done = 0
     for i in range(1, n + 1):
         if cancelled is not None:
-            # Sleep on the event itself so a cancellation wakes us at once.
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(delay):
-                    await cancelled.wait()
+            # Sleep on the event itself so a cancellation wakes us at once. asyncio.wait, not a timeout
+            # whose TimeoutError is suppressed: on Python 3.11 that pair can swallow a cancellation of
+            # this task that lands as the timeout fires, and the count would run on.
+            woken = asyncio.ensure_future(cancelled.wait())
+            try:
+                await asyncio.wait({woken}, timeout=delay)
+            finally:
+                woken.cancel()
             if cancelled.is_set():
                 await utilities.log(ctx, "info", f"cancelled after {done} of {n}", logger="count_slowly")
                 return {

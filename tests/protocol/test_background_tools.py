@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import secrets
 import time
@@ -657,3 +658,40 @@ async def test_while_the_client_is_asked_only_the_workers_silence_ends_the_wait_
     )
     assert (await asyncio.wait_for(call, 5))["content"] == done["content"]
     await beating
+
+
+STUBBORN_STARTED = asyncio.Event()
+
+
+@register("test_bg_stubborn")
+async def _stubborn(ctx: RequestContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    """A handler that swallows its cancellation and answers anyway (a sloppy callable can)."""
+    STUBBORN_STARTED.set()
+    with contextlib.suppress(asyncio.CancelledError):
+        await asyncio.sleep(30)
+    return {"content": [{"type": "text", "text": "finished anyway"}]}
+
+
+@pytest.mark.services
+async def test_a_worker_told_to_stop_stops_even_when_its_handler_swallows_that_and_the_result_is_kept(
+    celery_mode, demo_a
+):
+    await sync_to_async(Tool.objects.create)(
+        tenant=demo_a,
+        name="bg_stubborn",
+        handler="python",
+        handler_config={"callable": "test_bg_stubborn"},
+        execution="background",
+    )
+    STUBBORN_STARTED.clear()
+    call = asyncio.create_task(
+        result_of(make_ctx(demo_a), "tools/call", {"name": "bg_stubborn", "arguments": {}})
+    )
+    job = await take_job(celery_mode)
+    running = asyncio.create_task(worker.work(job))
+    await asyncio.wait_for(STUBBORN_STARTED.wait(), 10)
+    running.cancel()  # a worker's shutdown
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    assert (await run_of(job["id"])).status == "done"
+    assert (await asyncio.wait_for(call, 5))["content"][0]["text"] == "finished anyway"
