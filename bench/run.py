@@ -6,6 +6,7 @@
     .venv/bin/python bench/run.py --only-modern   # the 2026-07-28 wire: vs the SDK stateless, vs legacy
     .venv/bin/python bench/run.py --only-asking   # background progress, asking, workers, held runs
     .venv/bin/python bench/run.py --only-operations   # quotas on vs off; metrics + quotas + tenant wall on vs off
+    .venv/bin/python bench/run.py --only-upstream   # tools/call through federation vs the SDK client direct
 
 Prints figures; it is not a test. See bench/README.md for what is measured and how to read it.
 
@@ -14,7 +15,8 @@ load.py (tools/call and tools/list vs the SDK, and the tables), pairs.py (oauth 
 the wall on vs off, worker vs inline), modern.py (the 2026-07-28 wire, listen streams), streams.py
 (held-open streams: the listen and GET-stream phases share `hold_streams`, so their figures are made
 the same way), scale.py (tenant scale), hotspots.py (py-spy), asking.py (issue 11's phases) and
-sessions.py (session admission). Starting, pinning and stopping the processes (and the bench
+sessions.py (session admission), upstream.py (calls to an upstream MCP server through
+mcp_app.federation vs the SDK client direct; run in its own process: it sets up Django itself). Starting, pinning and stopping the processes (and the bench
 database) live in procs.py; the load generator in loadgen.py.
 """
 
@@ -27,6 +29,7 @@ import datetime
 import json
 import os
 import platform
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -110,12 +113,23 @@ def main() -> None:
         help="only session admission: an initialize refused at the per-client cap vs an accepted one",
     )
     parser.add_argument(
+        "--only-upstream",
+        action="store_true",
+        help="only tools/call echo through mcp_app.federation vs the SDK client calling the upstream directly",
+    )
+    parser.add_argument(
         "--runs", type=int, default=500, help="slow background runs to hold open (default 500)"
     )
     parser.add_argument(
         "--listens", type=int, default=1000, help="subscriptions/listen streams to hold open (default 1000)"
     )
     args = parser.parse_args()
+
+    if args.only_upstream:
+        # Its own process: it configures Django (and the SSRF allow-list) for itself, not for our servers.
+        command = [sys.executable, str(Path(__file__).resolve().parent / "upstream.py")]
+        command += ["--quick"] * args.quick + (["--duration", str(args.duration)] if args.duration else [])
+        raise SystemExit(subprocess.run(command, check=False).returncode)
 
     timing = Timing(warmup=0.5, duration=2.0) if args.quick else Timing(warmup=1.0, duration=8.0)
     rounds = 1 if args.quick else 2

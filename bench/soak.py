@@ -245,18 +245,27 @@ async def drive(
             )
             last = (now, snap, len(mix.latencies))
 
-    async def edit() -> None:
+    stop_editing = asyncio.Event()
+
+    async def edit_every(seconds: float) -> None:
+        # Not cancelled at the end of the run like the other loops: an edit under way is checked to
+        # its end (a `manage.py shell` on a busy machine can take most of a short run), so a run
+        # that started an edit always reports on it.
         nonlocal edits
-        edits += 1
-        await streams.check_edit(lambda: edit_tool(env))
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop_editing.wait(), seconds)
+            if stop_editing.is_set():
+                return
+            edits += 1
+            await streams.check_edit(lambda: edit_tool(env))
 
     memory.sample(0.0)
     tasks = [
         asyncio.create_task(every(args.sample_seconds, sample)),
         asyncio.create_task(every(args.churn_seconds, streams.churn)),
     ]
-    if args.edit_seconds > 0:
-        tasks.append(asyncio.create_task(every(args.edit_seconds, edit)))
+    editing = asyncio.create_task(edit_every(args.edit_seconds)) if args.edit_seconds > 0 else None
     log(f"soak: {args.duration:.0f}s at {rate:.1f} operations/s")
     await open_loop(mix, rate, args.duration)
     seconds = time.monotonic() - t0
@@ -264,6 +273,9 @@ async def drive(
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+    if editing is not None:
+        stop_editing.set()
+        await editing
     memory.sample(seconds)
     backlog = await mix.drain()
     await streams.close()

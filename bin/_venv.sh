@@ -34,10 +34,23 @@ ensure_venv() {
   fi
   spec="."
   [ -n "$extras" ] && spec=".[$extras]"
-  echo "==> installing the project into .venv (pip install -e '$spec'; first run or pyproject.toml changed; takes a minute)"
-  (cd "$root" && "$venv/bin/python" -m pip install --disable-pip-version-check -qq -e "$spec") || return 1
+  echo "==> installing the project into .venv (uv pip install -e '$spec'; first run or pyproject.toml changed)"
+  # uv (a PyPI wheel) resolves and installs the ~150 packages in seconds where pip takes a minute;
+  # pip remains the fallback where uv cannot be had.
+  if [ -x "$venv/bin/uv" ] || "$venv/bin/python" -m pip install --disable-pip-version-check -qq uv 2>/dev/null; then
+    # --compile-bytecode: uv writes no .pyc by default, and where PYTHONDONTWRITEBYTECODE is set (this
+    # machine image sets it) every process would compile Django, the SDK and the rest anew: 5.8 s to
+    # import the ASGI app instead of 2.3 s, paid by each server, worker and manage.py the tests start.
+    (cd "$root" && "$venv/bin/uv" pip install --quiet --compile-bytecode --python "$venv/bin/python" -e "$spec") || return 1
+  else
+    (cd "$root" && "$venv/bin/python" -m pip install --disable-pip-version-check -qq -e "$spec") || return 1
+  fi
   printf '%s %s\n' "$want" "$extras" >"$stamp"
 }
+
+# The project's own modules are an editable install, compiled by neither installer: let the processes
+# cache their bytecode even where the environment says not to (see --compile-bytecode above).
+unset PYTHONDONTWRITEBYTECODE
 
 _find_python() {
   local candidate

@@ -1,6 +1,7 @@
 """Tenant-defined MCP tools, prompts and resources, the session record, runs and usage buckets.
 
 Longer than 400 lines: Django wants an app's models in one module, and each model here is short.
+The upstream servers' models live in upstream_rows/models.py (imported here, so Django finds them).
 """
 
 from __future__ import annotations
@@ -17,6 +18,14 @@ from simple_history.models import HistoricalRecords
 from mcp_app.core.mcp_headers import param_headers
 from mcp_app.core.types import PromptDef, ResourceDef, TemplateDef, ToolDef, offered_to_legacy
 from mcp_app.definitions import checks
+from mcp_app.upstream_rows.models import (  # noqa: F401 (the app's models)
+    Upstream,
+    UpstreamCircuit,
+    UpstreamHealth,
+    UpstreamMode,
+    UpstreamTool,
+    UpstreamTransport,
+)
 from tenants.models import Tenant, TenantQuerySet
 
 tool_name_validator = RegexValidator(

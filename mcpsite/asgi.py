@@ -17,17 +17,21 @@ from mcp_app.transport.daphne_tuning import (  # noqa: E402
     drain_before_shutdown,
     freeze_startup_heap,
     redact_access_log,
+    watch_upstreams_when_serving,
 )
+from mcp_app.transport.lifespan import lifespan  # noqa: E402
 from mcp_app.transport.routing import urlpatterns as mcp_urlpatterns  # noqa: E402
 
 disable_form_parsing()  # Daphne hands bodies over raw; Twisted's form parsing is pure cost
 redact_access_log()  # a token a client put in the URL never reaches the access log
 drain_before_shutdown()  # SIGTERM: stop listening, finish calls in flight, end streams (streams/drain.py)
+watch_upstreams_when_serving()  # listen to upstreams' list changes while serving (upstreams/watch.py)
 render_pool.warm()  # the first large template must not wait for the render processes' Django start-up
 
 application = ProtocolTypeRouter(
     {
         "http": URLRouter([*mcp_urlpatterns, re_path(r"", django_asgi_app)]),
+        "lifespan": lifespan,  # uvicorn's start and stop (Daphne sends none)
     }
 )
 # Off unless OTEL_TRACES_EXPORTER is set (AMB-85): then every request, MCP ones included, has a span.

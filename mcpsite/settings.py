@@ -118,7 +118,9 @@ def _proxy_ssl_header() -> tuple[str, str] | None:
         return None
     name, _, value = raw.partition("=")
     name, value = name.strip(), (value.strip() if "=" in raw else "https")
-    if not re.fullmatch(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*", name) or not re.fullmatch(r"[A-Za-z0-9.:-]+", value):
+    if not re.fullmatch(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*", name) or not re.fullmatch(
+        r"[A-Za-z0-9.:-]+", value
+    ):
         raise ImproperlyConfigured(
             f"MCP_PROXY_SSL_HEADER must be a header name, or name=value (X-Forwarded-Proto, X-Forwarded-Ssl=on), got {raw!r}"
         )
@@ -130,7 +132,9 @@ def _proxy_ssl_header() -> tuple[str, str] | None:
 SECURE_PROXY_SSL_HEADER = _proxy_ssl_header()
 # A plain-HTTP GET of a page goes to https, other methods are refused in words (mcpsite/middleware.py);
 # on by default only where the process can tell an https request, else it would redirect to itself for ever.
-SECURE_SSL_REDIRECT = _env_bool("MCP_SSL_REDIRECT", _public.scheme == "https" and SECURE_PROXY_SSL_HEADER is not None)
+SECURE_SSL_REDIRECT = _env_bool(
+    "MCP_SSL_REDIRECT", _public.scheme == "https" and SECURE_PROXY_SSL_HEADER is not None
+)
 if SECURE_SSL_REDIRECT and _public.scheme != "https":
     raise ImproperlyConfigured(f"MCP_SSL_REDIRECT=1 needs an https MCP_PUBLIC_URL, got {MCP_PUBLIC_URL!r}")
 # Called over plain HTTP inside the cluster, by the pod's IP (kubelet, Prometheus): never redirected
@@ -211,8 +215,11 @@ TEMPLATES = [
 ]
 
 DATABASES = {
-    "default": dj_database_url.config(
-        default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
+    # An empty DATABASE_URL (`export DATABASE_URL=` in a shell) means the default too, as it does for
+    # REDIS_URL: dj_database_url took it for a configuration with no engine, and every command failed
+    # with KeyError: 'ENGINE'.
+    "default": dj_database_url.parse(
+        os.environ.get("DATABASE_URL") or f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
         conn_max_age=_env_int("DB_CONN_MAX_AGE", 600),
         # A kept connection the server dropped (a restart, a terminated backend) is noticed and replaced
         # before it is used, instead of failing the first request that meets it.
@@ -317,6 +324,9 @@ for _network in MCP_METRICS_ALLOW:
             f"MCP_METRICS_ALLOW: {_network!r} is not a network (e.g. 10.0.0.0/8)"
         ) from None
 MCP_METRICS_MAX_TENANTS = _env_int("MCP_METRICS_MAX_TENANTS", 100, minimum=1)
+# Upstream servers labelled by name per tenant in /metrics (the most called); the rest of a tenant's are
+# "(other)", so a tenant creating thousands of upstreams adds at most this many series (AMB-173).
+MCP_METRICS_MAX_UPSTREAMS = _env_int("MCP_METRICS_MAX_UPSTREAMS", 20, minimum=1)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -486,6 +496,10 @@ MCP_SSE_RESUME_WAIT_SECONDS = _env_int("MCP_SSE_RESUME_WAIT_SECONDS", 60, minimu
 MCP_TEMPLATE_SECONDS = _env_int("MCP_TEMPLATE_SECONDS", 5, minimum=1)
 MCP_TEMPLATE_PROCESSES = _env_int("MCP_TEMPLATE_PROCESSES", 2, minimum=1)
 MCP_TEMPLATE_PROCESSES_PER_TENANT = _env_int("MCP_TEMPLATE_PROCESSES_PER_TENANT", 1, minimum=1)
+# Start the render processes' forkserver (a process that sets Django up) when a serving process or a
+# worker's pool child starts, so the first large template does not wait for it; off: on first need
+# (the end-to-end tests' many short-lived servers, most of which never render a large template).
+MCP_TEMPLATE_WARM = _env_bool("MCP_TEMPLATE_WARM", True)
 # Page size for */list results.
 MCP_PAGE_SIZE = _env_int("MCP_PAGE_SIZE", 50, minimum=1)
 # Hosts/networks the http handler may reach although they are private or loopback
@@ -494,6 +508,40 @@ MCP_HTTP_HANDLER_ALLOW = _env_list("MCP_HTTP_HANDLER_ALLOW", [])
 MCP_HTTP_HANDLER_MAX_RESPONSE_BYTES = _env_int(
     "MCP_HTTP_HANDLER_MAX_RESPONSE_BYTES", 2 * 1024 * 1024, minimum=1024
 )
+# Upstream MCP servers (mcp_app/federation/, docs/decisions/federation.md): their URLs pass the same SSRF
+# guard and MCP_HTTP_HANDLER_ALLOW as http tools. Seconds to connect; connections (sessions) kept per upstream
+# in each process, and how long a call past that bound waits for one; an idle connection closes after
+# MCP_UPSTREAM_IDLE_SECONDS. The breaker: that many consecutive failures to reach an upstream stop calls to
+# it for MCP_UPSTREAM_BREAKER_SECONDS, then one call probes it.
+MCP_UPSTREAM_CONNECT_SECONDS = _env_int("MCP_UPSTREAM_CONNECT_SECONDS", 10, minimum=1)
+MCP_UPSTREAM_MAX_SESSIONS = _env_int("MCP_UPSTREAM_MAX_SESSIONS", 32, minimum=1)
+MCP_UPSTREAM_POOL_WAIT_SECONDS = _env_int("MCP_UPSTREAM_POOL_WAIT_SECONDS", 2, minimum=0)
+MCP_UPSTREAM_IDLE_SECONDS = _env_int("MCP_UPSTREAM_IDLE_SECONDS", 300, minimum=1)
+MCP_UPSTREAM_BREAKER_FAILURES = _env_int("MCP_UPSTREAM_BREAKER_FAILURES", 5, minimum=1)
+MCP_UPSTREAM_BREAKER_SECONDS = _env_int("MCP_UPSTREAM_BREAKER_SECONDS", 30, minimum=1)
+# The largest message an upstream may send (a JSON reply, or one event of an SSE stream): a tenant's
+# upstream must not fill this process's memory, which serves every tenant.
+MCP_UPSTREAM_MAX_MESSAGE_BYTES = _env_int("MCP_UPSTREAM_MAX_MESSAGE_BYTES", 4 * 1024 * 1024, minimum=1024)
+# The messages one call's reply may carry (AMB-188): a burst, then so many a second. Past it the call
+# ends with an error and the upstream's breaker opens: parsing a flood costs every tenant's loop.
+MCP_UPSTREAM_MESSAGE_BURST = _env_int("MCP_UPSTREAM_MESSAGE_BURST", 200, minimum=10)
+MCP_UPSTREAM_MESSAGES_PER_SECOND = _env_int("MCP_UPSTREAM_MESSAGES_PER_SECOND", 50, minimum=1)
+# The upstream servers one tenant may add: each has a message budget and a breaker of its own (AMB-188),
+# so this bounds what one tenant's upstreams can cost a process however many it registers.
+MCP_UPSTREAMS_PER_TENANT = _env_int("MCP_UPSTREAMS_PER_TENANT", 50, minimum=1)
+# Fan-in of upstreams' list changes (mcp_app/upstreams/watch.py, docs/decisions/upstreams.md AMB-180..183):
+# each serving process listens to at most MCP_UPSTREAM_WATCH_MAX upstreams, each held by one process of the
+# deployment at a time (a Redis lease of that many seconds, renewed every third of it); which upstreams
+# exist is looked at again every MCP_UPSTREAM_WATCH_RESCAN_SECONDS; notifications within the debounce
+# window make one sync; a lost connection is tried again after 1 s, doubling up to the backoff cap; a
+# legacy session is pinged every MCP_UPSTREAM_WATCH_PING_SECONDS (its GET stream can die unnoticed).
+MCP_UPSTREAM_WATCH = _env_bool("MCP_UPSTREAM_WATCH", True)
+MCP_UPSTREAM_WATCH_MAX = _env_int("MCP_UPSTREAM_WATCH_MAX", 100, minimum=0)
+MCP_UPSTREAM_WATCH_DEBOUNCE_MS = _env_int("MCP_UPSTREAM_WATCH_DEBOUNCE_MS", 1000, minimum=0)
+MCP_UPSTREAM_WATCH_LEASE_SECONDS = _env_int("MCP_UPSTREAM_WATCH_LEASE_SECONDS", 30, minimum=3)
+MCP_UPSTREAM_WATCH_RESCAN_SECONDS = _env_int("MCP_UPSTREAM_WATCH_RESCAN_SECONDS", 30, minimum=1)
+MCP_UPSTREAM_WATCH_BACKOFF_SECONDS = _env_int("MCP_UPSTREAM_WATCH_BACKOFF_SECONDS", 300, minimum=1)
+MCP_UPSTREAM_WATCH_PING_SECONDS = _env_int("MCP_UPSTREAM_WATCH_PING_SECONDS", 60, minimum=1)
 # Extra modules whose import registers python handlers (comma-separated).
 MCP_PYTHON_HANDLER_MODULES = _env_list("MCP_PYTHON_HANDLER_MODULES", ["mcp_app.demo.callables"])
 # Tool calls allowed per session in any 60 s (TL-13); 0 disables the limit. Burst: in any one second.

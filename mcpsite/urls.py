@@ -74,7 +74,7 @@ urlpatterns = [
     path("health/ready", ReadinessView.as_view(), name="health-ready"),
     # Prometheus metrics of this process (protected: MCP_METRICS_TOKEN or MCP_METRICS_ALLOW).
     path("metrics", metrics, name="metrics"),
-    # What the demo's fetch_json and stream_count tools post to (mcp_app.demo.definitions).
+    # What the demo's fetch_json and stream_count tools post to (mcp_app/demo/tenants/demo.yaml).
     path("demo/echo", demo_views.echo, name="demo-echo"),
     path("demo/stream", demo_views.stream, name="demo-stream"),
 ]

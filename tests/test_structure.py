@@ -18,6 +18,22 @@ PROJECT = ("mcp_app", "tenants", "audit", "mcpsite", "formfields")
 FORBIDDEN = {
     "mcp_app.core": ("mcp_app", "tenants", "mcpsite", "django.http"),
     "mcp_app.infra": ("mcp_app", "tenants", "mcpsite"),
+    # The client of upstream MCP servers sits beside infra: core, infra, the SDK; nothing that knows rows or wire.
+    "mcp_app.federation": (
+        "mcp_app.models",
+        "mcp_app.definitions",
+        "mcp_app.catalog",
+        "mcp_app.handlers",
+        "mcp_app.protocol",
+        "mcp_app.transport",
+        "mcp_app.streams",
+        "mcp_app.background",
+        "mcp_app.admin",
+        "mcp_app.api",
+        "mcpsite",
+        "tenants",
+        "django.http",
+    ),
     "mcp_app.content": (
         "mcp_app.catalog",
         "mcp_app.handlers",
@@ -33,6 +49,8 @@ FORBIDDEN = {
         "mcp_app.transport",
         "mcp_app.admin",
         "mcp_app.models",
+        "mcp_app.upstream_rows",
+        "mcp_app.upstreams",
     ),
     # A row's checks sit on the handlers (a configuration is its kind's) and under the models.
     "mcp_app.definitions": (
@@ -49,11 +67,28 @@ FORBIDDEN = {
     "mcp_app.background": ("mcp_app.protocol", "mcp_app.transport", "mcp_app.admin"),
     "mcp_app.catalog": ("mcp_app.protocol", "mcp_app.transport", "mcp_app.admin", "mcp_app.background"),
     "mcp_app.oauth": ("mcp_app.transport", "mcp_app.admin", "mcp_app.protocol"),
-    "mcp_app.portability": ("mcp_app.transport", "mcp_app.protocol", "mcp_app.admin", "mcp_app.api", "django.http"),
+    "mcp_app.portability": (
+        "mcp_app.transport",
+        "mcp_app.protocol",
+        "mcp_app.admin",
+        "mcp_app.api",
+        "django.http",
+    ),
     "mcp_app.usage": ("mcp_app.transport", "mcp_app.protocol", "mcp_app.admin", "mcp_app.background"),
     # Cross-process session and stream state: the transport's consumers use it, never the other way.
     "mcp_app.streams": ("mcp_app.transport", "mcp_app.admin", "mcp_app.api", "django.http"),
     "mcp_app.history": ("mcp_app.transport", "mcp_app.protocol", "mcp_app.admin", "mcp_app.api"),
+    # Upstream servers: their rows sit with the models; the service that syncs and pins them beside history.
+    "mcp_app.upstream_rows": (
+        "mcp_app.catalog",
+        "mcp_app.handlers",
+        "mcp_app.protocol",
+        "mcp_app.transport",
+        "mcp_app.admin",
+        "mcp_app.api",
+        "mcp_app.upstreams",
+    ),
+    "mcp_app.upstreams": ("mcp_app.transport", "mcp_app.protocol", "mcp_app.admin", "mcp_app.api"),
     "mcp_app.connect": ("mcp_app.transport", "mcp_app.admin", "mcp_app.api"),
     "mcp_app.operations": ("mcp_app.transport", "mcp_app.admin", "mcp_app.api"),
     "mcp_app.signals": ("mcp_app.transport", "mcp_app.protocol", "mcp_app.admin", "mcp_app.api"),
@@ -219,7 +254,9 @@ def test_nothing_below_the_site_imports_it_but_its_nesting_limit() -> None:
     broken = [
         f"{MODULES[importer].relative_to(ROOT)}:{line} imports {target}"
         for importer, target, line, _top in imports()
-        if target.split(".")[0] == "mcpsite" and importer.split(".")[0] != "mcpsite" and target not in SITE_LEAVES
+        if target.split(".")[0] == "mcpsite"
+        and importer.split(".")[0] != "mcpsite"
+        and target not in SITE_LEAVES
     ]
     assert not broken, "\n".join(broken)
 

@@ -101,6 +101,10 @@ def import_view(request: HttpRequest, tenant_id: int) -> HttpResponse:
             f"{counts['unchanged']} unchanged."
             + "".join(
                 f" Tool {t} needs the secret {n!r}: set it on the tool." for t, n in plan.missing_secrets
+            )
+            + "".join(
+                f" Upstream {u} needs the secret {n!r}: set it on the upstream."
+                for u, n in plan.missing_upstream_secrets
             ),
         )
         return HttpResponseRedirect(context["tenant_url"])

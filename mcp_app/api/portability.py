@@ -49,6 +49,10 @@ PlanSerializer = inline_serializer(
             child=serializers.DictField(child=serializers.CharField()),
             help_text="{tool, secret}: secret headers a tool needs and does not have.",
         ),
+        "missing_upstream_secrets": serializers.ListField(
+            child=serializers.DictField(child=serializers.CharField()),
+            help_text="{upstream, secret}: secret headers an upstream server needs and does not have.",
+        ),
     },
 )
 

@@ -55,7 +55,10 @@ class CleanedModelSerializer(serializers.ModelSerializer):
         return attrs
 
 
-class ToolSerializer(CleanedModelSerializer):
+class SecretHeadersMixin(serializers.Serializer):
+    """Write-only `secrets` (header → value, stored encrypted in `secrets_field`) and readable `secret_names`."""
+
+    secrets_field = "handler_secrets"
     secrets = serializers.DictField(
         child=serializers.CharField(allow_blank=True, trim_whitespace=False),
         write_only=True,
@@ -66,13 +69,8 @@ class ToolSerializer(CleanedModelSerializer):
     )
     secret_names = serializers.SerializerMethodField(help_text="Names of the stored secret headers.")
 
-    class Meta:
-        model = Tool
-        exclude = ("tenant", "handler_secrets")
-        read_only_fields = READ_ONLY
-
-    def get_secret_names(self, tool: Tool) -> list[str]:
-        return secret_names(tool.handler_secrets)
+    def get_secret_names(self, row: models.Model) -> list[str]:
+        return secret_names(getattr(row, self.secrets_field))
 
     def validate_secrets(self, value: dict[str, str] | None) -> dict[str, str] | None:
         if value is None:
@@ -88,14 +86,21 @@ class ToolSerializer(CleanedModelSerializer):
     def _with_secrets(self, validated: dict[str, Any]) -> dict[str, Any]:
         value = validated.pop("secrets", None)
         if value is not None:
-            validated["handler_secrets"] = encrypt_secrets(value) if value else ""
+            validated[self.secrets_field] = encrypt_secrets(value) if value else ""
         return validated
 
-    def create(self, validated: dict[str, Any]) -> Tool:
+    def create(self, validated: dict[str, Any]) -> models.Model:
         return super().create(self._with_secrets(validated))
 
-    def update(self, instance: Tool, validated: dict[str, Any]) -> Tool:
+    def update(self, instance: models.Model, validated: dict[str, Any]) -> models.Model:
         return super().update(instance, self._with_secrets(validated))
+
+
+class ToolSerializer(SecretHeadersMixin, CleanedModelSerializer):
+    class Meta:
+        model = Tool
+        exclude = ("tenant", "handler_secrets")
+        read_only_fields = READ_ONLY
 
 
 class PromptSerializer(CleanedModelSerializer):

@@ -4,7 +4,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import SimpleRouter
 
-from mcp_app.api import history, invitations, portability, tenancy, views
+from mcp_app.api import history, invitations, portability, tenancy, upstreams, views
 from mcp_app.api.errors import not_found
 
 app_name = "api"
@@ -14,6 +14,8 @@ tenant_router.register("tools", views.ToolViewSet, basename="tool")
 tenant_router.register("prompts", views.PromptViewSet, basename="prompt")
 tenant_router.register("resources", views.ResourceViewSet, basename="resource")
 tenant_router.register("resource-templates", views.ResourceTemplateViewSet, basename="resource-template")
+tenant_router.register("upstreams", upstreams.UpstreamViewSet, basename="upstream")
+tenant_router.register("remote-tools", upstreams.RemoteToolViewSet, basename="remote-tool")
 tenant_router.register("runs", views.ToolRunViewSet, basename="run")
 tenant_router.register("members", tenancy.MembershipViewSet, basename="member")
 tenant_router.register("invitations", invitations.InvitationViewSet, basename="invitation")

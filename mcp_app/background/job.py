@@ -10,6 +10,7 @@ from celery import shared_task, signals
 
 from mcp_app.background import contract, presence, worker
 from mcp_app.infra import redis_client
+from mcp_app.usage import flush as usage_flush
 from tenants import wall
 
 _local = threading.local()
@@ -33,6 +34,13 @@ def withdraw_presence(**_: object) -> None:
     """A shutdown begins (warm: no new job, the running ones finish): counted no more at once."""
     while _presence:
         _presence.pop().stop()
+
+
+@signals.worker_process_init.connect(weak=False)
+def flush_the_childs_usage(**_: object) -> None:
+    """In each pool child, where jobs call upstreams: their health reaches the database as a serving
+    process's does (usage/flush.py, AMB-185), the child counted as a process of its own."""
+    usage_flush.start_in_forked_child()
 
 
 def _loop() -> asyncio.AbstractEventLoop:

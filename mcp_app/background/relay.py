@@ -315,7 +315,13 @@ class _Relay:
                     task.cancel()
 
     async def _relay(self) -> dict[str, Any]:
+        this = asyncio.current_task()
         while True:
+            if this is not None and this.cancelling():
+                # Cancelled, and the CancelledError was swallowed below (Python 3.11: a library's
+                # timeout or lock around the await it landed in): the call still ends as cancelled,
+                # and the worker is told (run's handler), or the job would run to its end.
+                raise asyncio.CancelledError
             if self.receiver is None:
                 # One receive at a time, never cancelled on a timeout: channels_redis drops the
                 # channel's buffered messages when a receive is cancelled.

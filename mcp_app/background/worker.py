@@ -187,7 +187,21 @@ async def _watch_cancel(
     with contextlib.suppress(TimeoutError, asyncio.CancelledError):
         async with asyncio.timeout(contract.CANCEL_GRACE_SECONDS):
             await asyncio.shield(handler)
-    handler.cancel()
+    await _stop(handler)
+
+
+async def _stop(handler: asyncio.Task) -> None:
+    """Cancel the handler and wait for it to end, cancelling it again while it runs on.
+
+    On Python 3.11 a cancellation can be swallowed below a handler (a library's timeout or lock around
+    the await it lands in): one cancel() then left a job counting to its end after its client
+    cancelled it, or after its worker was told to stop (seen in CI). Bounded: a handler that ignores
+    every cancellation is left to the worker's own shutdown.
+    """
+    deadline = time.monotonic() + contract.CANCEL_GRACE_SECONDS
+    while not handler.done() and time.monotonic() < deadline:
+        handler.cancel()
+        await asyncio.wait({handler}, timeout=contract.CANCEL_POLL_SECONDS)
 
 
 def _stopping() -> bool:
@@ -300,12 +314,19 @@ async def work(job: dict[str, Any]) -> str:
         _watch_cancel(job_id, cancelled, handler, replies, cancelled_by)
     )
     try:
-        result = await handler
+        # Waited on, not awaited: a stop of this task lands here and `_stop` passes it on until the
+        # handler ends. Awaited, the stop went to the handler once, and a handler that swallowed it
+        # counted to its end (CI).
+        await asyncio.wait({handler})
+        result = handler.result()
     except asyncio.CancelledError:
-        if _stopping():  # this worker is stopping (not the job's cancellation): stop with it
-            handler.cancel()
-            raise
-        result = None
+        if not _stopping():
+            result = None  # the job's cancellation (_watch_cancel stopped the handler)
+        else:  # this worker is stopping: stop with it
+            await _stop(handler)
+            if not handler.done() or handler.cancelled() or handler.exception() is not None:
+                raise
+            result = handler.result()  # it swallowed the stop and finished: kept and sent (below)
     except AskOutcome as outcome:
         return await _ended_by_asking(job_id, tool, outcome, time.monotonic() - started)
     finally:

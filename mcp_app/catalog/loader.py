@@ -7,12 +7,14 @@ commit.
 
 from __future__ import annotations
 
+import dataclasses
+
 from channels.db import database_sync_to_async
 from django.db.models import Q
 
 from mcp_app.catalog import tokens
-from mcp_app.core.types import Catalog, TenantInfo
-from mcp_app.models import Prompt, Resource, ResourceTemplate, TaskSupport, Tool
+from mcp_app.core.types import Catalog, TenantInfo, ToolDef
+from mcp_app.models import Prompt, Resource, ResourceTemplate, TaskSupport, Tool, Upstream
 from tenants import wall
 from tenants.models import AuthMode, Tenant
 
@@ -148,7 +150,7 @@ def _read_catalog(tenant_id: int) -> Catalog:
     # The version is read before the rows: an edit landing in between makes the rows newer than
     # the version, and the next check reloads; the reverse order could pin stale rows.
     version = tokens.db_version(tenant_id)
-    tools = tuple(row.to_def() for row in Tool.objects.for_tenant(tenant_id).filter(enabled=True))
+    tools = _tools(tenant_id)
     prompts = tuple(row.to_def() for row in Prompt.objects.for_tenant(tenant_id).filter(enabled=True))
     resources = tuple(row.to_def() for row in Resource.objects.for_tenant(tenant_id).filter(enabled=True))
     templates = tuple(
@@ -171,6 +173,34 @@ def _read_catalog(tenant_id: int) -> Catalog:
         prompts_by_name={p.name: p for p in prompts},
         resources_by_uri={r.uri: r for r in resources},
     )
+
+
+def _tools(tenant_id: int) -> tuple[ToolDef, ...]:
+    """The enabled tools; an upstream tool only while its upstream exists and is enabled."""
+    rows = [row.to_def() for row in Tool.objects.for_tenant(tenant_id).filter(enabled=True)]
+    if not any(row.handler == "upstream" for row in rows):
+        return tuple(rows)
+    upstreams = {u.name: u for u in Upstream.objects.for_tenant(tenant_id).filter(enabled=True)}
+    tools = []
+    for tool in rows:
+        if tool.handler != "upstream":
+            tools.append(tool)
+        elif (upstream := upstreams.get(tool.handler_config.get("upstream"))) is not None:
+            tools.append(_resolved(tool, upstream))
+    return tuple(tools)
+
+
+def _resolved(tool: ToolDef, upstream: Upstream) -> ToolDef:
+    """An upstream tool with what its handler needs of the Upstream row (handlers/upstream.py)."""
+    config = {
+        **tool.handler_config,
+        "url": upstream.url,
+        "mode": upstream.mode,
+        "transport": upstream.transport,
+        "timeout_seconds": upstream.timeout_seconds,
+        "upstream_id": upstream.pk,
+    }
+    return dataclasses.replace(tool, handler_config=config, handler_secrets=upstream.secret_headers)
 
 
 async def get_catalog(tenant_id: int) -> Catalog:

@@ -56,7 +56,10 @@ def start_forkserver() -> None:
 
 
 def warm() -> None:
-    """Start the forkserver in the background, so the first large template does not wait for it."""
+    """Start the forkserver in the background, so the first large template does not wait for it
+    (unless MCP_TEMPLATE_WARM is off: then on first need)."""
+    if not settings.MCP_TEMPLATE_WARM:
+        return
 
     def start() -> None:
         try:

@@ -137,6 +137,10 @@ class RequestContext:
     # Names this call across its 2026-07-28 rounds (carried in requestState); fresh per legacy call.
     # What a handler asks out of band (a URL-mode form) is keyed on it, so a retry finds it again.
     call_id: str = ""
+    # What a handler keeps across its 2026-07-28 rounds, in the signed requestState beside the answers
+    # (JSON values; small: the state travels with every round). A handler reads it on its next run
+    # and may continue from there; a legacy call runs once, so it starts empty and nobody reads it.
+    carried: dict[str, Any] = field(default_factory=dict)
 
     async def ask_together(self, requests: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
         """Ask several questions at once, named (ASK_TOGETHER); returns the results by name."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcp_app.core.bucket import TokenBucket
 from mcp_app.core.context import RequestContext
 from mcp_app.core.versions import is_modern
 
@@ -71,3 +72,51 @@ async def progress(
     if message is not None and ctx.protocol_version >= "2025-03-26":
         params["message"] = message
     await ctx.emit(_notification("notifications/progress", params))
+
+
+# Another server's messages relayed for one call (an upstream tool), each kind through a token bucket:
+# a burst, then so many a second. Progress past it is held (the latest wins) and the last held is sent
+# when the call ends; log messages past it are counted and the count said once at the end. The spec asks
+# both sides to rate-limit progress and log messages; without it one tenant's upstream sending as fast
+# as it can kept the event loop every tenant shares busy relaying.
+PROGRESS_BURST, PROGRESS_PER_SECOND = 20.0, 10.0
+LOG_BURST, LOGS_PER_SECOND = 50.0, 20.0
+
+
+class Relay:
+    """Relays another server's progress and log messages to one call's client, within the bounds above."""
+
+    def __init__(self, ctx: RequestContext) -> None:
+        self.ctx = ctx
+        self.progress_allowance = TokenBucket(PROGRESS_BURST, PROGRESS_PER_SECOND)
+        self.log_allowance = TokenBucket(LOG_BURST, LOGS_PER_SECOND)
+        self.pending: tuple[float, float | None, str | None] | None = None
+        self.dropped = 0
+
+    async def progress(self, value: float, total: float | None = None, message: str | None = None) -> None:
+        if self.ctx.progress_token is None:
+            return  # nobody asked for progress: it costs no allowance
+        if not self.progress_allowance.take():
+            self.pending = (value, total, message)
+            return
+        self.pending = None
+        await progress(self.ctx, value, total, message)
+
+    async def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        if not log_enabled(self.ctx, level):
+            return  # not the client's to see: it costs no allowance
+        if not self.log_allowance.take():
+            self.dropped += 1
+            return
+        await log(self.ctx, level, data, logger)
+
+    async def finish(self) -> None:
+        """Send the progress held back, and say how many log messages were left out."""
+        if self.pending is not None:
+            value, total, message = self.pending
+            self.pending = None
+            await progress(self.ctx, value, total, message)
+        if self.dropped and log_enabled(self.ctx, "warning"):
+            dropped, self.dropped = self.dropped, 0
+            text = f"{dropped} log message(s) of this call were left out: more than {LOGS_PER_SECOND:g} a second."
+            await log(self.ctx, "warning", text, "relay")

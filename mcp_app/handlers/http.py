@@ -43,10 +43,11 @@ import httpx
 from django.conf import settings
 from django.utils.crypto import salted_hmac
 
+from mcp_app.core import ssrf
 from mcp_app.core.context import RequestContext
 from mcp_app.core.errors import ToolError
 from mcp_app.core.types import ToolDef
-from mcp_app.handlers import http_params, http_stream, ssrf
+from mcp_app.handlers import http_params, http_stream
 from mcp_app.handlers.secrets import SecretsError, decrypt_secrets
 from mcpsite import nesting
 

@@ -33,10 +33,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 from urllib.parse import urljoin
 
-from mcp_app.core import notifications
+from mcp_app.core import notifications, ssrf
 from mcp_app.core.context import RequestContext
 from mcp_app.core.errors import ToolError
-from mcp_app.handlers import form, ssrf
+from mcp_app.handlers import form
 from mcpsite import nesting
 
 STREAM_TYPES = ("application/x-ndjson", "application/jsonl")

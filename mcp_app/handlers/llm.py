@@ -30,10 +30,11 @@ import re
 from typing import Any
 
 from mcp_app.content import rendering
+from mcp_app.core import ssrf
 from mcp_app.core.context import RequestContext
 from mcp_app.core.errors import ToolError
 from mcp_app.core.types import ToolDef
-from mcp_app.handlers import http, ssrf
+from mcp_app.handlers import http
 from mcpsite import nesting
 
 DEFAULT_MAX_TOKENS = 1000

@@ -32,6 +32,7 @@ KINDS: dict[str, str] = {
     "python": "mcp_app.handlers.python",
     "form": "mcp_app.handlers.form",
     "llm": "mcp_app.handlers.llm",
+    "upstream": "mcp_app.handlers.upstream",
 }
 
 # Kinds that can produce resource-template contents (they define ``read``).
@@ -46,6 +47,7 @@ _LABELS = {
     "python": "Python (a callable registered by the operator)",
     "form": "Form (ask the person to fill in fields, then answer)",
     "llm": "LLM (send a prompt over the arguments to the client's model or your endpoint)",
+    "upstream": "Upstream (a tool of an upstream MCP server, published from its Upstream page)",
 }
 
 

@@ -3,7 +3,8 @@
 Live: the process answers; nothing else is looked at, so a slow database never gets a healthy process
 restarted. Ready: this process can serve: the database answers and is migrated, Redis and the channel
 layer answer when configured. The background workers' state (`workers`: up, down, inline) is reported
-beside the checks and never fails the probe (AMB-113). Each check has a one-second budget (the channel
+beside the checks and never fails the probe (AMB-113), and so are the upstream servers this process
+called (`upstreams`: how many, how many circuits open; counts only, AMB-174). Each check has a one-second budget (the channel
 layer's round trip three); the migration check is remembered once it passed (migrations do not go backwards under a running process). Both answer JSON to machines (an
 `Accept: application/json` or `?format=json`) and a short page to people; not ready is 503.
 """
@@ -31,6 +32,8 @@ from health_check.views import HealthCheckView
 
 from mcp_app.background import presence
 from mcp_app.background import relay as background
+from mcp_app.federation import breaker
+from mcp_app.federation import health as upstream_health
 from mcp_app.infra import redis_client
 
 logger = logging.getLogger(__name__)
@@ -136,6 +139,20 @@ async def workers_state() -> dict[str, Any]:
     return {"workers": presence.UP if alive else presence.DOWN, "workers_alive": alive}
 
 
+def upstreams_state() -> dict[str, int]:
+    """How many upstream servers this process called, and how many of their breakers are not closed.
+
+    Counts only: the probe answers without credentials, so no tenant or upstream is named here (they
+    are in /metrics and the tenant's admin). Never a reason to be unready (AMB-174).
+    """
+    circuits = [h.circuit for h in upstream_health.snapshot().values()]
+    return {
+        "seen": len(circuits),
+        "open": circuits.count(breaker.OPEN),
+        "half_open": circuits.count(breaker.HALF_OPEN),
+    }
+
+
 class ReadinessView(HealthCheckView):
     """Ready when this process can serve: its database, Redis and channel layer answer. The workers'
     state is reported beside the checks and never makes the process unready: a worker outage must not
@@ -147,6 +164,7 @@ class ReadinessView(HealthCheckView):
 
     async def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         self.workers = await workers_state()
+        self.upstreams = upstreams_state()
         response = await super().get(request, *args, **kwargs)
         if response.status_code == 500:
             response.status_code = 503  # not ready: send traffic elsewhere (nothing here has failed)
@@ -155,16 +173,17 @@ class ReadinessView(HealthCheckView):
     def render_to_response_json(self, status: int) -> JsonResponse:
         response = super().render_to_response_json(status)
         body = json.loads(response.content)
-        return JsonResponse({**body, **self.workers}, status=status)
+        return JsonResponse({**body, **self.workers, "upstreams": self.upstreams}, status=status)
 
     def render_to_response_text(self, status: int) -> HttpResponse:
         response = super().render_to_response_text(status)
         lines = "".join(f"{name}: {value}\n" for name, value in self.workers.items())
+        lines += "".join(f"upstreams_{name}: {value}\n" for name, value in self.upstreams.items())
         response.content = response.content + lines.encode()
         return response
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
-        return {**super().get_context_data(**kwargs), "workers": self.workers}
+        return {**super().get_context_data(**kwargs), "workers": self.workers, "upstreams": self.upstreams}
 
 
 @never_cache

@@ -4,9 +4,12 @@ Per process (a Prometheus server scrapes each one): MCP requests by tenant, meth
 tool-call latency histograms per tool, from the usage recorder (mcp_app/usage/recorder.py: counted in
 memory, no database write and no Redis round trip per request), and the authorization server's
 outcomes (mcp_app/oauth/events.py) and refusals past a quota or cap (protocol/quotas.py). Shared, read at scrape time: open sessions and listen streams
-per tenant, background runs by status, the Celery queue's depth and the workers taking jobs from it. Labels stay bounded: the recorder
-caps a tenant's (method, tool) pairs, and past MCP_METRICS_MAX_TENANTS tenants (the busiest kept) the
-rest are `(other)`.
+per tenant, background runs by status, the Celery queue's depth and the workers taking jobs from it.
+Upstream servers' health in this process (mcp_app/federation/health.py): exchanges by outcome, latency,
+breaker state and last success, by tenant slug and upstream name (AMB-173). Labels stay bounded: the
+recorder caps a tenant's (method, tool) pairs, a tenant's upstreams past MCP_METRICS_MAX_UPSTREAMS (the
+most called kept) are `(other)`, and past MCP_METRICS_MAX_TENANTS tenants (the busiest kept) the rest
+are `(other)`.
 
 Protected: with MCP_METRICS_TOKEN set, a request needs `Authorization: Bearer <it>`; with
 MCP_METRICS_ALLOW (networks, comma-separated), its address must be in one of them; with neither, only
@@ -29,8 +32,10 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from mcp_app.background import presence
+from mcp_app.federation import breaker
+from mcp_app.federation import health as upstream_health
 from mcp_app.infra import redis_client
-from mcp_app.models import LATENCY_BOUNDS_MS, ToolRun
+from mcp_app.models import LATENCY_BOUNDS_MS, ToolRun, Upstream
 from mcp_app.oauth import events
 from mcp_app.protocol import quotas
 from mcp_app.usage import live
@@ -61,6 +66,84 @@ def _bounded(totals: dict[tuple[int, str, str], Counts]) -> dict[tuple[str, str,
     return out
 
 
+def _buckets(bounds_ms: tuple[int, ...] | list[int], histogram: list[int]) -> list[tuple[str, int]]:
+    """Prometheus' cumulative buckets (upper bounds in seconds) of a millisecond histogram."""
+    cumulative, buckets = 0, []
+    for bound, n in zip([*bounds_ms, float("inf")], histogram, strict=True):
+        cumulative += n
+        buckets.append(("+Inf" if bound == float("inf") else str(bound / 1000), cumulative))
+    return buckets
+
+
+def _upstreams_bounded() -> dict[tuple[str, str], list[upstream_health.Health]]:
+    """This process's upstream health by (tenant slug, upstream name), bounded: per tenant the
+    MCP_METRICS_MAX_UPSTREAMS most called keep their name, the rest are `(other)`; past
+    MCP_METRICS_MAX_TENANTS tenants (the busiest kept) the rest are `(other)`, `(other)` (AMB-173)."""
+    found = upstream_health.snapshot()
+    if not found:
+        return {}
+    per_tenant: dict[int, list[tuple[int, int]]] = {}
+    for key in found:
+        per_tenant.setdefault(key[0], []).append(key)
+    calls = {tenant_id: sum(found[k].calls for k in keys) for tenant_id, keys in per_tenant.items()}
+    ranked = sorted(calls, key=calls.__getitem__, reverse=True)
+    kept_tenants = set(ranked[: settings.MCP_METRICS_MAX_TENANTS])
+    cap = settings.MCP_METRICS_MAX_UPSTREAMS
+    named: set[tuple[int, int]] = set()
+    for tenant_id in kept_tenants:
+        named.update(sorted(per_tenant[tenant_id], key=lambda k: found[k].calls, reverse=True)[:cap])
+    slugs = _slugs(kept_tenants)
+    # Names only (never the URL or a header): read across tenants, as the rest of the scrape.
+    names = dict(Upstream.objects.filter(pk__in={k[1] for k in named}).values_list("pk", "name"))
+    out: dict[tuple[str, str], list[upstream_health.Health]] = {}
+    for (tenant_id, upstream_id), health in found.items():
+        slug = slugs.get(tenant_id, OTHER) if tenant_id in kept_tenants else OTHER
+        name = names.get(upstream_id, OTHER) if (tenant_id, upstream_id) in named else OTHER
+        out.setdefault((slug, name if slug != OTHER else OTHER), []).append(health)
+    return out
+
+
+def _upstream_families(grouped: dict[tuple[str, str], list[upstream_health.Health]]) -> Iterator[Any]:
+    calls = CounterMetricFamily(
+        "mcp_upstream_calls",
+        "Exchanges with upstream MCP servers in this process, by outcome (ok or the failure's kind).",
+        labels=["tenant", "upstream", "outcome"],
+    )
+    latency = HistogramMetricFamily(
+        "mcp_upstream_call_duration_seconds",
+        "Latency of the exchanges an upstream answered, in this process.",
+        labels=["tenant", "upstream"],
+    )
+    circuits = GaugeMetricFamily(
+        "mcp_upstream_circuit",
+        "Upstreams whose breaker in this process is in this state (1 for a named upstream).",
+        labels=["tenant", "upstream", "state"],
+    )
+    success = GaugeMetricFamily(
+        "mcp_upstream_last_success_timestamp_seconds",
+        "When an exchange with the upstream last gave a result in this process (Unix time).",
+        labels=["tenant", "upstream"],
+    )
+    for (slug, name), members in sorted(grouped.items()):
+        failures = {kind: sum(h.failures[kind] for h in members) for kind in upstream_health.KINDS}
+        total = sum(h.calls for h in members)
+        calls.add_metric([slug, name, "ok"], total - sum(failures.values()))
+        for kind, n in failures.items():
+            calls.add_metric([slug, name, kind], n)
+        histogram = [sum(column) for column in zip(*(h.histogram for h in members), strict=True)]
+        latency.add_metric(
+            [slug, name],
+            _buckets(upstream_health.BOUNDS_MS, histogram),
+            sum(h.duration_ms for h in members) / 1000,
+        )
+        for state in (breaker.CLOSED, breaker.OPEN, breaker.HALF_OPEN):
+            circuits.add_metric([slug, name, state], sum(1 for h in members if h.circuit == state))
+        successes = [h.last_success for h in members if h.last_success is not None]
+        if successes:
+            success.add_metric([slug, name], max(successes))
+    yield from (calls, latency, circuits, success)
+
+
 class PlatformCollector:
     def collect(self) -> Iterator[Any]:
         totals = _bounded(recorder().totals_now())
@@ -75,16 +158,15 @@ class PlatformCollector:
             for outcome, n in (("ok", ok), ("error", counts.errors), ("tool_error", counts.tool_errors)):
                 requests.add_metric([slug, method, outcome], n)
             if method == "tools/call":
-                cumulative, buckets = 0, []
-                for bound, n in zip([*LATENCY_BOUNDS_MS, float("inf")], counts.histogram, strict=True):
-                    cumulative += n
-                    buckets.append(("+Inf" if bound == float("inf") else str(bound / 1000), cumulative))
-                latency.add_metric([slug, tool], buckets, counts.duration_ms / 1000)
+                latency.add_metric(
+                    [slug, tool], _buckets(LATENCY_BOUNDS_MS, counts.histogram), counts.duration_ms / 1000
+                )
         yield requests
         yield latency
         # Counts of every tenant: the scrape is the operator's, across tenants on purpose.
         with wall.bypass("metrics scrape"):
             yield from self._shared()
+            yield from _upstream_families(_upstreams_bounded())
         oauth = CounterMetricFamily(
             "mcp_oauth_events", "Authorization server outcomes in this process.", labels=["kind", "outcome"]
         )

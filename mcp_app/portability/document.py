@@ -25,7 +25,7 @@ from jsonschema.exceptions import ValidationError as SchemaValidationError
 
 from mcp_app.content import fields
 from mcp_app.handlers.secrets import SecretsError, decrypt_secrets
-from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool
+from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool, Upstream
 from mcpsite import nesting
 from tenants.models import Tenant
 
@@ -48,6 +48,13 @@ class Kind:
 
 _COMMON = ("title", "description", "enabled")
 KINDS: tuple[Kind, ...] = (
+    # Before the tools that name them (AMB-164): an upstream's published tools are entries of `tools`.
+    Kind(
+        "upstreams",
+        Upstream,
+        "name",
+        ("name", "url", "transport", "prefix", "mode", "timeout_seconds", "enabled", "publish_new"),
+    ),
     Kind(
         "tools",
         Tool,
@@ -97,7 +104,13 @@ KINDS: tuple[Kind, ...] = (
     ),  # fmt: skip
 )
 # Model fields a document never carries: identity, bookkeeping, and the encrypted secret values.
-NOT_CARRIED = frozenset({"id", "tenant", "updated_at", "handler_secrets"})
+# An upstream's sync status is what its server said last, not a definition: a sync writes it again.
+NOT_CARRIED = frozenset(
+    {
+        "id", "tenant", "updated_at", "handler_secrets", "secret_headers", "last_protocol_version",
+        "last_server_info", "last_capabilities", "last_synced_at", "last_error",
+    }
+)  # fmt: skip
 SETTINGS_FIELDS = (
     "name", "title", "description", "server_version", "website_url", "icons", "instructions",
     "allowed_origins", "auth_mode", "cache_ttl_ms", "task_ttl_seconds", "cache_scope",
@@ -187,12 +200,19 @@ def to_document_value(field: str, value: Any) -> Any:
     return value
 
 
-def secret_names(tool: Tool) -> list[str]:
-    """Names of the tool's stored secret headers (unreadable secrets: none, the import says so)."""
+def secret_names(row: Tool | Upstream) -> list[str]:
+    """Names of a tool's or an upstream's stored secret headers (unreadable secrets: none, the import says so)."""
+    token = row.secret_headers if isinstance(row, Upstream) else row.handler_secrets
     try:
-        return sorted(decrypt_secrets(tool.handler_secrets))
+        return sorted(decrypt_secrets(token))
     except SecretsError:
         return []
+
+
+def pinned_of(upstream: Upstream) -> dict[str, Any]:
+    """The definitions its published tools are pinned to, by remote name (AMB-164)."""
+    rows = upstream.remote_tools.filter(tool__isnull=False).order_by("remote_name")
+    return {row.remote_name: row.pinned for row in rows if row.pinned is not None}
 
 
 def export_item(kind: Kind, obj: models.Model) -> dict[str, Any]:
@@ -204,8 +224,10 @@ def export_item(kind: Kind, obj: models.Model) -> dict[str, Any]:
         if field == "blob" and value is None:
             continue
         item[field] = to_document_value(field, value)
-    if kind.model is Tool and (names := secret_names(obj)):  # type: ignore[arg-type]
+    if kind.model in (Tool, Upstream) and (names := secret_names(obj)):  # type: ignore[arg-type]
         item["secrets"] = names
+    if kind.model is Upstream and (pins := pinned_of(obj)):  # type: ignore[arg-type]
+        item["pinned"] = pins
     return item
 
 
@@ -252,7 +274,7 @@ def schema() -> dict[str, Any]:
 @functools.cache
 def _validator() -> Any:
     # Resolves the definition fields' schema its items $ref, with the same keywords as the admin's.
-    return fields.validator(schema())
+    return fields.validator_of(schema())
 
 
 # Per list, the item fields whose shape is a definition fields' entry: a problem inside one is told

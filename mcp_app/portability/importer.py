@@ -3,7 +3,8 @@
 ``plan`` reads the tenant's rows, checks the document against the published JSON Schema and every
 row it describes with the models' own ``full_clean`` (``mcp_app/definitions/checks.py``: one implementation
 for the admin, the API and this), and returns what would be created, changed (with the field names),
-deleted (``prune``) or left unchanged, or raises DocumentError listing each problem with its path.
+deleted (``prune``) or left unchanged (or kept as it is, ``keep_existing``: a seed that creates what is
+missing and keeps what a person edited, AMB-153), or raises DocumentError listing each problem with its path.
 ``apply`` saves only what differs, so a second import of the same document writes nothing: no save,
 no history row, no version bump, no notification (AMB-55). Secrets are never in the document: a
 tool keeps its stored secret values, and the plan names the secrets a tool needs but lacks (AMB-56).
@@ -16,10 +17,12 @@ import binascii
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings as django_settings
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import models, transaction
+from django.utils import timezone
 
-from mcp_app.models import Tool
+from mcp_app.models import Tool, Upstream, UpstreamTool
 from mcp_app.portability.document import (
     KINDS,
     SETTINGS_FIELDS,
@@ -32,14 +35,16 @@ from mcp_app.portability.document import (
     schema_problems,
     secret_names,
 )
+from mcp_app.upstream_rows.models import too_many_upstreams
 from tenants.models import Tenant
 
 CHANGE_REASON = "imported from a tenant document"
+ACTIONS = ("create", "change", "delete", "unchanged")
 
 
 @dataclass
 class Change:
-    """One row's fate: create, change (with the fields that differ), delete or unchanged."""
+    """One row's fate: create, change (with the fields that differ), delete, unchanged or keep."""
 
     kind: str
     key: str
@@ -62,6 +67,7 @@ class Plan:
     changes: list[Change] = field(default_factory=list)
     settings_changed: list[str] = field(default_factory=list)
     missing_secrets: list[tuple[str, str]] = field(default_factory=list)
+    missing_upstream_secrets: list[tuple[str, str]] = field(default_factory=list)
     applied: bool = False
 
     def of(self, action: str) -> list[Change]:
@@ -69,10 +75,14 @@ class Plan:
 
     @property
     def has_changes(self) -> bool:
-        return bool(self.settings_changed) or any(c.action != "unchanged" for c in self.changes)
+        return bool(self.settings_changed) or any(c.action not in ("unchanged", "keep") for c in self.changes)
 
     def counts(self) -> dict[str, int]:
-        return {a: len(self.of(a)) for a in ("create", "change", "delete", "unchanged")}
+        """Rows by action; ``keep`` only in a plan that kept rows (the four others always)."""
+        counts = {a: len(self.of(a)) for a in ACTIONS}
+        if kept := self.of("keep"):
+            counts["keep"] = len(kept)
+        return counts
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -82,6 +92,9 @@ class Plan:
             "settings_changed": self.settings_changed,
             "changes": [c.as_dict() for c in self.changes],
             "missing_secrets": [{"tool": tool, "secret": name} for tool, name in self.missing_secrets],
+            "missing_upstream_secrets": [
+                {"upstream": upstream, "secret": name} for upstream, name in self.missing_upstream_secrets
+            ],
         }
 
     def lines(self) -> list[str]:
@@ -96,10 +109,14 @@ class Plan:
             f"! tool {tool} needs the secret {name!r}, which it does not have"
             for tool, name in self.missing_secrets
         ]
+        out += [
+            f"! upstream {upstream} needs the secret {name!r}, which it does not have"
+            for upstream, name in self.missing_upstream_secrets
+        ]
         counts = self.counts()
         out.append(
             f"{counts['create']} created, {counts['change']} changed, {counts['delete']} deleted, "
-            f"{counts['unchanged']} unchanged"
+            f"{counts['unchanged']} unchanged" + (f", {counts['keep']} kept" if "keep" in counts else "")
         )
         return out
 
@@ -133,6 +150,7 @@ def _plan_kind(
     tenant: Tenant,
     items: list[Any],
     prune: bool,
+    keep_existing: bool,
     plan: Plan,
     problems: list[tuple[str, str]],
     bad: set[int],
@@ -158,11 +176,18 @@ def _plan_kind(
                 value = _decode_blob(value, path_of([*base, "blob"]), problems)
             setattr(target, name, value)
         _clean(target, ["tenant"], base, problems)
-        if kind.model is Tool:
+        if kind.model in (Tool, Upstream):
             held = {n.lower() for n in (secret_names(current) if current is not None else [])}
-            plan.missing_secrets += [(key, n) for n in item.get("secrets", []) if n.lower() not in held]
+            lacking = [n for n in item.get("secrets", []) if n.lower() not in held]
+            if kind.model is Tool:
+                plan.missing_secrets += [(key, n) for n in lacking]
+            else:
+                plan.missing_upstream_secrets += [(key, n) for n in lacking]
         if current is None:
             plan.changes.append(Change(kind.key, key, "create", obj=target))
+            continue
+        if keep_existing:
+            plan.changes.append(Change(kind.key, key, "keep", obj=current))
             continue
         differ = [n for n in kind.fields if not same(getattr(current, n), getattr(target, n))]
         plan.changes.append(Change(kind.key, key, "change" if differ else "unchanged", differ, target))
@@ -188,8 +213,19 @@ def _plan_settings(
         )
 
 
-def plan(tenant: Tenant, document: Any, *, prune: bool = False, may_change_settings: bool = True) -> Plan:
-    """Check the document for this tenant and return what importing it would do (DocumentError if it cannot)."""
+def plan(
+    tenant: Tenant,
+    document: Any,
+    *,
+    prune: bool = False,
+    may_change_settings: bool = True,
+    keep_existing: bool = False,
+) -> Plan:
+    """Check the document for this tenant and return what importing it would do (DocumentError if it cannot).
+
+    keep_existing: a definition the tenant has is left as it is, however it differs (action ``keep``);
+    only missing ones are created. Settings given are still applied: leave them out to keep them.
+    """
     problems = schema_problems(document)
     if not isinstance(document, dict):
         raise DocumentError(problems or [("(document)", "The document must be an object.")])
@@ -205,7 +241,8 @@ def plan(tenant: Tenant, document: Any, *, prune: bool = False, may_change_setti
             for p, _m in problems
             if p.startswith(f"{kind.key}[") and not _in_definition_field(kind.key, p)
         }
-        _plan_kind(kind, tenant, items, prune, result, problems, bad)
+        _plan_kind(kind, tenant, items, prune, keep_existing, result, problems, bad)
+    _check_upstream_count(tenant, result, problems)
     settings = document.get("settings")
     if isinstance(settings, dict) and not any(
         p == "settings" or p.startswith("settings.") for p, _m in problems
@@ -216,6 +253,16 @@ def plan(tenant: Tenant, document: Any, *, prune: bool = False, may_change_setti
     return result
 
 
+def _check_upstream_count(tenant: Tenant, plan: Plan, problems: list[tuple[str, str]]) -> None:
+    """The tenant's upstreams once the plan is applied stay within MCP_UPSTREAMS_PER_TENANT (each row's
+    own check counts only the rows saved before it; a document's new ones are saved together)."""
+    changes = [c.action for c in plan.changes if c.kind == "upstreams"]
+    after = Upstream.objects.filter(tenant=tenant).count() + changes.count("create") - changes.count("delete")
+    cap = django_settings.MCP_UPSTREAMS_PER_TENANT
+    if after > cap and not any(m == too_many_upstreams(cap) for _p, m in problems):
+        problems.append(("upstreams", f"{too_many_upstreams(cap)} This document would give it {after}."))
+
+
 def apply(plan: Plan, document: dict[str, Any], user: Any = None) -> None:
     """Carry out a plan made in the same transaction: only rows that differ are saved or deleted."""
     for change in plan.of("delete"):
@@ -223,12 +270,46 @@ def apply(plan: Plan, document: dict[str, Any], user: Any = None) -> None:
     for change in plan.changes:
         if change.action in ("create", "change"):
             _tag(change.obj, user).save()
+    _pin(plan, document)
     if plan.settings_changed:
         tenant = plan.tenant
         for name in plan.settings_changed:
             setattr(tenant, name, document["settings"][name])
         tenant.save(update_fields=[*plan.settings_changed, "updated_at"])
     plan.applied = True
+
+
+def _pin(plan: Plan, document: dict[str, Any]) -> None:
+    """Record the pinned definitions the document gives an upstream's published tools (AMB-164).
+
+    As if a sync had seen them: the first real sync compares what the upstream offers with these, so a
+    definition that changed since the export waits for review. A tool already linked keeps its row.
+    """
+    upstreams = {c.key: c.obj for c in plan.changes if c.kind == "upstreams" and c.action != "delete"}
+    for item in document.get("upstreams", []):
+        upstream = upstreams.get(item["name"])
+        for remote_name, definition in (item.get("pinned") or {}).items():
+            tool = Tool.objects.filter(
+                tenant=plan.tenant,
+                handler="upstream",
+                handler_config__upstream=item["name"],
+                handler_config__tool=remote_name,
+                upstream_tool__isnull=True,
+            ).first()
+            if upstream is None or tool is None:
+                continue
+            UpstreamTool.objects.update_or_create(
+                upstream=upstream,
+                remote_name=remote_name,
+                defaults={"tenant": plan.tenant, "tool": tool, "pinned": definition},
+                create_defaults={
+                    "tenant": plan.tenant,
+                    "tool": tool,
+                    "pinned": definition,
+                    "offered": definition,
+                    "last_seen_at": timezone.now(),
+                },
+            )
 
 
 def _tag(obj: Any, user: Any) -> Any:
@@ -247,12 +328,19 @@ def import_document(
     dry_run: bool = False,
     user: Any = None,
     may_change_settings: bool = True,
+    keep_existing: bool = False,
 ) -> Plan:
     """Plan and (unless dry_run) apply, all in one transaction holding the tenant's row."""
     with transaction.atomic():
         if tenant.pk is not None:
             tenant = Tenant.objects.select_for_update().get(pk=tenant.pk)
-        result = plan(tenant, document, prune=prune, may_change_settings=may_change_settings)
+        result = plan(
+            tenant,
+            document,
+            prune=prune,
+            may_change_settings=may_change_settings,
+            keep_existing=keep_existing,
+        )
         if not dry_run:
             apply(result, document, user)
     return result

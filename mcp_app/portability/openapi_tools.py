@@ -19,8 +19,9 @@ from asgiref.sync import async_to_sync
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from mcp_app.core import ssrf
 from mcp_app.core.errors import ToolError
-from mcp_app.handlers import http, ssrf
+from mcp_app.handlers import http
 from mcp_app.handlers.secrets import SecretsError, decrypt_secrets, encrypt_secrets
 from mcp_app.models import Tool
 from mcp_app.portability.document import DocumentError, loads, same

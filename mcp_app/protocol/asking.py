@@ -10,7 +10,8 @@ decides how the question travels:
   That state is signed (SECRET_KEY), expires after MCP_ASK_STATE_SECONDS and is bound to the tenant,
   the method, the tool and its arguments, and the caller: tampered, expired or foreign state is an
   error, never a run. So a handler must ask before it changes anything: what precedes an ask runs
-  once per round.
+  once per round. What the handler puts in `ctx.carried` rides in the same state to its next run (an
+  upstream tool keeps its upstream's round there).
 - Legacy sessions: a server-to-client JSON-RPC request on the call's own SSE stream; the client's
   response arrives as a separate POST, on this process (a future here) or another one (through a
   Redis key this process polls), until MCP_ASK_TIMEOUT_SECONDS.
@@ -129,6 +130,8 @@ class Rounds:
     # The call's name across its rounds (RequestContext.call_id), kept in the state.
     call_id: str = field(default_factory=lambda: secrets.token_urlsafe(16))
     names: KeyNames = field(default_factory=KeyNames)
+    # RequestContext.carried: what the handler keeps for its next run, kept in the state.
+    carried: dict[str, Any] = field(default_factory=dict)
 
     def asker(self, ctx: RequestContext) -> Any:
         async def ask(request: dict[str, Any]) -> dict[str, Any]:
@@ -202,6 +205,7 @@ def rounds_of(
     pending = payload.get("p")
     pending = [pending] if isinstance(pending, str) else pending if isinstance(pending, list) else []
     call_id = str(payload.get("c") or secrets.token_urlsafe(16))
+    carried = payload.get("k")
     fresh = set()
     for key in pending:
         answer = (responses or {}).get(key)
@@ -209,7 +213,9 @@ def rounds_of(
             answers[key] = answer
             fresh.add(key)
     # An unanswered question is simply asked again (mrtr "Error Handling").
-    return Rounds(answers, fresh=fresh, call_id=call_id)
+    return Rounds(
+        answers, fresh=fresh, call_id=call_id, carried=dict(carried) if isinstance(carried, dict) else {}
+    )
 
 
 def input_required(
@@ -227,6 +233,8 @@ def input_required(
         "b": _binding(ctx, method, name, arguments),
         "c": rounds.call_id,
     }
+    if rounds.carried:
+        payload["k"] = rounds.carried
     state = signing.dumps(payload, salt=STATE_SALT, compress=True)
     return {"resultType": "input_required", "inputRequests": asked.requests, "requestState": state}
 
@@ -381,9 +389,10 @@ def asker_for(ctx: RequestContext, rounds: Rounds | None) -> Any:
 
 
 def asking_context(ctx: RequestContext, rounds: Rounds | None) -> RequestContext:
-    """`ctx` for a handler that may ask: its asker, and the call's name across rounds."""
+    """`ctx` for a handler that may ask: its asker, the call's name across rounds, what it carries."""
     call_id = rounds.call_id if rounds is not None else secrets.token_urlsafe(16)
-    return dataclasses.replace(ctx, ask=asker_for(ctx, rounds), call_id=call_id)
+    carried = rounds.carried if rounds is not None else {}
+    return dataclasses.replace(ctx, ask=asker_for(ctx, rounds), call_id=call_id, carried=carried)
 
 
 async def answering(

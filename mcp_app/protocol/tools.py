@@ -116,6 +116,10 @@ def _finish_result(tool: ToolDef, result: dict[str, Any]) -> dict[str, Any]:
                 f"Tool {tool.name!r} is misconfigured: its output schema is not a valid JSON Schema."
             )
         if problems:
+            # The owner's to mend (a handler or an upstream that changed its output without saying so).
+            logger.warning(
+                "tool %s (id %s) broke its output schema: %s", tool.name, tool.id, "; ".join(problems)
+            )
             return error_result(
                 f"Tool {tool.name!r} produced output that does not match its output schema: "
                 + "; ".join(problems)

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
-from django.db.models.signals import post_delete, post_save, pre_save
+from django.db.models.signals import post_delete, post_save, pre_delete, pre_save
 from django.dispatch import receiver
 
 from mcp_app import catalog
 from mcp_app.infra import notify
-from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool
+from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool, Upstream
 from tenants.models import Tenant
 
 logger = logging.getLogger(__name__)
@@ -190,3 +190,48 @@ def tenant_saved(
         queue_change(instance.pk, None, (), using)
     except Exception:
         logger.exception("could not queue the change of tenant %s", instance.pk)
+
+
+# --- upstream servers (their published tools are Tool rows naming them: handlers/upstream.py) ----
+
+
+def _tools_of(upstream: Upstream, name: str) -> list[Tool]:
+    return list(
+        Tool.objects.filter(tenant_id=upstream.tenant_id, handler="upstream", handler_config__upstream=name)
+    )
+
+
+@receiver(pre_save, sender=Upstream, dispatch_uid="mcp_upstream_pre_save")
+def upstream_pre_save(sender: type, instance: Upstream, raw: bool = False, **kwargs: Any) -> None:
+    if raw:
+        return
+    previous = (
+        Upstream.objects.filter(pk=instance.pk).values_list("name", flat=True).first()
+        if instance.pk
+        else None
+    )
+    instance._mcp_previous_name = previous
+
+
+@receiver(post_save, sender=Upstream, dispatch_uid="mcp_upstream_post_save")
+def upstream_saved(
+    sender: type, instance: Upstream, raw: bool = False, using: str = "default", **kwargs: Any
+) -> None:
+    """Its URL, mode, timeout, secrets or switch moved: the catalog's resolved tools are stale."""
+    if raw:
+        return
+    previous = getattr(instance, "_mcp_previous_name", None)
+    if previous and previous != instance.name:
+        # A renamed upstream keeps its published tools: they name it by its new name.
+        for tool in _tools_of(instance, previous):
+            tool.handler_config = {**tool.handler_config, "upstream": instance.name}
+            tool.save(update_fields=["handler_config", "updated_at"])
+    queue_change(instance.tenant_id, "tools", (), using)
+
+
+@receiver(pre_delete, sender=Upstream, dispatch_uid="mcp_upstream_pre_delete")
+def upstream_deleting(sender: type, instance: Upstream, using: str = "default", **kwargs: Any) -> None:
+    """Its published tools go with it (AMB-163): a tool nothing can answer is not kept."""
+    for tool in _tools_of(instance, instance.name):
+        tool.delete()
+    queue_change(instance.tenant_id, "tools", (), using)

@@ -2,9 +2,9 @@
 
 Under Daphne (transport/daphne_tuning.py wraps its shutdown): the listening sockets close first, so
 the load balancer sends new connections elsewhere; a request arriving on a connection already open
-gets 503 with Retry-After; calls in flight finish, up to MCP_SHUTDOWN_GRACE_SECONDS; every open
-stream ends at once so its client reconnects to another process (a legacy GET stream's client resumes
-with Last-Event-ID from the shared event store, a 2026-07-28 `subscriptions/listen` stream gets its
+gets 503 with Retry-After; POST exchanges in flight finish (their responses written), up to
+MCP_SHUTDOWN_GRACE_SECONDS; every open stream ends at once so its client reconnects to another
+process (a legacy GET stream's client resumes with Last-Event-ID from the shared event store, a 2026-07-28 `subscriptions/listen` stream gets its
 `SubscriptionsListenResult`, as the spec has it for a server that shuts down). What is still running
 after the grace period is cancelled by Daphne as before (its events were stored: the client resumes).
 """
@@ -61,11 +61,11 @@ async def drain(grace_seconds: float) -> int:
         event.set()
     loop = asyncio.get_running_loop()
     deadline = loop.time() + grace_seconds
-    logger.info("draining: %s call(s) in flight, up to %.0f s", _in_flight, grace_seconds)
+    logger.info("draining: %s request(s) in flight, up to %.0f s", _in_flight, grace_seconds)
     while _in_flight > 0 and loop.time() < deadline:
         await asyncio.sleep(0.05)
     if _in_flight:
-        logger.warning("drained for %.0f s; %s call(s) still running are cancelled", grace_seconds, _in_flight)
+        logger.warning("drained for %.0f s; %s request(s) still running are cancelled", grace_seconds, _in_flight)
     return _in_flight
 
 

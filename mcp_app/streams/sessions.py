@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import secrets
 import time
 from typing import Any
@@ -48,9 +49,14 @@ def is_legacy(session_id: str) -> bool:
     return session_id.startswith(LEGACY_PREFIX)
 
 
+# Letters and digits (str.isalnum's, which \w adds "_" to), "-", "_" and ".": one regex match per
+# request instead of a generator step per character (the id was checked twice a request, ~170 calls).
+_SESSION_ID = re.compile(r"[\w.-]{1,64}")
+
+
 def valid_session_id(value: str) -> bool:
     """Refuse junk before it reaches a store key or a channel-layer group name."""
-    return 0 < len(value) <= 64 and all(c.isalnum() or c in "-_." for c in value)
+    return _SESSION_ID.fullmatch(value) is not None
 
 
 class RedisSessionStore:
@@ -176,7 +182,9 @@ class DatabaseSessionStore:
         idle = self._idle()
         first_idle = self._idle(fresh=True)
         for session_id in [
-            k for k, (_s, used, _w, fresh) in self._cache.items() if now - used > (first_idle if fresh else idle)
+            k
+            for k, (_s, used, _w, fresh) in self._cache.items()
+            if now - used > (first_idle if fresh else idle)
         ]:
             del self._cache[session_id]
         self._background(database_sync_to_async(purge_expired)())

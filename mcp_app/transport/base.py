@@ -16,7 +16,7 @@ from mcp_app.core.types import TenantInfo
 from mcp_app.infra import redis_client
 from mcp_app.protocol import quotas
 from mcp_app.streams import drain
-from mcp_app.transport import origin, sse
+from mcp_app.transport import origin, pump, sse
 from mcp_app.transport.wire import JSON_CONTENT, Headers, HttpError, Request
 from tenants import wall
 
@@ -46,6 +46,11 @@ class McpConsumer(AsyncHttpConsumer):
         self.extra_headers: Headers = []  # CORS headers, once the origin is known
         self.request = Request.from_scope(scope)
         catalog.begin_request()
+        # A POST is an exchange a drain waits for until its response is written, not merely until its
+        # handler returned: a response still being sent when the drain let Daphne cancel the
+        # application was lost ("SSE stream ended without a response"). A listen stream is a POST too
+        # and ends at once on a drain with its last words; GET streams end on the drain themselves.
+        counted = False
         try:
             if drain.draining():
                 # A connection opened before the drain: its client retries on another process.
@@ -55,6 +60,9 @@ class McpConsumer(AsyncHttpConsumer):
                     code=None,
                     headers=[(b"retry-after", b"1"), (b"connection", b"close")],
                 )
+            counted = self.request.method == "POST"
+            if counted:
+                drain.request_began()
             await self.handle_request()
         except HttpError as exc:
             await self.send_error(exc)
@@ -72,6 +80,9 @@ class McpConsumer(AsyncHttpConsumer):
             await self.send_error(
                 HttpError(503, "The MCP server could not handle this request; try again.", code=None)
             )
+        finally:
+            if counted:
+                drain.request_ended()
 
     async def handle_request(self) -> None:
         raise NotImplementedError
@@ -204,50 +215,38 @@ class McpConsumer(AsyncHttpConsumer):
                 for group in groups:
                     await layer.group_discard(group, channel)
                 raise
-        received = asyncio.ensure_future(self.receive())
-        from_layer = asyncio.ensure_future(layer.receive(channel))
-        drained = asyncio.ensure_future(drain.started().wait())
         failures = 0  # consecutive failed channel-layer reads
-        try:
+
+        async def next_event() -> dict[str, Any]:
+            nonlocal failures
             while True:
-                done, _ = await asyncio.wait(
-                    {received, from_layer, drained},
-                    timeout=settings.MCP_SSE_KEEPALIVE_SECONDS,
-                    return_when=asyncio.FIRST_COMPLETED,
-                )
-                if drained in done:
-                    if on_drain is not None:
-                        await self._guarded("drain", on_drain())
-                    return
-                if not done:
-                    await self.send_chunk(sse.KEEPALIVE)
-                    if on_idle is not None and await self._guarded("keep-alive", on_idle()) is False:
-                        return
+                try:
+                    event = await layer.receive(channel)
+                except Exception as error:
+                    # A Redis hiccup (timeout, reconnect) must not end the client's stream.
+                    failures += 1
+                    log = logger.warning if failures in (1, 10) else logger.debug
+                    log("stream could not read from the channel layer (%s in a row): %r", failures, error)
+                    await asyncio.sleep(min(0.05 * failures, 2.0))
                     continue
-                if received in done:
-                    if received.result()["type"] == "http.disconnect":
-                        self.finished = True  # nothing more can be sent
-                        return
-                    received = asyncio.ensure_future(self.receive())
-                if from_layer in done:
-                    error = from_layer.exception()
-                    if error is not None:
-                        # A Redis hiccup (timeout, reconnect) must not end the client's stream.
-                        failures += 1
-                        log = logger.warning if failures in (1, 10) else logger.debug
-                        log("stream could not read from the channel layer (%s in a row): %r", failures, error)
-                        await asyncio.sleep(min(0.05 * failures, 2.0))
-                        from_layer = asyncio.ensure_future(layer.receive(channel))
-                        continue
-                    failures = 0
-                    event = from_layer.result()
-                    from_layer = asyncio.ensure_future(layer.receive(channel))
-                    keep = await self._guarded(f"event {event.get('type')!r}", on_event(event))
-                    if keep is False:
-                        return
+                failures = 0
+                return event
+
+        async def deliver(event: dict[str, Any]) -> bool | None:
+            return await self._guarded(f"event {event.get('type')!r}", on_event(event))
+
+        async def idle() -> bool | None:
+            return await self._guarded("keep-alive", on_idle()) if on_idle is not None else None
+
+        async def drained() -> None:
+            if on_drain is not None:
+                await self._guarded("drain", on_drain())
+
+        source = pump.Watched(self, next_event, drains=True)
+        try:
+            await pump.pump(self, source, deliver, on_idle=idle, on_drain=drained)
         finally:
-            for task in (received, from_layer, drained):
-                task.cancel()
+            source.close()
             for group in groups:
                 try:
                     await layer.group_discard(group, channel)

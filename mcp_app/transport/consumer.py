@@ -7,7 +7,6 @@ a GET or DELETE naming a modern version gets 405, as that revision's transport p
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import time
@@ -37,7 +36,7 @@ from mcp_app.protocol.jsonrpc import (
     usable_id,
 )
 from mcp_app.streams import events, inflight, polling, session_admission, sessions
-from mcp_app.transport import auth, envelope, listen, modern, origin, refusals, runner, sse
+from mcp_app.transport import auth, envelope, listen, modern, origin, pump, refusals, runner, sse
 from mcp_app.transport.base import McpConsumer
 from mcp_app.transport.exchange import Exchange
 from mcp_app.transport.session_streams import SessionStreams
@@ -332,29 +331,30 @@ class StreamableHttpConsumer(SessionStreams, McpConsumer):
                     sse.priming_event(events.event_id(stream_id, 0), polling.retry_ms(self.tenant, version))
                 )
             last_sent = events.event_id(stream_id, 0) if stream_id is not None else None
-            keepalive = settings.MCP_SSE_KEEPALIVE_SECONDS
-            while item[0] != "end":
-                if item[0] == "event":
-                    await self.send_chunk(sse.message_event(item[2], item[1]))
-                    last_sent = item[1] or last_sent
-                elif item[0] == "idle" and (poll_at is None or time.monotonic() < poll_at):
-                    await self.send_chunk(sse.KEEPALIVE)  # not when the stream closes for polling now
-                wait: float = keepalive
-                if poll_at is not None:
-                    wait = min(keepalive, max(0.0, poll_at - time.monotonic()))
-                    if wait == 0.0 and queue.empty():
-                        # Polling (AMB-128): the call runs on; the client resumes after `retry`.
-                        assert stream_id is not None
-                        await self.send_chunk(sse.retry_field(polling.retry_ms(self.tenant, version)))
-                        polling.closed(stream_id, last_sent)
-                        break
-                try:
-                    # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancellation
-                    # that lands as the queue yields, and this loop would then outlive its connection.
-                    async with asyncio.timeout(wait):
-                        item = await queue.get()
-                except TimeoutError:
-                    item = ("idle",)  # not the last item again: it was sent
+
+            async def deliver(item: tuple) -> bool:
+                nonlocal last_sent
+                if item[0] == "end":
+                    return False
+                await self.send_chunk(sse.message_event(item[2], item[1]))
+                last_sent = item[1] or last_sent
+                return True
+
+            async def close_for_polling() -> None:
+                # Polling (AMB-128): the call runs on; the client resumes after `retry`.
+                assert stream_id is not None
+                await self.send_chunk(sse.retry_field(polling.retry_ms(self.tenant, version)))
+                polling.closed(stream_id, last_sent)
+
+            if await deliver(item):
+                await pump.pump(
+                    self,
+                    pump.from_queue(queue),
+                    deliver,
+                    deadline=poll_at,
+                    on_deadline=close_for_polling,
+                    ready=lambda: not queue.empty(),  # what came before the deadline goes out first
+                )
             await self.end_body()
         finally:
             await exchange.detach()

@@ -1,5 +1,6 @@
 """Serving-process tuning: Twisted's form parsing switched off, the startup heap frozen, a graceful
-drain before Daphne's shutdown (streams/drain.py), and secrets kept out of Daphne's access log.
+drain before Daphne's shutdown (streams/drain.py), secrets kept out of Daphne's access log, and the
+upstream watcher started with the reactor (upstreams/watch.py; Daphne sends no ASGI lifespan).
 
 Form parsing:
 
@@ -23,8 +24,10 @@ from daphne.http_protocol import WebRequest
 from django.conf import settings
 from twisted.internet import defer, tcp
 
+from mcp_app import federation
 from mcp_app.infra.redaction import redact_path
 from mcp_app.streams import drain
+from mcp_app.upstreams import watch as upstream_watch
 
 
 def disable_form_parsing() -> bool:
@@ -57,8 +60,17 @@ def freeze_startup_heap() -> int:
     return gc.get_freeze_count()
 
 
+async def _drain_then_close_upstreams() -> None:
+    # First, and quick: the leases are released, so another process listens to these upstreams now.
+    await upstream_watch.stop()
+    await drain.drain(settings.MCP_SHUTDOWN_GRACE_SECONDS)
+    # The calls are done: end this process's upstream sessions (DELETE) rather than drop them (AMB-156).
+    await federation.close_all()
+
+
 def drain_before_shutdown() -> bool:
-    """Make Daphne drain (stop listening, let calls finish, end streams) before it cancels what is left.
+    """Make Daphne drain (stop listening, let calls finish, end streams, close upstream sessions) before it
+    cancels what is left.
 
     Only where Daphne serves (its server module is loaded, with the reactor it installed): importing it
     elsewhere (uvicorn) would install a Twisted reactor in a process that has none. False then.
@@ -77,14 +89,23 @@ def drain_before_shutdown() -> bool:
         for reader in list(reactor.getReaders()):
             if isinstance(reader, tcp.Port):
                 reader.stopListening()  # new connections go to another process
-        waited = defer.Deferred.fromFuture(
-            asyncio.ensure_future(drain.drain(settings.MCP_SHUTDOWN_GRACE_SECONDS))
-        )
+        waited = defer.Deferred.fromFuture(asyncio.ensure_future(_drain_then_close_upstreams()))
         waited.addBoth(lambda _: original(self))
         return waited
 
     kill_all_applications._mcp_drains = True  # type: ignore[attr-defined]
     server.kill_all_applications = kill_all_applications
+    return True
+
+
+def watch_upstreams_when_serving() -> bool:
+    """Start this process's upstream watcher once Daphne's loop runs (AMB-180); False where Daphne does
+    not serve (uvicorn starts it from the ASGI lifespan instead: transport/lifespan.py)."""
+    daphne_server = sys.modules.get("daphne.server")
+    if daphne_server is None:
+        return False
+    # Runs when the reactor starts the loop, inside it: the watcher's tasks belong to the serving loop.
+    daphne_server.twisted_loop.call_soon(upstream_watch.start)
     return True
 
 

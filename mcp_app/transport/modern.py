@@ -17,8 +17,6 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from django.conf import settings
-
 from mcp_app import catalog
 from mcp_app.core.context import Caller, ParamHeaders, RequestContext
 from mcp_app.core.types import TenantInfo
@@ -32,7 +30,7 @@ from mcp_app.protocol.jsonrpc import (
     UNSUPPORTED_PROTOCOL_VERSION,
 )
 from mcp_app.streams import stream_slots
-from mcp_app.transport import auth, runner, sse
+from mcp_app.transport import auth, pump, runner, sse
 from mcp_app.transport.envelope import Envelope
 from mcp_app.transport.wire import Request
 
@@ -141,19 +139,14 @@ async def serve(consumer: McpConsumer, ctx: RequestContext, message: dict[str, A
     streaming = False
     quiet = False  # past a stream cap: answered as JSON, its notifications dropped (AMB-87)
     slot: stream_slots.Slot | None = None
+    stream: pump.Watched | None = None
     try:
-        while True:
-            timeout = settings.MCP_SSE_KEEPALIVE_SECONDS if streaming else None
-            done, _ = await asyncio.wait(
-                {task, waiter, gone}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-            )
+        while not streaming:
+            done, _ = await asyncio.wait({task, waiter, gone}, return_when=asyncio.FIRST_COMPLETED)
             if gone in done and gone.result().get("type") == "http.disconnect":
                 consumer.finished = True  # nothing more can be sent
                 return  # the finally below cancels the request
-            if not done:
-                await consumer.send_chunk(sse.KEEPALIVE)
-                continue
-            if (waiter in done or not queue.empty()) and not streaming and not quiet:
+            if (waiter in done or not queue.empty()) and not quiet:
                 try:
                     slot = await stream_slots.acquire(consumer.tenant, None)
                 except stream_slots.StreamCapReached:
@@ -164,16 +157,23 @@ async def serve(consumer: McpConsumer, ctx: RequestContext, message: dict[str, A
                 if waiter in done:
                     waiter = loop.create_task(queue.get())
             elif waiter in done or not queue.empty():
-                if not streaming:
-                    await consumer.start_sse()
-                    streaming = True
-                if waiter in done:
-                    await consumer.send_chunk(sse.message_event(waiter.result(), None))
-                    waiter = loop.create_task(queue.get())
-                while not queue.empty():
-                    await consumer.send_chunk(sse.message_event(queue.get_nowait(), None))
+                await consumer.start_sse()
+                streaming = True
             if task in done:
                 break
+        if streaming:
+            # The notifications, then the response: queued behind them once the request is done.
+            task.add_done_callback(lambda _: queue.put_nowait(_DONE))
+            stream = pump.Watched(consumer, queue.get, drains=False, gone=gone, first=waiter)
+
+            async def send(notification: dict[str, Any]) -> bool:
+                if notification is _DONE:
+                    return False
+                await consumer.send_chunk(sse.message_event(notification, None))
+                return True
+
+            if await pump.pump(consumer, stream, send) is pump.End.GONE:
+                return
         response = task.result()
         if response is None:  # only a notification has no response, and those never get here
             await consumer.end_body()
@@ -186,12 +186,17 @@ async def serve(consumer: McpConsumer, ctx: RequestContext, message: dict[str, A
     finally:
         for pending in (waiter, gone):
             pending.cancel()
+        if stream is not None:
+            stream.close()
         if not task.done():
             # The connection or this consumer ended first: the request is cancelled, not orphaned.
             cancelled.set()
             task.cancel()
             task.add_done_callback(_retrieve)
         await stream_slots.release(slot)  # last: a cancellation here must not skip the steps above
+
+
+_DONE: dict[str, Any] = {}  # queued after a streaming request's last notification
 
 
 def _retrieve(task: asyncio.Task) -> None:

@@ -10,7 +10,6 @@ a message changed it, with its open stream told when a field it filters on chang
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from typing import Any
@@ -22,7 +21,7 @@ from mcp_app.infra import notify, tracing
 from mcp_app.protocol import asking
 from mcp_app.protocol import dispatch as protocol
 from mcp_app.protocol.jsonrpc import MessageKind
-from mcp_app.streams import drain, inflight, sessions
+from mcp_app.streams import inflight, sessions
 from mcp_app.usage import flush as usage_flush
 from mcp_app.usage import recorder as usage
 
@@ -77,8 +76,6 @@ async def dispatch_counted(
         tool=tool,
     )
     is_call = kind == "request"
-    if is_call:
-        drain.request_began()  # a drain waits for it (streams/drain.py)
     try:
         try:
             response = await protocol.dispatch(ctx, message, kind)
@@ -93,8 +90,6 @@ async def dispatch_counted(
         return response
     finally:
         logs.unbind(bound)
-        if is_call:
-            drain.request_ended()
 
 
 def log_request(response: dict[str, Any] | None, started: float) -> None:
@@ -123,12 +118,32 @@ def record_usage(
         usage_flush.start()
 
 
-def snapshot(session: SessionState | None) -> str:
-    """Freeze the session's state (to_dict shares its lists, so a copy is needed to compare later)."""
-    return "" if session is None else json.dumps(session.to_dict(), sort_keys=True)
+# What a message may change in its session: lifecycle, logging/setLevel, resources/(un)subscribe,
+# and the 2024-11-05 transport's initialize. The rest (id, tenant, owner, creation) never changes.
+Snapshot = dict[str, Any]
 
 
-def session_changed(before: str, session: SessionState | None) -> bool:
+def snapshot(session: SessionState | None) -> Snapshot:
+    """Freeze what a message may change in the session, to compare after it ran.
+
+    Copies of the containers (`subscriptions` is appended to in place); no JSON: this runs twice on
+    every legacy request, and encoding the session for a comparison cost ~30 function calls each.
+    """
+    if session is None:
+        return {}
+    return {
+        "protocol_version": session.protocol_version,
+        "client_info": dict(session.client_info),
+        "client_capabilities": dict(session.client_capabilities),
+        "log_level": session.log_level,
+        "initialized": session.initialized,
+        "subscriptions": list(session.subscriptions),
+        "user_id": session.user_id,
+        "client_id": session.client_id,
+    }
+
+
+def session_changed(before: Snapshot, session: SessionState | None) -> bool:
     return session is not None and snapshot(session) != before
 
 
@@ -136,12 +151,11 @@ def session_changed(before: str, session: SessionState | None) -> bool:
 STREAM_FIELDS = ("initialized", "subscriptions")
 
 
-async def persist_session(session: SessionState, before: str) -> None:
+async def persist_session(session: SessionState, before: Snapshot) -> None:
     """Write a session a message changed; tell its open stream when a field it filters on changed."""
     if not await sessions.get_store().update(session):
         return
-    old = json.loads(before) if before else {}
-    if all(old.get(name) == getattr(session, name) for name in STREAM_FIELDS):
+    if all(before.get(name) == getattr(session, name) for name in STREAM_FIELDS):
         return
     try:
         await notify.apublish_session(session.id, {"type": "mcp.session_changed", "session_id": session.id})

@@ -18,7 +18,7 @@ from mcp_app.core.context import SessionState
 from mcp_app.core.versions import V2025_11_25
 from mcp_app.infra import notify
 from mcp_app.streams import events, inflight, polling, standalone
-from mcp_app.transport import auth, refusals, sse
+from mcp_app.transport import auth, pump, refusals, sse
 from mcp_app.transport.base import McpConsumer
 from mcp_app.transport.stream_view import StreamView
 from mcp_app.transport.wire import HttpError, accepts
@@ -111,28 +111,44 @@ class SessionStreams(McpConsumer):
         wait_seconds = settings.MCP_SSE_RESUME_WAIT_SECONDS
         if polls:  # this connection too is closed after the tenant's seconds, and resumed again (AMB-128)
             wait_seconds = min(wait_seconds, self.tenant.stream_poll_seconds)
-        deadline = time.monotonic() + wait_seconds
         cursor = after
-        while True:
-            # The stream's state before its events: a last response stored meanwhile is read now, not
-            # left for one more resume (its `done` is set with it).
-            info = await store.info(stream_id)
-            for seq, message in await store.read_after(stream_id, cursor):
+
+        async def next_events(timeout: float) -> tuple[list[tuple[int, Any]], bool] | pump.Signal:
+            """The events after `cursor` and whether the stream is over, or IDLE after `timeout`."""
+            until = time.monotonic() + timeout
+            while True:
+                # The stream's state before its events: a last response stored meanwhile is read now,
+                # not left for one more resume (its `done` is set with it).
+                info = await store.info(stream_id)
+                stored = await store.read_after(stream_id, cursor)
+                if stored or info is None or info.done:
+                    return stored, info is None or info.done
+                remaining = until - time.monotonic()
+                if remaining <= 0:
+                    return pump.Signal.IDLE
+                if await store.finish_orphan(info, stream_id):
+                    continue  # its process died: the lost requests' errors are read next (AMB-88)
+                # Waits no longer than a dead owner's sign of life lasts, so a lost stream ends soon.
+                await store.wait(stream_id, cursor, min(remaining, events.OWNER_TTL_SECONDS))
+
+        async def deliver(batch: tuple[list[tuple[int, Any]], bool]) -> bool:
+            nonlocal cursor
+            for seq, message in batch[0]:
                 await self.send_chunk(sse.message_event(message, events.event_id(stream_id, seq)))
                 cursor = seq
-            remaining = deadline - time.monotonic()
-            if info is None or info.done:
-                break
-            if remaining <= 0:
-                if polls:
-                    await self.send_chunk(sse.retry_field(polling.retry_ms(self.tenant, version)))
-                    polling.closed(stream_id, events.event_id(stream_id, cursor))
-                break
-            if await store.finish_orphan(info, stream_id):
-                continue  # its process died: the lost requests' errors are read next (AMB-88)
-            # Waits no longer than a dead owner's sign of life lasts, so a lost stream ends soon.
-            wait = min(remaining, settings.MCP_SSE_KEEPALIVE_SECONDS, events.OWNER_TTL_SECONDS)
-            await store.wait(stream_id, cursor, wait)
+            return not batch[1]
+
+        async def close_for_polling() -> None:
+            await self.send_chunk(sse.retry_field(polling.retry_ms(self.tenant, version)))
+            polling.closed(stream_id, events.event_id(stream_id, cursor))
+
+        await pump.pump(
+            self,
+            next_events,
+            deliver,
+            deadline=time.monotonic() + wait_seconds,
+            on_deadline=close_for_polling if polls else None,
+        )
         await self.end_body()
 
     async def on_stream_event(self, event: dict[str, Any]) -> bool:

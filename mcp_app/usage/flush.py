@@ -4,7 +4,8 @@ A daemon thread of each serving process flushes every MCP_USAGE_FLUSH_SECONDS, a
 exit. Buckets are upserted as increments (`x = x + excluded.x`, PostgreSQL and SQLite alike), so any
 number of processes add into the same rows without reading them first; errors are appended and
 each tenant's are trimmed to the newest few; open listeners are published to Redis under this
-process's name. Buckets older than MCP_USAGE_RETENTION_DAYS are deleted about once an hour (AMB-66).
+process's name; each upstream's health rides along (usage/upstream_health.py, AMB-185). Buckets older
+than MCP_USAGE_RETENTION_DAYS are deleted about once an hour (AMB-66).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from django.db.models import Subquery
 
 from mcp_app.infra import redis_client
 from mcp_app.models import LATENCY_FIELDS, UsageBucket, UsageError
-from mcp_app.usage import live
+from mcp_app.usage import live, upstream_health
 from mcp_app.usage.recorder import RECENT_ERRORS, Counts, ErrorEntry, Key, Recorder, recorder
 from tenants import wall
 from tenants.models import Tenant
@@ -141,6 +142,7 @@ class Flusher:
 
     def __init__(self, source: Recorder | None = None) -> None:
         self.recorder = source or recorder()
+        self.upstreams = upstream_health.HealthFlusher(self.recorder.process_id)
         self._published: set[int] = set()
         self._pruned = 0.0
         self._lock = threading.Lock()
@@ -157,10 +159,12 @@ class Flusher:
                 raise
             if redis_client.enabled():
                 self._published = live.publish_listeners(self.recorder, self._published)
+            self.upstreams.flush()
             now = time.time()
             if now - self._pruned > PRUNE_EVERY_SECONDS:
                 self._pruned = now
                 prune(now)
+                upstream_health.prune(now)
 
 
 _FLUSHER = Flusher()
@@ -188,6 +192,17 @@ def _at_exit() -> None:
         flush()
     except Exception:
         logger.warning("usage flush at exit failed", exc_info=True)
+
+
+def start_in_forked_child() -> bool:
+    """Start the flush in a process forked from one that had imported this, such as a Celery pool
+    child: its background jobs call upstreams, whose health must reach the admin too (AMB-185). The
+    child reports as a process of its own (a sibling's breaker state is not its)."""
+    global _FLUSHER
+    recorder().forked()
+    _FLUSHER = Flusher()
+    _started.clear()  # a thread started in the parent did not survive the fork
+    return start()
 
 
 def started() -> bool:

@@ -74,6 +74,11 @@ class Recorder:
         self._totals: dict[tuple[int, str, str], Counts] = {}
         self.listeners: dict[int, int] = {}
 
+    def forked(self) -> None:
+        """In a child forked after this recorder was made (a Celery pool process): a process of its
+        own, with none of the parent's counts (its lock, perhaps held at the fork, is a new one)."""
+        self.__init__()  # type: ignore[misc]
+
     def record(self, tenant_id: int, method: str, tool: str, seconds: float, outcome: int = OK) -> None:
         """Count one request: its outcome and its latency, in this minute's bucket."""
         ms = seconds * 1000.0

@@ -7,7 +7,8 @@ import json
 from typing import Any
 
 from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
+from channels import DEFAULT_CHANNEL_LAYER
+from channels.layers import InMemoryChannelLayer, channel_layers, get_channel_layer
 
 from mcp_app.infra.notify import tenant_group
 from mcp_app.models import Resource, Tool
@@ -71,6 +72,12 @@ class GroupListener:
 
     def __init__(self, tenant_id: int) -> None:
         self.layer = get_channel_layer()
+        if not isinstance(self.layer, InMemoryChannelLayer):
+            # A layer of its own on Redis: the shared one's receive lock (one per process) could be
+            # held by a receive another test left in a loop of its own, and this loop then met it
+            # ("Lock ... is bound to a different event loop", CI). The in-memory layer has no other
+            # instance to hear the group.
+            self.layer = channel_layers.make_backend(DEFAULT_CHANNEL_LAYER)
         self.channel = async_to_sync(self.layer.new_channel)()
         async_to_sync(self.layer.group_add)(tenant_group(tenant_id), self.channel)
 

@@ -12,6 +12,7 @@ import schemathesis
 from django.core.signals import request_finished, request_started
 from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections
+from django.utils import timezone
 from drf_spectacular.generators import SchemaGenerator
 from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
@@ -22,7 +23,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from mcp_app.api.tokens import issue_manage_token
-from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool, ToolRun
+from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool, ToolRun, Upstream, UpstreamTool
 
 MAX_EXAMPLES = 5
 # What the API promises: never a 500, and every answer (status, content type, body) as documented.
@@ -61,6 +62,17 @@ def alice_token(alice, tenant_a) -> str:
         tenant=tenant_a, uri_template="docs://{page}", name="page", handler_config={"text": "{{ page }}"}
     )
     ToolRun.objects.create(tenant=tenant_a, job_id="job-1", tool=tool, tool_name="echo", status="done")
+    # A loopback upstream: the SSRF guard refuses it at once, so test and sync answer 502 quickly.
+    upstream = Upstream.objects.create(
+        tenant=tenant_a, name="docs", url="http://127.0.0.1:9/mcp", prefix="docs_"
+    )
+    UpstreamTool.objects.create(
+        tenant=tenant_a,
+        upstream=upstream,
+        remote_name="echo",
+        offered={"name": "echo"},
+        last_seen_at=timezone.now(),
+    )
     return issue_manage_token(alice)
 
 

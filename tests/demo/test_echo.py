@@ -7,7 +7,7 @@ import json
 import pytest
 from django.test import Client
 
-from mcp_app.demo import definitions
+from mcp_app.demo import seed
 
 
 def test_the_echo_endpoint_answers_the_json_it_was_sent():
@@ -29,9 +29,5 @@ def test_the_echo_endpoint_takes_posts_only():
 
 def test_fetch_json_is_seeded_to_post_to_this_platforms_own_echo_endpoint(settings):
     settings.MCP_PUBLIC_URL = "https://mcp.example.com"
-    [tool] = [
-        t
-        for t in definitions.demo_definitions(definitions.demo_logo_png())["tools"]
-        if t["name"] == "fetch_json"
-    ]
+    [tool] = [t for t in seed.load(seed.DEMO_SLUG)["tools"] if t["name"] == "fetch_json"]
     assert tool["handler_config"]["url"] == "https://mcp.example.com/demo/echo"

@@ -8,7 +8,7 @@ import time
 import pytest
 from django.test import AsyncClient
 
-from mcp_app.demo import definitions
+from mcp_app.demo import seed
 
 
 async def test_the_stream_endpoint_sends_a_progress_and_a_log_event_per_step_then_the_result():
@@ -45,10 +45,6 @@ async def test_the_stream_endpoint_refuses_arguments_out_of_its_small_bounds(bod
 
 def test_stream_count_is_seeded_as_a_background_http_tool_posting_to_this_platforms_stream(settings):
     settings.MCP_PUBLIC_URL = "https://mcp.example.com"
-    [tool] = [
-        t
-        for t in definitions.demo_definitions(definitions.demo_logo_png())["tools"]
-        if t["name"] == "stream_count"
-    ]
+    [tool] = [t for t in seed.load(seed.DEMO_SLUG)["tools"] if t["name"] == "stream_count"]
     assert tool["handler"] == "http" and tool["execution"] == "background"
     assert tool["handler_config"]["url"] == "https://mcp.example.com/demo/stream"

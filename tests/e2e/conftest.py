@@ -21,7 +21,7 @@ import trustme
 from playwright.async_api import Page
 from psycopg import sql
 
-from tests.e2e import oauth_flow
+from tests.e2e import databases, oauth_flow
 from tests.e2e.browser import PAGE_MS, chromium
 from tests.e2e.helpers import Upstream
 from tests.e2e.oauth_flow import DocumentServer
@@ -41,6 +41,9 @@ from tests.e2e.servers import (
     start_daphne,
     used_secret,
 )
+
+# Real SDK upstreams of both eras, module-scoped (this package's `upstream` is an HTTP endpoint).
+from tests.upstreams.conftest import legacy_upstream, modern_upstream  # noqa: F401
 
 
 @pytest.fixture(scope="package", autouse=True)
@@ -99,12 +102,9 @@ def e2e_database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     parts = urlsplit(base)
     name = f"mcp_e2e_{secrets.token_hex(4)}"
     maintenance = urlunsplit(parts._replace(scheme="postgresql", path="/postgres"))
-    create = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
-    if role := os.environ.get("DATABASE_ROLE"):
-        # The servers take that role (the tenant wall binds it: AMB-96); it migrates, so it owns the database.
-        create = sql.SQL("{} OWNER {}").format(create, sql.Identifier(role))
-    with psycopg.connect(maintenance, autocommit=True) as conn:
-        conn.execute(create)
+    # Migrated already (tests/e2e/databases.py). The servers take DATABASE_ROLE (the tenant wall binds
+    # it: AMB-96), which owns the database and what its migrations made.
+    databases.clone_migrated(parts, name, os.environ.get("DATABASE_ROLE"))
     try:
         yield urlunsplit(parts._replace(path=f"/{name}"))
     finally:
@@ -140,9 +140,17 @@ def e2e_env(
         # Every test's clients reach the shared servers from 127.0.0.1, one "client" by address (AMB-100):
         # no per-client cap here; test_session_caps.py starts servers of its own with one.
         MCP_SESSIONS_PER_CLIENT="0",
+        # The shared servers do not listen to upstreams (a sync of their own would race the tests' syncs);
+        # test_upstream_fan_in.py starts a server that does.
+        MCP_UPSTREAM_WATCH="0",
+        # Most of the many servers the tests start never render a large template: their render
+        # processes' forkserver (a Django start-up, ~2 s of CPU each) starts on first need. Daphne A
+        # warms it, as a deployment does, for the tests that render large templates there.
+        MCP_TEMPLATE_WARM="0",
     )
-    # The same steps as bin/serve.
-    manage(env, "migrate", "--noinput")
+    # The same steps as bin/serve (a PostgreSQL database was cloned from a migrated template).
+    if e2e_database_url.startswith("sqlite"):
+        manage(env, "migrate", "--noinput")
     manage(env, "collectstatic", "--noinput", "--verbosity", "0")
     manage(env, "seed_demo")
     # Point the seeded http tools at our upstream before any server caches the catalog.
@@ -160,7 +168,7 @@ def e2e_env(
 @pytest.fixture(scope="package")
 def server(e2e_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaphneServer]:
     """Daphne A, serving the seeded demo tenant."""
-    daphne = start_daphne("daphne-A", e2e_env, tmp_path_factory.mktemp("daphne-a"))
+    daphne = start_daphne("daphne-A", {**e2e_env, "MCP_TEMPLATE_WARM": "1"}, tmp_path_factory.mktemp("daphne-a"))
     yield daphne
     daphne.stop()
 
@@ -191,7 +199,9 @@ def celery_worker(
 ) -> Iterator[ServerProcess]:
     """A real Celery worker on the e2e database and the Redis broker: it runs the background tools."""
     require_services("background tools run on a Celery worker, which needs the Redis broker")
-    worker = start_celery_worker("celery-worker", e2e_env, tmp_path_factory.mktemp("celery"))
+    # Its pool children flush what they counted (upstream health) every second, as daphne-usage does.
+    env = {**e2e_env, "MCP_USAGE_FLUSH_SECONDS": "1"}
+    worker = start_celery_worker("celery-worker", env, tmp_path_factory.mktemp("celery"))
     yield worker
     worker.stop()
 

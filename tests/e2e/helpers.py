@@ -191,6 +191,20 @@ async def mcp_client(url: str, inbox: Inbox | None = None, mode: str = "legacy")
 # --- raw JSON-RPC over Streamable HTTP ---------------------------------------------------------
 
 
+async def greet_latencies(url: str, count: int) -> list[float]:
+    """`count` sequential calls of a tenant's `greet` template tool ("Hello, {{ name }}!") through the SDK in
+    auto mode (2026-07-28), after one to warm up: the other tenant's side of the isolation tests."""
+    taken: list[float] = []
+    async with mcp_client(url, mode="auto") as client:
+        await client.call_tool("greet", {"name": "warm"})
+        for i in range(count):
+            started = time.perf_counter()
+            result = await client.call_tool("greet", {"name": str(i)})
+            taken.append(time.perf_counter() - started)
+            assert result.content[0].text == f"Hello, {i}!"
+    return taken
+
+
 def parse_sse(text: str) -> list[dict[str, Any]]:
     """Return the JSON payloads of the `message` events in an SSE body."""
     messages: list[dict[str, Any]] = []

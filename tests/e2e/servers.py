@@ -4,23 +4,29 @@ and the HTTP upstream the `fetch_json` tool posts to. The fixtures that use them
 
 from __future__ import annotations
 
+import atexit
+import json
 import os
 import secrets
+import select
 import socket
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
+from tests import zygote
 from tests.e2e.helpers import Upstream
 
 ROOT = Path(__file__).resolve().parents[2]
-MANAGE = ROOT / "manage.py"
 ADMIN_USERNAME = "admin"
 ADMIN_PASSWORD = f"e2e-{secrets.token_urlsafe(12)}"
 # Every secret a test used (passwords, tokens, keys, secret headers) and every server log written: the
@@ -79,27 +85,91 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+# The project's processes are forked from a zygote that imported their libraries once (tests/zygote.py):
+# each new interpreter spent ~1.5 s of CPU on those imports, and the suite starts a few hundred.
+PRELOAD = "tests.e2e.preload"
+
+
 def manage(env: dict[str, str], *args: str, timeout: float = COMMAND_SECONDS) -> str:
     """Run `manage.py <args>` in a subprocess against the e2e database and return its stdout."""
-    proc = subprocess.run(
-        [sys.executable, str(MANAGE), *args],
-        cwd=ROOT,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    if proc.returncode != 0:
+    with tempfile.TemporaryDirectory(prefix="e2e-manage-") as folder:
+        out, err = Path(folder) / "stdout", Path(folder) / "stderr"
+        proc = zygote.spawn("manage", list(args), env, out, preload=PRELOAD, err_path=err)
+        try:
+            code = proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+        stdout = out.read_text() if out.exists() else ""
+        stderr = err.read_text() if err.exists() else ""
+    if code != 0:
         raise RuntimeError(
-            f"manage.py {' '.join(args)} exited {proc.returncode}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
+            f"manage.py {' '.join(args)} exited {code}\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
         )
-    return proc.stdout
+    return stdout
+
+
+class _Shell:
+    """One long-lived shell process for one environment (tests/e2e/shell_server.py)."""
+
+    def __init__(self, env: dict[str, str], log_path: Path) -> None:
+        self.log = log_path.open("ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.e2e.shell_server"],
+            cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True,
+        )  # fmt: skip
+        self.log_path = log_path
+        self.reply(STARTUP_SECONDS)  # {"ready": true} once the project is imported
+
+    def reply(self, seconds: float) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], seconds)
+        line = self.proc.stdout.readline() if ready else ""
+        if not line:
+            self.stop()
+            log = self.log_path.read_text(errors="replace")[-4000:]
+            raise RuntimeError(f"the e2e shell process gave no answer within {seconds:g} s\n--- its log\n{log}")
+        return json.loads(line)
+
+    def run(self, code: str) -> dict[str, Any]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"code": code}) + "\n")
+        self.proc.stdin.flush()
+        return self.reply(COMMAND_SECONDS)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
+_SHELLS: dict[tuple[tuple[str, str], ...], _Shell] = {}
+_SHELLS_LOCK = threading.Lock()
+
+
+@atexit.register
+def _stop_shells() -> None:
+    for shell in _SHELLS.values():
+        shell.stop()
 
 
 def django_shell(env: dict[str, str], code: str) -> str:
-    """Run Python code in `manage.py shell` (another process than any server) and return its stdout."""
-    return manage(env, "shell", "-c", code)
+    """Run Python code as `manage.py shell -c` would (in another process than any server); return its stdout.
+
+    The process is kept per environment and runs one snippet after another: starting one per snippet
+    cost ~3 s of CPU each. A snippet that raises raises RuntimeError here with its traceback.
+    """
+    key = tuple(sorted(env.items()))
+    with _SHELLS_LOCK:  # one snippet at a time per process; tests call this from threads too
+        shell = _SHELLS.get(key)
+        if shell is None or shell.proc.poll() is not None:
+            log_path = Path(tempfile.mkstemp(prefix="e2e-shell-", suffix=".log")[1])
+            shell = _SHELLS[key] = _Shell(env, log_path)
+        answer = shell.run(code)
+    if not answer["ok"]:
+        raise RuntimeError(f"manage.py shell -c exited 1\n--- stdout\n{answer['out']}\n--- stderr\n{answer['err']}")
+    return answer["out"]
 
 
 def counting_tenant(env: dict[str, str], prefix: str, **settings: int) -> str:
@@ -122,7 +192,7 @@ class ServerProcess:
     """A process the tests started (Daphne, a Celery worker), with its output in a log file."""
 
     name: str
-    proc: subprocess.Popen[bytes]
+    proc: subprocess.Popen[bytes] | zygote.Forked
     log_path: Path
 
     def log_size(self) -> int:
@@ -167,20 +237,18 @@ class DaphneServer(ServerProcess):
 def start_celery_worker(name: str, env: dict[str, str], log_dir: Path) -> ServerProcess:
     """Start a Celery worker (what runs background tools) and return once it is ready."""
     log_path = log_dir / f"{name}.log"
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            [
-                sys.executable, "-m", "celery", "-A", "mcpsite", "worker",
-                "--loglevel=INFO", "--concurrency=2", "--hostname", f"{name}@%h",
-                # Alone on its own queue: no need to look for, or gossip with, other workers.
-                "--without-gossip", "--without-mingle",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )  # fmt: skip
+    proc = zygote.spawn(
+        "celery",
+        [
+            "-A", "mcpsite", "worker",
+            "--loglevel=INFO", "--concurrency=2", "--hostname", f"{name}@%h",
+            # Alone on its own queue: no need to look for, or gossip with, other workers.
+            "--without-gossip", "--without-mingle",
+        ],
+        env,
+        log_path,
+        preload=PRELOAD,
+    )  # fmt: skip
     worker = ServerProcess(name=name, proc=proc, log_path=log_path)
     RUNNING.append(worker)
     ALL_LOGS.append(log_path)
@@ -220,15 +288,10 @@ def start_daphne(
         command = ["daphne", "-b", "127.0.0.1", "-p", str(port)]
         if proxy_headers:  # as bin/entrypoint does under MCP_PROXY_HEADERS=1
             command.append("--proxy-headers")
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", *command, "mcpsite.asgi:application"],
-            cwd=ROOT,
-            env=server_env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+    log_path.write_bytes(b"")
+    proc = zygote.spawn(
+        command[0], [*command[1:], "mcpsite.asgi:application"], server_env, log_path, preload=PRELOAD
+    )
     server = DaphneServer(name=name, proc=proc, log_path=log_path, port=port, env=server_env)
     RUNNING.append(server)
     ALL_LOGS.append(log_path)

@@ -60,19 +60,26 @@ async def test_sigterm_finishes_the_call_in_flight_ends_streams_gracefully_and_t
 ) -> None:
     results: dict[str, object] = {}
     listen_messages: list[dict] = []
+    counting, listening = anyio.Event(), anyio.Event()
 
     async def slow_call() -> None:
         # 2026-07-28 (no GET stream to lose), with the SDK's cache: the tool list it checks results
         # against is fetched before the drain, when the process still takes requests.
+        async def counted(progress: float, total: float | None, message: str | None) -> None:
+            counting.set()
+
         async with Client(doomed.mcp_url(), read_timeout_seconds=REQUEST_SECONDS) as client:
             await client.list_tools()
-            results["call"] = await client.call_tool("count_slowly", {"n": 6, "delay": 0.5})
+            results["call"] = await client.call_tool(
+                "count_slowly", {"n": 6, "delay": 0.5}, progress_callback=counted
+            )
 
     async def listen() -> None:
         async with (
             httpx.AsyncClient(timeout=REQUEST_SECONDS) as http,
             http.stream("POST", doomed.mcp_url(), json=LISTEN, headers=LISTEN_HEADERS) as stream,
         ):
+            listening.set()
             async for line in stream.aiter_lines():
                 if line.startswith("data:"):
                     listen_messages.append(json.loads(line[5:]))
@@ -81,7 +88,11 @@ async def test_sigterm_finishes_the_call_in_flight_ends_streams_gracefully_and_t
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(listen)
         tasks.start_soon(slow_call)
-        await anyio.sleep(1.0)  # both are open; the call is about a third through
+        # The call is under way (its first progress came), not merely started by this task: on a busy
+        # machine a fixed second could end before its request was even sent.
+        with anyio.fail_after(REQUEST_SECONDS):
+            await counting.wait()
+            await listening.wait()
         started = time.monotonic()
         doomed.proc.send_signal(signal.SIGTERM)
         with anyio.fail_after(5):

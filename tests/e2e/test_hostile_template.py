@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from tests.e2e.helpers import greet_latencies as latencies
 from tests.e2e.helpers import mcp_client
 from tests.e2e.servers import DaphneServer, ServerProcess, django_shell
 from tests.handlers.test_template_budget import NESTED_LOOPS
@@ -37,19 +38,6 @@ def two_tenants(server: DaphneServer) -> tuple[str, str]:
         " handler_config={'text': 'Hello, {{ name }}!'})\n",
     )
     return hostile, other
-
-
-async def latencies(url: str, count: int) -> list[float]:
-    """`count` sequential calls of the other tenant's tool through the SDK (auto mode: 2026-07-28)."""
-    taken: list[float] = []
-    async with mcp_client(url, mode="auto") as client:
-        await client.call_tool("greet", {"name": "warm"})
-        for i in range(count):
-            started = time.perf_counter()
-            result = await client.call_tool("greet", {"name": str(i)})
-            taken.append(time.perf_counter() - started)
-            assert result.content[0].text == f"Hello, {i}!"
-    return taken
 
 
 async def test_a_hostile_template_neither_stalls_another_tenant_nor_outlives_its_timeout(

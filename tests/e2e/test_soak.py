@@ -44,7 +44,7 @@ def test_a_short_soak_answers_every_operation_once_without_error_and_memory_stay
         "--edit-seconds", "12", "--flat", str(MEMORY_BOUND),
         "--keep-database", "--no-lock", "--json", str(out),
     ]  # fmt: skip
-    proc = subprocess.run(command, cwd=ROOT, env=e2e_env, capture_output=True, text=True, timeout=SECONDS + 90)
+    proc = subprocess.run(command, cwd=ROOT, env=e2e_env, capture_output=True, text=True, timeout=SECONDS + 150)
     assert out.exists(), f"the soak ended with {proc.returncode} and no figures:\n{proc.stderr[-4000:]}"
     report = json.loads(out.read_text())
     verdict, operations = report["verdict"], report["operations"]

@@ -84,7 +84,7 @@ def test_with_no_worker_alive_the_process_is_ready_and_says_the_workers_are_down
     status, body = readiness(daphne)
     assert status == 200, body
     assert (body["workers"], body["workers_alive"]) == ("down", 0)
-    assert {value for name, value in body.items() if not name.startswith("workers")} == {"OK"}
+    assert {value for name, value in body.items() if not name.startswith(("workers", "upstreams"))} == {"OK"}
     assert workers_gauge(daphne) == 0
 
 

@@ -35,8 +35,8 @@ async def _bad_shape(ctx, arguments):
     return 42
 
 
-def test_kinds_list_template_http_python_form_and_llm_as_admin_choices():
-    kinds = ["template", "http", "python", "form", "llm"]
+def test_kinds_list_template_http_python_form_llm_and_upstream_as_admin_choices():
+    kinds = ["template", "http", "python", "form", "llm", "upstream"]
     assert set(registry.KINDS) == set(kinds)
     assert [value for value, _label in registry.kind_choices()] == kinds
     assert registry.load_kind("template").run is not None

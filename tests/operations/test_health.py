@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from django.test import Client
 
 from mcp_app.background import presence
+from mcp_app.federation import UpstreamUnavailable, breaker
+from mcp_app.federation import health as upstream_health
 from mcp_app.infra import redis_client
 from mcp_app.models import Tool
 from mcp_app.operations import health
+from tests.upstreams.running import call_row, kill_until_open, make_upstream, running_upstream
 
 pytestmark = pytest.mark.django_db
 
@@ -23,7 +27,7 @@ def ready(client: Client) -> tuple[int, dict[str, Any]]:
 
 
 def checks_of(body: dict[str, Any]) -> dict[str, Any]:
-    return {name: value for name, value in body.items() if not name.startswith("workers")}
+    return {name: value for name, value in body.items() if not name.startswith(("workers", "upstreams"))}
 
 
 def test_live_answers_json_to_machines_and_a_page_to_people(client):
@@ -98,3 +102,38 @@ def test_a_worker_of_another_queue_or_one_that_stopped_beating_is_not_counted(wo
     presence.beat("alive@host", [workers_queue])
     assert presence.alive() == 1
     presence.leave("elsewhere@host", ["another-queue"])
+
+
+@pytest.fixture
+def fresh_upstreams(settings) -> Iterator[None]:
+    settings.MCP_HTTP_HANDLER_ALLOW = ["127.0.0.1"]
+    settings.MCP_UPSTREAM_BREAKER_FAILURES = 2
+    settings.MCP_UPSTREAM_BREAKER_SECONDS = 60
+    breaker.reset()
+    upstream_health.reset()
+    yield
+    breaker.reset()
+    upstream_health.reset()
+
+
+def test_a_killed_upstream_with_its_circuit_open_is_reported_and_never_makes_the_process_unready(
+    client, settings, tenant_a, tmp_path, fresh_upstreams
+):
+    # AMB-174: a tenant's upstream going down must not take the platform out of the load balancer.
+    settings.MCP_BACKGROUND_TOOLS = "inline"
+    assert ready(client)[1]["upstreams"] == {"seen": 0, "open": 0, "half_open": 0}
+    with running_upstream(tmp_path) as server:
+        row = make_upstream(tenant_a, server.url)
+        kill_until_open(server, row, 2)
+    assert isinstance(call_row(row, "echo", {"message": "refused"}), UpstreamUnavailable)
+
+    status, body = ready(client)
+    assert status == 200, body
+    assert body["upstreams"] == {"seen": 1, "open": 1, "half_open": 0}
+    assert set(checks_of(body).values()) == {"OK"}
+    text = client.get("/health/ready", {"format": "text"}).content.decode()
+    assert "upstreams_seen: 1\nupstreams_open: 1\n" in text
+    page = client.get("/health/ready", HTTP_ACCEPT="text/html")
+    assert page.status_code == 200
+    assert "circuits open: 1, half-open: 0" in page.content.decode()
+    assert "docs" not in text and str(server.port) not in text  # counts only: the probe is unauthenticated

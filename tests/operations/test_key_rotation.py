@@ -9,7 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from mcp_app.handlers.secrets import SecretsError, decrypt_secrets, encrypt_secrets
-from mcp_app.models import Tool
+from mcp_app.models import Tool, Upstream
 from mcp_app.protocol import pagination
 from tests.support import make_ctx
 
@@ -84,3 +84,18 @@ def test_a_cursor_signed_before_the_secret_key_changed_still_verifies_with_the_o
     settings.SECRET_KEY_FALLBACKS = []
     with pytest.raises(Exception, match="(?i)cursor"):
         pagination.decode_cursor(ctx, "tools", cursor)
+
+
+def test_rotate_secrets_re_encrypts_upstream_servers_secret_headers_too(tenant_a, settings, monkeypatch):
+    monkeypatch.delenv("MCP_SECRETS_KEY", raising=False)
+    upstream = Upstream.objects.create(
+        tenant=tenant_a,
+        name="docs",
+        url="https://mcp.example.com/mcp",
+        secret_headers=encrypt_secrets({"Authorization": "Bearer upstream"}),
+    )
+    settings.SECRET_KEY_FALLBACKS, settings.SECRET_KEY = [settings.SECRET_KEY], NEW_KEY
+    assert "re-encrypted the secrets of 0 tool(s) and 1 upstream server(s)" in rotate()
+    settings.SECRET_KEY_FALLBACKS = []
+    upstream.refresh_from_db()
+    assert decrypt_secrets(upstream.secret_headers) == {"Authorization": "Bearer upstream"}

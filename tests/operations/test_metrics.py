@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import secrets
+import time
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
+from mcp_app import federation
 from mcp_app.background import presence
+from mcp_app.federation import breaker, health
 from mcp_app.models import ToolRun
 from mcp_app.protocol import quotas
 from mcp_app.usage import recorder as usage
 from tenants.models import Tenant
+from tests.upstreams.running import call_row, kill_until_open, make_upstream, running_upstream
 
 pytestmark = pytest.mark.django_db
 
@@ -164,3 +169,68 @@ def test_the_workers_taking_jobs_from_the_queue_are_a_gauge_at_zero_when_none_is
 def test_without_workers_in_the_deployment_there_is_no_workers_gauge(client, settings):
     settings.MCP_BACKGROUND_TOOLS = "inline"
     assert "mcp_background_workers" not in scrape(client)
+
+
+@pytest.fixture
+def upstream_health(settings) -> Iterator[None]:
+    """Loopback upstreams allowed, a breaker that opens after 2 failures, this process's health forgotten."""
+    settings.MCP_HTTP_HANDLER_ALLOW = ["127.0.0.1"]
+    settings.MCP_UPSTREAM_BREAKER_FAILURES = 2
+    settings.MCP_UPSTREAM_BREAKER_SECONDS = 60
+    breaker.reset()
+    health.reset()
+    yield
+    breaker.reset()
+    health.reset()
+
+
+def test_a_killed_upstream_shows_its_failures_and_open_circuit_by_tenant_and_name(
+    client, tenant_a, tmp_path, upstream_health, fresh_recorder
+):
+    with running_upstream(tmp_path) as server:
+        row = make_upstream(tenant_a, server.url + "?token=hidden-in-the-url")
+        kill_until_open(server, row, 2)
+    assert isinstance(call_row(row, "echo", {"message": "refused"}), federation.UpstreamUnavailable)
+
+    metrics = scrape(client)
+    calls = metrics["mcp_upstream_calls"]
+    assert value(calls, "mcp_upstream_calls_total", tenant="tenant-a", upstream="docs", outcome="ok") == 1
+    assert (
+        value(calls, "mcp_upstream_calls_total", tenant="tenant-a", upstream="docs", outcome="unavailable")
+        == 3
+    )
+    circuit = metrics["mcp_upstream_circuit"]
+    assert value(circuit, "mcp_upstream_circuit", tenant="tenant-a", upstream="docs", state="open") == 1
+    assert value(circuit, "mcp_upstream_circuit", tenant="tenant-a", upstream="docs", state="closed") == 0
+    latency = metrics["mcp_upstream_call_duration_seconds"]
+    assert value(latency, "mcp_upstream_call_duration_seconds_count", tenant="tenant-a", upstream="docs") == 1
+    assert value(
+        metrics["mcp_upstream_last_success_timestamp_seconds"],
+        "mcp_upstream_last_success_timestamp_seconds",
+        tenant="tenant-a",
+        upstream="docs",
+    ) == pytest.approx(time.time(), abs=60)
+    text = client.get("/metrics").content.decode()
+    assert "hidden-in-the-url" not in text and str(server.port) not in text
+
+
+def test_a_tenants_upstreams_past_the_cap_are_one_other_series(
+    client, settings, tenant_a, tenant_b, upstream_health, fresh_recorder
+):
+    # A hostile tenant with many upstreams adds at most MCP_METRICS_MAX_UPSTREAMS + 1 series per metric.
+    settings.MCP_METRICS_MAX_UPSTREAMS = 2
+    rows = [make_upstream(tenant_a, f"https://u{i}.example.com/mcp", name=f"u{i}") for i in range(5)]
+    mine = make_upstream(tenant_b, "https://b.example.com/mcp", name="billing")
+    for i, row in enumerate(rows):
+        for _ in range(10 - i):  # u0 is the most called
+            health.record((tenant_a.id, row.pk), 0.01, None)
+    health.record((tenant_a.id, rows[4].pk), 0.01, health.TIMEOUT)
+    health.record((tenant_b.id, mine.pk), 0.01, None)
+
+    calls = scrape(client)["mcp_upstream_calls"]
+    assert {(s.labels["tenant"], s.labels["upstream"]) for s in calls} == {
+        ("tenant-a", "u0"), ("tenant-a", "u1"), ("tenant-a", "(other)"), ("tenant-b", "billing")
+    }  # fmt: skip
+    other = {"tenant": "tenant-a", "upstream": "(other)"}
+    assert value(calls, "mcp_upstream_calls_total", **other, outcome="ok") == 8 + 7 + 6
+    assert value(calls, "mcp_upstream_calls_total", **other, outcome="timeout") == 1

@@ -62,3 +62,38 @@ _real_sleep = asyncio.sleep
 
 async def fast_sleep(seconds: float) -> None:
     await _real_sleep(0)
+
+
+async def test_quick_requests_share_one_timer_and_only_a_request_still_running_joins_its_session(monkeypatch):
+    """Each quick request used to leave a timer of its own in the loop's heap (one per request, a
+    join whenever one fired while a later request of the session ran); now one timer checks them all."""
+    loop = asyncio.get_running_loop()
+    timers = []
+    call_at = loop.call_at
+
+    def counted(*args, **kwargs):  # call_later goes through call_at too
+        timers.append(args)
+        return call_at(*args, **kwargs)
+
+    monkeypatch.setattr(loop, "call_at", counted)
+    listener = inflight._Listener()
+    joined: list[str] = []
+
+    async def join(session_id: str) -> None:
+        joined.append(session_id)
+
+    monkeypatch.setattr(listener, "_join", join)
+    for _ in range(100):  # quick requests of two sessions, one after the other
+        for session_id in ("s1", "s2"):
+            listener.watch(session_id)
+            listener.unwatch(session_id)
+    assert len(timers) == 1
+    started = loop.time()
+    listener.watch("s1")  # a long request
+    async with asyncio.timeout(5):
+        while not joined:
+            await asyncio.sleep(0.01)
+    assert joined == ["s1"] and listener.joined == {"s1"}
+    assert loop.time() - started >= inflight.LISTEN_AFTER_SECONDS - 0.01  # not before its delay
+    listener.unwatch("s1")
+    assert not listener.joined

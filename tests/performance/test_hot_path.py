@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import os
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -311,3 +313,32 @@ async def test_with_redis_a_new_session_costs_one_round_trip_for_its_admission(
     round_trips["n"] = 0
     await Client().initialize(initialized=False)
     assert round_trips["n"] == INITIALIZE_ROUND_TRIPS
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_warm_legacy_tools_call_encodes_json_once_for_its_answer(tools_a, settings, monkeypatch):
+    """Whether a request changed its session is seen without encoding the session (twice), and the
+    in-flight registry keys an integer id without json.dumps."""
+    settings.MCP_TOOL_CALLS_PER_MINUTE = 0
+    client = Client()
+    await client.initialize(version="2025-11-25")
+    assert (await client.request("tools/call", ECHO)).status == 200  # warms tenant and catalog
+    encoded: list[Any] = []
+    dumps = json.dumps
+
+    def counted(value: Any, *args: Any, **kwargs: Any) -> str:
+        encoded.append(value)
+        return dumps(value, *args, **kwargs)
+
+    monkeypatch.setattr(json, "dumps", counted)
+    response = await client.request("tools/call", ECHO, id=7)
+    monkeypatch.undo()
+    assert response.status == 200 and response.json()["result"]["content"], response.body
+    requests = [value for value in encoded if isinstance(value, dict) and value.get("method")]
+    answers = [value for value in encoded if isinstance(value, dict) and "result" in value]
+    states = [value for value in encoded if isinstance(value, dict) and "tenant_id" in value]
+    assert len(requests) == 1 and len(answers) == 1  # the test's client, the server's answer
+    # The database store hands out a copy of its cached session by a JSON round trip (sessions._copy);
+    # Redis holds the session as JSON and only decodes it. Nothing encodes it to compare.
+    assert len(states) == (0 if redis_client.enabled() else 1), encoded
+    assert len(encoded) == 2 + len(states), encoded

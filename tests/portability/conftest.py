@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_app.demo.definitions import seed_demo_tenant
+from mcp_app.demo.seed import DEMO_SLUG, seed_tenant
 from mcp_app.handlers.secrets import encrypt_secrets
 from mcp_app.models import Resource, Tool
 from tenants.models import Tenant
@@ -13,7 +13,7 @@ from tenants.models import Tenant
 @pytest.fixture
 def rich_tenant(db) -> Tenant:
     """The demo tenant (tools of every kind, prompts, text and binary resources, a template) and more."""
-    seed_demo_tenant(reset=False)
+    seed_tenant(DEMO_SLUG, reset=False)
     tenant = Tenant.objects.get(slug="demo")
     tenant.cache_ttl_ms = 1234
     tenant.allowed_origins = "https://app.example.com\nhttps://other.example.com"

@@ -7,7 +7,7 @@ import json
 import pytest
 from django.db import models
 
-from mcp_app.demo.definitions import seed_demo_tenant
+from mcp_app.demo.seed import DEMO_SLUG, seed_tenant
 from mcp_app.handlers.secrets import decrypt_secrets
 from mcp_app.models import Approval, Execution, Prompt, Resource, ResourceTemplate, TaskSupport, Tool
 from mcp_app.portability.document import (
@@ -172,6 +172,23 @@ def test_without_prune_what_the_document_lacks_stays_and_with_prune_it_goes(rich
     assert not Tool.objects.filter(tenant=rich_tenant, name="call_api").exists()
 
 
+def test_keep_existing_creates_what_is_missing_and_leaves_an_edited_row_as_it_is(rich_tenant):
+    document = export_tenant(rich_tenant)
+    Tool.objects.filter(tenant=rich_tenant, name="echo").update(description="edited")
+    Tool.objects.filter(tenant=rich_tenant, name="add").delete()
+    history = history_count()
+
+    plan = import_document(rich_tenant, document, keep_existing=True)
+
+    assert [(c.kind, c.key) for c in plan.of("create")] == [("tools", "add")]
+    assert plan.of("change") == [] and ("tools", "echo") in [(c.kind, c.key) for c in plan.of("keep")]
+    assert plan.counts()["keep"] == len(plan.changes) - 1
+    assert plan.lines()[-1].endswith(f", {len(plan.changes) - 1} kept")
+    assert not import_document(rich_tenant, document, keep_existing=True).has_changes
+    assert Tool.objects.get(tenant=rich_tenant, name="echo").description == "edited"
+    assert history_count() == history + 1  # the one created row
+
+
 def test_one_bad_definition_stops_the_whole_import_and_nothing_changes(rich_tenant):
     document = export_tenant(rich_tenant)
     document["tools"][0]["description"] = "Would change."
@@ -268,7 +285,7 @@ def test_export_import_into_an_empty_tenant_then_export_again_gives_the_same_doc
 
 
 def test_the_demo_tenants_export_imported_into_itself_changes_nothing(db):
-    seed_demo_tenant(reset=False)
+    seed_tenant(DEMO_SLUG, reset=False)
     demo = Tenant.objects.get(slug="demo")
     document = loads(dumps(export_tenant(demo)))
     plan = import_document(demo, document)

@@ -77,7 +77,7 @@ async def _close_worker_connections() -> AsyncIterator[None]:
 
 @pytest.fixture
 def demo_a(transactional_db, tenant_a) -> Any:
-    """Tenant A with the demo tenant's definitions (mcp_app.demo.definitions) plus a few test-only tools."""
+    """Tenant A with some of the demo tenant's definitions (mcp_app/demo/tenants/demo.yaml) and test-only tools."""
     tenant_a.title = "Demo MCP server"
     tenant_a.description = "A demo server."
     tenant_a.website_url = "https://example.com"

@@ -48,9 +48,19 @@ async def ask_twice(ctx: RequestContext, arguments: dict[str, Any]) -> dict[str,
     return {"content": [{"type": "text", "text": f"{first['content']['name']}: {model['content']['text']}"}]}
 
 
+@register("test_ask_carrying")
+async def ask_carrying(ctx: RequestContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    runs = ctx.carried.get("runs", 0) + 1
+    ctx.carried["runs"] = runs  # read again by this call's next run (2026-07-28)
+    answer = await ctx.elicit("What is your name?", NAME_FORM)
+    return {"content": [{"type": "text", "text": f"{answer['content']['name']} after {runs} runs"}]}
+
+
 @pytest.fixture
 def askers(tenant_a):
-    for name, callable_name in (("ask", "test_ask_name"), ("ask_twice", "test_ask_twice")):
+    for name, callable_name in (
+        ("ask", "test_ask_name"), ("ask_twice", "test_ask_twice"), ("ask_carrying", "test_ask_carrying"),
+    ):  # fmt: skip
         Tool.objects.create(
             tenant=tenant_a, name=name, handler="python", handler_config={"callable": callable_name}
         )
@@ -103,6 +113,15 @@ async def test_several_questions_take_several_rounds_each_carrying_the_answers_s
         ctx, "tools/call", {**params, "requestState": second["requestState"], "inputResponses": {"q2": model}}
     )
     assert done["content"][0]["text"] == "Ada: hi!"
+
+
+async def test_what_a_handler_carries_reaches_its_next_round_in_the_signed_state(askers):
+    ctx = modern_ctx(askers)
+    params: dict[str, Any] = {"name": "ask_carrying", "arguments": {}}
+    first = await result_of(ctx, "tools/call", params)
+    retry = {**params, "requestState": first["requestState"], "inputResponses": {"q1": ACCEPT}}
+    done = await result_of(ctx, "tools/call", retry)
+    assert done["content"][0]["text"] == "Ada after 2 runs"
 
 
 async def test_a_retry_without_the_answer_is_asked_again_rather_than_failed(askers):

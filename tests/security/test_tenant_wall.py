@@ -7,6 +7,7 @@ of its transaction, as the application does with DATABASE_ROLE.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,14 +17,18 @@ from django.apps import apps
 from django.contrib.auth import get_user_model
 from django.db import DatabaseError, connection, transaction
 from django.test import RequestFactory
+from django.utils import timezone
 
 from audit.models import Action, AuditEvent
 from mcp_app.catalog import loader
-from mcp_app.models import Tool
+from mcp_app.models import Tool, Upstream, UpstreamCircuit
+from mcp_app.upstreams import health as deployment_health
+from mcp_app.usage.upstream_health import HealthFlusher
 from mcpsite.tenant_wall import request_scope
 from tenants import wall
 from tenants.models import Tenant
 from tests.e2e.servers import require_services
+from tests.upstreams.snapshots import seen
 
 
 @pytest.fixture(autouse=True)
@@ -90,6 +95,26 @@ def test_a_row_cannot_be_written_into_another_tenant(two_tenants) -> None:
     assert Tool.objects.get(tenant=a).description == ""
 
 
+def test_another_tenants_upstream_health_is_neither_readable_nor_writable(two_tenants) -> None:
+    a, b = two_tenants
+    with wall.tenant(a.id):
+        upstream = Upstream.objects.create(tenant=a, name="docs", url="https://docs.example/mcp")
+        HealthFlusher("web-1:11:a").flush(
+            {(a.id, upstream.pk): seen(5, latencies_ms=(3,) * 5, last_success=time.time(), circuit="open")}
+        )
+    with wall.tenant(b.id):
+        assert tool_names("SELECT process FROM mcp_app_upstreamcircuit") == []
+        assert tool_names("SELECT CAST(calls AS text) FROM mcp_app_upstreamhealth") == []
+        view = deployment_health.of(upstream)  # the admin's reader, asked for a's upstream from b
+        assert (view.totals.calls, view.totals.last_success, view.circuits) == (0, None, [])
+        with pytest.raises(DatabaseError, match="row-level security"), transaction.atomic():
+            UpstreamCircuit.objects.create(
+                tenant=a, upstream=upstream, process="planted", state="closed", reported_at=timezone.now()
+            )
+    with wall.tenant(a.id):
+        assert deployment_health.of(upstream).totals.calls == 5
+
+
 def test_every_table_with_a_tenant_column_has_the_wall_forced(db) -> None:
     missing = []
     with connection.cursor() as cursor:
@@ -112,7 +137,9 @@ def test_every_table_with_a_tenant_column_has_the_wall_forced(db) -> None:
 def session_bound_by_the_wall() -> Iterator[None]:
     """Outside any transaction, a role the policies bind for the whole session (DATABASE_ROLE's, or a throwaway one)."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT current_user, rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user")
+        cursor.execute(
+            "SELECT current_user, rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user"
+        )
         previous, bypasses = cursor.fetchone()
         if not bypasses:
             yield
@@ -167,7 +194,9 @@ def test_a_superusers_sign_in_records_that_the_wall_lets_them_through(
     root = get_user_model().objects.create_superuser("wall-root", password="pw-123-wall")
     with wall.scoped(wall.NOTHING), django_capture_on_commit_callbacks(execute=True):  # as in a server
         client.force_login(root)
-    assert AuditEvent.objects.filter(action=Action.TENANT_WALL_BYPASSED, actor_username="wall-root").count() == 1
+    assert (
+        AuditEvent.objects.filter(action=Action.TENANT_WALL_BYPASSED, actor_username="wall-root").count() == 1
+    )
 
 
 def test_a_tenant_is_loaded_with_its_tools_scopes_whatever_scope_the_caller_has(two_tenants) -> None:

@@ -1,21 +1,24 @@
-"""seed_demo: creates the demo tenants as mcp_app/demo defines them, validated, and is idempotent."""
+"""seed_demo: creates the demo tenants as their documents (mcp_app/demo/tenants) say, validated, and is idempotent."""
 
 from __future__ import annotations
 
+import base64
 import io
-import struct
-import zlib
 
 import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from mcp_app.demo.definitions import demo_logo_png
+from mcp_app.demo.seed import DEMO_SLUG, load
 from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool
 from tenants.models import Tenant
 
 pytestmark = pytest.mark.django_db
+
+
+def history_count() -> int:
+    return sum(m.history.count() for m in (Tool, Prompt, Resource, ResourceTemplate))
 
 
 def seed(*args: str) -> str:
@@ -24,20 +27,9 @@ def seed(*args: str) -> str:
     return out.getvalue()
 
 
-def test_the_demo_logo_is_a_valid_16x16_png():
-    png = demo_logo_png()
-    assert png.startswith(b"\x89PNG\r\n\x1a\n")
-    pos, chunks = 8, {}
-    while pos < len(png):
-        (length,) = struct.unpack(">I", png[pos : pos + 4])
-        kind, data = png[pos + 4 : pos + 8], png[pos + 8 : pos + 8 + length]
-        (crc,) = struct.unpack(">I", png[pos + 8 + length : pos + 12 + length])
-        assert crc == zlib.crc32(kind + data) & 0xFFFFFFFF
-        chunks[kind] = data
-        pos += 12 + length
-    assert list(chunks) == [b"IHDR", b"IDAT", b"IEND"]
-    assert struct.unpack(">II", chunks[b"IHDR"][:8]) == (16, 16)
-    assert len(zlib.decompress(chunks[b"IDAT"])) == 16 * (1 + 16 * 3)
+def logo() -> bytes:
+    [blob] = [r["blob"] for r in load(DEMO_SLUG)["resources"] if r["uri"] == "demo://logo.png"]
+    return base64.b64decode(blob)
 
 
 def test_seed_demo_creates_the_demo_tenant_with_every_definition(monkeypatch):
@@ -92,7 +84,7 @@ def test_seed_demo_creates_the_demo_tenant_with_every_definition(monkeypatch):
     assert [m["content"]["type"] for m in prompts["describe_logo"].messages] == ["image", "resource"]
     resources = {r.uri: r for r in Resource.objects.filter(tenant=tenant)}
     assert set(resources) == {"demo://readme", "demo://logo.png", "demo://config.json"}
-    assert bytes(resources["demo://logo.png"].blob) == demo_logo_png()
+    assert bytes(resources["demo://logo.png"].blob) == logo()
     assert resources["demo://readme"].mime_type == "text/markdown"
     template = ResourceTemplate.objects.get(tenant=tenant)
     assert (template.uri_template, template.name) == ("demo://users/{user_id}/profile", "user-profile")
@@ -116,7 +108,7 @@ def test_seed_demo_is_idempotent_and_a_second_run_changes_nothing(
     monkeypatch.setenv("MCP_ADMIN_PASSWORD", "demo-admin-pw")
     with django_capture_on_commit_callbacks(execute=True):
         first = seed()
-    version = Tenant.objects.get(slug="demo").definitions_version
+    version, history = Tenant.objects.get(slug="demo").definitions_version, history_count()
     counts = [m.objects.count() for m in (Tenant, Tool, Prompt, Resource, ResourceTemplate)]
     with django_capture_on_commit_callbacks(execute=True):
         second = seed()
@@ -125,7 +117,20 @@ def test_seed_demo_is_idempotent_and_a_second_run_changes_nothing(
     assert "kept 19" in second
     assert [m.objects.count() for m in (Tenant, Tool, Prompt, Resource, ResourceTemplate)] == counts
     assert Tenant.objects.get(slug="demo").definitions_version == version
+    assert history_count() == history
     assert get_user_model().objects.get(username="admin").check_password("demo-admin-pw")
+
+
+def test_seed_demo_reset_of_unedited_tenants_saves_nothing_and_records_no_history(
+    django_capture_on_commit_callbacks,
+):
+    seed("--tenant-only")
+    version, history = Tenant.objects.get(slug="demo").definitions_version, history_count()
+    with django_capture_on_commit_callbacks(execute=True):
+        output = seed("--tenant-only", "--reset")
+    assert "Demo tenant 'demo': unchanged 19." in output
+    assert "OAuth tenant 'secure': unchanged 4." in output
+    assert (Tenant.objects.get(slug="demo").definitions_version, history_count()) == (version, history)
 
 
 def test_seed_demo_keeps_the_users_edits_to_demo_definitions_on_restart(django_capture_on_commit_callbacks):

@@ -118,3 +118,14 @@ def test_only_2025_11_25_sessions_of_a_polling_tenant_are_polled(version):
     assert polling.applies(polling_tenant, version) == (version == V2025_11_25)
     assert not polling.applies(TenantInfo(id=1, slug="t", name="t"), version)
     assert not polling.applies(None, version)
+
+
+async def test_a_resumed_stream_gets_keep_alives_while_it_waits_for_the_rest_of_the_call(tools_a, settings):
+    settings.MCP_SSE_KEEPALIVE_SECONDS = 0.3  # AMB-151: every stream idles the same way
+    await sync_to_async(capped)(tools_a, stream_poll_seconds=1, stream_poll_retry_ms=RETRY_MS)
+    client = Client()
+    await client.initialize(V2025_11_25)
+    first = await client.post(count_call(n=3, delay=1.2))  # a resume waits about 1 s for the next event
+    seen, resumes = await poll_to_the_end(client, first)
+    assert any(b": keep-alive" in r.body for r in resumes)
+    assert_every_event_once(seen, 3)

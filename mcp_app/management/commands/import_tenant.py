@@ -1,4 +1,8 @@
-"""Import a tenant document: everything checked first, one transaction, idempotent (docs/decisions/portability.md)."""
+"""Import a tenant document: everything checked first, one transaction, idempotent (docs/decisions/portability.md).
+
+An `mcpServers` file as Claude Desktop or VS Code writes it is imported too, as the tenant's upstreams
+(mcp_app/portability/mcp_servers.py, AMB-170).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from mcp_app.portability import mcp_servers
 from mcp_app.portability.document import DocumentError, loads
 from mcp_app.portability.importer import import_document
 from tenants.models import Tenant
@@ -21,7 +26,8 @@ INVALID = 2
 class Command(BaseCommand):
     help = (
         "Import FILE (YAML or JSON, '-' for standard input) into tenant --tenant: create and change "
-        "what differs, delete what the document lacks with --prune, or only show it with --dry-run."
+        "what differs, delete what the document lacks with --prune, or only show it with --dry-run. "
+        "An mcpServers file (Claude Desktop, VS Code) creates the tenant's upstreams from its URL entries."
     )
 
     def add_arguments(self, parser: Any) -> None:
@@ -43,9 +49,18 @@ class Command(BaseCommand):
         except OSError as exc:
             raise CommandError(f"Cannot read {file}: {exc.strerror}.") from None
         try:
+            document = loads(raw)
+            servers = mcp_servers.servers_of(document) is not None
+            if servers and prune:
+                raise CommandError("--prune applies to a tenant document, not to an mcpServers file.")
             with transaction.atomic():
                 target = self._tenant(tenant, create)
-                plan = import_document(target, loads(raw), prune=prune, dry_run=dry_run)
+                if servers:
+                    plan = mcp_servers.plan(target, document)
+                    if not dry_run:
+                        mcp_servers.apply(plan)
+                else:
+                    plan = import_document(target, document, prune=prune, dry_run=dry_run)
                 if dry_run:
                     transaction.set_rollback(True)  # a tenant made by --create is not kept either
         except DocumentError as exc:

@@ -1,4 +1,4 @@
-"""Re-encrypt every stored handler secret with the current key (the first of MCP_SECRETS_KEY, or SECRET_KEY).
+"""Re-encrypt every stored handler secret (tools' and upstream servers' secret headers) with the current key (the first of MCP_SECRETS_KEY, or SECRET_KEY).
 
 Run it after putting a new key in front of the old one; once it reports nothing unreadable, the old
 key can be removed (then restart every process). Rows are rewritten with a queryset update: no
@@ -13,7 +13,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from mcp_app.handlers.secrets import SecretsError, rotate
-from mcp_app.models import Tool
+from mcp_app.models import Tool, Upstream
 
 
 class Command(BaseCommand):
@@ -27,7 +27,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, dry_run: bool = False, **options: Any) -> None:
-        rotated, unreadable = 0, []
+        rotated, rotated_upstreams, unreadable = 0, 0, []
         rows = Tool.objects.exclude(handler_secrets="").select_related("tenant").order_by("pk")
         with transaction.atomic():
             for tool in rows.only("pk", "name", "tenant__slug", "handler_secrets").iterator():
@@ -41,8 +41,22 @@ class Command(BaseCommand):
                         handler_secrets=token
                     )
                 rotated += 1
+            upstreams = Upstream.objects.exclude(secret_headers="").select_related("tenant").order_by("pk")
+            for upstream in upstreams.only("pk", "name", "tenant__slug", "secret_headers").iterator():
+                try:
+                    token = rotate(upstream.secret_headers)
+                except SecretsError:
+                    unreadable.append(f"{upstream.tenant.slug}/upstream {upstream.name}")
+                    continue
+                if not dry_run:
+                    Upstream.objects.filter(pk=upstream.pk, secret_headers=upstream.secret_headers).update(
+                        secret_headers=token
+                    )
+                rotated_upstreams += 1
         verb = "would re-encrypt" if dry_run else "re-encrypted"
-        self.stdout.write(f"{verb} the secrets of {rotated} tool(s).")
+        self.stdout.write(
+            f"{verb} the secrets of {rotated} tool(s) and {rotated_upstreams} upstream server(s)."
+        )
         if unreadable:
             raise CommandError(
                 f"{len(unreadable)} tool(s) have secrets no configured key can read (enter them again, or "

@@ -1,4 +1,4 @@
-"""Create or update the demo tenants (and the admin account): safe to run on every start."""
+"""Create or update the demo tenants from their documents (and the admin account): safe to run on every start."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from mcp_app.demo import secure
-from mcp_app.demo.definitions import DEMO_SLUG, seed_demo_tenant
+from mcp_app.demo.seed import DEMO_SLUG, SECURE_SLUG, seed_tenant
 
 ADMIN_USERNAME = "admin"
 
@@ -45,8 +45,8 @@ class Command(BaseCommand):
         **options: Any,
     ) -> None:
         with transaction.atomic():
-            counts = seed_demo_tenant(reset)
-            secure_counts = secure.seed_secure_tenant(reset)
+            counts = seed_tenant(DEMO_SLUG, reset)
+            secure_counts = seed_tenant(SECURE_SLUG, reset)
             login = None if tenant_only else self.seed_admin(print_login)
             secure_password = None if tenant_only else secure.seed_secure_user(print_login)
         summary = ", ".join(f"{state} {n}" for state, n in sorted(counts.items()))
@@ -59,7 +59,7 @@ class Command(BaseCommand):
             )
         self.stdout.write(f"MCP URL: {settings.MCP_PUBLIC_URL}/t/{DEMO_SLUG}/mcp")
         secure_summary = ", ".join(f"{state} {n}" for state, n in sorted(secure_counts.items()))
-        self.stdout.write(f"OAuth tenant '{secure.SECURE_SLUG}': {secure_summary}.")
+        self.stdout.write(f"OAuth tenant '{SECURE_SLUG}': {secure_summary}.")
         if secure_password:
             self.stdout.write(
                 self.style.SUCCESS(f"Secure tenant login: {secure.SECURE_USERNAME} / {secure_password}")
@@ -71,7 +71,7 @@ class Command(BaseCommand):
             )
         self.stdout.write(
             f"MCP URL (OAuth, sign in as {secure.SECURE_USERNAME}): "
-            f"{settings.MCP_PUBLIC_URL}/t/{secure.SECURE_SLUG}/mcp"
+            f"{settings.MCP_PUBLIC_URL}/t/{SECURE_SLUG}/mcp"
         )
 
     def seed_admin(self, print_login: bool) -> tuple[str, str] | None:

@@ -1,4 +1,7 @@
-"""Decide whether the http handler may connect to a URL, and to which IP address.
+"""Decide whether an outbound call may connect to a URL, and to which IP address.
+
+Every call out goes through here: the http and llm kinds (handlers/http.py) and upstream MCP servers
+(federation/), so it sits in core, below both.
 
 Policy: only ``http``/``https``; ``https`` unless the destination is allow-listed. The host is
 resolved once (getaddrinfo in a thread) and EVERY address it resolves to must be public: loopback,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_app.handlers.ssrf import SsrfRefused, check_url_statically, vet_url
+from mcp_app.core.ssrf import SsrfRefused, check_url_statically, vet_url
 
 
 @pytest.fixture

@@ -1,0 +1,165 @@
+"""The upstream kind: a tool published from an upstream MCP server, called through mcp_app.federation.
+
+The row's configuration names the upstream and its remote tool, and the arguments the owner fixed
+(``{"upstream", "tool", "fixed"}``, schema ``handler.upstream``). The catalog loader adds what a call
+needs from the Upstream row (``url``, ``mode``, ``timeout_seconds``, ``upstream_id``) and hands the
+upstream's encrypted secret headers as the tool's ``handler_secrets``; the caller's own credentials
+never go upstream. The call's progress and log messages reach our client as the upstream sends
+them; our client's cancellation cancels the upstream call. An upstream that cannot be reached, or
+fails, gives an error result naming the upstream, never its secrets or internals.
+
+The upstream's questions (elicitation, sampling, roots) are our client's to answer: asked with
+`ctx.ask_together` under keys of their own (`upstream/…`), so they never meet the call's approval
+question; federation/questions.py says how each era of upstream asks. On 2026-07-28 our client's
+first round ends at the first question (InputRequired), the abandoned upstream call is cancelled, and
+this handler runs again with the answers. A 2026-07-28 upstream's round is carried to that next run
+(sealed in `ctx.carried`), so the upstream continues where it stopped; a legacy upstream has no
+such state and its tool runs again up to its question (docs/decisions/federation.md, AMB-177).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import zlib
+from typing import Any
+
+from cryptography.fernet import InvalidToken
+
+from mcp_app import federation
+from mcp_app.core import notifications
+from mcp_app.core.context import RequestContext
+from mcp_app.core.errors import ToolError
+from mcp_app.core.types import ToolDef
+from mcp_app.handlers import secrets
+
+CANCELLED = "The call was cancelled; the upstream call was cancelled too."
+# Our key of an upstream question: `upstream/` + the federation's name of it (hashed when long, as
+# a key is at most asking.MAX_KEY_CHARS), never the handler's own or the server's `approval`.
+KEY_PREFIX = "upstream/"
+MAX_KEY_CHARS = 64
+# Where the upstream's last round is carried in ctx.carried, and the most it may take there (the
+# requestState holding it travels with every round); a bigger round is not carried: run again.
+CARRIED_KEY = "upstream"
+MAX_CARRIED_CHARS = 16_000
+# What the loader adds to a published tool's configuration; a row never holds these.
+RESOLVED_KEYS = ("url", "mode", "transport", "timeout_seconds", "upstream_id")
+
+
+def config_problems(config: dict[str, Any]) -> list[str]:
+    """What the schema cannot say: the fixed arguments' names."""
+    fixed = config.get("fixed") or {}
+    if isinstance(fixed, dict) and any(not isinstance(name, str) or not name for name in fixed):
+        return ["Every fixed argument needs a name."]
+    return []
+
+
+def target_of(ctx: RequestContext, tool: ToolDef) -> federation.Target:
+    """The federation target of a published tool, as the catalog loader resolved it."""
+    config = tool.handler_config
+    if not all(key in config for key in RESOLVED_KEYS):
+        # Only the catalog loader resolves the upstream: a row read some other way cannot call it.
+        raise ToolError(f"The upstream {config.get('upstream')!r} of this tool is not available.")
+    try:
+        headers = secrets.decrypt_secrets(tool.handler_secrets)
+    except secrets.SecretsError as exc:
+        raise ToolError(f"The upstream {config['upstream']!r} cannot be called: {exc}") from None
+    return federation.Target(
+        tenant_id=ctx.tenant.id,
+        upstream_id=int(config["upstream_id"]),
+        url=config["url"],
+        headers=tuple(sorted(headers.items())),
+        timeout_seconds=float(config["timeout_seconds"]),
+        mode=config["mode"],
+        transport=config["transport"],
+    )
+
+
+async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Call the remote tool with the client's arguments and the fixed ones; pass its result through."""
+    config = tool.handler_config
+    target = target_of(ctx, tool)
+    sent = {**arguments, **(config.get("fixed") or {})}
+
+    # Bounded: an upstream that floods its call with messages must not keep the event loop every
+    # tenant shares busy relaying them (tests/e2e/test_upstream_isolation.py).
+    relay = notifications.Relay(ctx)
+
+    async def on_log(level: str, data: Any, logger_name: str | None) -> None:
+        # An upstream may name a level MCP does not have: it still reaches the client, as info.
+        known = level if level in notifications.LOG_LEVELS else "info"
+        await relay.log(known, data, logger_name)
+
+    call = federation.call_tool(
+        target, config["tool"], sent, on_progress=relay.progress, on_log=on_log, asking=_asking(ctx)
+    )
+    try:
+        result = await _unless_cancelled(ctx.cancelled, call)
+    except federation.UpstreamError as exc:
+        await relay.finish()
+        raise ToolError(f"Upstream {config['upstream']!r}: {exc.message}") from None
+    await relay.finish()  # before the result: the last progress held back, then the dropped count
+    # Its output is checked against the pinned output schema where every tool's is: protocol/tools.py.
+    return result
+
+
+def key_of(name: str) -> str:
+    """Our question key for the federation's question ``name``."""
+    key = KEY_PREFIX + name
+    if len(key) <= MAX_KEY_CHARS:
+        return key
+    return KEY_PREFIX + hashlib.sha256(name.encode()).hexdigest()[:32]
+
+
+def _asking(ctx: RequestContext) -> federation.Asking:
+    """The upstream's questions put to our client, and its 2026-07-28 round carried to our next run."""
+
+    async def ask(requests: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        answers = await ctx.ask_together({key_of(name): request for name, request in requests.items()})
+        return {
+            name: answers[key_of(name)] for name in requests if isinstance(answers.get(key_of(name)), dict)
+        }
+
+    def remember(round_: federation.Round) -> None:
+        sealed = _seal(round_.to_dict())
+        if len(sealed) <= MAX_CARRIED_CHARS:
+            ctx.carried[CARRIED_KEY] = sealed
+        else:
+            ctx.carried.pop(CARRIED_KEY, None)  # too big to carry: the next run starts from round one
+
+    carried = ctx.carried.get(CARRIED_KEY)
+    resume = federation.Round.from_dict(_unseal(carried)) if isinstance(carried, str) else None
+    return federation.Asking(ask=ask, resume=resume, remember=remember)
+
+
+def _seal(value: Any) -> str:
+    # Our client reads the requestState (it is signed, not secret): the upstream's own state, which it
+    # never meant for a third party, goes in encrypted.
+    return secrets.fernet().encrypt(zlib.compress(json.dumps(value).encode())).decode("ascii")
+
+
+def _unseal(token: str) -> Any:
+    try:
+        return json.loads(zlib.decompress(secrets.fernet().decrypt(token.encode("ascii"))))
+    except (InvalidToken, ValueError, UnicodeError, zlib.error):
+        return None  # a key rotated since: the call starts from the upstream's first round
+
+
+async def _unless_cancelled(cancelled: asyncio.Event | None, call: Any) -> dict[str, Any]:
+    """The call's result; when the client cancels first, the call is cancelled (so is the upstream's)."""
+    task = asyncio.ensure_future(call)
+    if cancelled is None:
+        return await task
+    stop = asyncio.ensure_future(cancelled.wait())
+    try:
+        await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stop.cancel()
+        if not task.done():
+            task.cancel()
+            # asyncio.wait, not `await task`: a cancellation of this task must not be swallowed.
+            await asyncio.wait({task})
+    if task.cancelled():
+        raise ToolError(CANCELLED)
+    return task.result()

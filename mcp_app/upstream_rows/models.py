@@ -1,0 +1,258 @@
+"""Upstream MCP servers a tenant federates, and the remote tools each one offers (issue 22).
+
+Imported by mcp_app/models.py (Django wants one app's models found through `models`), so
+that module stays short. A published upstream tool is an ordinary `Tool` row (handler "upstream");
+`UpstreamTool` keeps what the upstream offers now (`offered`) beside what the owner published
+(`pinned`), so a changed remote definition waits for review (AMB-161).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+from simple_history.models import HistoricalRecords
+
+from tenants.models import Tenant, TenantQuerySet
+
+# Prefixed onto a remote tool's name, so the result must still be a legal tool name (no colons:
+# some clients split on them).
+prefix_validator = RegexValidator(
+    r"^[A-Za-z0-9_.-]{0,32}$",
+    "A prefix is up to 32 letters, digits, '_', '-' and '.' (no colons or spaces), e.g. 'github_'.",
+)
+upstream_name_validator = RegexValidator(
+    r"^[a-z0-9][a-z0-9_-]{0,62}$",
+    "Names are 1-63 lowercase letters, digits, '_' and '-', starting with a letter or digit.",
+)
+
+# The longest a call to an upstream may take before it is abandoned (the federation's per-call timeout).
+UPSTREAM_TIMEOUT_MAX_SECONDS = 600
+
+# The remote definition's fields an owner reviews before they reach clients.
+REVIEWED_FIELDS = ("title", "description", "inputSchema", "outputSchema", "annotations")
+
+
+class UpstreamMode(models.TextChoices):
+    AUTO = "auto", "Automatic: try 2026-07-28, fall back to a legacy session"
+    LEGACY = "legacy", "Legacy: always open a 2025-11-25 (or older) session"
+
+
+class UpstreamTransport(models.TextChoices):
+    STREAMABLE_HTTP = "streamable-http", "Streamable HTTP"
+    SSE = "sse", "HTTP+SSE (2024-11-05)"
+
+
+class Upstream(models.Model):
+    """An MCP server the tenant's team already runs, whose tools the tenant publishes as its own."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    name = models.CharField(
+        max_length=63,
+        validators=[upstream_name_validator],
+        help_text="The upstream's name in this tenant; its published tools name it in their handler configuration.",
+    )
+    url = models.URLField(
+        max_length=2000,
+        help_text="Its Streamable HTTP endpoint, e.g. https://mcp.example.com/mcp (for HTTP+SSE: its SSE stream).",
+    )
+    prefix = models.CharField(
+        max_length=32,
+        blank=True,
+        validators=[prefix_validator],
+        help_text="Put before each published tool's name (e.g. 'gh_' publishes 'search' as 'gh_search').",
+    )
+    mode = models.CharField(max_length=10, choices=UpstreamMode.choices, default=UpstreamMode.AUTO)
+    transport = models.CharField(
+        max_length=20,
+        choices=UpstreamTransport.choices,
+        default=UpstreamTransport.STREAMABLE_HTTP,
+        help_text="HTTP+SSE: the URL is the server's SSE stream (e.g. https://mcp.example.com/sse); "
+        "it always opens a legacy session.",
+    )
+    # Fernet-encrypted JSON object of header name -> value (handlers/secrets.py); never shown again.
+    secret_headers = models.TextField(blank=True, default="", editable=False)
+    timeout_seconds = models.PositiveIntegerField(
+        default=30,
+        validators=[MinValueValidator(1), MaxValueValidator(UPSTREAM_TIMEOUT_MAX_SECONDS)],
+        help_text="How long one call to the upstream may take.",
+    )
+    enabled = models.BooleanField(
+        default=True, help_text="Off: its tools are left out of the tenant's lists and cannot be called."
+    )
+    publish_new = models.BooleanField(
+        default=False,
+        help_text="Publish tools the upstream adds automatically. Off: they wait, unpublished, for an owner.",
+    )
+    # What the upstream said the last time it was asked (sync, Test connection).
+    last_protocol_version = models.CharField(max_length=20, blank=True, editable=False)
+    last_server_info = models.JSONField(default=dict, blank=True, editable=False)
+    last_capabilities = models.JSONField(default=dict, blank=True, editable=False)
+    last_synced_at = models.DateTimeField(null=True, blank=True, editable=False)
+    last_error = models.TextField(blank=True, editable=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = TenantQuerySet.as_manager()
+    # Secrets stay out of history as a tool's do; what a sync saw is status, not a definition.
+    history = HistoricalRecords(
+        excluded_fields=[
+            "secret_headers",
+            "updated_at",
+            "last_protocol_version",
+            "last_server_info",
+            "last_capabilities",
+            "last_synced_at",
+            "last_error",
+        ]
+    )
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "name"], name="unique_upstream_name_per_tenant")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        if self._state.adding and self.tenant_id is not None:
+            cap = settings.MCP_UPSTREAMS_PER_TENANT
+            if Upstream.objects.filter(tenant_id=self.tenant_id).count() >= cap:
+                raise ValidationError(too_many_upstreams(cap))
+
+
+def too_many_upstreams(cap: int) -> str:
+    return f"A tenant may have at most {cap} upstream servers (MCP_UPSTREAMS_PER_TENANT); remove one first."
+
+
+class UpstreamTool(models.Model):
+    """One tool an upstream offers (or offered): its current definition and, once published, the pinned one."""
+
+    # The tenant again (it is the upstream's), so the tenant wall's policy binds these rows too.
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    upstream = models.ForeignKey(Upstream, on_delete=models.CASCADE, related_name="remote_tools")
+    remote_name = models.CharField(max_length=128)
+    offered = models.JSONField(default=dict, help_text="The upstream's current Tool definition (wire shape).")
+    pinned = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="The definition as published or last accepted (wire shape, remote name).",
+    )
+    tool = models.OneToOneField(
+        "mcp_app.Tool", null=True, blank=True, on_delete=models.SET_NULL, related_name="upstream_tool"
+    )
+    first_seen_at = models.DateTimeField(auto_now_add=True)
+    last_seen_at = models.DateTimeField()
+    # Set when the upstream stopped offering it; its published tool is then disabled (AMB-162).
+    gone_at = models.DateTimeField(null=True, blank=True)
+    # Its published tool was disabled by a sync because it was gone; a sync that sees it again enables it.
+    withdrawn = models.BooleanField(default=False)
+
+    objects = TenantQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["upstream", "remote_name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["upstream", "remote_name"], name="unique_remote_tool_per_upstream"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.upstream.name}/{self.remote_name}"
+
+    def clean(self) -> None:
+        if self.upstream_id and self.tenant_id != self.upstream.tenant_id:
+            raise ValidationError("A remote tool belongs to its upstream's tenant.")
+
+    @property
+    def published(self) -> bool:
+        return self.tool_id is not None
+
+    @property
+    def pending_review(self) -> bool:
+        """Published, and the upstream now offers another definition than the pinned one."""
+        return (
+            self.published and self.gone_at is None and _comparable(self.offered) != _comparable(self.pinned)
+        )
+
+
+# One column per bucket of the federation's latency histogram (federation/health.py BOUNDS_MS: 13
+# bounds, one more bucket for the rest); fixed, so every process's counts add into the same columns.
+HEALTH_LATENCY_FIELDS = tuple(f"h_{i:02d}" for i in range(14))
+FAILURE_FIELDS = ("unavailable", "error", "timeout", "busy")
+
+
+class UpstreamHealth(models.Model):
+    """One upstream's exchanges in one UTC minute, summed over every serving and worker process (AMB-185).
+
+    Written by the usage flush as increments (INSERT .. ON CONFLICT DO UPDATE SET x = x + new), so
+    processes add into the same row without reading it; pruned after a day.
+    """
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    upstream = models.ForeignKey(Upstream, on_delete=models.CASCADE, related_name="+")
+    minute = models.BigIntegerField(help_text="Start of the minute, in minutes since the Unix epoch (UTC).")
+    calls = models.BigIntegerField(default=0)
+    unavailable = models.BigIntegerField(default=0)
+    error = models.BigIntegerField(default=0)
+    timeout = models.BigIntegerField(default=0)
+    busy = models.BigIntegerField(default=0)
+    duration_ms = models.FloatField(default=0, help_text="Sum of the latencies of the answered exchanges.")
+    h_00 = models.BigIntegerField(default=0)
+    h_01 = models.BigIntegerField(default=0)
+    h_02 = models.BigIntegerField(default=0)
+    h_03 = models.BigIntegerField(default=0)
+    h_04 = models.BigIntegerField(default=0)
+    h_05 = models.BigIntegerField(default=0)
+    h_06 = models.BigIntegerField(default=0)
+    h_07 = models.BigIntegerField(default=0)
+    h_08 = models.BigIntegerField(default=0)
+    h_09 = models.BigIntegerField(default=0)
+    h_10 = models.BigIntegerField(default=0)
+    h_11 = models.BigIntegerField(default=0)
+    h_12 = models.BigIntegerField(default=0)
+    h_13 = models.BigIntegerField(default=0)
+    last_success = models.DateTimeField(null=True, blank=True, help_text="The latest any process saw.")
+
+    objects = TenantQuerySet.as_manager()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["upstream", "minute"], name="upstream_health_key")]
+        indexes = [models.Index(fields=["minute"], name="upstream_health_minute")]
+
+    def __str__(self) -> str:
+        return f"{self.upstream_id} @{self.minute}"
+
+
+class UpstreamCircuit(models.Model):
+    """One serving process's breaker state for one upstream, as it last reported it (AMB-185)."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    upstream = models.ForeignKey(Upstream, on_delete=models.CASCADE, related_name="+")
+    process = models.CharField(max_length=200)
+    state = models.CharField(max_length=10)
+    reported_at = models.DateTimeField()
+
+    objects = TenantQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["process"]
+        constraints = [
+            models.UniqueConstraint(fields=["upstream", "process"], name="upstream_circuit_per_process")
+        ]
+        indexes = [models.Index(fields=["reported_at"], name="upstream_circuit_reported")]
+
+    def __str__(self) -> str:
+        return f"{self.upstream_id} {self.process}: {self.state}"
+
+
+def _comparable(definition: Any) -> Any:
+    # The fields a review compares; `execution`, `_meta` and the rest pass as the upstream sends them.
+    if not isinstance(definition, dict):
+        return definition
+    return {key: definition.get(key) for key in REVIEWED_FIELDS}

@@ -1,0 +1,1 @@
+"""Upstream MCP servers in a tenant's catalog: sync, pinned definitions, review (service.py)."""

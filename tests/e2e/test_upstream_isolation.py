@@ -1,0 +1,118 @@
+"""One tenant's upstream that hangs or floods does not slow another tenant, on a real Daphne.
+
+A hostile tenant publishes a real SDK upstream's `hang` (never answers, cut by its upstream's
+timeout) or `slow_count` with no delay (a progress and a log message per step, as fast as it can).
+While its clients keep four such calls going, from a process of their own, another tenant's calls
+through the official SDK client keep their idle latency (the same bound as
+tests/e2e/test_hostile_template.py). Each hanging call ends at its upstream's timeout, and each
+flooded call past its message budget, with an error naming the upstream (AMB-187, AMB-188).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import secrets
+import statistics
+from collections.abc import Iterator
+
+import pytest
+
+from tests.e2e import hostile_clients
+from tests.e2e.helpers import greet_latencies as latencies
+from tests.e2e.servers import DaphneServer, django_shell
+from tests.upstreams.running import running_upstream
+from tests.upstreams.servers import UpstreamServer
+
+pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
+
+HANG_TIMEOUT = 3
+
+
+@pytest.fixture(scope="module", params=[False, True], ids=["stateful-upstream", "stateless-upstream"])
+def remote(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpstreamServer]:
+    with running_upstream(tmp_path_factory.mktemp("upstream"), stateless=request.param) as server:
+        yield server
+
+
+def two_tenants(server: DaphneServer, url: str, remote_tool: str) -> tuple[str, str]:
+    """A tenant publishing the upstream's `remote_tool`, and another with a template tool."""
+    hostile, other = f"hang-{secrets.token_hex(3)}", f"quiet-{secrets.token_hex(3)}"
+    django_shell(
+        server.env,
+        "from mcp_app.models import Tool, Upstream, UpstreamTool\nfrom mcp_app.upstreams import service\n"
+        "from tenants.models import Tenant\n"
+        f"h = Tenant.objects.create(slug={hostile!r}, name={hostile!r}, auth_mode='public')\n"
+        f"o = Tenant.objects.create(slug={other!r}, name={other!r}, auth_mode='public')\n"
+        f"up = Upstream(tenant=h, name='docs', url={url!r}, prefix='docs_', timeout_seconds={HANG_TIMEOUT})\n"
+        "up.full_clean(); up.save(); service.sync(up)\n"
+        f"service.publish(UpstreamTool.objects.get(upstream=up, remote_name={remote_tool!r}))\n"
+        "Tool.objects.create(tenant=o, name='greet', handler='template',"
+        " handler_config={'text': 'Hello, {{ name }}!'})\n",
+    )
+    return hostile, other
+
+
+async def other_tenants_latency_while(
+    server: DaphneServer, other: str, hostile: str, tool: str, arguments: dict, pause: float
+) -> tuple[float, float, list[tuple[float, str]]]:
+    """The other tenant's idle p50, its p50 while the hostile tenant's clients call `tool`, and their calls."""
+    idle = statistics.median(await latencies(server.mcp_url(other), 40))
+    processes = multiprocessing.get_context("spawn")
+    started, stop, results = processes.Event(), processes.Event(), processes.Queue()
+    attacker = processes.Process(
+        target=hostile_clients.attack,
+        args=(server.mcp_url(hostile), tool, arguments, pause, started, stop, results),
+    )
+    attacker.start()
+    try:
+        assert await asyncio.to_thread(started.wait, 60), "the hostile tenant's clients never started"
+        await asyncio.sleep(1.0)  # every call is under way upstream
+        during = statistics.median(await latencies(server.mcp_url(other), 40))
+        stop.set()
+        ended = await asyncio.to_thread(results.get, True, 60)
+    finally:
+        stop.set()
+        await asyncio.to_thread(attacker.join, 30)
+        if attacker.is_alive():
+            attacker.kill()
+    return idle, during, ended
+
+
+def within_twice_idle(idle: float, during: float) -> None:
+    # The other tenant's median stays within 2x its idle median (a floor of 10 ms for a noisy machine).
+    assert during <= 2 * max(idle, 0.010), f"idle p50 {idle * 1000:.1f} ms, during {during * 1000:.1f} ms"
+
+
+async def test_an_upstream_that_hangs_slows_no_other_tenant(
+    server: DaphneServer, remote: UpstreamServer
+) -> None:
+    hostile, other = await asyncio.to_thread(two_tenants, server, remote.url, "hang")
+    idle, during, hung = await other_tenants_latency_while(server, other, hostile, "docs_hang", {}, 0)
+
+    assert len(hung) >= hostile_clients.CALLERS
+    for seconds, text in hung:
+        assert text == (
+            f"Upstream 'docs': Upstream 127.0.0.1:{remote.port} did not answer the call within {HANG_TIMEOUT} seconds."
+        )
+        assert seconds < HANG_TIMEOUT + 1.5, hung
+    within_twice_idle(idle, during)
+
+
+async def test_an_upstream_that_floods_its_calls_slows_no_other_tenant(
+    server: DaphneServer, remote: UpstreamServer
+) -> None:
+    hostile, other = await asyncio.to_thread(two_tenants, server, remote.url, "slow_count")
+    # A pause between a caller's calls: the flood under test is the upstream's, not these clients' own
+    # calls (a client's request rate is the tenant's quotas' to bound).
+    idle, during, ended = await other_tenants_latency_while(
+        server, other, hostile, "docs_slow_count", {"n": 100_000, "delay": 0}, 0.2
+    )
+
+    label = f"Upstream 127.0.0.1:{remote.port}"
+    flooded = f"Upstream 'docs': {label} sent this call more than 200 messages at once (then 50 a second)"
+    paused = f"Upstream 'docs': {label} is unavailable; retry after "
+    texts = [text for _, text in ended]
+    assert any(text.startswith(flooded) for text in texts), texts[:5]
+    assert all(text.startswith((flooded, paused)) for text in texts), texts[:5]
+    within_twice_idle(idle, during)

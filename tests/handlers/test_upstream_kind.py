@@ -1,0 +1,152 @@
+"""The upstream kind: a published tool called through the catalog on a real SDK upstream (stateful and stateless)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from dataclasses import replace
+
+import pytest
+from asgiref.sync import sync_to_async
+
+from mcp_app import catalog
+from mcp_app.core.types import ToolDef
+from mcp_app.federation import breaker, health
+from mcp_app.handlers import registry, upstream
+from mcp_app.handlers.secrets import encrypt_secrets
+from mcp_app.models import Tool, Upstream, UpstreamTool
+from mcp_app.protocol import tools
+from mcp_app.upstreams import service
+from tenants import wall
+from tests.upstreams.running import make_upstream, running_upstream
+from tests.upstreams.servers import UpstreamServer
+
+pytestmark = pytest.mark.django_db(transaction=True)
+BEARER = "upstream-bearer-7f3a9c"
+
+
+@pytest.fixture(autouse=True)
+def _loopback_allowed(settings) -> None:
+    settings.MCP_HTTP_HANDLER_ALLOW = ["127.0.0.1"]
+
+
+@pytest.fixture(params=[False, True], ids=["stateful", "stateless"])
+def remote(request, tmp_path) -> Iterator[UpstreamServer]:
+    with running_upstream(tmp_path, stateless=request.param, bearer=BEARER) as server:
+        yield server
+
+
+def published(tenant, remote: UpstreamServer, **publish) -> dict[str, Tool]:  # noqa: ANN001
+    """Sync the upstream (bearer in its secret headers) and publish its echo, add and slow_count."""
+    row = make_upstream(tenant, remote.url, timeout_seconds=5)
+    row.secret_headers = encrypt_secrets({"Authorization": f"Bearer {BEARER}"})
+    row.save()
+    with wall.tenant(tenant.id):
+        service.sync(row)
+        rows = {r.remote_name: r for r in UpstreamTool.objects.filter(upstream=row)}
+        return {
+            name: service.publish(rows[name], **publish.get(name, {}))
+            for name in ("echo", "add", "slow_count")
+        }
+
+
+async def tool_def(tenant, name: str) -> ToolDef | None:  # noqa: ANN001
+    catalog.clear_caches()
+    return (await catalog.get_catalog(tenant.id)).tools_by_name.get(name)
+
+
+async def test_a_call_passes_arguments_and_fixed_values_and_returns_the_upstream_result(
+    ctx, tenant_a, remote, recorder
+) -> None:
+    await sync_to_async(published)(tenant_a, remote, slow_count={"fixed": {"delay": 0.01}})
+    echo = await tool_def(tenant_a, "docs_echo")
+    result = await registry.run_inline(ctx, echo, {"message": "hi"})
+    assert result["structuredContent"] == {"echo": "hi"} and not result.get("isError")
+    count = await tool_def(tenant_a, "docs_slow_count")
+    assert "delay" not in count.input_schema["properties"]
+    result = await registry.run_inline(ctx, count, {"n": 3})
+    assert result["content"][0]["text"] == "counted to 3"
+    progress = [m["params"] for m in recorder.messages if m["method"] == "notifications/progress"]
+    assert [p["progress"] for p in progress] == [1, 2, 3] and progress[-1]["message"] == "step 3"
+    logs = [m["params"] for m in recorder.messages if m["method"] == "notifications/message"]
+    assert [log["data"] for log in logs] == ["counted 1", "counted 2", "counted 3"]
+
+
+async def test_the_catalog_gives_the_handler_the_upstream_and_leaves_out_a_disabled_one(
+    tenant_a, remote
+) -> None:
+    await sync_to_async(published)(tenant_a, remote)
+    echo = await tool_def(tenant_a, "docs_echo")
+    row = await Upstream.objects.aget(tenant=tenant_a)
+    assert echo.handler_config | {} == {
+        "upstream": "docs", "tool": "echo", "fixed": {},
+        "url": remote.url, "mode": "auto", "transport": "streamable-http", "timeout_seconds": 5, "upstream_id": row.pk,
+    }  # fmt: skip
+    assert echo.handler_secrets == row.secret_headers
+    row.enabled = False
+    await row.asave()
+    assert await tool_def(tenant_a, "docs_echo") is None
+
+
+async def test_a_dead_upstream_gives_an_error_result_naming_it(ctx, tenant_a, remote) -> None:
+    await sync_to_async(published)(tenant_a, remote)
+    echo = await tool_def(tenant_a, "docs_echo")
+    await sync_to_async(remote.stop)()
+    result = await registry.run_inline(ctx, echo, {"message": "hi"})
+    assert result["isError"]
+    text = result["content"][0]["text"]
+    assert text.startswith("Upstream 'docs':") and "127.0.0.1" in text and BEARER not in text
+
+
+async def test_output_that_breaks_the_pinned_output_schema_is_an_error_result(ctx, tenant_a, remote) -> None:
+    await sync_to_async(published)(tenant_a, remote)
+    add = await Tool.objects.aget(tenant=tenant_a, name="docs_add")
+    add.output_schema = {**add.output_schema, "properties": {"sum": {"type": "string"}}}
+    await add.asave()
+    result = await tools.execute(ctx, await tool_def(tenant_a, "docs_add"), {"a": 1, "b": 2}, False)
+    assert result["isError"]
+    assert "does not match its output schema" in result["content"][0]["text"]
+
+
+async def test_a_cancelled_call_cancels_the_upstream_call(ctx, tenant_a, remote, recorder) -> None:
+    await sync_to_async(published)(tenant_a, remote)
+    count = await tool_def(tenant_a, "docs_slow_count")
+    cancelled = asyncio.Event()
+    call = asyncio.ensure_future(
+        upstream.run(replace(ctx, cancelled=cancelled), count, {"n": 200, "run": "c1"})
+    )
+    async with asyncio.timeout(10):  # the upstream is a few steps in
+        while "notifications/progress" not in recorder.methods():
+            await asyncio.wait({call}, timeout=0.02)
+    cancelled.set()
+    with pytest.raises(upstream.ToolError, match="cancelled"):
+        await asyncio.wait_for(call, 10)
+    async with asyncio.timeout(10):  # the upstream hears of it
+        while "c1" not in (await sync_to_async(remote.stats)())["cancelled"]:
+            await asyncio.wait({call}, timeout=0.05)
+    assert "c1" in (await sync_to_async(remote.stats)())["cancelled"]
+
+
+async def test_a_published_tools_calls_count_in_its_upstreams_health_and_a_dead_one_opens_its_circuit(
+    ctx, tenant_a, remote, settings
+) -> None:
+    # The admin and /metrics read health by the row's (tenant, id): the handler must count under it.
+    settings.MCP_UPSTREAM_BREAKER_FAILURES = 2
+    settings.MCP_UPSTREAM_BREAKER_SECONDS = 60
+    breaker.reset()
+    health.reset()
+    try:
+        await sync_to_async(published)(tenant_a, remote)
+        echo = await tool_def(tenant_a, "docs_echo")
+        row = await Upstream.objects.aget(tenant=tenant_a)
+        assert not (await registry.run_inline(ctx, echo, {"message": "hi"})).get("isError")
+        await sync_to_async(remote.stop)()
+        for _ in range(3):
+            assert (await registry.run_inline(ctx, echo, {"message": "hi"}))["isError"]
+
+        found = health.of((tenant_a.id, row.pk))
+        assert found is not None and found.last_success is not None
+        assert (found.calls, found.failures[health.UNAVAILABLE], found.circuit) == (5, 3, breaker.OPEN)
+    finally:
+        breaker.reset()
+        health.reset()

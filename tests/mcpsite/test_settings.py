@@ -1,0 +1,30 @@
+"""Settings read from the environment as a person's shell leaves it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from django.conf import settings as django_settings
+
+
+def engine_under(**env: str) -> subprocess.CompletedProcess[str]:
+    code = "import django; django.setup(); from django.conf import settings as s; print(s.DATABASES['default']['ENGINE'])"
+    run_env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DATABASE_ROLE")}
+    run_env.update(DJANGO_SETTINGS_MODULE="mcpsite.settings", **env)
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        env=run_env,
+        capture_output=True,
+        text=True,
+        cwd=django_settings.BASE_DIR,
+    )
+
+
+def test_an_empty_database_url_means_the_embedded_sqlite_database_as_an_unset_one_does() -> None:
+    empty, unset = engine_under(DATABASE_URL=""), engine_under()
+    assert empty.returncode == 0, empty.stderr
+    assert empty.stdout.strip() == unset.stdout.strip() == "django.db.backends.sqlite3"
+    given = engine_under(DATABASE_URL="postgres://u@127.0.0.1:5432/x")
+    assert given.stdout.strip() == "django.db.backends.postgresql", given.stderr
