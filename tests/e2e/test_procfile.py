@@ -55,6 +55,11 @@ def lines_of(log: Path, process: str) -> list[str]:
     ]
 
 
+def worker_finished(log: Path, tool: str) -> bool:
+    """Whether the Procfile's worker logged the end of a job of this tool."""
+    return any(f"(tool {tool}) finished" in line for line in lines_of(log, "worker.1"))
+
+
 @pytest.fixture
 def procfile_env(e2e_env: dict[str, str]) -> dict[str, str]:
     """The e2e environment, with a queue no other worker of this run takes and Daphne on loopback only."""
@@ -116,10 +121,12 @@ async def test_the_procfile_runs_two_web_processes_and_a_worker_that_serve_mcp_a
             counted = await client.call_tool("count_in_background", {"n": 3, "delay": 0.05})
         assert not counted.is_error, counted
         assert counted.structured_content == {"count": 3}
-        finished = [
-            line for line in lines_of(honcho_log, "worker.1") if "(tool count_in_background) finished" in line
-        ]
-        assert finished, f"the Procfile's worker did not run the job:\n{honcho_log.read_text()}"
+        # The worker logs the job's end after it has published the result the client already holds, and
+        # honcho relays that line on its own schedule: wait for it rather than read the log once.
+        deadline = time.monotonic() + 10.0
+        while not worker_finished(honcho_log, "count_in_background"):
+            assert time.monotonic() < deadline, f"the Procfile's worker did not run the job:\n{honcho_log.read_text()}"
+            time.sleep(0.1)
 
         honcho.send_signal(signal.SIGTERM)
         honcho.wait(timeout=STOP_SECONDS)
