@@ -480,6 +480,10 @@ MCP_SESSION_IDLE_SECONDS = _env_int("MCP_SESSION_IDLE_SECONDS", 3600, minimum=10
 # A new session nobody has used since its initialize expires sooner (AMB-104); its first later
 # request gives it MCP_SESSION_IDLE_SECONDS like any other.
 MCP_SESSION_FIRST_IDLE_SECONDS = _env_int("MCP_SESSION_FIRST_IDLE_SECONDS", 60, minimum=1)
+# With Redis, a process serves a session it has read from memory for at most this many seconds before
+# reading it again (which also renews its idle time); a change or end of the session made by any process
+# reaches every process's memory by push at once (AMB-189). 0: read it from Redis on every request.
+MCP_SESSION_CACHE_SECONDS = _env_int("MCP_SESSION_CACHE_SECONDS", 10, minimum=0)
 # Open sessions one client (OAuth user, else OAuth client, else address) may hold per tenant (AMB-100); 0: no cap.
 MCP_SESSIONS_PER_CLIENT = _env_int("MCP_SESSIONS_PER_CLIENT", 100, minimum=0)
 # How long SSE events are kept for Last-Event-ID replay.

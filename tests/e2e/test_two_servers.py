@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from typing import Any
 
@@ -134,7 +135,11 @@ async def test_ht39_a_session_deleted_on_one_server_is_gone_on_the_other(
 ) -> None:
     async with httpx.AsyncClient(timeout=REQUEST_SECONDS) as http:
         _, headers = await initialize_on(http, server)
-        await call(http, server_b, headers, 2, "ping", {})
+        # Both processes read it and keep it in memory (AMB-189; the first read starts each process's
+        # listener for session changes): A must drop its copy when B ends the session.
+        for request_id in range(2, 8):
+            await call(http, server if request_id % 2 else server_b, headers, request_id, "ping", {})
+            await asyncio.sleep(0.1)
         deleted = await http.delete(server_b.mcp_url(), headers=headers)
         assert deleted.status_code in (200, 204), deleted.text
         after = await http.post(

@@ -24,6 +24,7 @@ from mcp_app.infra import redis_client
 from mcp_app.models import Tool
 from mcp_app.protocol import pagination
 from mcp_app.protocol.jsonrpc import InvalidParams
+from mcp_app.streams import sessions
 from tests.transport.support import Client
 
 ECHO = {"name": "echo", "arguments": {"message": "hi"}}
@@ -69,7 +70,7 @@ async def test_with_redis_a_warm_tools_call_costs_one_redis_round_trip(tools_a, 
 
 @pytest.mark.services
 @pytest.mark.django_db(transaction=True)
-async def test_with_redis_and_pushed_tokens_a_warm_legacy_call_reads_its_session_alone_no_pipeline(
+async def test_with_redis_and_pushed_tokens_a_warm_legacy_call_makes_no_round_trip(
     tools_a, settings, round_trips, monkeypatch
 ):
     settings.REDIS_URL = os.environ["REDIS_URL"]
@@ -86,13 +87,15 @@ async def test_with_redis_and_pushed_tokens_a_warm_legacy_call_reads_its_session
         await client.initialize()
         assert (await client.request("tools/call", ECHO)).status == 200  # warms tenant, catalog, listener
         assert await tokens.listening()
+        assert await sessions.listening()
         await client.request("tools/list", {})  # the tenant's token is now known to the listener
+        await client.request("tools/list", {})  # this read of the session is kept in memory
         monkeypatch.setattr(redis.asyncio.client.Pipeline, "execute", counted)
         round_trips["n"] = 0
         response = await client.request("tools/call", ECHO)
         assert response.status == 200 and "result" in response.json(), response.body
-        # One GETEX of the session; the token came by push, so no pipeline fetches it beside.
-        assert (round_trips["n"], pipelines["n"]) == (1, 0)
+        # The session from memory (AMB-189), the token by push: nothing is read from Redis.
+        assert (round_trips["n"], pipelines["n"]) == (0, 0)
         await sync_to_async(Tool.objects.create)(
             tenant=tools_a, name="late", handler="python", handler_config={"callable": "echo"}
         )  # the token moves after commit and is pushed to every listener
@@ -103,6 +106,7 @@ async def test_with_redis_and_pushed_tokens_a_warm_legacy_call_reads_its_session
                 await asyncio.sleep(0.01)
     finally:
         await tokens.stop_listening()
+        await sessions.stop_listening()
 
 
 @pytest.mark.services
