@@ -63,6 +63,10 @@ def settle(target: Target, reached: bool | None, probe: bool) -> None:
     if reached is None:
         return
     if reached:
+        if not probe and state.open_until > time.monotonic():
+            # Opened while this call ran (a trip, or others' failures): only the probe may close it,
+            # or a flood proved on one stream would be forgiven by a call that began before it.
+            return
         state.failures = 0
         state.open_until = 0.0
         return

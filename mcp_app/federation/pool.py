@@ -36,7 +36,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from mcp_app.federation import failures, questions, transport
+from mcp_app.federation import breaker, failures, questions, transport
 from mcp_app.federation.errors import UpstreamBusy
 from mcp_app.federation.target import SSE, Target
 from mcp_app.federation.transport import CURRENT_CALL, CallState
@@ -53,11 +53,15 @@ async def _route_log(params: types.LoggingMessageNotificationParams) -> None:
 
 @contextlib.asynccontextmanager
 async def sdk_client(
-    target: Target, on_lost: Callable[[], None] | None = None, **options: Any
+    target: Target,
+    on_lost: Callable[[], None] | None = None,
+    on_flood: Callable[[], None] | None = None,
+    **options: Any,
 ) -> AsyncIterator[Client]:
     """An SDK client of ``target`` over the guarded HTTP client (transport.py), ``options`` passed to it.
 
-    ``on_lost`` hears that an HTTP+SSE session's stream ended (a Streamable HTTP one has no such stream).
+    ``on_lost`` hears that an HTTP+SSE session's stream ended (a Streamable HTTP one has no such stream);
+    ``on_flood`` that a stream no one call owns outran the connection's budget of messages (AMB-195).
     """
     sse = target.transport == SSE
     http = await transport.open_http_client(
@@ -65,6 +69,7 @@ async def sdk_client(
         target.headers,
         float(settings.MCP_UPSTREAM_CONNECT_SECONDS),
         on_lost=on_lost if sse else None,
+        on_flood=on_flood,
     )
     if sse:
         # The SDK's SSE client opens and closes the HTTP client it is given itself, and the 2024-11-05
@@ -112,6 +117,17 @@ class Connection:
         if not self.closed:
             self.pool.discard(self)
 
+    def _flooded(self) -> None:
+        """A stream of this connection outran its budget (AMB-195): the upstream pauses, as for a
+        flooded call (AMB-188), and the connection takes no new call. On HTTP+SSE that stream carried
+        the replies of the calls on it: they end (the stream's end discards the connection) saying why."""
+        breaker.trip(self.target)
+        if self.target.transport == SSE:
+            for state, _bridge in self.calls:
+                state.flooded = self.keeper_state.flooded
+        if not self.closed:
+            self.pool.retire(self)
+
     def _in_sole_call(self, callback: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
         """``callback``, run in the context of the one call on this connection when its message came on the stream."""
 
@@ -140,6 +156,7 @@ class Connection:
             async with sdk_client(
                 target,
                 self._lost,
+                self._flooded,
                 logging_callback=routed(_route_log),
                 # Declared to every upstream, whoever calls: the session is shared by the calls of its
                 # key, whose clients differ; a question one caller cannot answer gets that caller's

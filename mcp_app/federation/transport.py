@@ -38,6 +38,9 @@ USER_AGENT = "django-mcp-platform federation"
 # server closing it just as we send on it would lose a request nobody can say did not run (AMB-158).
 LIMITS = httpx2.Limits(max_connections=100, max_keepalive_connections=20, keepalive_expiry=2.0)
 
+# A 2026-07-28 listen stream lives as long as the watch and is reopened by the SDK: no one call's reply.
+LISTEN = "subscriptions/listen"
+
 LogFn = Callable[[str, Any, str | None], Awaitable[None]]
 
 
@@ -93,7 +96,7 @@ class TooManyMessages(httpx2.ReadError):
 
 class CappedStream(httpx2.AsyncByteStream):
     """A reply's body, abandoned once one message in it passes ``limit`` bytes, or once its events
-    outrun ``budget`` (a call's reply stream: AMB-188).
+    outrun ``budget`` (a call's reply stream, AMB-188; any other stream, the connection's, AMB-195).
 
     A JSON reply is one message. An SSE reply is counted per event (bytes since the last blank line),
     so a long-lived stream is not cut for its age, only for one event too large or too many too fast.
@@ -107,12 +110,14 @@ class CappedStream(httpx2.AsyncByteStream):
         sse: bool,
         state: CallState | None,
         budget: TokenBucket | None = None,
+        on_flood: Callable[[], None] | None = None,
     ) -> None:
         self.inner = inner
         self.limit = limit
         self.sse = sse
         self.state = state
         self.budget = budget
+        self.on_flood = on_flood
 
     async def __aiter__(self) -> Any:
         pending = 0  # bytes of the message under way
@@ -132,6 +137,8 @@ class CappedStream(httpx2.AsyncByteStream):
             return
         if self.state is not None:
             self.state.flooded = (self.budget.burst, self.budget.per_second)
+        if self.on_flood is not None:
+            self.on_flood()
         raise TooManyMessages("an upstream sent messages past its budget")
 
     def _check(self, size: int) -> None:
@@ -239,10 +246,20 @@ def _ssl_context() -> ssl.SSLContext:
 class PinnedTransport(httpx2.AsyncBaseTransport):
     """Send every request to the vetted address of the one host this client may reach."""
 
-    def __init__(self, vetted: ssrf.Target, on_lost: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        vetted: ssrf.Target,
+        on_lost: Callable[[], None] | None = None,
+        on_flood: Callable[[], None] | None = None,
+    ) -> None:
         self.vetted = vetted
         # Set for an HTTP+SSE session (see the module's docstring).
         self.on_lost = on_lost
+        # Every stream that is not one call's reply (a session's GET stream, reopened as often as the
+        # upstream likes; an HTTP+SSE session's one stream, which carries every call's messages) draws
+        # on this one budget, so a reconnection never earns a fresh burst (AMB-195).
+        self.stream_budget = message_budget()
+        self.on_flood = on_flood
         self.inner = httpx2.AsyncHTTPTransport(verify=_ssl_context(), trust_env=False, limits=LIMITS)
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
@@ -270,9 +287,14 @@ class PinnedTransport(httpx2.AsyncBaseTransport):
             self._post_failed(request)
         sse = "text/event-stream" in response.headers.get("content-type", "")
         limit = int(settings.MCP_UPSTREAM_MAX_MESSAGE_BYTES)
-        # A call's reply stream has a budget of messages; a session's GET stream is no one call's.
-        budget = message_budget() if sse and request.method == "POST" and state is not None else None
-        stream: httpx2.AsyncByteStream = CappedStream(response.stream, limit, sse, state, budget)  # type: ignore[arg-type]
+        stream: httpx2.AsyncByteStream
+        if not sse:
+            stream = CappedStream(response.stream, limit, sse, state)  # type: ignore[arg-type]
+        elif request.method == "POST" and state is not None and request.headers.get("mcp-method") != LISTEN:
+            # A call's reply stream has a budget of its own (AMB-188).
+            stream = CappedStream(response.stream, limit, sse, state, message_budget())  # type: ignore[arg-type]
+        else:
+            stream = CappedStream(response.stream, limit, sse, state, self.stream_budget, self.on_flood)  # type: ignore[arg-type]
         if self.on_lost is not None and sse and request.method == "GET":
             stream = EndpointGuard(stream, str(url), limit, state, self.on_lost)
         response.stream = stream
@@ -292,16 +314,18 @@ async def open_http_client(
     headers: tuple[tuple[str, str], ...],
     connect_seconds: float,
     on_lost: Callable[[], None] | None = None,
+    on_flood: Callable[[], None] | None = None,
 ) -> httpx2.AsyncClient:
     """An unopened httpx2 client for ``url``'s upstream; raises ssrf.SsrfRefused when the URL is refused.
 
-    ``on_lost`` makes it an HTTP+SSE session's client (see the module's docstring).
+    ``on_lost`` makes it an HTTP+SSE session's client (see the module's docstring); ``on_flood`` hears
+    that a stream other than a call's reply outran the connection's budget of messages (AMB-195).
     """
     vetted = await ssrf.vet_url(url)
     # Read timeout: none of our own; every call carries its deadline (client.py), SSE streams idle.
     timeout = httpx2.Timeout(connect_seconds, read=None, write=connect_seconds, pool=connect_seconds)
     return httpx2.AsyncClient(
-        transport=PinnedTransport(vetted, on_lost),
+        transport=PinnedTransport(vetted, on_lost, on_flood),
         headers={"User-Agent": USER_AGENT, **dict(headers)},
         timeout=timeout,
         follow_redirects=False,

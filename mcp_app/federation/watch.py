@@ -27,7 +27,7 @@ from mcp.client.subscriptions import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from mcp_app.federation import failures
+from mcp_app.federation import breaker, failures
 from mcp_app.federation.errors import UpstreamError, UpstreamUnavailable
 from mcp_app.federation.pool import sdk_client
 from mcp_app.federation.target import Target
@@ -78,22 +78,29 @@ async def watch(
 
     async def on_message(message: Any) -> None:
         kind = _NOTIFICATIONS.get(type(message))
-        if kind is not None and kind in watched:
+        # A 2026-07-28 listen delivers each change as a subscription event too: heard there, once.
+        if kind is not None and kind in watched and not listens:
             on_change(kind)
 
     watched: list[str] = []
+    listens = False
     # An HTTP+SSE session's stream ended (transport.py): the watch ends with it.
     lost = asyncio.Event()
     try:
         # The read timeout bounds the opening (discover or initialize), the listen's acknowledgement and
         # each ping; the listen stream itself has none (the SDK waits for its result for as long as it lives).
         async with sdk_client(
-            target, lost.set, message_handler=on_message, read_timeout_seconds=target.timeout_seconds
+            target,
+            lost.set,
+            lost.set,
+            message_handler=on_message,
+            read_timeout_seconds=target.timeout_seconds,
         ) as client:
             watched[:] = advertised(client.server_capabilities, kinds)
             if not watched:
                 raise NothingToWatch(f"Upstream {target.label} announces no list changes.")
             if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                listens = True
                 flags = {f"{kind}_list_changed": True for kind in watched}
                 async with client.listen(**flags) as subscription:
                     if on_ready is not None:
@@ -108,13 +115,28 @@ async def watch(
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(lost.wait(), timeout=ping_seconds)
                 if lost.is_set():
+                    if state.flooded is not None:
+                        raise _flooded(target, state)
                     raise UpstreamUnavailable(f"The connection to upstream {target.label} was lost.")
                 await client.send_ping()
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # noqa: BLE001 - every failure leaves through the one mapping
+        if state.flooded is not None:
+            raise _flooded(target, state) from None
         if isinstance(failures.leaf(exc), SubscriptionLost):
             raise UpstreamUnavailable(f"The connection to upstream {target.label} was lost.") from None
         raise failures.failure(target, state, exc) from None
     finally:
         CURRENT_CALL.reset(token)
+
+
+def _flooded(target: Target, state: CallState) -> UpstreamError:
+    """A change stream that outran its budget (AMB-195): the watch ends, and calls to the upstream pause
+    as after a flooded call (AMB-188); the watch listens again after its backoff."""
+    breaker.trip(target)
+    burst, per_second = state.flooded or (0.0, 0.0)
+    return UpstreamError(
+        f"Upstream {target.label} sent more than {burst:g} messages at once (then {per_second:g} a second) "
+        "on its change stream; the stream was closed."
+    )

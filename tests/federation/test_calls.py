@@ -21,7 +21,7 @@ async def test_discover_reports_the_era_identity_and_every_tool(upstream, era):
     assert "tools" in offering.capabilities
     names = [tool["name"] for tool in offering.tools]
     assert names == [
-        "echo", "add", "slow_count", "fail", "hang", "regional", "redescribe",
+        "echo", "add", "slow_count", "fail", "hang", "shout", "regional", "redescribe",
         "ask_name", "summarize", "list_roots", "ask_then_sample", "ask_forever", "retool",
     ]  # fmt: skip
     add = next(tool for tool in offering.tools if tool["name"] == "add")

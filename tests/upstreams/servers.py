@@ -16,7 +16,8 @@ What the tests observe lives at `GET /_stats` (never behind the bearer): the JSO
 were cancelled, the protocol versions requests carried, and `streams`: the HTTP+SSE streams opened.
 
 Tools: `echo` (text + structuredContent), `add` (output schema), `slow_count` (progress and a log
-message per step; a cancelled run is recorded), `fail` (an isError result), `hang` (never answers), `regional` (an argument mirrored into an
+message per step; a cancelled run is recorded), `fail` (an isError result), `hang` (never answers), `shout`
+(announces list_changed n times outside any call's reply: a flood of GET and listen streams), `regional` (an argument mirrored into an
 `Mcp-Param-Region` header on 2026-07-28),
 `redescribe` (changes another tool's description and announces list_changed, for pinning tests).
 Tools that ask their client, through the SDK's resolvers (so one definition asks in both eras: a
@@ -222,6 +223,15 @@ def build_server(stats: Stats) -> MCPServer:
             stats.cancelled.append(run)
             raise
         return "unreachable"
+
+    @server.tool(name="shout", description="Announce list_changed n times, to every session and listener.")
+    async def shout(n: int, ctx: Context) -> str:
+        """A flood outside any call's reply: legacy sessions' GET streams (an HTTP+SSE session's one
+        stream) and 2026-07-28 `subscriptions/listen` streams."""
+        for _ in range(n):
+            await ctx.notify_tools_changed()
+            await tell_sessions(ctx)
+        return f"shouted {n}"
 
     @server.tool(name="regional", description="Answer for a region mirrored into an Mcp-Param-Region header.")
     def regional(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})]) -> str:
