@@ -8,7 +8,7 @@ import time
 import anyio
 import pytest
 
-from mcp_app.federation import UpstreamError, UpstreamUnavailable, call_tool
+from mcp_app.federation import UpstreamError, UpstreamUnavailable, breaker, call_tool
 from tests.federation.support import target_for
 
 OPEN_SECONDS = 1
@@ -131,3 +131,13 @@ async def test_the_breaker_is_per_upstream(start_upstream, legacy_upstream):
     result = await call_tool(target_for(legacy_upstream), "echo", {"message": "other"})
 
     assert result["structuredContent"] == {"echo": "other"}
+
+
+async def test_a_call_begun_before_a_trip_does_not_close_the_breaker_when_it_succeeds(upstream):
+    target = target_for(upstream)
+    running = asyncio.create_task(call_tool(target, "slow_count", {"n": 3, "delay": 0.1}))
+    await asyncio.sleep(0.1)
+    breaker.trip(target)  # what a flood proved meanwhile (AMB-188, AMB-195)
+    result = await asyncio.wait_for(running, 10)
+    assert result["content"][0]["text"] == "counted to 3"
+    assert breaker.state(target.upstream_key) == "open"  # only its probe may close it
