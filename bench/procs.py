@@ -265,9 +265,13 @@ def daphne_server(
     return Server(label, cmd, env, port, "/t/demo/mcp", cores)
 
 
-def reference_server(json_response: bool, cores: set[int] | None, stateless: bool = False) -> Server:
+def reference_server(
+    json_response: bool, cores: set[int] | None, stateless: bool = False, extra_tools: int = 0
+) -> Server:
     port = free_port()
     cmd = [PYTHON, str(ROOT / "bench" / "reference_server.py"), "--port", str(port)]
+    if extra_tools:
+        cmd += ["--extra-tools", str(extra_tools)]
     if json_response:
         cmd.append("--json-response")
     if stateless:

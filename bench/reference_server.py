@@ -1,6 +1,6 @@
 """Serve the reference `echo` tool with the official `mcp` SDK (MCPServer) over Streamable HTTP.
 
-Usage: python bench/reference_server.py --port 9001 [--json-response] [--stateless]
+Usage: python bench/reference_server.py --port 9001 [--json-response] [--stateless] [--extra-tools N]
 
 `--stateless` builds the app with `stateless_http=True`: no sessions. In SDK 2.3 the same app
 answers 2026-07-28 requests whatever that flag says: the session manager routes by the
@@ -35,7 +35,7 @@ class AddOut(TypedDict):
     sum: int
 
 
-def build_app(json_response: bool, port: int, stateless: bool = False):  # noqa: ANN201 - Starlette type
+def build_app(json_response: bool, port: int, stateless: bool = False, extra_tools: int = 0):  # noqa: ANN201
     """Build the SDK's Starlette app: stateful (or stateless) sessions, SSE or JSON responses."""
     server = MCPServer(
         name="reference", instructions="Reference server for the benchmark.", log_level="WARNING"
@@ -76,6 +76,15 @@ def build_app(json_response: bool, port: int, stateless: bool = False):  # noqa:
         """Return a placeholder (never called by the benchmark)."""
         return "{}"
 
+    # The tenant-scale bench publishes tools named so from this server as an upstream (bench/scale.py).
+    for i in range(extra_tools):
+
+        def extra(message: str) -> str:
+            """Return the message."""
+            return message
+
+        server.add_tool(extra, name=f"tool_{i:05d}", description=f"tool_{i:05d}: Echo the message back.")
+
     return server.streamable_http_app(
         streamable_http_path="/mcp", json_response=json_response, stateless_http=stateless, host="127.0.0.1"
     )
@@ -87,8 +96,9 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--json-response", action="store_true")
     parser.add_argument("--stateless", action="store_true")
+    parser.add_argument("--extra-tools", type=int, default=0, help="also list tool_00000, tool_00001, ...")
     args = parser.parse_args()
-    app = build_app(args.json_response, args.port, args.stateless)
+    app = build_app(args.json_response, args.port, args.stateless, args.extra_tools)
     # The asyncio loop and the h11 parser, named: uvicorn's "auto" would switch to uvloop/httptools
     # as soon as they are installed (the modern phases install them for ours-on-uvicorn).
     uvicorn.run(

@@ -7,6 +7,7 @@
     .venv/bin/python bench/run.py --only-asking   # background progress, asking, workers, held runs
     .venv/bin/python bench/run.py --only-operations   # quotas on vs off; metrics + quotas + tenant wall on vs off
     .venv/bin/python bench/run.py --only-upstream   # tools/call through federation vs the SDK client direct
+    .venv/bin/python bench/run.py --only-scale   # tools/list: many tools, many tenants, 10 upstreams (one dead)
 
 Prints figures; it is not a test. See bench/README.md for what is measured and how to read it.
 
@@ -118,6 +119,11 @@ def main() -> None:
         help="only tools/call echo through mcp_app.federation vs the SDK client calling the upstream directly",
     )
     parser.add_argument(
+        "--only-scale",
+        action="store_true",
+        help="only the tenant scale section (many tools, many tenants, tools from 10 upstreams one dead)",
+    )
+    parser.add_argument(
         "--runs", type=int, default=500, help="slow background runs to hold open (default 500)"
     )
     parser.add_argument(
@@ -159,7 +165,7 @@ def main() -> None:
         "reference: mcp SDK MCPServer, stateful Streamable HTTP, uvicorn 1 process (asyncio loop, h11), "
         "access log off",
     ]
-    if args.only_modern or args.only_asking or args.only_sessions:
+    if args.only_modern or args.only_asking or args.only_sessions or args.only_scale:
         # These sections describe their own phases, servers and timing.
         header = [line for line in header if not line.startswith(("phases:", "servers are", "reference:"))]
     for line in header:
@@ -184,6 +190,14 @@ def main() -> None:
         log("sessions: preparing the database (create, migrate, seed_demo)")
         env = prepare_database(database_url, redis_url)
         print_sessions_section(env, affinity, timing.duration, timing.warmup, rounds * 2)
+        print()
+        print(f"total bench time: {time.monotonic() - started:.0f}s")
+        return
+
+    if args.only_scale:
+        print("## Tenant scale: tools/list page fetch latency, one client")
+        print()
+        print_scale(scale_bench(database_url, redis_url, affinity, 3.0 if args.quick else 6.0, rounds * 2))
         print()
         print(f"total bench time: {time.monotonic() - started:.0f}s")
         return

@@ -1,4 +1,7 @@
-"""Tenant scale: a tools/list page fetch on a tenant with many tools vs a small one."""
+"""Tenant scale: a tools/list page fetch on a tenant with many tools vs a small one, and on a tenant
+whose tools are published from 10 upstream MCP servers, one of them dead, vs one with as many native
+tools (issue 22: within 20%). The live upstreams are the SDK's reference server; the dead one's port
+has nothing listening, so the serving process's list-change watch keeps failing to reach it."""
 
 from __future__ import annotations
 
@@ -21,8 +24,10 @@ from procs import (  # noqa: E402
     Affinity,
     Server,
     daphne_server,
+    free_port,
     log,
     prepare_database,
+    reference_server,
     run_checked,
     running,
     with_db_name,
@@ -32,11 +37,14 @@ SCALE_SETUPS = {
     # label: (database suffix, tenants in the database, tools of the measured tenant)
     "small": ("scale_small", 10, 10),
     "large": ("scale_large", 10_000, 1_000),
+    "federated": ("scale_federated", 10_000, 1_000),
 }
+# The federated setup's tools come from this many upstreams (the first one dead).
+FEDERATED_UPSTREAMS = 10
 
 
-# Both scale servers share one Redis, where per-tenant keys are named by tenant id.
-SCALE_TARGET_IDS = {"small": 900_001, "large": 900_002}
+# The scale servers share one Redis, where per-tenant keys are named by tenant id.
+SCALE_TARGET_IDS = {"small": 900_001, "large": 900_002, "federated": 900_003}
 
 
 # 10 = every page of both tenants holds the same number of tools (a like-for-like page);
@@ -98,25 +106,36 @@ def scale_bench(
 ) -> ScaleResult:
     """Fill one database per setup, then time tools/list pages of each at each page size."""
     envs: dict[str, dict[str, str]] = {}
+    per_upstream = SCALE_SETUPS["federated"][2] // FEDERATED_UPSTREAMS
+    # The live upstreams offer the tools published from them, so their syncs withdraw none.
+    upstream = reference_server(json_response=True, cores=affinity.server, extra_tools=per_upstream)
     for label, (suffix, tenants, tools) in SCALE_SETUPS.items():
         url = with_db_name(base_url, f"{urlsplit(base_url).path.lstrip('/')}_{suffix}")
         log(f"scale {label}: preparing {tenants} tenants, measured tenant with {tools} tools")
         env = prepare_database(url, redis_url)
+        # Every server alike: the upstreams (loopback) pass the SSRF guard only when allow-listed.
+        env["MCP_HTTP_HANDLER_ALLOW"] = HOST
         t0 = time.monotonic()
-        out = run_checked(
-            [
-                PYTHON,
-                str(ROOT / "bench" / "scale_setup.py"),
-                "--tenants",
-                str(tenants),
-                "--tools",
-                str(tools),
-                "--target-id",
-                str(SCALE_TARGET_IDS[label]),
-            ],
-            env,
-            f"scale setup {label}",
-        )
+        command = [
+            PYTHON,
+            str(ROOT / "bench" / "scale_setup.py"),
+            "--tenants",
+            str(tenants),
+            "--tools",
+            str(tools),
+            "--target-id",
+            str(SCALE_TARGET_IDS[label]),
+        ]
+        if label == "federated":
+            command += [
+                "--upstreams",
+                str(FEDERATED_UPSTREAMS),
+                "--upstream-url",
+                f"http://{HOST}:{upstream.port}{upstream.path}",
+                "--dead-url",
+                f"http://{HOST}:{free_port()}/mcp",
+            ]
+        out = run_checked(command, env, f"scale setup {label}")
         log(f"scale {label}: {out.strip()} (bulk_create {time.monotonic() - t0:.1f}s)")
         envs[label] = env
     results: ScaleResult = {}
@@ -129,6 +148,7 @@ def scale_bench(
             server.path = "/t/scale-target/mcp"
             servers[label] = server
         with contextlib.ExitStack() as stack:
+            stack.enter_context(running(upstream))
             for server in servers.values():
                 stack.enter_context(running(server))
             log(f"scale: timing pages (page size {page_size or 'default'})")
@@ -154,6 +174,14 @@ def print_scale(scale: ScaleResult) -> list[str]:
                 f"{r.requests:,} | {r.pct(0.5):.2f} | {r.pct(0.99):.2f} | {sum(r.errors.values())} |"
             )
         small, large = scale.get((page_size, "small")), scale.get((page_size, "large"))
+        federated = scale.get((page_size, "federated"))
+        if large and federated:
+            p50, p99 = federated[0].pct(0.5) / large[0].pct(0.5), federated[0].pct(0.99) / large[0].pct(0.99)
+            verdict = "MET" if p99 <= 1.2 else "NOT MET"
+            verdicts.append(
+                f"- page size {page_size or 'default'}: {FEDERATED_UPSTREAMS} upstreams (one dead) / native, "
+                f"same tools: p50 {p50:.2f}x, p99 {p99:.2f}x -> {verdict} (goal: p99 within 20%)"
+            )
         if small and large:
             p50, p99 = large[0].pct(0.5) / small[0].pct(0.5), large[0].pct(0.99) / small[0].pct(0.99)
             verdict = "MET" if p50 <= 1.2 and p99 <= 1.2 else "NOT MET"
