@@ -29,8 +29,7 @@ from mcp_app import federation
 from mcp_app.federation import breaker
 from mcp_app.federation import health as upstream_health
 from mcp_app.handlers.secrets import check_secret_headers, encrypt_secrets, secret_names
-from mcp_app.models import Approval, Prompt, Resource, ResourceTemplate, Upstream, UpstreamTool
-from mcp_app.upstream_rows import extras as published_extras
+from mcp_app.models import Approval, Upstream, UpstreamTool
 from mcp_app.upstreams import extras, service
 from mcp_app.upstreams import health as deployment_health
 from mcpsite import nesting
@@ -357,21 +356,9 @@ class UpstreamAdmin(TenantScopedAdmin):
     def extras_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """What of its prompts, resources and templates clients see, under which name or URI; a held change."""
         upstream = self._upstream(request, object_id, change=False)
-        # The tenant's own definitions win a collision, as in the catalog (AMB-191).
-        mine = {"tenant_id": upstream.tenant_id}
-        taken = published_extras.Taken(
-            set(Prompt.objects.filter(**mine).values_list("name", flat=True)),
-            set(Resource.objects.filter(**mine).values_list("uri", flat=True)),
-            set(ResourceTemplate.objects.filter(**mine).values_list("uri_template", flat=True)),
-        )
-        found = published_extras.published(upstream, taken)
-        context = self._context(
-            request,
-            upstream,
-            f"Prompts and resources of {upstream}",
-            found=found,
-            changes=extras.diff(upstream),
-        )
+        title = f"Prompts and resources of {upstream}"
+        found, changes = extras.published(upstream), extras.diff(upstream)
+        context = self._context(request, upstream, title, found=found, changes=changes)
         return TemplateResponse(request, "admin/mcp_app/upstream/extras.html", context)
 
     def extras_accept_view(self, request: HttpRequest, object_id: str) -> HttpResponse:

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_app import federation
-from mcp_app.models import Upstream
+from mcp_app.models import Prompt, Resource, ResourceTemplate, Upstream
+from mcp_app.upstream_rows import extras as catalog_extras
 from mcp_app.upstream_rows.models import comparable_extra, extras_by_key
 
 # How the admin names each list.
@@ -71,6 +72,17 @@ def record_offered(upstream: Upstream, offering: federation.Offering) -> None:
     Upstream.objects.filter(pk=upstream.pk).update(offered_extras=offered)
     if upstream.pin_published():
         save(upstream, "Pinned the prompts and resources it offers")
+
+
+def published(upstream: Upstream) -> catalog_extras.Published:
+    """What clients get of the upstream's pinned extras, the tenant's own definitions winning as in the catalog."""
+    mine = {"tenant_id": upstream.tenant_id}
+    taken = catalog_extras.Taken(
+        set(Prompt.objects.filter(**mine).values_list("name", flat=True)),
+        set(Resource.objects.filter(**mine).values_list("uri", flat=True)),
+        set(ResourceTemplate.objects.filter(**mine).values_list("uri_template", flat=True)),
+    )
+    return catalog_extras.published(upstream, taken)
 
 
 def diff(upstream: Upstream) -> list[ExtraDiff]:
