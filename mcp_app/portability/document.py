@@ -53,7 +53,10 @@ KINDS: tuple[Kind, ...] = (
         "upstreams",
         Upstream,
         "name",
-        ("name", "url", "transport", "prefix", "mode", "timeout_seconds", "enabled", "publish_new"),
+        (
+            "name", "url", "transport", "prefix", "mode", "timeout_seconds", "enabled", "publish_new",
+            "publish_prompts", "publish_resources",
+        ),  # fmt: skip
     ),
     Kind(
         "tools",
