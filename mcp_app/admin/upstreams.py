@@ -1,5 +1,6 @@
 """The admin of upstream MCP servers: add and edit (secret headers write-only), Test connection, Sync
-now, and the remote tools page (publish, unpublish, review a changed definition and accept it).
+now, the remote tools page (publish, unpublish, review a changed definition and accept it) and the
+prompts and resources page (what is published under which name or URI, a held change and Accept).
 
 Every page is the upstream's: another tenant's upstream answers 404 like a missing one, a viewer sees
 but changes nothing (403), and every change is a CSRF-checked POST that goes through
@@ -29,8 +30,8 @@ from mcp_app.federation import breaker
 from mcp_app.federation import health as upstream_health
 from mcp_app.handlers.secrets import check_secret_headers, encrypt_secrets, secret_names
 from mcp_app.models import Approval, Upstream, UpstreamTool
+from mcp_app.upstreams import extras, service
 from mcp_app.upstreams import health as deployment_health
-from mcp_app.upstreams import service
 from mcpsite import nesting
 from tenants.admin import TenantScopedAdmin
 
@@ -67,6 +68,8 @@ class UpstreamAdminForm(forms.ModelForm):
             "timeout_seconds",
             "enabled",
             "publish_new",
+            "publish_prompts",
+            "publish_resources",
         )
 
     def clean_new_secret_headers(self) -> dict[str, str] | None:
@@ -123,13 +126,14 @@ class UpstreamAdmin(TenantScopedAdmin):
     list_filter = ("enabled", "transport", "mode")
     search_fields = ("name", "url")
     readonly_fields = (
-        "stored_secrets", "status", "last_seen", "remote_tools",
+        "stored_secrets", "status", "last_seen", "remote_tools", "prompts_and_resources",
         "deployment_circuits", "deployment_calls", "health", "health_detail",
     )  # fmt: skip
     fieldsets = (
         (None, {"fields": ("tenant", "name", "url", "transport", "prefix", "mode", "timeout_seconds", "enabled", "publish_new")}),
+        ("Prompts and resources", {"fields": ("publish_prompts", "publish_resources")}),
         ("Secret headers", {"fields": ("stored_secrets", "new_secret_headers", "clear_secrets")}),
-        ("What it offered when last asked", {"fields": ("status", "last_seen", "remote_tools")}),
+        ("What it offered when last asked", {"fields": ("status", "last_seen", "remote_tools", "prompts_and_resources")}),
         ("Health across the deployment, last hour (every serving and worker process's flushes)",
          {"fields": ("deployment_circuits", "deployment_calls")}),
         ("Only the process serving this page, since it started",
@@ -141,12 +145,12 @@ class UpstreamAdmin(TenantScopedAdmin):
         if obj is not None and self.has_change_permission(request, obj):
             return fieldsets
         if obj is None:
-            return fieldsets[:2]  # nothing was seen before it exists
+            return fieldsets[:3]  # nothing was seen before it exists
         # A viewer's read-only page cannot show the form's write-only fields.
         return [
-            (fieldsets[0][0], fieldsets[0][1]),
+            *fieldsets[:2],
             ("Secret headers", {"fields": ("stored_secrets",)}),
-            *fieldsets[2:],
+            *fieldsets[3:],
         ]
 
     @admin.display(description="stored secret headers")
@@ -234,7 +238,17 @@ class UpstreamAdmin(TenantScopedAdmin):
     @admin.display(description="to review")
     def review(self, obj: Upstream) -> str:
         pending = sum(1 for row in obj.remote_tools.all() if row.pending_review)
+        pending += sum(len(keys) for keys in obj.extras_pending().values())
         return f"{pending} changed" if pending else "—"
+
+    @admin.display(description="prompts and resources")
+    def prompts_and_resources(self, obj: Upstream) -> str:
+        if obj.pk is None:
+            return "—"
+        url = reverse("admin:mcp_app_upstream_extras", args=[obj.pk])
+        pending = obj.extras_pending()
+        note = " (changed upstream: review)" if pending else ""
+        return format_html('<a href="{}">Published prompts, resources and templates{}</a>', url, note)
 
     @admin.display(description="remote tools")
     def remote_tools(self, obj: Upstream) -> str:
@@ -250,6 +264,12 @@ class UpstreamAdmin(TenantScopedAdmin):
             path("<path:object_id>/test/", wrap(self.test_view), name="mcp_app_upstream_test"),
             path("<path:object_id>/sync/", wrap(require_POST(self.sync_view)), name="mcp_app_upstream_sync"),
             path("<path:object_id>/tools/", wrap(self.tools_view), name="mcp_app_upstream_tools"),
+            path("<path:object_id>/extras/", wrap(self.extras_view), name="mcp_app_upstream_extras"),
+            path(
+                "<path:object_id>/extras/accept/",
+                wrap(require_POST(self.extras_accept_view)),
+                name="mcp_app_upstream_extras_accept",
+            ),
             path(
                 "<path:object_id>/tools/<int:row_id>/<str:action>/",
                 wrap(require_POST(self.tool_action_view)),
@@ -332,6 +352,22 @@ class UpstreamAdmin(TenantScopedAdmin):
         ]
         context = self._context(request, upstream, f"Remote tools of {upstream}", entries=entries)
         return TemplateResponse(request, "admin/mcp_app/upstream/tools.html", context)
+
+    def extras_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """What of its prompts, resources and templates clients see, under which name or URI; a held change."""
+        upstream = self._upstream(request, object_id, change=False)
+        title = f"Prompts and resources of {upstream}"
+        found, changes = extras.published(upstream), extras.diff(upstream)
+        context = self._context(request, upstream, title, found=found, changes=changes)
+        return TemplateResponse(request, "admin/mcp_app/upstream/extras.html", context)
+
+    def extras_accept_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        upstream = self._upstream(request, object_id, change=True)
+        if extras.accept(upstream, request.user):
+            messages.success(request, "Clients now get the prompts and resources the upstream offers.")
+        else:
+            messages.info(request, "Nothing to accept: clients already get what the upstream offers.")
+        return HttpResponseRedirect(reverse("admin:mcp_app_upstream_extras", args=[upstream.pk]))
 
     def tool_action_view(
         self, request: HttpRequest, object_id: str, row_id: int, action: str

@@ -13,8 +13,10 @@ from channels.db import database_sync_to_async
 from django.db.models import Q
 
 from mcp_app.catalog import tokens
-from mcp_app.core.types import Catalog, TenantInfo, ToolDef
+from mcp_app.core import upstream_uris
+from mcp_app.core.types import Catalog, PromptDef, ResourceDef, TemplateDef, TenantInfo, ToolDef
 from mcp_app.models import Prompt, Resource, ResourceTemplate, TaskSupport, Tool, Upstream
+from mcp_app.upstream_rows import extras
 from tenants import wall
 from tenants.models import AuthMode, Tenant
 
@@ -156,6 +158,7 @@ def _read_catalog(tenant_id: int) -> Catalog:
     templates = tuple(
         row.to_def() for row in ResourceTemplate.objects.for_tenant(tenant_id).filter(enabled=True)
     )
+    prompts, resources, templates = _with_upstream_extras(tenant_id, prompts, resources, templates)
     # Sorted here, not by the database: pagination compares keys with Python's ordering, and a
     # PostgreSQL locale collation orders "B" and "a" differently.
     tools = tuple(sorted(tools, key=lambda t: t.name))
@@ -190,8 +193,34 @@ def _tools(tenant_id: int) -> tuple[ToolDef, ...]:
     return tuple(tools)
 
 
+def _with_upstream_extras(
+    tenant_id: int,
+    prompts: tuple[PromptDef, ...],
+    resources: tuple[ResourceDef, ...],
+    templates: tuple[TemplateDef, ...],
+) -> tuple[tuple[PromptDef, ...], tuple[ResourceDef, ...], tuple[TemplateDef, ...]]:
+    """The tenant's own definitions, then the published prompts, resources and templates of its enabled
+    upstreams (AMB-190..192); the tenant's own win a collision, and so does the first upstream by name."""
+    rows = Upstream.objects.for_tenant(tenant_id).filter(enabled=True)
+    rows = rows.filter(Q(publish_prompts=True) | Q(publish_resources=True)).order_by("name")
+    names = {p.name for p in prompts}
+    uris = {r.uri for r in resources}
+    uri_templates = {t.uri_template for t in templates}
+    more_prompts, more_resources, more_templates = list(prompts), list(resources), list(templates)
+    for upstream in rows:
+        found = extras.published(upstream, extras.Taken(names, uris, uri_templates))
+        more_prompts += found.prompts
+        more_resources += found.resources
+        more_templates += found.templates
+        names |= {p.name for p in found.prompts}
+        uris |= {r.uri for r in found.resources}
+        uri_templates |= {t.uri_template for t in found.templates}
+    return tuple(more_prompts), tuple(more_resources), tuple(more_templates)
+
+
 def _resolved(tool: ToolDef, upstream: Upstream) -> ToolDef:
-    """An upstream tool with what its handler needs of the Upstream row (handlers/upstream.py)."""
+    """An upstream tool with what its handler needs of the Upstream row (handlers/upstream.py), and its
+    MCP Apps UI resource named by the URI the tenant publishes it under (AMB-191)."""
     config = {
         **tool.handler_config,
         "url": upstream.url,
@@ -200,7 +229,12 @@ def _resolved(tool: ToolDef, upstream: Upstream) -> ToolDef:
         "timeout_seconds": upstream.timeout_seconds,
         "upstream_id": upstream.pk,
     }
-    return dataclasses.replace(tool, handler_config=config, handler_secrets=upstream.secret_headers)
+    return dataclasses.replace(
+        tool,
+        handler_config=config,
+        handler_secrets=upstream.secret_headers,
+        meta=upstream_uris.published_meta(upstream.prefix, tool.meta),
+    )
 
 
 async def get_catalog(tenant_id: int) -> Catalog:

@@ -68,9 +68,15 @@ def _lookup(resources: Mapping[str, ResourceDef], uri: Any) -> ResourceDef:
     if not isinstance(uri, str) or not uri:
         raise ContentError("A content block that refers to a resource needs its uri.")
     try:
-        return resources[uri]
+        resource = resources[uri]
     except KeyError:
         raise ContentError(f"Unknown resource {uri!r}.") from None
+    if resource.upstream is not None:
+        # Its contents live upstream and are read per request: a definition can link to it, not embed it.
+        raise ContentError(
+            f"Resource {uri!r} is served by upstream server {resource.upstream.name!r}: link to it instead."
+        )
+    return resource
 
 
 def _media_block(spec: dict[str, Any], kind: str, resources: Mapping[str, ResourceDef]) -> dict[str, Any]:
@@ -114,7 +120,7 @@ async def _link_block(
             block[key] = value
     if "size" in spec:
         block["size"] = spec["size"]
-    elif resource is not None:
+    elif resource is not None and resource.size is not None:
         block["size"] = resource.size
     return _finish(block, spec, resource.annotations if resource else None)
 

@@ -55,6 +55,30 @@ def offered_to_legacy(output_schema: Any) -> bool:
 
 
 @dataclass(frozen=True)
+class UpstreamRef:
+    """Where a prompt, resource or template published from an upstream server is served from (AMB-192).
+
+    Resolved by the catalog loader from the Upstream row, as an upstream tool's handler configuration
+    is: ``secrets`` is the row's encrypted headers, decrypted per request and never logged.
+    """
+
+    name: str  # the Upstream's name, which errors show (never its URL's credentials)
+    upstream_id: int
+    url: str
+    mode: str
+    transport: str
+    timeout_seconds: int
+    prefix: str
+    # The upstream's own prompt name, resource URI or URI template.
+    remote: str
+    secrets: str = field(default="", repr=False)
+    # The upstream declared `completions`: completion/complete is passed to it.
+    completions: bool = False
+    # A resource's `size` as the upstream listed it (its contents are never stored here).
+    size: int | None = None
+
+
+@dataclass(frozen=True)
 class PromptDef:
     id: int
     name: str
@@ -64,6 +88,7 @@ class PromptDef:
     messages: list[dict[str, Any]]
     icons: list[dict[str, Any]]
     meta: dict[str, Any]
+    upstream: UpstreamRef | None = None
 
 
 @dataclass(frozen=True)
@@ -79,9 +104,12 @@ class ResourceDef:
     annotations: dict[str, Any]
     icons: list[dict[str, Any]]
     meta: dict[str, Any]
+    upstream: UpstreamRef | None = None
 
     @property
-    def size(self) -> int:
+    def size(self) -> int | None:
+        if self.upstream is not None:
+            return self.upstream.size
         return len(self.blob) if self.blob is not None else len(self.text.encode())
 
 
@@ -99,6 +127,7 @@ class TemplateDef:
     annotations: dict[str, Any]
     icons: list[dict[str, Any]]
     meta: dict[str, Any]
+    upstream: UpstreamRef | None = None
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ lives as long as the process (Daphne's drain closes them); code that runs on a l
 moment (`async_to_sync` in a management command) awaits `close_all()` before that loop ends.
 """
 
-from mcp_app.federation.client import call_tool, discover
+from mcp_app.federation.client import call_tool, complete, discover, get_prompt, read_resource
 from mcp_app.federation.errors import UpstreamBusy, UpstreamError, UpstreamUnavailable
 from mcp_app.federation.pool import close_all
 from mcp_app.federation.questions import Asking, Round
@@ -26,5 +26,8 @@ __all__ = [
     "UpstreamUnavailable",
     "call_tool",
     "close_all",
+    "complete",
     "discover",
+    "get_prompt",
+    "read_resource",
 ]

@@ -1,4 +1,5 @@
-"""Talk to an upstream MCP server with the official SDK client: `discover` what it offers, `call_tool`.
+"""Talk to an upstream MCP server with the official SDK client: `discover` what it offers, `call_tool`,
+`get_prompt`, `read_resource` and `complete`.
 
 Every exchange goes through the pool (a legacy upstream's session is reused; a 2026-07-28 upstream
 has none, its client and HTTP connections are kept), the breaker (an upstream that keeps failing is
@@ -245,6 +246,43 @@ async def _call_once(
         raise stopped.cause from None
     finally:
         questions.CURRENT.reset(token)
+
+
+async def _request(target: Target, request: Any, result_type: Any, what: str) -> dict[str, Any]:
+    """One request of ``result_type`` upstream (a prompt, a read, a completion), its result as a wire dict.
+
+    Through ``_exchange``, so the pool, the breaker, the deadline and the health count it as a call.
+    An upstream that asks our client something meanwhile is told no one can answer (questions.py).
+    """
+    state = CallState()
+
+    async def body(client: Any) -> Any:
+        return await client.session.send_request(request, result_type)
+
+    return _wire(await _exchange(target, state, body, what))
+
+
+async def get_prompt(target: Target, name: str, arguments: dict[str, str]) -> dict[str, Any]:
+    """prompts/get of ``name`` upstream: its GetPromptResult (description, messages) as a wire dict."""
+    params = types.GetPromptRequestParams(name=name, arguments=arguments or None)
+    return await _request(target, types.GetPromptRequest(params=params), types.GetPromptResult, "prompt")
+
+
+async def read_resource(target: Target, uri: str) -> dict[str, Any]:
+    """resources/read of ``uri`` upstream: its ReadResourceResult (contents) as a wire dict."""
+    params = types.ReadResourceRequestParams(uri=uri)
+    return await _request(target, types.ReadResourceRequest(params=params), types.ReadResourceResult, "read")
+
+
+async def complete(
+    target: Target, ref: dict[str, Any], argument: dict[str, str], context: dict[str, str] | None
+) -> dict[str, Any]:
+    """completion/complete upstream for a prompt's argument or a template's variable (``ref`` as on the wire)."""
+    params = types.CompleteRequestParams.model_validate(
+        {"ref": ref, "argument": argument, **({"context": {"arguments": context}} if context else {})}
+    )
+    request = types.CompleteRequest(params=params)
+    return await _request(target, request, types.CompleteResult, "completion")
 
 
 def _page(cursor: str | None) -> types.PaginatedRequestParams | None:

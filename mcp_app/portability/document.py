@@ -53,7 +53,10 @@ KINDS: tuple[Kind, ...] = (
         "upstreams",
         Upstream,
         "name",
-        ("name", "url", "transport", "prefix", "mode", "timeout_seconds", "enabled", "publish_new"),
+        (
+            "name", "url", "transport", "prefix", "mode", "timeout_seconds", "enabled", "publish_new",
+            "publish_prompts", "publish_resources",
+        ),  # fmt: skip
     ),
     Kind(
         "tools",
@@ -109,6 +112,8 @@ NOT_CARRIED = frozenset(
     {
         "id", "tenant", "updated_at", "handler_secrets", "secret_headers", "last_protocol_version",
         "last_server_info", "last_capabilities", "last_synced_at", "last_error",
+        # An upstream's prompts and resources as offered and pinned: the first sync after an import pins (AMB-194).
+        "offered_extras", "pinned_extras",
     }
 )  # fmt: skip
 SETTINGS_FIELDS = (

@@ -19,6 +19,7 @@ from typing import Any
 from mcp_app import catalog as catalogs
 from mcp_app.core.context import RequestContext
 from mcp_app.core.versions import V2025_06_18
+from mcp_app.protocol import upstream_extras
 from mcp_app.protocol.jsonrpc import InvalidParams, truncate
 from mcp_app.protocol.uritemplates import variable_names
 
@@ -76,6 +77,8 @@ async def handle_complete(ctx: RequestContext, params: dict[str, Any]) -> dict[s
         declared = {a.get("name"): a for a in prompt.arguments if isinstance(a, dict)}
         if name not in declared:
             raise InvalidParams(truncate(f"Prompt {prompt.name!r} has no argument {name!r}.", 300))
+        if prompt.upstream is not None:
+            return await upstream_extras.complete(ctx, prompt.upstream, ref, argument, context)
         config = declared[name].get("completions")
     elif ref["type"] == "ref/resource":
         uri = ref.get("uri")
@@ -86,6 +89,8 @@ async def handle_complete(ctx: RequestContext, params: dict[str, Any]) -> dict[s
             raise InvalidParams(
                 truncate(f"Template {template.uri_template!r} has no variable {name!r}.", 300)
             )
+        if template.upstream is not None:
+            return await upstream_extras.complete(ctx, template.upstream, ref, argument, context)
         config = template.completions.get(name)
     else:
         raise InvalidParams(truncate(f"Unknown reference type: {ref['type']}", 200))

@@ -16,7 +16,7 @@ from mcp_app.content.blocks import render_blocks
 from mcp_app.core.context import RequestContext, resources_of
 from mcp_app.core.errors import HandlerError
 from mcp_app.core.types import PromptDef
-from mcp_app.protocol import asking, shaping
+from mcp_app.protocol import asking, shaping, upstream_extras
 from mcp_app.protocol.jsonrpc import InternalError, InvalidParams, truncate
 from mcp_app.protocol.pagination import paginate, with_cursor
 
@@ -121,6 +121,14 @@ async def handle_get(ctx: RequestContext, params: dict[str, Any]) -> dict[str, A
     if prompt is None:
         raise InvalidParams(truncate(f"Unknown prompt: {name}", 200))
     arguments = _arguments(params.get("arguments"))
+    if prompt.upstream is not None:
+        result = await upstream_extras.get_prompt(ctx, prompt.upstream, arguments)
+        messages = [
+            shaping.prompt_message(m, ctx.protocol_version)
+            for m in result["messages"]
+            if m.get("role") in ROLES
+        ]
+        return {**result, "messages": messages}
     ctx = dataclasses.replace(ctx, resources=resources_of(catalog.resources_by_uri))
 
     async def render(ctx: RequestContext) -> dict[str, Any]:

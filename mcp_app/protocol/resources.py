@@ -12,7 +12,7 @@ from mcp_app.core.errors import HandlerError
 from mcp_app.core.types import Catalog, ResourceDef, TemplateDef
 from mcp_app.core.versions import is_modern
 from mcp_app.handlers import registry
-from mcp_app.protocol import asking, shaping, uritemplates
+from mcp_app.protocol import asking, shaping, upstream_extras, uritemplates
 from mcp_app.protocol.jsonrpc import InternalError, InvalidParams, JsonRpcError, ResourceNotFound, truncate
 from mcp_app.protocol.pagination import paginate, with_cursor
 
@@ -56,11 +56,26 @@ def not_found(ctx: RequestContext, uri: str) -> JsonRpcError:
 
 
 def find_template(catalog: Catalog, uri: str) -> tuple[TemplateDef, dict[str, str]] | None:
-    """The first template (in uriTemplate order) that `uri` expands, with its variables."""
-    for template in catalog.templates:
-        variables = uritemplates.match(template.uri_template, uri)
-        if variables is not None:
-            return template, variables
+    """The first template (in uriTemplate order) that `uri` expands, with its variables; the tenant's
+    own templates before those published from upstream servers (they win a collision: AMB-191)."""
+    for upstream in (False, True):
+        for template in catalog.templates:
+            if (template.upstream is not None) != upstream:
+                continue
+            variables = uritemplates.match(template.uri_template, uri)
+            if variables is not None:
+                return template, variables
+    return None
+
+
+def served_upstream(catalog: Catalog, uri: str) -> str | None:
+    """The name of the upstream server that serves ``uri`` (a resource or a template's expansion), if one does."""
+    resource = catalog.resources_by_uri.get(uri)
+    if resource is not None:
+        return resource.upstream.name if resource.upstream is not None else None
+    found = find_template(catalog, uri)
+    if found is not None and found[0].upstream is not None:
+        return found[0].upstream.name
     return None
 
 
@@ -90,13 +105,19 @@ async def handle_read(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
     uri = _uri(params)
     catalog = await catalogs.get_catalog(ctx.tenant.id)
     resource = catalog.resources_by_uri.get(uri)
-    if resource is not None:
+    if resource is not None and resource.upstream is not None:
+        contents = await upstream_extras.read(ctx, resource.upstream, uri, not_found(ctx, uri))
+    elif resource is not None:
         contents = [resource_contents(resource)]
     else:
         found = find_template(catalog, uri)
         if found is None:
             raise not_found(ctx, uri)
         template, variables = found
+        if template.upstream is not None:
+            contents = await upstream_extras.read(ctx, template.upstream, uri, not_found(ctx, uri))
+            shaped = [shaping.resource_contents(c, ctx.protocol_version) for c in contents]
+            return {"contents": shaped}
 
         async def read(ctx: RequestContext) -> dict[str, Any]:
             try:
@@ -120,6 +141,18 @@ async def handle_subscribe(ctx: RequestContext, params: dict[str, Any]) -> dict[
     catalog = await catalogs.get_catalog(ctx.tenant.id)
     if uri not in catalog.resources_by_uri and find_template(catalog, uri) is None:
         raise not_found(ctx, uri)
+    upstream = served_upstream(catalog, uri)
+    if upstream is not None:
+        # Its changes would have to be heard upstream and relayed per session: not done, so not accepted
+        # (a subscription that never hears anything would be worse than a refusal: AMB-193).
+        raise InvalidParams(
+            truncate(
+                f"Resource {uri} is served by upstream server {upstream!r}: subscribing to it is not "
+                "supported (its updates are not relayed); read it again instead.",
+                MAX_ECHOED_URI + 200,
+            ),
+            data={"uri": truncate(uri, MAX_ECHOED_URI)},
+        )
     session = ctx.session
     if session is not None and uri not in session.subscriptions:
         if len(session.subscriptions) >= MAX_SUBSCRIPTIONS:

@@ -206,11 +206,12 @@ def upstream_pre_save(sender: type, instance: Upstream, raw: bool = False, **kwa
     if raw:
         return
     previous = (
-        Upstream.objects.filter(pk=instance.pk).values_list("name", flat=True).first()
+        Upstream.objects.filter(pk=instance.pk).values("name", "publish_prompts", "publish_resources").first()
         if instance.pk
         else None
     )
-    instance._mcp_previous_name = previous
+    instance._mcp_previous_name = previous["name"] if previous else None
+    instance._mcp_previous_switches = previous or {}
 
 
 @receiver(post_save, sender=Upstream, dispatch_uid="mcp_upstream_post_save")
@@ -227,6 +228,11 @@ def upstream_saved(
             tool.handler_config = {**tool.handler_config, "upstream": instance.name}
             tool.save(update_fields=["handler_config", "updated_at"])
     queue_change(instance.tenant_id, "tools", (), using)
+    # Its published prompts, resources and templates (AMB-190) are served from the row itself.
+    was = getattr(instance, "_mcp_previous_switches", {})
+    for switch, kind in (("publish_prompts", "prompts"), ("publish_resources", "resources")):
+        if getattr(instance, switch) or was.get(switch):
+            queue_change(instance.tenant_id, kind, (), using)
 
 
 @receiver(pre_delete, sender=Upstream, dispatch_uid="mcp_upstream_pre_delete")
@@ -235,3 +241,6 @@ def upstream_deleting(sender: type, instance: Upstream, using: str = "default", 
     for tool in _tools_of(instance, instance.name):
         tool.delete()
     queue_change(instance.tenant_id, "tools", (), using)
+    for switch, kind in (("publish_prompts", "prompts"), ("publish_resources", "resources")):
+        if getattr(instance, switch):
+            queue_change(instance.tenant_id, kind, (), using)

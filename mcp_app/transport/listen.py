@@ -24,7 +24,7 @@ from mcp_app.core.versions import META_SUBSCRIPTION_ID
 from mcp_app.infra import notify
 from mcp_app.protocol import tasks
 from mcp_app.protocol.jsonrpc import INVALID_PARAMS, RequestId, notification, response
-from mcp_app.protocol.resources import find_template
+from mcp_app.protocol.resources import find_template, served_upstream
 from mcp_app.transport import auth, sse
 from mcp_app.transport.envelope import Envelope
 from mcp_app.transport.wire import HttpError
@@ -83,7 +83,9 @@ def honoured(wanted: dict[str, Any], definitions: Catalog, caller: Caller) -> di
     uris = [
         uri
         for uri in dict.fromkeys(wanted.get("resourceSubscriptions", []))
-        if uri in definitions.resources_by_uri or find_template(definitions, uri) is not None
+        if (uri in definitions.resources_by_uri or find_template(definitions, uri) is not None)
+        # An upstream server's resource is not acknowledged: its updates are not relayed (AMB-193).
+        and served_upstream(definitions, uri) is None
     ]
     if uris:
         agreed["resourceSubscriptions"] = uris

@@ -32,8 +32,17 @@ upstream_name_validator = RegexValidator(
 # The longest a call to an upstream may take before it is abandoned (the federation's per-call timeout).
 UPSTREAM_TIMEOUT_MAX_SECONDS = 600
 
-# The remote definition's fields an owner reviews before they reach clients.
-REVIEWED_FIELDS = ("title", "description", "inputSchema", "outputSchema", "annotations")
+# The remote definition's fields an owner reviews before they reach clients (`_meta`: an MCP Apps
+# tool's UI resource and the UI's permissions are there).
+REVIEWED_FIELDS = ("title", "description", "inputSchema", "outputSchema", "annotations", "_meta")
+
+# An upstream's prompts, resources and resource templates, by the switch that publishes them and the
+# key of the list in `offered_extras` / `pinned_extras` (the wire's list names) (AMB-190).
+EXTRA_KINDS = {"publish_prompts": ("prompts",), "publish_resources": ("resources", "resourceTemplates")}
+# What names an item of each list (the key a review and the catalog match items by).
+EXTRA_KEYS = {"prompts": "name", "resources": "uri", "resourceTemplates": "uriTemplate"}
+# Fields of an item that change without its definition changing: not reviewed, not compared.
+UNREVIEWED_EXTRA_FIELDS = ("size",)
 
 
 class UpstreamMode(models.TextChoices):
@@ -87,6 +96,22 @@ class Upstream(models.Model):
         default=False,
         help_text="Publish tools the upstream adds automatically. Off: they wait, unpublished, for an owner.",
     )
+    publish_prompts = models.BooleanField(
+        default=False,
+        help_text="Publish the upstream's prompts under the prefix. Their definitions are pinned: a change "
+        "the upstream makes waits for an owner's review.",
+    )
+    publish_resources = models.BooleanField(
+        default=False,
+        help_text="Publish the upstream's resources and resource templates, their URIs as "
+        "scheme://<prefix>/… (pinned, as prompts are).",
+    )
+    # What the upstream offered of prompts, resources and templates at the last sync (wire dicts, lists
+    # keyed as EXTRA_KEYS); status, written by an update as the other last_* fields are.
+    offered_extras = models.JSONField(default=dict, blank=True, editable=False)
+    # What clients are served: the lists an owner published or last accepted; a kind is present only
+    # while its switch is on (AMB-190).
+    pinned_extras = models.JSONField(default=dict, blank=True, editable=False)
     # What the upstream said the last time it was asked (sync, Test connection).
     last_protocol_version = models.CharField(max_length=20, blank=True, editable=False)
     last_server_info = models.JSONField(default=dict, blank=True, editable=False)
@@ -106,6 +131,7 @@ class Upstream(models.Model):
             "last_capabilities",
             "last_synced_at",
             "last_error",
+            "offered_extras",
         ]
     )
 
@@ -118,11 +144,52 @@ class Upstream(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        self.pin_published()
+        if kwargs.get("update_fields") is not None:
+            kwargs["update_fields"] = {*kwargs["update_fields"], "pinned_extras"}
+        super().save(*args, **kwargs)
+
     def clean(self) -> None:
         if self._state.adding and self.tenant_id is not None:
             cap = settings.MCP_UPSTREAMS_PER_TENANT
             if Upstream.objects.filter(tenant_id=self.tenant_id).count() >= cap:
                 raise ValidationError(too_many_upstreams(cap))
+
+    def pin_published(self) -> bool:
+        """Match the pins to the switches: a kind turned on pins what was offered (once something was);
+        a kind turned off drops its pin. Whether the pins changed.
+
+        Here, so the admin's form, the API, an import and the sync all pin the same way.
+        """
+        pinned = dict(self.pinned_extras or {})
+        offered = self.offered_extras or {}
+        for switch, kinds in EXTRA_KINDS.items():
+            for kind in kinds:
+                if not getattr(self, switch):
+                    pinned.pop(kind, None)
+                elif kind not in pinned and isinstance(offered.get(kind), list):
+                    pinned[kind] = offered[kind]
+        changed = pinned != (self.pinned_extras or {})
+        self.pinned_extras = pinned
+        return changed
+
+    def extras_pending(self) -> dict[str, list[str]]:
+        """Per published kind, the items (by name or URI) the upstream now offers otherwise than pinned."""
+        pending: dict[str, list[str]] = {}
+        offered = self.offered_extras or {}
+        for kind, pinned in (self.pinned_extras or {}).items():
+            if not isinstance(offered.get(kind), list):
+                continue  # not offered since it was pinned (a sync failed, or never ran): nothing to say
+            old, new = extras_by_key(kind, pinned), extras_by_key(kind, offered[kind])
+            changed = [
+                key
+                for key in sorted(old.keys() | new.keys())
+                if comparable_extra(old.get(key)) != comparable_extra(new.get(key))
+            ]
+            if changed:
+                pending[kind] = changed
+        return pending
 
 
 def too_many_upstreams(cap: int) -> str:
@@ -249,6 +316,20 @@ class UpstreamCircuit(models.Model):
 
     def __str__(self) -> str:
         return f"{self.upstream_id} {self.process}: {self.state}"
+
+
+def extras_by_key(kind: str, items: Any) -> dict[str, dict[str, Any]]:
+    """A list of prompts, resources or templates keyed by what names each (malformed items left out)."""
+    key = EXTRA_KEYS[kind]
+    if not isinstance(items, list):
+        return {}
+    return {item[key]: item for item in items if isinstance(item, dict) and isinstance(item.get(key), str)}
+
+
+def comparable_extra(item: Any) -> Any:
+    if not isinstance(item, dict):
+        return item
+    return {k: v for k, v in item.items() if k not in UNREVIEWED_EXTRA_FIELDS}
 
 
 def _comparable(definition: Any) -> Any:

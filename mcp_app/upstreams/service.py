@@ -14,8 +14,7 @@ a request.
 from __future__ import annotations
 
 import copy
-import difflib
-import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +27,7 @@ from mcp_app import federation
 from mcp_app.handlers import secrets
 from mcp_app.models import Tool, Upstream, UpstreamTool
 from mcp_app.upstream_rows.models import REVIEWED_FIELDS
+from mcp_app.upstreams import extras
 
 # A published tool's own timeout leaves the federation's per-call timeout room to answer first, so
 # the client reads "the upstream did not answer in N s" rather than a bare timeout.
@@ -39,7 +39,17 @@ TOOL_FIELDS = {
     "inputSchema": "input_schema",
     "outputSchema": "output_schema",
     "annotations": "annotations",
+    "_meta": "meta",
 }
+# `_meta` keys a Tool row may hold (content/fields.schema.json's `meta`): the others (a prefix MCP
+# reserves, a malformed key) are the upstream's protocol business, and would make the tool unsavable.
+_META_KEY = re.compile(
+    r"^(?:[A-Za-z](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*/)?"
+    r"(?:[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)?$"
+)
+_RESERVED_META = re.compile(
+    r"^(?:[A-Za-z0-9-]+\.)*(?:modelcontextprotocol|mcp)\.[A-Za-z0-9-]+/", re.IGNORECASE
+)
 
 
 class UpstreamProblem(Exception):
@@ -117,6 +127,7 @@ def sync(upstream: Upstream) -> SyncReport:
     offering = discover(upstream)
     report = apply_offering(upstream, offering.tools)
     _record(upstream, last_synced_at=timezone.now())
+    extras.record_offered(upstream, offering)
     return report
 
 
@@ -202,6 +213,7 @@ def _adopt(row: UpstreamTool, tool: Tool) -> None:
             "inputSchema": tool.input_schema,
             "outputSchema": tool.output_schema,
             "annotations": tool.annotations or None,
+            "_meta": tool.meta or None,
         }
     row.tool = tool
     row.save(update_fields=["tool", "pinned"])
@@ -246,6 +258,19 @@ def _derived(definition: dict[str, Any], fixed: dict[str, Any], defaults: dict[s
         "input_schema": published_schema(definition.get("inputSchema"), fixed, defaults),
         "output_schema": definition.get("outputSchema") or None,
         "annotations": definition.get("annotations") or {},
+        "meta": _tool_meta(definition.get("_meta")),
+    }
+
+
+def _tool_meta(meta: Any) -> dict[str, Any]:
+    """The remote `_meta` a published tool keeps (an MCP Apps UI resource URI stays the remote one: the
+    catalog publishes it under the current prefix, core/upstream_uris.py)."""
+    if not isinstance(meta, dict):
+        return {}
+    return {
+        key: value
+        for key, value in meta.items()
+        if isinstance(key, str) and key and _META_KEY.match(key) and not _RESERVED_META.match(key)
     }
 
 
@@ -348,20 +373,6 @@ def unpublish(row: UpstreamTool, user: Any = None) -> None:
         tool.delete()
 
 
-def _lines(old: Any, new: Any) -> list[tuple[str, str]]:
-    before = (
-        json.dumps(old, indent=2, sort_keys=True, ensure_ascii=False) if not isinstance(old, str) else old
-    )
-    after = json.dumps(new, indent=2, sort_keys=True, ensure_ascii=False) if not isinstance(new, str) else new
-    if "\n" not in before and "\n" not in after:
-        return [(kind, text) for kind, text in (("-", before), ("+", after)) if text]
-    out = []
-    for line in difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=3):
-        if not line.startswith(("---", "+++")):
-            out.append(("@", line) if line.startswith("@@") else (line[:1] or " ", line[1:]))
-    return out
-
-
 def diff(row: UpstreamTool) -> list[FieldDiff]:
     """The reviewed fields whose offered value differs from the pinned one (empty: nothing to review)."""
     if row.pinned is None:
@@ -374,7 +385,7 @@ def diff(row: UpstreamTool) -> list[FieldDiff]:
         if old == new:
             continue
         overridden = tool is not None and getattr(tool, TOOL_FIELDS[key]) != derived[TOOL_FIELDS[key]]
-        out.append(FieldDiff(key, old, new, _lines(old or "", new or ""), overridden))
+        out.append(FieldDiff(key, old, new, extras.lines(old or "", new or ""), overridden))
     return out
 
 

@@ -23,6 +23,7 @@ async def test_discover_reports_the_era_identity_and_every_tool(upstream, era):
     assert names == [
         "echo", "add", "slow_count", "fail", "hang", "shout", "regional", "redescribe",
         "ask_name", "summarize", "list_roots", "ask_then_sample", "ask_forever", "retool",
+        "show_card", "redescribe_prompt",
     ]  # fmt: skip
     add = next(tool for tool in offering.tools if tool["name"] == "add")
     assert add["inputSchema"]["required"] == ["a", "b"]

@@ -153,3 +153,21 @@ def test_a_document_that_would_pass_the_upstream_cap_is_refused_whole(tenant_a, 
     assert Upstream.objects.filter(tenant=tenant_a).count() == 1
     import_document(tenant_a, {**HEADER, "upstreams": entries[:1]})  # within the cap
     assert Upstream.objects.filter(tenant=tenant_a).count() == 2
+
+
+def test_the_prompt_and_resource_switches_travel_and_the_first_sync_after_an_import_pins(federating) -> None:
+    upstream = Upstream.objects.get(tenant=federating)
+    upstream.publish_prompts = True
+    upstream.save()
+    document = loads(dumps(export_tenant(federating), "json"))
+    [entry] = document["upstreams"]
+    assert entry["publish_prompts"] is True and "publish_resources" not in entry  # off: the default
+    copy = Tenant.objects.create(slug="copy", name="Copy", auth_mode="public")
+    import_document(copy, document)
+    imported = Upstream.objects.get(tenant=copy)
+    assert imported.publish_prompts and not imported.publish_resources and imported.pinned_extras == {}
+    imported.secret_headers = encrypt_secrets({"Authorization": f"Bearer {BEARER}"})
+    imported.save()
+    with wall.tenant(copy.id):
+        service.sync(imported)
+    assert [p["name"] for p in Upstream.objects.get(pk=imported.pk).pinned_extras["prompts"]] == ["greet"]

@@ -46,6 +46,24 @@ def redescribe(server: UpstreamServer, tool: str, description: str, bearer: str 
     assert result["content"][0]["text"] == "changed"
 
 
+def redescribe_prompt(server: UpstreamServer, prompt: str, description: str, bearer: str = "") -> None:
+    """Make the upstream change one of its prompts' descriptions (its `redescribe_prompt` tool)."""
+    headers = (("Authorization", f"Bearer {bearer}"),) if bearer else ()
+    target = federation.Target(
+        tenant_id=0, upstream_id=server.port, url=server.url, headers=headers, mode="legacy"
+    )
+
+    async def call() -> dict:
+        try:
+            return await federation.call_tool(
+                target, "redescribe_prompt", {"prompt": prompt, "description": description}
+            )
+        finally:
+            await federation.close_all()
+
+    assert async_to_sync(call)()["content"][0]["text"] == "changed"
+
+
 def call_row(row: Upstream, tool: str, arguments: dict) -> dict | federation.UpstreamError:
     """Call ``tool`` on the upstream of ``row`` as its published tools do (keyed by the row), from sync code;
     the result, or the UpstreamError it failed with. The call's connections are closed before it returns."""

@@ -27,6 +27,11 @@ then a sampling question built from its answer: two rounds on 2026-07-28), and `
 2026-07-28, an InputRequiredResult every round). Each run that reaches its body is recorded in
 `completed` under its tool's name.
 `retool` adds a tool, or removes one, and announces list_changed (the fan-in tests).
+Prompts, resources and templates (issue 22's publication of them): the prompt `greet` (an argument
+`name`, completed from a fixed list; its messages are a text and an embedded `docs://readme`),
+the static `docs://readme` (text), the template `docs://pages/{page}` (`page` completed too), the MCP
+Apps UI resource `ui://widgets/card.html` and the tool `show_card` whose `_meta.ui.resourceUri` (and
+the older `ui/resourceUri`) names it; `redescribe_prompt` changes a prompt's description.
 A legacy session is told `listChanged` in its capabilities, and every open legacy session (on its GET
 stream) hears a list change, as a 2026-07-28 listener does: a watcher's session is not the caller's.
 """
@@ -51,13 +56,17 @@ from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.mcpserver import Context, Elicit, ListRoots, MCPServer, Resolve, Sample
 from mcp_types import (
     CallToolResult,
+    Completion,
     CreateMessageResult,
+    EmbeddedResource,
     InputRequiredResult,
     ListRootsRequest,
     ListRootsResult,
     NotificationParams,
+    PromptReference,
     SamplingMessage,
     TextContent,
+    TextResourceContents,
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field
@@ -69,6 +78,10 @@ MODULE = "tests.upstreams.servers"
 START_SECONDS = 20.0
 STOP_SECONDS = 10.0
 STATS_PATH = "/_stats"
+README_TEXT = "The upstream's readme."
+CARD_URI = "ui://widgets/card.html"
+CARD_HTML = "<html><body>card</body></html>"
+NAMES = ("Ada", "Alan", "Grace")
 MCP_PATH = "/mcp"
 SSE_PATH = "/sse"
 MESSAGE_PATH = "/messages/"
@@ -305,7 +318,57 @@ def build_server(stats: Stats) -> MCPServer:
         await tell_sessions(ctx)
         return "done"
 
+    _extras(server)
     return server
+
+
+def _extras(server: MCPServer) -> None:
+    """Prompts, resources, a template, an MCP Apps UI resource and the tool that names it, completions."""
+
+    @server.prompt(name="greet", title="Greeting", description="Greet someone, with the readme attached.")
+    def greet(name: str) -> list[dict[str, Any]]:
+        """A text message and the readme as an embedded resource."""
+        readme = EmbeddedResource(
+            type="resource", resource=TextResourceContents(uri="docs://readme", text=README_TEXT)
+        )
+        return [
+            {"role": "user", "content": TextContent(type="text", text=f"Say hello to {name}.")},
+            {"role": "user", "content": readme},
+        ]
+
+    @server.resource("docs://readme", name="readme", description="The readme.", mime_type="text/plain")
+    def readme() -> str:
+        return README_TEXT
+
+    @server.resource("docs://pages/{page}", name="page", description="A page by name.", mime_type="text/plain")
+    def page(page: str) -> str:
+        return f"Page {page}."
+
+    app_meta = {"ui": {"prefersBorder": True}}
+
+    @server.resource(CARD_URI, name="card", mime_type="text/html;profile=mcp-app", meta=app_meta)
+    def card() -> str:
+        return CARD_HTML
+
+    ui_meta = {"ui": {"resourceUri": CARD_URI}, "ui/resourceUri": CARD_URI}
+
+    @server.tool(name="show_card", description="Show a card (an MCP Apps UI).", meta=ui_meta)
+    def show_card() -> str:
+        return "card shown"
+
+    @server.tool(name="redescribe_prompt", description="Change a prompt's description; announce list_changed.")
+    async def redescribe_prompt(prompt: str, description: str, ctx: Context) -> str:
+        target = server._prompt_manager.get_prompt(prompt)
+        if target is None:
+            return f"no prompt {prompt}"
+        target.description = description
+        await ctx.notify_prompts_changed()
+        return "changed"
+
+    @server.completion()
+    async def complete(ref: Any, argument: Any, context: Any) -> Completion:
+        values = NAMES if isinstance(ref, PromptReference) else ("intro", "install", "usage")
+        return Completion(values=[v for v in values if v.lower().startswith(argument.value.lower())])
 
 
 def _json_reply(status: int, body: Any, headers: list[tuple[bytes, bytes]] | None = None) -> tuple:
