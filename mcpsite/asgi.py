@@ -16,6 +16,7 @@ from mcp_app.transport.daphne_tuning import (  # noqa: E402
     disable_form_parsing,
     drain_before_shutdown,
     freeze_startup_heap,
+    reap_finished_requests_at_once,
     redact_access_log,
     watch_upstreams_when_serving,
 )
@@ -25,6 +26,7 @@ from mcp_app.transport.routing import urlpatterns as mcp_urlpatterns  # noqa: E4
 disable_form_parsing()  # Daphne hands bodies over raw; Twisted's form parsing is pure cost
 redact_access_log()  # a token a client put in the URL never reaches the access log
 drain_before_shutdown()  # SIGTERM: stop listening, finish calls in flight, end streams (streams/drain.py)
+reap_finished_requests_at_once()  # a finished request is not kept for Daphne's once-a-second sweep
 watch_upstreams_when_serving()  # listen to upstreams' list changes while serving (upstreams/watch.py)
 render_pool.warm()  # the first large template must not wait for the render processes' Django start-up
 

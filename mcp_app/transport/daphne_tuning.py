@@ -98,6 +98,59 @@ def drain_before_shutdown() -> bool:
     return True
 
 
+def reap_finished_requests_at_once() -> bool:
+    """Make Daphne forget a request as soon as its application has finished and its response is written,
+    not at its once-a-second sweep (`Server.application_checker`); False where Daphne does not serve.
+
+    Each request's protocol object, application task, queue and consumer used to live until the sweep,
+    so every collection of the young generations meanwhile promoted them, and a full collection ran
+    about once a second, scanning every long-lived object for 10-20 ms (measured with a gc callback
+    under one client on the 2026-07-28 wire: 7 full and 81 middle collections over 6,000 calls, the
+    full ones the p99.9 and the middle ones, 1.1-1.8 ms each, the p99). An application that ended in
+    an exception, or one still running, is left to the sweep, which logs the one and times out the
+    other as before.
+    """
+    daphne_server = sys.modules.get("daphne.server")
+    if daphne_server is None:
+        return False
+    server = daphne_server.Server
+    create, disconnected = server.create_application, server.protocol_disconnected
+    if getattr(create, "_mcp_reaps", False):
+        return True
+
+    @functools.wraps(create)
+    def create_application(self: Any, protocol: Any, scope: Any) -> Any:
+        queue = create(self, protocol, scope)
+        instance = self.connections.get(protocol, {}).get("application_instance")
+        if instance is not None:
+            instance.add_done_callback(lambda _done: _reap(self, protocol))
+        return queue
+
+    @functools.wraps(disconnected)
+    def protocol_disconnected(self: Any, protocol: Any) -> None:
+        disconnected(self, protocol)
+        _reap(self, protocol)
+
+    create_application._mcp_reaps = True  # type: ignore[attr-defined]
+    server.create_application = create_application
+    server.protocol_disconnected = protocol_disconnected
+    return True
+
+
+def _reap(server: Any, protocol: Any) -> None:
+    """What the sweep does for a request whose application finished cleanly, done now."""
+    details = server.connections.get(protocol)
+    if details is None:
+        return
+    instance = details.get("application_instance")
+    if instance is not None:
+        if not instance.done() or (not instance.cancelled() and instance.exception() is not None):
+            return
+        del details["application_instance"]
+    if "disconnected" in details:
+        del server.connections[protocol]
+
+
 def watch_upstreams_when_serving() -> bool:
     """Start this process's upstream watcher once Daphne's loop runs (AMB-180); False where Daphne does
     not serve (uvicorn starts it from the ASGI lifespan instead: transport/lifespan.py)."""
