@@ -1,6 +1,7 @@
-"""Serving-process tuning: Twisted's form parsing switched off, the startup heap frozen, a graceful
-drain before Daphne's shutdown (streams/drain.py), secrets kept out of Daphne's access log, and the
-upstream watcher started with the reactor (upstreams/watch.py; Daphne sends no ASGI lifespan).
+"""Serving-process tuning: Twisted's form parsing switched off, the startup heap frozen, finished requests
+forgotten at once (AMB-196), a graceful drain before Daphne's shutdown (streams/drain.py), secrets kept
+out of Daphne's access log, and the upstream watcher started with the reactor (upstreams/watch.py;
+Daphne sends no ASGI lifespan).
 
 Form parsing:
 
