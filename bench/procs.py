@@ -158,6 +158,7 @@ class Server:
                     await client.delete_session()
                 else:
                     await client.discover()
+                await self.settle()
                 return
             except (BenchError, OSError) as exc:
                 last = str(exc)
@@ -165,6 +166,18 @@ class Server:
                 await client.close()
             await asyncio.sleep(0.2)
         raise SystemExit(f"{self.label} not ready after {STARTUP_TIMEOUT}s: {last}\n{self.tail()}")
+
+    async def settle(self, idle_share: float = 0.05, window: float = 0.5, bound: float = 20.0) -> None:
+        """Wait (bounded) until the server and its children are idle: what a new process starts in the
+        background (Daphne's template render forkserver boots Django, ~2 s of CPU on the server's own
+        core, which its children inherit) must not be measured as the first phase's load."""
+        deadline = time.monotonic() + bound
+        while time.monotonic() < deadline:
+            before = _tree_cpu_seconds(self.pid)
+            await asyncio.sleep(window)
+            if _tree_cpu_seconds(self.pid) - before < idle_share * window:
+                return
+        log(f"{self.label}: still busy after {bound:g}s; measuring anyway")
 
     def tail(self, n: int = 4000) -> str:
         try:
@@ -189,6 +202,29 @@ class Server:
             if time.monotonic() - t0 > 2:  # a slow stop lengthens the run: say where the time went
                 log(f"{self.label}: stopping took {time.monotonic() - t0:.1f}s")
         self._log.close()
+
+
+def _tree_cpu_seconds(root: int) -> float:
+    """CPU seconds used so far by ``root`` and every live descendant (from /proc; Linux)."""
+    parents: dict[int, int] = {}
+    used: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry)] = int(fields[1])
+        used[int(entry)] = (int(fields[11]) + int(fields[12])) / tick
+    total, frontier = 0.0, [root]
+    while frontier:
+        pid = frontier.pop()
+        total += used.get(pid, 0.0)
+        frontier += [child for child, parent in parents.items() if parent == pid]
+    return total
 
 
 def with_db_name(url: str, name: str) -> str:

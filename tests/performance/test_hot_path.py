@@ -346,3 +346,32 @@ async def test_a_warm_legacy_tools_call_encodes_json_once_for_its_answer(tools_a
     # Redis holds the session as JSON and only decodes it. Nothing encodes it to compare.
     assert len(states) == (0 if redis_client.enabled() else 1), encoded
     assert len(encoded) == 2 + len(states), encoded
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+async def test_warm_calls_leave_no_reference_cycles_for_the_collector(tools_a, settings):
+    """What a call builds is freed by reference counting when it ends: a cycle (a closure naming itself
+    was one, on every legacy call) leaves the call's context, exchange and consumer to the collector,
+    whose young collections then ran every ~6 calls (AMB-196)."""
+    settings.REDIS_URL = os.environ["REDIS_URL"]
+    settings.MCP_CHANGE_TOKEN_SUBSCRIBER = True
+    client = Client()
+    await client.initialize(version="2025-11-25")
+    for _ in range(20):  # warm: the tenant, the catalog, the listeners, the session in memory
+        assert (await client.request("tools/call", ECHO)).status == 200
+        await modern_request("tools/call", ECHO)
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        for _ in range(50):
+            assert (await client.request("tools/call", ECHO)).status == 200
+            await modern_request("tools/call", ECHO)
+        gc.collect()
+        left = [type(thing).__qualname__ for thing in gc.garbage]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        await tokens.stop_listening()
+        await sessions.stop_listening()
+    assert len(left) < 20, sorted(set(left))  # 100 calls: not one cycle per call
