@@ -294,13 +294,8 @@ def _form_for_2025_06_18(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def session_asker(ctx: RequestContext) -> Any:
-    """Ask on the call's own stream and wait for the client's response POST, wherever it lands.
-
-    A partial of a module function, not a closure: a closure naming itself (a group asks through it)
-    is a reference cycle, and every legacy call builds one, so the collector, not the reference
-    count, had to free it with the context, the exchange and the consumer it held (~34 objects a
-    call, one young collection every ~6 calls).
-    """
+    """Ask on the call's own stream and wait for the client's response POST, wherever it lands."""
+    # Not a closure naming itself (a group asks through it): a cycle per legacy call (AMB-196).
     return functools.partial(_ask_on_stream, ctx)
 
 
