@@ -42,9 +42,14 @@ from tenants import wall
 
 logger = logging.getLogger(__name__)
 
-# Only tools are synced into our catalog; the upstream's prompts and resources are not, so their
-# changes would cost a discover and change nothing.
+# Tools are always synced into our catalog; prompts and resources only where the owner publishes them
+# (AMB-190): elsewhere their changes would cost a discover and change nothing.
 WATCHED_KINDS = ("tools",)
+
+
+def watched_kinds(publish_prompts: bool, publish_resources: bool) -> tuple[str, ...]:
+    """The lists whose changes an upstream's watch listens for."""
+    return WATCHED_KINDS + ("prompts",) * publish_prompts + ("resources",) * publish_resources
 # The first reconnection waits this long, each next one twice as long, up to MCP_UPSTREAM_WATCH_BACKOFF_SECONDS.
 FIRST_BACKOFF_SECONDS = 1.0
 # A connection that listened at least this long was good: its loss starts the delays over.
@@ -63,17 +68,19 @@ def backoff(failures: int) -> float:
     return delay * random.uniform(0.5, 1.0)
 
 
-def _announces_changes(capabilities: Any) -> bool:
+def _announces_changes(capabilities: Any, kinds: tuple[str, ...] = WATCHED_KINDS) -> bool:
     """Unknown capabilities (never synced) are worth one look; known ones must announce a watched kind."""
     if not isinstance(capabilities, dict) or not capabilities:
         return True
     return any(
-        isinstance(capabilities.get(kind), dict) and capabilities[kind].get("listChanged")
-        for kind in WATCHED_KINDS
+        isinstance(capabilities.get(kind), dict) and capabilities[kind].get("listChanged") for kind in kinds
     )
 
 
-CONNECTION_FIELDS = ("url", "mode", "transport", "secret_headers", "timeout_seconds")
+# What the watch's connection is made of, and what it listens for: an edit of any reconnects it.
+CONNECTION_FIELDS = (
+    "url", "mode", "transport", "secret_headers", "timeout_seconds", "publish_prompts", "publish_resources"
+)  # fmt: skip
 
 
 def candidates() -> dict[int, tuple[int, str]]:
@@ -89,14 +96,16 @@ def candidates() -> dict[int, tuple[int, str]]:
         return {
             pk: (tenant_id, hashlib.sha256(repr(connection).encode()).hexdigest())
             for pk, tenant_id, caps, *connection in rows
-            if _announces_changes(caps)
+            if _announces_changes(caps, watched_kinds(*connection[-2:]))
         }
 
 
-def _target(upstream_id: int, tenant_id: int) -> federation.Target | None:
+def _target(upstream_id: int, tenant_id: int) -> tuple[federation.Target, tuple[str, ...]] | None:
     with wall.tenant(tenant_id):
         row = Upstream.objects.filter(pk=upstream_id, enabled=True).first()
-        return service.target(row) if row is not None else None
+        if row is None:
+            return None
+        return service.target(row), watched_kinds(row.publish_prompts, row.publish_resources)
 
 
 def sync_upstream(upstream_id: int, tenant_id: int) -> service.SyncReport | None:
@@ -162,13 +171,14 @@ class Watch:
                 began = time.monotonic()
                 try:
                     # Read anew each time: an owner may have fixed the URL or the credentials meanwhile.
-                    target = await database_sync_to_async(_target)(self.upstream_id, self.tenant_id)
-                    if target is None:
+                    found = await database_sync_to_async(_target)(self.upstream_id, self.tenant_id)
+                    if found is None:
                         return  # disabled or deleted since the rescan
+                    target, kinds = found
                     await listening.watch(
                         target,
                         self.changed,
-                        kinds=WATCHED_KINDS,
+                        kinds=kinds,
                         ping_seconds=float(settings.MCP_UPSTREAM_WATCH_PING_SECONDS),
                         on_ready=self._ready,
                     )

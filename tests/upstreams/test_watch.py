@@ -19,7 +19,7 @@ from mcp import Client
 
 from mcp_app import federation
 from mcp_app.infra.lease import Lease
-from mcp_app.models import Tool, UpstreamTool
+from mcp_app.models import Tool, Upstream, UpstreamTool
 from mcp_app.upstreams import service, watch
 from tenants import wall
 from tenants.models import Tenant
@@ -131,6 +131,44 @@ async def test_list_changed_makes_one_sync_a_removed_tool_is_disabled_a_new_desc
     finally:
         await watcher.stop()
         await federation.close_all()
+
+
+@sync_to_async
+def extras_of(upstream_id: int, tenant_id: int) -> tuple[str, str]:
+    """The `greet` prompt's description as the upstream offers it now, and as it is pinned."""
+    with wall.tenant(tenant_id):
+        row = Upstream.objects.get(pk=upstream_id)
+
+    def described(extras: dict) -> str:
+        return next(p.get("description", "") for p in extras.get("prompts", []) if p.get("name") == "greet")
+
+    return described(row.offered_extras), described(row.pinned_extras)
+
+
+async def test_a_published_prompts_change_is_heard_and_synced_held_for_review(
+    modern_upstream: UpstreamServer, tenant_a: Tenant
+) -> None:
+    # A 2026-07-28 upstream announces prompt changes on subscriptions/listen (AMB-190: the watch listens
+    # for the prompts only where they are published).
+    row = await sync_to_async(make_upstream)(tenant_a, modern_upstream.url, publish_prompts=True)
+    await sync_to_async(lambda: wall_sync(row))()
+    watcher = watch.Watcher()
+    try:
+        found = await listening_watch(watcher, row.pk)
+        pinned_before = (await extras_of(row.pk, tenant_a.id))[1]
+        changed = f"Greet ({secrets.token_hex(3)})."
+        await control(modern_upstream, "redescribe_prompt", {"prompt": "greet", "description": changed})
+        assert await found.synced(2, WAIT)
+        offered, pinned = await extras_of(row.pk, tenant_a.id)
+        assert offered == changed and pinned == pinned_before  # waits for an owner's review
+    finally:
+        await watcher.stop()
+        await federation.close_all()
+
+
+def wall_sync(row: Upstream) -> None:
+    with wall.tenant(row.tenant_id):
+        service.sync(row)
 
 
 async def test_an_http_sse_upstreams_list_change_is_heard_on_its_session(
