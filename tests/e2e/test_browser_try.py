@@ -134,12 +134,20 @@ async def test_cancel_on_the_try_page_stops_a_background_run_on_its_worker(
     await page.get_by_role("button", name="Cancel the call").click()
     await expect(page.locator("#try-status")).to_have_text(re.compile(r"^Cancelled after"), timeout=PAGE_MS)
     await shots.take(page, "cancelled")
-    # The worker stopped it: the run is recorded cancelled, long before its 15 s would have ended.
+    # The worker stopped it: the run is recorded cancelled, long before its 15 s would have ended. The
+    # page says "Cancelled" once the cancel is sent; the worker records it a moment later: wait (8 s at
+    # most, so a run left going would still be "running" then).
     status = django_shell(
         server.env,
-        "from mcp_app.models import ToolRun\n"
-        "run = ToolRun.objects.filter(tool_name='count_in_background', session_id__startswith='admin-try-')"
-        ".order_by('-queued_at').first()\nprint('status:', run.status)\n",
+        "import time\nfrom mcp_app.models import ToolRun\n"
+        "deadline = time.monotonic() + 8\n"
+        "while True:\n"
+        "    run = ToolRun.objects.filter(tool_name='count_in_background', session_id__startswith='admin-try-')"
+        ".order_by('-queued_at').first()\n"
+        "    if run.status != 'running' or time.monotonic() > deadline:\n"
+        "        break\n"
+        "    time.sleep(0.1)\n"
+        "print('status:', run.status)\n",
     )
     assert "status: cancelled" in status, status
 
