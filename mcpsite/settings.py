@@ -228,8 +228,10 @@ DATABASES = {
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Daphne serves many requests concurrently from one thread pool: wait for locks
-    # instead of failing with "database is locked".
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+    # instead of failing with "database is locked". IMMEDIATE: a transaction takes the write lock
+    # when it begins, so it waits for it; a deferred one that read first and then wrote got "database
+    # is locked" at once, the timeout unused (an OAuth revocation beside calls, on ./bin/serve's SQLite).
+    DATABASES["default"].setdefault("OPTIONS", {}).update(timeout=20, transaction_mode="IMMEDIATE")
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 
 if DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql") and os.environ.get(
