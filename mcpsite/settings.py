@@ -580,6 +580,8 @@ MCP_CIMD_ALLOWED_HOSTS = _env_list("MCP_CIMD_ALLOWED_HOSTS", [])
 MCP_CIMD_DENIED_HOSTS = _env_list("MCP_CIMD_DENIED_HOSTS", [])
 MCP_CIMD_CA_BUNDLE = os.environ.get("MCP_CIMD_CA_BUNDLE") or None
 
+# Named as DOT's swappable models expect, so a model of ours can point at the Application (AMB-197).
+OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"
 OAUTH2_PROVIDER = {
     # DOT's audience check for its DRF integration: only the management API uses it, and only a
     # token whose audience is the API passes it (the MCP endpoints check theirs in mcp_app/oauth/tokens.py).
@@ -601,7 +603,8 @@ OAUTH2_PROVIDER = {
     # RFC 8252 §7.3 port flexibility for http://localhost too, as for 127.0.0.1 and [::1] (AMB-28).
     "ALLOW_LOCALHOST_LOOPBACK": True,
     "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
-    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
+    # client_credentials: service clients only (AMB-197); registration still offers the first two alone.
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token", "client_credentials"],
     "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": ["none", "client_secret_basic", "client_secret_post"],
     "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
     "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,

@@ -9,6 +9,7 @@ from django.core.validators import MaxValueValidator, RegexValidator
 from django.db import models
 from django.db.models import F
 from django.utils import timezone
+from oauth2_provider.settings import oauth2_settings
 
 
 class Role(models.TextChoices):
@@ -232,3 +233,30 @@ class Invitation(models.Model):
         if self.expires_at <= timezone.now():
             return self.Status.EXPIRED
         return self.Status.PENDING
+
+
+class ServiceClient(models.Model):
+    """A confidential OAuth client a tenant's owner made for a program with no browser (AMB-197).
+
+    It uses the client credentials grant at our token endpoint and gets tokens for this tenant's
+    endpoint only, acting as its application's user (a member: the token is refused the moment that
+    user stops being one) with at most ``scope``. The secret is shown once and stored hashed by
+    django-oauth-toolkit; deleting the row's application revokes the client and its tokens.
+    """
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="service_clients")
+    application = models.OneToOneField(
+        oauth2_settings.APPLICATION_MODEL, on_delete=models.CASCADE, related_name="service_client"
+    )
+    scope = models.CharField(
+        max_length=1000, help_text="The scopes its tokens may carry, space-separated (the most a token gets)."
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = TenantQuerySet.as_manager()
+
+    def __str__(self) -> str:
+        return f"{self.application.name} → {self.tenant}"

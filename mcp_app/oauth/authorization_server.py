@@ -41,6 +41,7 @@ class McpOAuthServer(Server):
         super().__init__(request_validator, *args, **kwargs)
         dot_compat.allow_only_s256(self.auth_grant)
         self.auth_grant.custom_validators.pre_auth.append(request_validator.validate_authorization_extras)
+        self.credentials_grant.custom_validators.post_token.append(request_validator.validate_service_client)
 
 
 class ServerMetadataView(OAuthServerMetadataView):

@@ -20,7 +20,7 @@ from oauthlib.common import Request
 from oauthlib.oauth2.rfc6749 import errors
 
 from mcp_app.models import Tool
-from mcp_app.oauth import resources, scopes, tokens
+from mcp_app.oauth import resources, scopes, service_clients, tokens
 from tenants import access, wall
 from tenants.models import AuthMode, Tenant
 
@@ -136,6 +136,8 @@ class McpOAuth2Validator(OAuth2Validator):
     ) -> bool:
         if len(scopes) > MAX_SCOPES or not all(SCOPE_TOKEN.match(scope) for scope in scopes):
             return False
+        if request.grant_type == service_clients.GRANT:
+            return True  # against the client's own tenant and scope: validate_service_client
         # Called only for authorization requests (the code, implicit and password flows; the last two are off).
         tenant = tenant_for_request(request)
         if tenant is None:
@@ -143,6 +145,22 @@ class McpOAuth2Validator(OAuth2Validator):
             # and the approval re-validates against the chosen one (AMB-24).
             return True
         return set(scopes) <= grantable_scopes(tenant)
+
+    def get_default_scopes(self, client_id: str, request: Request, *args: Any, **kwargs: Any) -> list[str]:
+        if request.grant_type == service_clients.GRANT:
+            return []  # all the client may have: validate_service_client
+        return super().get_default_scopes(client_id, request, *args, **kwargs)
+
+    def validate_service_client(self, request: Request) -> dict[str, Any]:
+        """The client credentials grant's last check: a tenant's service client, for that tenant (AMB-197)."""
+        request.service_client = service_clients.token_request(request, requested_resources(request))
+        return {}
+
+    def _create_access_token(self, expires: Any, request: Request, token: dict, *args: Any, **kwargs: Any) -> Any:
+        if request.grant_type == service_clients.GRANT:
+            # DOT gives a client credentials token no user; ours acts as the member the owner chose.
+            request.user = request.service_client.application.user
+        return super()._create_access_token(expires, request, token, *args, **kwargs)
 
     def save_authorization_code(
         self, client_id: str, code: dict, request: Request, *args: Any, **kwargs: Any

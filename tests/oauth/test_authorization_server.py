@@ -93,7 +93,7 @@ def test_au20_metadata_document_lists_every_endpoint_and_capability(client, db, 
     assert data["registration_endpoint"] == issuer + "/oauth/register"
     assert data["code_challenge_methods_supported"] == ["S256"]
     assert data["response_types_supported"] == ["code"]
-    assert data["grant_types_supported"] == ["authorization_code", "refresh_token"]
+    assert data["grant_types_supported"] == ["authorization_code", "refresh_token", "client_credentials"]
     assert data["token_endpoint_auth_methods_supported"] == [
         "none",
         "client_secret_basic",

@@ -1,0 +1,128 @@
+"""Service clients: programs with no browser get tokens for one tenant by the client credentials grant.
+
+A tenant's owner makes one (`create`, used by `manage.py service_client` and the tenant admin): a
+confidential DOT Application whose only grant is client credentials, bound by a `ServiceClient` row to
+the tenant, to the member it acts as (the Application's user) and to the most scope its tokens carry.
+Our token endpoint (validators.py) asks `token_request` whether a client credentials request may have
+a token, and for what: only for that tenant's endpoint (the `resource`, which may be left out), only
+within that scope, only while the user is an active member; the token is then an ordinary access token
+of that user, so the resource server checks it as any other (AMB-197). Dynamic registration never
+creates one: anyone may register, only an owner may give a program a member's access.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from oauth2_provider.models import get_application_model
+from oauthlib.common import Request
+from oauthlib.oauth2.rfc6749 import errors
+
+from mcp_app.models import Tool
+from mcp_app.oauth import resources, scopes
+from tenants import access, wall
+from tenants.models import AuthMode, ServiceClient, Tenant
+
+GRANT = "client_credentials"
+
+
+@dataclass(frozen=True)
+class Made:
+    """A new service client: its id and its secret (shown once; only a hash is stored)."""
+
+    client_id: str
+    client_secret: str
+    row: ServiceClient
+
+
+def create(tenant: Tenant, user: Any, name: str, scope: str = "", created_by: Any = None) -> Made:
+    """A service client of ``tenant`` acting as ``user`` (a member) with at most ``scope`` (default: the base scopes).
+
+    Raises ValueError with a readable message when ``user`` is not a member or a scope is not the tenant's.
+    """
+    if tenant.auth_mode != AuthMode.OAUTH:
+        raise ValueError(f"Tenant {tenant.slug} is public: its endpoint needs no token.")
+    if access.role_of(user, tenant) is None:
+        raise ValueError(f"{user} is not a member of {tenant.slug}: a service client acts as a member.")
+    wanted = scope.split() or list(scopes.BASE_SCOPES)
+    unknown = sorted(set(wanted) - grantable(tenant))
+    if unknown:
+        raise ValueError(f"Not a scope of {tenant.slug}: {', '.join(unknown)}.")
+    application = get_application_model()
+    raw = secrets.token_urlsafe(32)
+    with transaction.atomic():
+        app = application.objects.create(
+            name=name[:255] or f"Service client of {tenant.slug}",
+            client_type=application.CLIENT_CONFIDENTIAL,
+            authorization_grant_type=application.GRANT_CLIENT_CREDENTIALS,
+            client_secret=raw,  # hashed on save
+            user=user,
+            redirect_uris="",
+        )
+        row = ServiceClient.objects.create(
+            tenant=tenant, application=app, scope=" ".join(sorted(set(wanted))), created_by=created_by
+        )
+    return Made(client_id=app.client_id, client_secret=raw, row=row)
+
+
+def grantable(tenant: Tenant) -> set[str]:
+    """What a service client of ``tenant`` may carry: the base scopes and its tools' own (no offline_access)."""
+    return set(scopes.BASE_SCOPES) | set(
+        Tool.objects.needing_scopes(tenant).values_list("required_scope", flat=True)
+    )
+
+
+def binding(client: Any) -> ServiceClient | None:
+    """The ServiceClient of an authenticated client, read across the wall (its tenant is not known yet)."""
+    with wall.bypass("a client credentials request names its tenant through its client"):
+        return (
+            ServiceClient.objects.select_related("tenant", "application__user")
+            .filter(application=client)
+            .first()
+        )
+
+
+def token_request(request: Request, requested: list[str]) -> ServiceClient:
+    """Check a client credentials token request; set its `resource` and `scopes`; return the binding.
+
+    Raises the OAuth error the client should see (RFC 6749 §5.2, RFC 8707 §2).
+    """
+    row = binding(request.client)
+    if row is None:
+        raise errors.UnauthorizedClientError(
+            description="Only a tenant's service client may use the client credentials grant.",
+            request=request,
+        )
+    tenant = row.tenant
+    if not tenant.is_active or tenant.auth_mode != AuthMode.OAUTH:
+        raise errors.InvalidGrantError(
+            description="This client's MCP server no longer takes tokens.", request=request
+        )
+    wall.admit(tenant.pk)
+    canonical = resources.canonical_uri(tenant.slug)
+    named = [resources.normalize(value) or value for value in requested]
+    if any(value != canonical for value in named):
+        raise errors.CustomOAuth2Error(
+            error="invalid_target",
+            description=f"This client's tokens are for {canonical} only.",
+            status_code=400,
+            request=request,
+        )
+    user = row.application.user
+    if user is None or not user.is_active or access.role_of(user, tenant) is None:
+        raise errors.InvalidGrantError(
+            description="The member this client acts as is no longer a member of its MCP server.",
+            request=request,
+        )
+    allowed = set(row.scope.split()) & grantable(tenant)
+    asked = set(request.scopes or []) or allowed
+    if not asked <= allowed:
+        raise errors.InvalidScopeError(
+            description=f"This client may ask for at most: {' '.join(sorted(allowed))}.", request=request
+        )
+    request.resource = [canonical]
+    request.scopes = sorted(asked)
+    return row
