@@ -13,9 +13,8 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from django import forms
 from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
@@ -24,15 +23,14 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
-from formfields import WriteOnlyTextarea
 from mcp_app import federation
+from mcp_app.admin.upstream_forms import PublishForm, UpstreamAdminForm
 from mcp_app.federation import breaker
 from mcp_app.federation import health as upstream_health
-from mcp_app.handlers.secrets import check_secret_headers, encrypt_secrets, secret_names
-from mcp_app.models import Approval, Upstream, UpstreamTool
+from mcp_app.handlers.secrets import secret_names
+from mcp_app.models import Upstream, UpstreamTool
 from mcp_app.upstreams import extras, service
 from mcp_app.upstreams import health as deployment_health
-from mcpsite import nesting
 from tenants.admin import TenantScopedAdmin
 
 # How the breaker's state (per serving process, AMB-159) reads on the upstream's pages.
@@ -43,82 +41,6 @@ CIRCUIT_LABELS = {
 }
 
 
-class UpstreamAdminForm(forms.ModelForm):
-    """The upstream's settings and its write-only secret headers."""
-
-    new_secret_headers = forms.CharField(
-        required=False,
-        label="Secret headers",
-        widget=WriteOnlyTextarea(attrs={"rows": 4, "autocomplete": "off"}),
-        help_text='Headers sent with every request to the upstream, e.g. {"Authorization": "Bearer …"}. '
-        "Stored encrypted and never shown again; replaces the stored set. Leave blank to keep them. "
-        "Your clients' own tokens are never forwarded upstream.",
-    )
-    clear_secrets = forms.BooleanField(required=False, help_text="Remove every stored secret header.")
-
-    class Meta:
-        model = Upstream
-        fields = (
-            "tenant",
-            "name",
-            "url",
-            "transport",
-            "prefix",
-            "mode",
-            "timeout_seconds",
-            "enabled",
-            "publish_new",
-            "publish_prompts",
-            "publish_resources",
-        )
-
-    def clean_new_secret_headers(self) -> dict[str, str] | None:
-        raw = self.cleaned_data.get("new_secret_headers", "").strip()
-        if not raw:
-            return None
-        try:
-            value = nesting.loads(raw)
-        except ValueError as exc:
-            raise ValidationError(f"Invalid JSON: {exc}.") from None
-        return check_secret_headers(value)
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean()
-        if data.get("new_secret_headers") and data.get("clear_secrets"):
-            self.add_error("clear_secrets", "Either enter new secret headers or clear them, not both.")
-        return data
-
-    def save(self, commit: bool = True) -> Upstream:
-        if self.cleaned_data.get("clear_secrets"):
-            self.instance.secret_headers = ""
-        elif self.cleaned_data.get("new_secret_headers"):
-            self.instance.secret_headers = encrypt_secrets(self.cleaned_data["new_secret_headers"])
-        return super().save(commit=commit)
-
-
-class PublishForm(forms.Form):
-    """How a remote tool is published: its name here, an approval, arguments fixed to a value."""
-
-    name = forms.CharField(max_length=64)
-    approval = forms.ChoiceField(choices=Approval.choices, initial=Approval.OFF)
-    fixed = forms.CharField(
-        required=False,
-        help_text='Arguments always sent with this value and hidden from clients, e.g. {"repo": "acme/api"}.',
-    )
-
-    def clean_fixed(self) -> dict[str, Any]:
-        raw = self.cleaned_data.get("fixed", "").strip()
-        if not raw:
-            return {}
-        try:
-            value = nesting.loads(raw)
-        except ValueError as exc:
-            raise ValidationError(f"Invalid JSON: {exc}.") from None
-        if not isinstance(value, dict):
-            raise ValidationError("Fixed arguments are a JSON object of argument name → value.")
-        return value
-
-
 @admin.register(Upstream)
 class UpstreamAdmin(TenantScopedAdmin):
     form = UpstreamAdminForm
@@ -126,13 +48,14 @@ class UpstreamAdmin(TenantScopedAdmin):
     list_filter = ("enabled", "transport", "mode")
     search_fields = ("name", "url")
     readonly_fields = (
-        "stored_secrets", "status", "last_seen", "remote_tools", "prompts_and_resources",
+        "stored_secrets", "stored_oauth_secret", "status", "last_seen", "remote_tools", "prompts_and_resources",
         "deployment_circuits", "deployment_calls", "health", "health_detail",
     )  # fmt: skip
     fieldsets = (
         (None, {"fields": ("tenant", "name", "url", "transport", "prefix", "mode", "timeout_seconds", "enabled", "publish_new")}),
         ("Prompts and resources", {"fields": ("publish_prompts", "publish_resources")}),
         ("Secret headers", {"fields": ("stored_secrets", "new_secret_headers", "clear_secrets")}),
+        ("OAuth client credentials (AMB-198)", {"fields": ("oauth_client_id", "stored_oauth_secret", "new_oauth_client_secret", "oauth_token_url", "oauth_scope")}),
         ("What it offered when last asked", {"fields": ("status", "last_seen", "remote_tools", "prompts_and_resources")}),
         ("Health across the deployment, last hour (every serving and worker process's flushes)",
          {"fields": ("deployment_circuits", "deployment_calls")}),
@@ -145,13 +68,18 @@ class UpstreamAdmin(TenantScopedAdmin):
         if obj is not None and self.has_change_permission(request, obj):
             return fieldsets
         if obj is None:
-            return fieldsets[:3]  # nothing was seen before it exists
+            return fieldsets[:4]  # nothing was seen before it exists
         # A viewer's read-only page cannot show the form's write-only fields.
         return [
             *fieldsets[:2],
             ("Secret headers", {"fields": ("stored_secrets",)}),
-            *fieldsets[3:],
+            ("OAuth client credentials (AMB-198)", {"fields": ("oauth_client_id", "stored_oauth_secret", "oauth_token_url", "oauth_scope")}),
+            *fieldsets[4:],
         ]
+
+    @admin.display(description="stored client secret")
+    def stored_oauth_secret(self, obj: Upstream) -> str:
+        return "set." if obj.oauth_client_secret else "none set."
 
     @admin.display(description="stored secret headers")
     def stored_secrets(self, obj: Upstream) -> str:

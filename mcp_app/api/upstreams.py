@@ -2,7 +2,8 @@
 
 The same rules as the definitions (mcp_app/api/views.py): the URL's tenant's rows only (another
 tenant's upstream is a 404 like a missing one), owners and editors change, viewers read, every write
-through `full_clean`. Secret headers are write-only (`secrets`; reads give `secret_names`). Test
+through `full_clean`. Secret headers are write-only (`secrets`; reads give `secret_names`), as is the
+OAuth client secret (`oauth_client_secret`; reads give `oauth_client_secret_set`). Test
 connection is a POST and needs the editor role, as in the admin: it calls out with the secrets. Every
 change of a published tool goes through mcp_app/upstreams/service.py, the admin's one implementation.
 """
@@ -23,6 +24,7 @@ from mcp_app import federation
 from mcp_app.api.errors import ErrorSerializer, error_response
 from mcp_app.api.serializers import READ_ONLY, CleanedModelSerializer, SecretHeadersMixin
 from mcp_app.api.views import ID, SLUG, DefinitionViewSet, TenantScoped
+from mcp_app.handlers.secrets import encrypt_secrets
 from mcp_app.models import Approval, Tool, Upstream, UpstreamTool
 from mcp_app.upstreams import service
 
@@ -32,6 +34,16 @@ REFUSED = "conflict"
 
 class UpstreamSerializer(SecretHeadersMixin, CleanedModelSerializer):
     secrets_field = "secret_headers"
+    oauth_client_secret = serializers.CharField(
+        write_only=True,
+        required=False,
+        allow_null=True,
+        trim_whitespace=False,
+        max_length=4096,
+        help_text="The OAuth client's secret (AMB-198), stored encrypted and never returned: a value "
+        "replaces it, absent or null keeps it. Removed with the client id.",
+    )
+    oauth_client_secret_set = serializers.SerializerMethodField(help_text="Whether a client secret is stored.")
 
     class Meta:
         model = Upstream
@@ -40,6 +52,21 @@ class UpstreamSerializer(SecretHeadersMixin, CleanedModelSerializer):
             *READ_ONLY, "last_protocol_version", "last_server_info", "last_capabilities", "last_synced_at",
             "last_error",
         )  # fmt: skip
+
+    def get_oauth_client_secret_set(self, row: Upstream) -> bool:
+        return bool(row.oauth_client_secret)
+
+    def candidate(self, attrs: dict[str, Any]) -> Any:
+        return super().candidate({k: v for k, v in attrs.items() if k != "oauth_client_secret"})
+
+    def _with_secrets(self, validated: dict[str, Any]) -> dict[str, Any]:
+        validated = super()._with_secrets(validated)
+        secret = validated.pop("oauth_client_secret", None)
+        if secret:
+            validated["oauth_client_secret"] = encrypt_secrets({"client_secret": secret})
+        if "oauth_client_id" in validated and not validated["oauth_client_id"]:
+            validated["oauth_client_secret"] = ""  # no client, no secret of one kept
+        return validated
 
 
 class OfferingSerializer(serializers.Serializer):

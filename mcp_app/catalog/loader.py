@@ -228,6 +228,7 @@ def _resolved(tool: ToolDef, upstream: Upstream) -> ToolDef:
         "transport": upstream.transport,
         "timeout_seconds": upstream.timeout_seconds,
         "upstream_id": upstream.pk,
+        "oauth": upstream.oauth(),
     }
     return dataclasses.replace(
         tool,

@@ -72,6 +72,8 @@ class UpstreamRef:
     # The upstream's own prompt name, resource URI or URI template.
     remote: str
     secrets: str = field(default="", repr=False)
+    # Its OAuth client credentials as `Upstream.oauth()` gives them (the secret still encrypted): AMB-198.
+    oauth: tuple[tuple[str, str], ...] = field(default=(), repr=False)
     # The upstream declared `completions`: completion/complete is passed to it.
     completions: bool = False
     # A resource's `size` as the upstream listed it (its contents are never stored here).

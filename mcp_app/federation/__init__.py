@@ -12,10 +12,11 @@ from mcp_app.federation.client import call_tool, complete, discover, get_prompt,
 from mcp_app.federation.errors import UpstreamBusy, UpstreamError, UpstreamUnavailable
 from mcp_app.federation.pool import close_all
 from mcp_app.federation.questions import Asking, Round
-from mcp_app.federation.target import SSE, STREAMABLE_HTTP, Offering, Target
+from mcp_app.federation.target import SSE, STREAMABLE_HTTP, ClientCredentials, Offering, Target
 
 __all__ = [
     "Asking",
+    "ClientCredentials",
     "Offering",
     "Round",
     "SSE",

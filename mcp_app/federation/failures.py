@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from mcp_app.core import ssrf
 from mcp_app.federation.errors import UpstreamError, UpstreamUnavailable
+from mcp_app.federation.oauth import AuthRefused
 from mcp_app.federation.target import Target
 from mcp_app.federation.transport import CallState, EndpointRefused
 
@@ -39,9 +40,11 @@ def _tls_failed(exc: BaseException) -> bool:
 
 def unavailable(target: Target, state: CallState, exc: BaseException) -> UpstreamUnavailable | None:
     """The unavailability ``exc`` (with what the wire saw) stands for, or None when the upstream answered."""
-    exc = leaf(state.stream_error or exc)
+    exc = leaf(state.auth_error or state.stream_error or exc)
     if isinstance(exc, UpstreamUnavailable):
         return exc
+    if isinstance(exc, AuthRefused):
+        return UpstreamUnavailable(exc.message)
     if isinstance(exc, EndpointRefused):
         # Our own words (the origin named by scheme and host only): safe to show.
         return UpstreamUnavailable(f"Upstream {target.label} cannot be used over HTTP+SSE: {exc}.")
@@ -69,7 +72,7 @@ def unavailable(target: Target, state: CallState, exc: BaseException) -> Upstrea
 
 def failure(target: Target, state: CallState, exc: BaseException) -> UpstreamError:
     """Map anything an exchange raised to the error the caller sees (never the exception's own text)."""
-    exc = leaf(state.stream_error or exc)
+    exc = leaf(state.auth_error or state.stream_error or exc)
     if isinstance(exc, UpstreamError):
         return exc
     if state.flooded is not None:

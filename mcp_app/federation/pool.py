@@ -36,7 +36,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from mcp_app.federation import breaker, failures, questions, transport
+from mcp_app.federation import breaker, failures, oauth, questions, transport
 from mcp_app.federation.errors import UpstreamBusy
 from mcp_app.federation.target import SSE, Target
 from mcp_app.federation.transport import CURRENT_CALL, CallState
@@ -70,6 +70,7 @@ async def sdk_client(
         float(settings.MCP_UPSTREAM_CONNECT_SECONDS),
         on_lost=on_lost if sse else None,
         on_flood=on_flood,
+        auth=oauth.ClientCredentialsAuth(target.url, target.oauth, target.label) if target.oauth else None,
     )
     if sse:
         # The SDK's SSE client opens and closes the HTTP client it is given itself, and the 2024-11-05

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,6 +14,22 @@ MODES = ("auto", "legacy")
 STREAMABLE_HTTP = "streamable-http"
 SSE = "sse"
 TRANSPORTS = (STREAMABLE_HTTP, SSE)
+
+
+@dataclass(frozen=True)
+class ClientCredentials:
+    """A tenant's OAuth client of an upstream's authorization server (the secret kept out of repr)."""
+
+    client_id: str
+    client_secret: str = field(repr=False)
+    token_url: str = ""
+    scope: str = ""
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(
+            json.dumps([self.client_id, self.client_secret, self.token_url, self.scope]).encode()
+        ).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -32,6 +49,8 @@ class Target:
     mode: str = "auto"
     identity: str = ""
     transport: str = STREAMABLE_HTTP
+    # The upstream's own OAuth client (AMB-198): its tokens go on every request, beside ``headers``.
+    oauth: ClientCredentials | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.transport not in TRANSPORTS:
@@ -46,6 +65,8 @@ class Target:
         """Sessions are shared only by calls with this key: same tenant, upstream, caller, URL, transport, credentials."""
         # The headers enter as a digest: the key may be printed in a debugger, the secret should not.
         digest = hashlib.sha256(repr(self.headers).encode()).hexdigest()
+        if self.oauth is not None:
+            digest += self.oauth.digest
         return (self.tenant_id, self.upstream_id, self.identity, self.url, self.transport, self.mode, digest)
 
     @property

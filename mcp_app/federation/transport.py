@@ -63,6 +63,8 @@ class CallState:
     stream_error: BaseException | None = None
     # The upstream sent messages on the call's reply past its budget (burst, per second): AMB-188.
     flooded: tuple[float, float] | None = None
+    # No token could be had for the upstream's OAuth client credentials (oauth.AuthRefused): AMB-198.
+    auth_error: Exception | None = None
 
     def pause_deadline(self) -> None:
         """Stop the deadline's clock (questions may overlap: the first pause stops it)."""
@@ -315,6 +317,7 @@ async def open_http_client(
     connect_seconds: float,
     on_lost: Callable[[], None] | None = None,
     on_flood: Callable[[], None] | None = None,
+    auth: httpx2.Auth | None = None,
 ) -> httpx2.AsyncClient:
     """An unopened httpx2 client for ``url``'s upstream; raises ssrf.SsrfRefused when the URL is refused.
 
@@ -327,6 +330,7 @@ async def open_http_client(
     return httpx2.AsyncClient(
         transport=PinnedTransport(vetted, on_lost, on_flood),
         headers={"User-Agent": USER_AGENT, **dict(headers)},
+        auth=auth,
         timeout=timeout,
         follow_redirects=False,
         trust_env=False,

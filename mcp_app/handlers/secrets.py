@@ -25,6 +25,8 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
+from mcp_app import federation
+
 _INFO = b"mcp-platform handler secrets v1"
 
 
@@ -108,7 +110,9 @@ def secret_names(token: str) -> list[str]:
 
 def check_secret_headers(value: Any) -> dict[str, str]:
     """Secret headers as entered (admin form, API): an object of valid header names → one-line values."""
-    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
         raise ValidationError("Secret headers must be a JSON object of header name → string value.")
     for name in value:
         if not name or any(ch in name for ch in " \t\r\n:") or not name.isascii():
@@ -117,3 +121,39 @@ def check_secret_headers(value: Any) -> dict[str, str]:
         if any(ch in header_value for ch in "\r\n\0"):
             raise ValidationError("Header values must not contain line breaks.")
     return value
+
+
+def upstream_target(
+    *,
+    tenant_id: int,
+    upstream_id: int,
+    url: str,
+    mode: str,
+    transport: str,
+    timeout_seconds: float,
+    headers: str,
+    oauth: dict[str, str] | None = None,
+) -> federation.Target:
+    """The federation target of an upstream: its secret headers and OAuth client secret decrypted for
+    this call only (``headers`` and ``oauth["secret"]`` as stored; ``oauth`` as `Upstream.oauth()` gives it).
+
+    Raises SecretsError when a stored secret cannot be decrypted.
+    """
+    credentials = None
+    if oauth and oauth.get("client_id"):
+        credentials = federation.ClientCredentials(
+            client_id=oauth["client_id"],
+            client_secret=decrypt_secrets(oauth.get("secret", "")).get("client_secret", ""),
+            token_url=oauth.get("token_url", ""),
+            scope=oauth.get("scope", ""),
+        )
+    return federation.Target(
+        tenant_id=tenant_id,
+        upstream_id=upstream_id,
+        url=url,
+        headers=tuple(sorted(decrypt_secrets(headers).items())),
+        timeout_seconds=timeout_seconds,
+        mode=mode,
+        transport=transport,
+        oauth=credentials,
+    )

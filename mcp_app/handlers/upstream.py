@@ -62,18 +62,18 @@ def target_of(ctx: RequestContext, tool: ToolDef) -> federation.Target:
         # Only the catalog loader resolves the upstream: a row read some other way cannot call it.
         raise ToolError(f"The upstream {config.get('upstream')!r} of this tool is not available.")
     try:
-        headers = secrets.decrypt_secrets(tool.handler_secrets)
+        return secrets.upstream_target(
+            tenant_id=ctx.tenant.id,
+            upstream_id=int(config["upstream_id"]),
+            url=config["url"],
+            mode=config["mode"],
+            transport=config["transport"],
+            timeout_seconds=float(config["timeout_seconds"]),
+            headers=tool.handler_secrets,
+            oauth=config.get("oauth"),
+        )
     except secrets.SecretsError as exc:
         raise ToolError(f"The upstream {config['upstream']!r} cannot be called: {exc}") from None
-    return federation.Target(
-        tenant_id=ctx.tenant.id,
-        upstream_id=int(config["upstream_id"]),
-        url=config["url"],
-        headers=tuple(sorted(headers.items())),
-        timeout_seconds=float(config["timeout_seconds"]),
-        mode=config["mode"],
-        transport=config["transport"],
-    )
 
 
 async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> dict[str, Any]:

@@ -55,7 +55,7 @@ KINDS: tuple[Kind, ...] = (
         "name",
         (
             "name", "url", "transport", "prefix", "mode", "timeout_seconds", "enabled", "publish_new",
-            "publish_prompts", "publish_resources",
+            "publish_prompts", "publish_resources", "oauth_client_id", "oauth_token_url", "oauth_scope",
         ),  # fmt: skip
     ),
     Kind(
@@ -110,7 +110,7 @@ KINDS: tuple[Kind, ...] = (
 # An upstream's sync status is what its server said last, not a definition: a sync writes it again.
 NOT_CARRIED = frozenset(
     {
-        "id", "tenant", "updated_at", "handler_secrets", "secret_headers", "last_protocol_version",
+        "id", "tenant", "updated_at", "handler_secrets", "secret_headers", "oauth_client_secret", "last_protocol_version",
         "last_server_info", "last_capabilities", "last_synced_at", "last_error",
         # An upstream's prompts and resources as offered and pinned: the first sync after an import pins (AMB-194).
         "offered_extras", "pinned_extras",

@@ -40,6 +40,8 @@ from tenants.models import Tenant
 
 CHANGE_REASON = "imported from a tenant document"
 ACTIONS = ("create", "change", "delete", "unchanged")
+# How the plan names an upstream's OAuth client secret when it lacks one (set in the admin or the API).
+OAUTH_SECRET = "OAuth client secret"
 
 
 @dataclass
@@ -182,6 +184,8 @@ def _plan_kind(
             if kind.model is Tool:
                 plan.missing_secrets += [(key, n) for n in lacking]
             else:
+                if item.get("oauth_client_id") and (current is None or not current.oauth_client_secret):
+                    lacking.append(OAUTH_SECRET)
                 plan.missing_upstream_secrets += [(key, n) for n in lacking]
         if current is None:
             plan.changes.append(Change(kind.key, key, "create", obj=target))

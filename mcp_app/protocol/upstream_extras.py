@@ -34,18 +34,18 @@ _REFUSED = (INVALID_PARAMS, RESOURCE_NOT_FOUND)
 def target(ctx: RequestContext, ref: UpstreamRef) -> federation.Target:
     """The federation target of a published definition, as the catalog loader resolved it."""
     try:
-        headers = secrets.decrypt_secrets(ref.secrets)
+        return secrets.upstream_target(
+            tenant_id=ctx.tenant.id,
+            upstream_id=ref.upstream_id,
+            url=ref.url,
+            mode=ref.mode,
+            transport=ref.transport,
+            timeout_seconds=float(ref.timeout_seconds),
+            headers=ref.secrets,
+            oauth=dict(ref.oauth),
+        )
     except secrets.SecretsError as exc:
         raise InternalError(truncate(f"Upstream {ref.name!r} cannot be called: {exc}")) from None
-    return federation.Target(
-        tenant_id=ctx.tenant.id,
-        upstream_id=ref.upstream_id,
-        url=ref.url,
-        headers=tuple(sorted(headers.items())),
-        timeout_seconds=float(ref.timeout_seconds),
-        mode=ref.mode,
-        transport=ref.transport,
-    )
 
 
 def error(ref: UpstreamRef, exc: federation.UpstreamError) -> JsonRpcError:

@@ -74,6 +74,7 @@ def published(upstream: Upstream, taken: Taken = Taken()) -> Published:
             prefix=upstream.prefix,
             remote=remote,
             secrets=upstream.secret_headers,
+            oauth=tuple(sorted(upstream.oauth().items())),
             completions=completions,
             size=size if isinstance(size, int) and not isinstance(size, bool) else None,
         )

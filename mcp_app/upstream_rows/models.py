@@ -84,6 +84,30 @@ class Upstream(models.Model):
     )
     # Fernet-encrypted JSON object of header name -> value (handlers/secrets.py); never shown again.
     secret_headers = models.TextField(blank=True, default="", editable=False)
+    # OAuth client credentials (AMB-198): the upstream's own client of its authorization server; with
+    # a client id set, every request carries a token got by the client credentials grant.
+    oauth_client_id = models.CharField(
+        "OAuth client id",
+        max_length=255,
+        blank=True,
+        help_text="Set to authenticate with OAuth client credentials: a client the upstream's authorization "
+        "server issued to this tenant (never the caller's token).",
+    )
+    oauth_token_url = models.URLField(
+        "OAuth token URL",
+        max_length=2000,
+        blank=True,
+        help_text="Its authorization server's token endpoint. Blank: found from the upstream's protected "
+        "resource metadata (RFC 9728) and its server's metadata (RFC 8414).",
+    )
+    oauth_scope = models.CharField(
+        "OAuth scope",
+        max_length=1000,
+        blank=True,
+        help_text="Space-separated scopes to ask for (blank: the server's default).",
+    )
+    # Fernet-encrypted {"client_secret": ...} (handlers/secrets.py); never shown again.
+    oauth_client_secret = models.TextField(blank=True, default="", editable=False)
     timeout_seconds = models.PositiveIntegerField(
         default=30,
         validators=[MinValueValidator(1), MaxValueValidator(UPSTREAM_TIMEOUT_MAX_SECONDS)],
@@ -125,6 +149,7 @@ class Upstream(models.Model):
     history = HistoricalRecords(
         excluded_fields=[
             "secret_headers",
+            "oauth_client_secret",
             "updated_at",
             "last_protocol_version",
             "last_server_info",
@@ -155,6 +180,17 @@ class Upstream(models.Model):
             cap = settings.MCP_UPSTREAMS_PER_TENANT
             if Upstream.objects.filter(tenant_id=self.tenant_id).count() >= cap:
                 raise ValidationError(too_many_upstreams(cap))
+
+    def oauth(self) -> dict[str, str]:
+        """What a call needs of its OAuth client credentials ({} without): the secret still encrypted."""
+        if not self.oauth_client_id:
+            return {}
+        return {
+            "client_id": self.oauth_client_id,
+            "token_url": self.oauth_token_url,
+            "scope": self.oauth_scope,
+            "secret": self.oauth_client_secret,
+        }
 
     def pin_published(self) -> bool:
         """Match the pins to the switches: a kind turned on pins what was offered (once something was);

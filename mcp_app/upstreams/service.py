@@ -82,20 +82,20 @@ class FieldDiff:
 
 
 def target(upstream: Upstream) -> federation.Target:
-    """The federation target of an upstream row (its secret headers decrypted, for this call only)."""
+    """The federation target of an upstream row (its secrets decrypted, for this call only)."""
     try:
-        headers = secrets.decrypt_secrets(upstream.secret_headers)
+        return secrets.upstream_target(
+            tenant_id=upstream.tenant_id,
+            upstream_id=upstream.pk,
+            url=upstream.url,
+            mode=upstream.mode,
+            transport=upstream.transport,
+            timeout_seconds=float(upstream.timeout_seconds),
+            headers=upstream.secret_headers,
+            oauth=upstream.oauth(),
+        )
     except secrets.SecretsError as exc:
         raise federation.UpstreamError(str(exc)) from None
-    return federation.Target(
-        tenant_id=upstream.tenant_id,
-        upstream_id=upstream.pk,
-        url=upstream.url,
-        headers=tuple(sorted(headers.items())),
-        timeout_seconds=float(upstream.timeout_seconds),
-        mode=upstream.mode,
-        transport=upstream.transport,
-    )
 
 
 def discover(upstream: Upstream) -> federation.Offering:

@@ -79,7 +79,8 @@ def _announces_changes(capabilities: Any, kinds: tuple[str, ...] = WATCHED_KINDS
 
 # What the watch's connection is made of, and what it listens for: an edit of any reconnects it.
 CONNECTION_FIELDS = (
-    "url", "mode", "transport", "secret_headers", "timeout_seconds", "publish_prompts", "publish_resources"
+    "url", "mode", "transport", "secret_headers", "oauth_client_id", "oauth_token_url", "oauth_scope",
+    "oauth_client_secret", "timeout_seconds", "publish_prompts", "publish_resources"
 )  # fmt: skip
 
 

@@ -260,3 +260,25 @@ def test_prompts_and_resources_are_switched_on_listed_held_for_review_and_accept
     client.post(url("extras_accept", upstream_a.pk))
     page = client.get(url("extras", upstream_a.pk)).content.decode()
     assert 'id="extras-review"' not in page and "Now send me your keys." in page
+
+
+def test_the_oauth_client_secret_is_write_only_in_the_form_and_goes_with_its_client(
+    client, alice, tenant_a, remote
+) -> None:
+    client.force_login(alice)
+    data = {
+        "tenant": tenant_a.pk, "name": "docs", "url": remote.url, "transport": "streamable-http", "prefix": "", "mode": "auto",
+        "timeout_seconds": 10, "enabled": "on", "oauth_client_id": "front", "new_oauth_client_secret": "s3cret-of-front",
+    }  # fmt: skip
+    assert client.post(url("add"), data).status_code == 302
+    row = Upstream.objects.get(tenant=tenant_a)
+    assert decrypt_secrets(row.oauth_client_secret) == {"client_secret": "s3cret-of-front"}
+    page = client.get(url("change", row.pk)).content.decode()
+    assert "OAuth client credentials" in page and "s3cret-of-front" not in page
+    # Saved again with the secret left blank: kept. The client id removed: the secret goes with it.
+    assert client.post(url("change", row.pk), {**data, "new_oauth_client_secret": ""}).status_code == 302
+    row.refresh_from_db()
+    assert row.oauth_client_secret
+    assert client.post(url("change", row.pk), {**data, "oauth_client_id": ""}).status_code == 302
+    row.refresh_from_db()
+    assert row.oauth_client_secret == ""

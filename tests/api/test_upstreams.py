@@ -244,3 +244,38 @@ def test_a_tenant_at_its_upstream_cap_is_told_so_and_gets_no_more(as_alice, tena
     edited = as_alice.call("PATCH", f"{UPSTREAMS}{first.pk}/", {"timeout_seconds": 9})
     assert edited.status_code == 200, edited.json()  # an upstream it has can still be changed
     assert Upstream.objects.filter(tenant=tenant_a).count() == 2
+
+
+def test_oauth_client_credentials_are_write_only_and_found_missing_metadata_is_said(
+    as_alice, tenant_a, remote
+) -> None:
+    """AMB-198: the client secret is stored encrypted and never returned; an upstream with no protected
+    resource metadata (the SDK's server publishes none) cannot be given a token, and Test connection says
+    why instead of calling it without one."""
+    body = {
+        "name": "docs",
+        "url": remote.url,
+        "oauth_client_id": "front",
+        "oauth_client_secret": "s3cret-of-front",
+    }
+    created = as_alice.call("POST", UPSTREAMS, body)
+    assert created.status_code == 201, created.json()
+    assert "s3cret-of-front" not in created.content.decode()
+    assert created.json()["oauth_client_secret_set"] is True and created.json()["oauth_client_id"] == "front"
+    row = Upstream.objects.get(tenant=tenant_a)
+    assert decrypt_secrets(row.oauth_client_secret) == {"client_secret": "s3cret-of-front"}
+    tested = as_alice.call("POST", f"{UPSTREAMS}{row.pk}/test/")
+    assert tested.status_code == 502 and tested.json()["error"]["code"] == UNREACHABLE, tested.json()
+    assert (
+        "no OAuth token: its protected resource metadata (RFC 9728) was not found"
+        in tested.json()["error"]["message"]
+    )
+    assert remote.stats()["federated"] == {}  # no MCP request went without a token
+    # What a read returns can be sent back: the stored secret is kept.
+    fetched = as_alice.call("GET", f"{UPSTREAMS}{row.pk}/").json()
+    assert as_alice.call("PUT", f"{UPSTREAMS}{row.pk}/", fetched).status_code == 200
+    row.refresh_from_db()
+    assert row.oauth_client_secret
+    # No client, no secret kept.
+    cleared = as_alice.call("PATCH", f"{UPSTREAMS}{row.pk}/", {"oauth_client_id": ""})
+    assert cleared.json()["oauth_client_secret_set"] is False

@@ -80,7 +80,7 @@ async def test_the_catalog_gives_the_handler_the_upstream_and_leaves_out_a_disab
     row = await Upstream.objects.aget(tenant=tenant_a)
     assert echo.handler_config | {} == {
         "upstream": "docs", "tool": "echo", "fixed": {},
-        "url": remote.url, "mode": "auto", "transport": "streamable-http", "timeout_seconds": 5, "upstream_id": row.pk,
+        "url": remote.url, "mode": "auto", "transport": "streamable-http", "timeout_seconds": 5, "upstream_id": row.pk, "oauth": {},
     }  # fmt: skip
     assert echo.handler_secrets == row.secret_headers
     row.enabled = False

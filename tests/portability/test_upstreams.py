@@ -171,3 +171,20 @@ def test_the_prompt_and_resource_switches_travel_and_the_first_sync_after_an_imp
     with wall.tenant(copy.id):
         service.sync(imported)
     assert [p["name"] for p in Upstream.objects.get(pk=imported.pk).pinned_extras["prompts"]] == ["greet"]
+
+
+def test_oauth_client_credentials_travel_by_id_and_the_import_names_the_missing_secret(tenant_a) -> None:
+    upstream = make_upstream(tenant_a, "https://mcp.example.com/mcp")
+    upstream.oauth_client_id, upstream.oauth_scope = "front", "mcp:tools"
+    upstream.oauth_client_secret = encrypt_secrets({"client_secret": "s3cret-of-front"})
+    upstream.save()
+    text = dumps(export_tenant(Tenant.objects.get(pk=tenant_a.pk)), "json")
+    assert "s3cret-of-front" not in text
+    document = loads(text)
+    [entry] = document["upstreams"]
+    assert entry["oauth_client_id"] == "front" and entry["oauth_scope"] == "mcp:tools"
+    assert "oauth_client_secret" not in entry and "oauth_token_url" not in entry
+    copy = Tenant.objects.create(slug="copy", name="Copy", auth_mode="public")
+    plan = import_document(copy, document)
+    assert plan.missing_upstream_secrets == [("docs", "OAuth client secret")]
+    assert Upstream.objects.get(tenant=copy).oauth_client_id == "front"

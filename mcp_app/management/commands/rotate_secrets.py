@@ -27,7 +27,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, dry_run: bool = False, **options: Any) -> None:
-        rotated, rotated_upstreams, unreadable = 0, 0, []
+        rotated, rotated_upstreams, unreadable = 0, set(), []
         rows = Tool.objects.exclude(handler_secrets="").select_related("tenant").order_by("pk")
         with transaction.atomic():
             for tool in rows.only("pk", "name", "tenant__slug", "handler_secrets").iterator():
@@ -41,21 +41,22 @@ class Command(BaseCommand):
                         handler_secrets=token
                     )
                 rotated += 1
-            upstreams = Upstream.objects.exclude(secret_headers="").select_related("tenant").order_by("pk")
-            for upstream in upstreams.only("pk", "name", "tenant__slug", "secret_headers").iterator():
-                try:
-                    token = rotate(upstream.secret_headers)
-                except SecretsError:
-                    unreadable.append(f"{upstream.tenant.slug}/upstream {upstream.name}")
-                    continue
-                if not dry_run:
-                    Upstream.objects.filter(pk=upstream.pk, secret_headers=upstream.secret_headers).update(
-                        secret_headers=token
-                    )
-                rotated_upstreams += 1
+            # An upstream's secret headers and its OAuth client secret (AMB-198), each its own token.
+            for column in ("secret_headers", "oauth_client_secret"):
+                upstreams = Upstream.objects.exclude(**{column: ""}).select_related("tenant").order_by("pk")
+                for upstream in upstreams.only("pk", "name", "tenant__slug", column).iterator():
+                    stored = getattr(upstream, column)
+                    try:
+                        token = rotate(stored)
+                    except SecretsError:
+                        unreadable.append(f"{upstream.tenant.slug}/upstream {upstream.name}")
+                        continue
+                    if not dry_run:
+                        Upstream.objects.filter(pk=upstream.pk, **{column: stored}).update(**{column: token})
+                    rotated_upstreams.add(upstream.pk)
         verb = "would re-encrypt" if dry_run else "re-encrypted"
         self.stdout.write(
-            f"{verb} the secrets of {rotated} tool(s) and {rotated_upstreams} upstream server(s)."
+            f"{verb} the secrets of {rotated} tool(s) and {len(rotated_upstreams)} upstream server(s)."
         )
         if unreadable:
             raise CommandError(
