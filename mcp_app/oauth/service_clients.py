@@ -23,8 +23,8 @@ from oauthlib.oauth2.rfc6749 import errors
 
 from mcp_app.models import Tool
 from mcp_app.oauth import resources, scopes
-from tenants import access, wall
-from tenants.models import AuthMode, ServiceClient, Tenant
+from tenants import wall
+from tenants.models import AuthMode, Membership, ServiceClient, Tenant
 
 GRANT = "client_credentials"
 
@@ -38,19 +38,26 @@ class Made:
     row: ServiceClient
 
 
+def problem(tenant: Tenant, user: Any, scope: str) -> str | None:
+    """Why ``user`` cannot have a service client of ``tenant`` with ``scope`` (None: it can)."""
+    if tenant.auth_mode != AuthMode.OAUTH:
+        return f"Tenant {tenant.slug} is public: its endpoint needs no token."
+    if not _member(user, tenant):
+        return f"{user} is not a member of {tenant.slug}: a service client acts as a member."
+    unknown = sorted(set(scope.split()) - grantable(tenant))
+    if unknown:
+        return f"Not a scope of {tenant.slug}: {', '.join(unknown)}."
+    return None
+
+
 def create(tenant: Tenant, user: Any, name: str, scope: str = "", created_by: Any = None) -> Made:
     """A service client of ``tenant`` acting as ``user`` (a member) with at most ``scope`` (default: the base scopes).
 
     Raises ValueError with a readable message when ``user`` is not a member or a scope is not the tenant's.
     """
-    if tenant.auth_mode != AuthMode.OAUTH:
-        raise ValueError(f"Tenant {tenant.slug} is public: its endpoint needs no token.")
-    if access.role_of(user, tenant) is None:
-        raise ValueError(f"{user} is not a member of {tenant.slug}: a service client acts as a member.")
     wanted = scope.split() or list(scopes.BASE_SCOPES)
-    unknown = sorted(set(wanted) - grantable(tenant))
-    if unknown:
-        raise ValueError(f"Not a scope of {tenant.slug}: {', '.join(unknown)}.")
+    if (why := problem(tenant, user, " ".join(wanted))) is not None:
+        raise ValueError(why)
     application = get_application_model()
     raw = secrets.token_urlsafe(32)
     with transaction.atomic():
@@ -68,11 +75,21 @@ def create(tenant: Tenant, user: Any, name: str, scope: str = "", created_by: An
     return Made(client_id=app.client_id, client_secret=raw, row=row)
 
 
+def _member(user: Any, tenant: Tenant) -> bool:
+    """An active member by a Membership row, as the resource server counts one (a superuser is not one)."""
+    return user is not None and user.is_active and Membership.objects.filter(user=user, tenant=tenant).exists()
+
+
 def grantable(tenant: Tenant) -> set[str]:
     """What a service client of ``tenant`` may carry: the base scopes and its tools' own (no offline_access)."""
     return set(scopes.BASE_SCOPES) | set(
         Tool.objects.needing_scopes(tenant).values_list("required_scope", flat=True)
     )
+
+
+def revoke(row: ServiceClient) -> None:
+    """Delete the client: its Application, and with it its tokens and this row."""
+    row.application.delete()
 
 
 def binding(client: Any) -> ServiceClient | None:
@@ -112,7 +129,7 @@ def token_request(request: Request, requested: list[str]) -> ServiceClient:
             request=request,
         )
     user = row.application.user
-    if user is None or not user.is_active or access.role_of(user, tenant) is None:
+    if not _member(user, tenant):
         raise errors.InvalidGrantError(
             description="The member this client acts as is no longer a member of its MCP server.",
             request=request,
