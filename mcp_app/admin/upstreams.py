@@ -263,7 +263,9 @@ class UpstreamAdmin(TenantScopedAdmin):
             messages.success(request, "Synced: " + ", ".join(parts) + ".")
             for name, why in report.not_published.items():
                 messages.warning(request, f"{name} was not published: {why}")
-        return HttpResponseRedirect(reverse("admin:mcp_app_upstream_tools", args=[upstream.pk]))
+        # Back to the page the owner synced from: the prompts and resources page or the remote tools.
+        page = "extras" if request.POST.get("back") == "extras" else "tools"
+        return HttpResponseRedirect(reverse(f"admin:mcp_app_upstream_{page}", args=[upstream.pk]))
 
     def tools_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         upstream = self._upstream(request, object_id, change=False)
