@@ -10,6 +10,8 @@ import asyncio
 import time
 from typing import Any
 
+from mcp.shared.exceptions import MCPError
+
 from tests.e2e.helpers import mcp_client
 
 CALLERS = 4
@@ -18,7 +20,7 @@ CALLERS = 4
 def attack(
     url: str, tool: str, arguments: dict[str, Any], pause: float, started: Any, stop: Any, results: Any
 ) -> None:
-    """Call `tool` from CALLERS sessions, again and again (`pause` seconds apart) until `stop`; set
+    """Call `tool` (or get `prompt:<name>`, read `resource:<uri>`) from CALLERS sessions, again and again (`pause` seconds apart) until `stop`; set
     `started` once every session is open and calling; put each call's (seconds, text) in `results`."""
     ended: list[tuple[float, str]] = []
     calling = 0
@@ -34,9 +36,22 @@ def attack(
                 started.set()
             while not stop.is_set():
                 began = time.perf_counter()
-                result = await client.call_tool(tool, arguments, progress_callback=progress)
-                ended.append((time.perf_counter() - began, result.content[0].text))
+                text = await one_call(client)
+                ended.append((time.perf_counter() - began, text))
                 await asyncio.sleep(pause)
+
+    async def one_call(client: Any) -> str:
+        """The text of a call's result, or of the error a prompts/get or resources/read got."""
+        kind, _, name = tool.partition(":")
+        try:
+            if kind == "prompt":
+                return (await client.get_prompt(name, arguments)).messages[0].content.text
+            if kind == "resource":
+                return (await client.read_resource(name)).contents[0].text
+        except MCPError as exc:
+            return exc.message
+        result = await client.call_tool(tool, arguments, progress_callback=progress)
+        return result.content[0].text
 
     async def all_of_them() -> None:
         await asyncio.gather(*(caller() for _ in range(CALLERS)))

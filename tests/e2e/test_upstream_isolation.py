@@ -20,9 +20,10 @@ import pytest
 
 from tests.e2e import hostile_clients
 from tests.e2e.helpers import greet_latencies as latencies
+from tests.e2e.helpers import sdk_client
 from tests.e2e.servers import DaphneServer, django_shell
 from tests.upstreams.running import running_upstream
-from tests.upstreams.servers import UpstreamServer
+from tests.upstreams.servers import STALL, UpstreamServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
 
@@ -30,13 +31,16 @@ HANG_TIMEOUT = 3
 
 
 @pytest.fixture(scope="module", params=[False, True], ids=["stateful-upstream", "stateless-upstream"])
-def remote(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpstreamServer]:
+def remote(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[UpstreamServer]:
     with running_upstream(tmp_path_factory.mktemp("upstream"), stateless=request.param) as server:
         yield server
 
 
-def two_tenants(server: DaphneServer, url: str, remote_tool: str) -> tuple[str, str]:
-    """A tenant publishing the upstream's `remote_tool`, and another with a template tool."""
+def two_tenants(server: DaphneServer, url: str, remote_tool: str, extras: bool = False) -> tuple[str, str]:
+    """A tenant publishing the upstream's `remote_tool` (``extras``: its prompts and resources too), and
+    another with a template tool."""
     hostile, other = f"hang-{secrets.token_hex(3)}", f"quiet-{secrets.token_hex(3)}"
     django_shell(
         server.env,
@@ -44,7 +48,8 @@ def two_tenants(server: DaphneServer, url: str, remote_tool: str) -> tuple[str, 
         "from tenants.models import Tenant\n"
         f"h = Tenant.objects.create(slug={hostile!r}, name={hostile!r}, auth_mode='public')\n"
         f"o = Tenant.objects.create(slug={other!r}, name={other!r}, auth_mode='public')\n"
-        f"up = Upstream(tenant=h, name='docs', url={url!r}, prefix='docs_', timeout_seconds={HANG_TIMEOUT})\n"
+        f"up = Upstream(tenant=h, name='docs', url={url!r}, prefix='docs_', timeout_seconds={HANG_TIMEOUT},"
+        f" publish_prompts={extras!r}, publish_resources={extras!r})\n"
         "up.full_clean(); up.save(); service.sync(up)\n"
         f"service.publish(UpstreamTool.objects.get(upstream=up, remote_name={remote_tool!r}))\n"
         "Tool.objects.create(tenant=o, name='greet', handler='template',"
@@ -115,4 +120,30 @@ async def test_an_upstream_that_floods_its_calls_slows_no_other_tenant(
     texts = [text for _, text in ended]
     assert any(text.startswith(flooded) for text in texts), texts[:5]
     assert all(text.startswith((flooded, paused)) for text in texts), texts[:5]
+    within_twice_idle(idle, during)
+
+
+@pytest.mark.parametrize("what", ["prompt", "resource"])
+async def test_an_upstream_whose_prompt_or_resource_hangs_slows_no_other_tenant(
+    server: DaphneServer, remote: UpstreamServer, what: str
+) -> None:
+    """prompts/get and resources/read of a published upstream prompt or template go through the same
+    deadline: they end at the upstream's timeout with an error naming it, the other tenant unslowed."""
+    hostile, other = await asyncio.to_thread(two_tenants, server, remote.url, "echo", True)
+    if what == "prompt":
+        target, arguments = "prompt:docs_greet", {"name": STALL}
+    else:
+        async with sdk_client(server.mcp_url(hostile), "auto") as client:
+            [template] = [
+                t for t in (await client.list_resource_templates()).resource_templates if t.name == "page"
+            ]
+        target, arguments = "resource:" + template.uri_template.replace("{page}", STALL), {}
+    idle, during, hung = await other_tenants_latency_while(server, other, hostile, target, arguments, 0)
+
+    assert len(hung) >= hostile_clients.CALLERS
+    for seconds, text in hung:
+        assert text == (
+            f"Upstream 'docs': Upstream 127.0.0.1:{remote.port} did not answer the {'prompt' if what == 'prompt' else 'read'} within {HANG_TIMEOUT} seconds."
+        ), hung
+        assert seconds < HANG_TIMEOUT + 1.5, hung
     within_twice_idle(idle, during)

@@ -79,6 +79,8 @@ START_SECONDS = 20.0
 STOP_SECONDS = 10.0
 STATS_PATH = "/_stats"
 README_TEXT = "The upstream's readme."
+# The greet prompt's name and the page template's page that never answer: a hanging upstream.
+STALL = "stall-forever"
 CARD_URI = "ui://widgets/card.html"
 CARD_HTML = "<html><body>card</body></html>"
 NAMES = ("Ada", "Alan", "Grace")
@@ -326,8 +328,10 @@ def _extras(server: MCPServer) -> None:
     """Prompts, resources, a template, an MCP Apps UI resource and the tool that names it, completions."""
 
     @server.prompt(name="greet", title="Greeting", description="Greet someone, with the readme attached.")
-    def greet(name: str) -> list[dict[str, Any]]:
-        """A text message and the readme as an embedded resource."""
+    async def greet(name: str) -> list[dict[str, Any]]:
+        """A text message and the readme as an embedded resource (never, for the name STALL)."""
+        if name == STALL:
+            await asyncio.Event().wait()  # a hanging upstream (tests/e2e/test_upstream_isolation.py)
         readme = EmbeddedResource(
             type="resource", resource=TextResourceContents(uri="docs://readme", text=README_TEXT)
         )
@@ -341,7 +345,9 @@ def _extras(server: MCPServer) -> None:
         return README_TEXT
 
     @server.resource("docs://pages/{page}", name="page", description="A page by name.", mime_type="text/plain")
-    def page(page: str) -> str:
+    async def page(page: str) -> str:
+        if page == STALL:
+            await asyncio.Event().wait()
         return f"Page {page}."
 
     app_meta = {"ui": {"prefersBorder": True}}
