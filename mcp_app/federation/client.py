@@ -242,9 +242,9 @@ async def _call_once(
         try:
             return await sent()
         except MCPError as exc:
-            if client.protocol_version in MODERN_PROTOCOL_VERSIONS and tasks.refused_for_want_of_tasks(exc):
-                # The tool runs only as a task (its listing said nothing: 2026-07-28 has no
-                # execution.taskSupport); refused before it ran, so it goes again as one (AMB-199).
+            if tasks.refused_for_want_of_tasks(exc, client):
+                # The tool runs only as a task, which its pinned listing did not say (2026-07-28 has no
+                # execution.taskSupport, or it changed since); refused before it ran: again as one (AMB-199).
                 bridge.over.clear()
                 return await as_a_task()
             if exc.code != types.HEADER_MISMATCH or client.protocol_version not in MODERN_PROTOCOL_VERSIONS:

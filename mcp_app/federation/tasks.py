@@ -53,9 +53,15 @@ def runs_as_task(definition: Any) -> str:
     return support if support in ("required", "optional") else "forbidden"
 
 
-def refused_for_want_of_tasks(exc: MCPError) -> bool:
-    """Whether a 2026-07-28 upstream refused a plain call because the tool runs only as a task (-32021
-    naming the tasks extension): refused before it ran, so it may be sent again as a task."""
+def refused_for_want_of_tasks(exc: MCPError, client: Any) -> bool:
+    """Whether the upstream refused a plain call because the tool runs only as a task: 2026-07-28's
+    -32021 naming the tasks extension, or a 2025-11-25 session's -32601 for a tools/call from a server
+    that declares task-augmented calls (the spec's answer). Either was refused before the tool ran."""
+    if client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        capabilities = getattr(client.server_capabilities, "tasks", None)
+        requests = getattr(capabilities, "requests", None)
+        tools = getattr(requests, "tools", None)
+        return exc.code == -32601 and getattr(tools, "call", None) is not None
     data = exc.error.data if isinstance(exc.error.data, dict) else {}
     required = data.get("requiredCapabilities")
     extensions = required.get("extensions") if isinstance(required, dict) else None
@@ -77,7 +83,12 @@ async def call(
         params["_meta"] = dict(meta)
     if not modern:
         params["task"] = {}  # no ttl asked: the upstream's own; our deadline bounds our interest anyway
-    answer = await _send(session, "tools/call", params, modern, on_progress)
+    creating = asyncio.ensure_future(_send(session, "tools/call", params, modern, on_progress))
+    try:
+        answer = await asyncio.shield(creating)
+    except asyncio.CancelledError:
+        await _cancel_once_created(session, creating, modern)
+        raise
     task = _task_of(answer, modern)
     if task is None:
         return _result(answer, label)  # the upstream chose to answer at once (2026-07-28: its decision)
@@ -123,6 +134,20 @@ async def _follow(
 
 class _Ended(UpstreamError):
     """The upstream's task ended without a result: nothing left to cancel."""
+
+
+async def _cancel_once_created(session: Any, creating: asyncio.Future, modern: bool) -> None:
+    """Our call was cancelled while the upstream made its task: the handle may be on its way (the
+    upstream may have made the task already), so wait for it, bounded, and cancel that task."""
+    done, _ = await asyncio.wait({creating}, timeout=CANCEL_SECONDS)
+    if not done:
+        creating.cancel()
+        return
+    if creating.cancelled() or creating.exception() is not None:
+        return
+    task = _task_of(creating.result(), modern)
+    if task is not None and isinstance(task.get("taskId"), str):
+        await _cancel(session, task["taskId"], modern)
 
 
 async def _cancel(session: Any, task_id: str, modern: bool) -> None:

@@ -24,21 +24,14 @@ async def test_a_task_tool_called_as_a_task_is_followed_to_its_result(upstream, 
     assert run in stats["completed"] and stats["methods"].get("tasks/get", 0) >= 1
 
 
-async def test_a_plain_call_of_a_task_tool_is_refused_on_a_legacy_session_and_retried_as_one_on_2026(
-    upstream, era
-):
+async def test_a_plain_call_the_upstream_refuses_for_want_of_a_task_goes_again_as_one(upstream, era):
+    # A pin that does not say so (2026-07-28 lists no execution.taskSupport; an upstream changed its
+    # mind): the refusal (-32021 naming the extension; a 2025-11-25 session's -32601) says it.
     run = f"plain-{era}"
-    call = call_tool(target_for(upstream), "long_job", {"steps": 1, "delay": 0.01, "run": run})
-    if era == "legacy":
-        # The listing says required (pinned): our handler asks for a task; a plain call is the spec's -32601.
-        with pytest.raises(UpstreamError) as caught:
-            await call
-        assert caught.value.code == -32601
-        return
-    # 2026-07-28 lists no execution.taskSupport: the upstream's -32021 naming the extension says it.
-    result = await call
+    result = await call_tool(target_for(upstream), "long_job", {"steps": 1, "delay": 0.01, "run": run})
     assert result["content"][0]["text"] == "job done after 1 steps"
     assert run in upstream.stats()["completed"]
+    assert upstream.stats()["methods"]["tools/call"] >= 2
 
 
 async def test_cancelling_the_caller_cancels_the_upstream_task(upstream, era):
@@ -55,6 +48,21 @@ async def test_cancelling_the_caller_cancels_the_upstream_task(upstream, era):
         await call
     await upstream_sees(upstream, "cancelled", run)
     assert run not in upstream.stats()["completed"]
+
+
+async def test_a_caller_cancelling_while_the_upstream_makes_its_task_cancels_that_task(upstream, era):
+    # The upstream has made the task but not yet answered with its handle when our call is cancelled.
+    run = f"early-{era}"
+    tasks_before = upstream.stats()["tasks"]
+    arguments = {"steps": 400, "delay": 0.05, "run": run, "answer_after": 0.5}
+    call = asyncio.create_task(call_tool(target_for(upstream), "long_job", arguments, as_task=True))
+    async with asyncio.timeout(10):
+        while upstream.stats()["tasks"] == tasks_before:
+            await asyncio.sleep(0.02)
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    await upstream_sees(upstream, "cancelled", run)
 
 
 async def test_the_deadline_cancels_the_upstream_task(upstream, era):

@@ -6,7 +6,8 @@ validation: a legacy session is told the `tasks` capability in its `initialize` 
 `execution.taskSupport: "required"` in the listing of `long_job`; a 2026-07-28 `server/discover` names
 the `io.modelcontextprotocol/tasks` extension (the listing says "required" there too, as our own server
 does). A call of `long_job` without a task (legacy: no `params.task`; 2026-07-28: the extension not in
-the request's client capabilities) is refused as the spec says (-32601; -32021). With one, the job runs
+the request's client capabilities) is refused as the spec says (-32601; -32021). The argument
+`answer_after` delays the answer after the task is made (a caller cancelling meanwhile). With one, the job runs
 in an asyncio task of this process and the answer is the task handle; `tasks/get` (2026-07-28: the
 result inlined once completed), `tasks/result` (legacy, blocks), `tasks/cancel` and `tasks/update` (2026-07-28: an empty ack) serve it.
 A finished job is recorded in `Stats.completed` under its `run` label, a cancelled one in
@@ -88,7 +89,10 @@ class TaskMiddleware:
                     tool["execution"] = {"taskSupport": "required"}
             return result
         if method == "tools/call" and params.get("name") == TOOL:
-            return self._create(params, modern)
+            answer = self._create(params, modern)
+            # `answer_after`: the handle is answered that late, the task already made (a cancel's race).
+            await asyncio.sleep(float((params.get("arguments") or {}).get("answer_after", 0)))
+            return answer
         if method in ("tasks/get", "tasks/result", "tasks/cancel", "tasks/update"):
             return await self._task_method(method, params, modern)
         return await call_next(ctx)
@@ -112,10 +116,10 @@ class TaskMiddleware:
     async def _work(self, job: Job, steps: int, delay: float) -> None:
         for _ in range(steps):
             await asyncio.sleep(delay)
-        job.result = {
-            "content": [{"type": "text", "text": f"job done after {steps} steps"}],
-            "isError": False,
-        }
+        text = f"job done after {steps} steps"
+        # What the SDK answers for a `-> str` tool: the text, and as structured output (its output schema).
+        job.result = {"content": [{"type": "text", "text": text}], "structuredContent": {"result": text}}
+        job.result["isError"] = False
         job.status, job.updated = "completed", _now()
         self.stats.completed.append(job.run)
 
