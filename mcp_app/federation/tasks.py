@@ -151,16 +151,21 @@ async def _cancel_once_created(session: Any, creating: asyncio.Future, modern: b
 
 
 async def _cancel(session: Any, task_id: str, modern: bool) -> None:
-    """tasks/cancel upstream, best effort and bounded; in a task of its own, so that a cancellation of
-    ours (already delivered) does not stop it, and shielded from a second one."""
+    """tasks/cancel upstream, best effort and bounded; in a task of its own, so that the cancellation of
+    ours already delivered does not stop it. A further cancellation of ours ends the wait (never
+    swallowed); the request still goes out."""
     sent = asyncio.ensure_future(_send(session, "tasks/cancel", {"taskId": task_id}, modern))
-    try:
-        await asyncio.wait_for(asyncio.shield(sent), CANCEL_SECONDS)
-    except (MCPError, TimeoutError, asyncio.CancelledError) as exc:
-        # A task that ended meanwhile refuses (-32602), a lost connection cannot carry it: either way
-        # there is nothing more to do for this call.
-        logger.info("upstream task cancel not confirmed: %s", type(exc).__name__)
-    except Exception as exc:  # noqa: BLE001 - the call is over either way; its own error wins
+    sent.add_done_callback(_quietly)
+    done, _ = await asyncio.wait({sent}, timeout=CANCEL_SECONDS)
+    if not done:
+        sent.cancel()
+        logger.info("upstream task cancel not confirmed within %s s", CANCEL_SECONDS)
+
+
+def _quietly(sent: asyncio.Future) -> None:
+    # A task that ended meanwhile refuses (-32602), a lost connection cannot carry it: either way there is
+    # nothing more to do for this call, whose own outcome wins.
+    if not sent.cancelled() and (exc := sent.exception()) is not None:
         logger.info("upstream task cancel failed: %s", type(exc).__name__)
 
 

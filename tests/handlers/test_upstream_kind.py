@@ -114,6 +114,23 @@ async def test_a_tool_its_upstream_runs_as_a_task_is_called_as_one_and_listed_op
     assert (job.handler_config["upstream_task"], job.task_support) == ("required", "forbidden")
 
 
+async def test_a_tool_its_upstream_may_run_as_a_task_is_called_plainly_and_listed_optional(
+    ctx, tenant_a, remote
+) -> None:
+    # AMB-200: an upstream's "optional" is called plainly (progress and logs stream, one exchange).
+    def publish_maybe_job() -> None:
+        published(tenant_a, remote)
+        with wall.tenant(tenant_a.id):
+            service.publish(UpstreamTool.objects.get(upstream__tenant=tenant_a, remote_name="maybe_job"))
+
+    await sync_to_async(publish_maybe_job)()
+    job = await tool_def(tenant_a, "docs_maybe_job")
+    assert (job.handler_config["upstream_task"], job.task_support) == ("optional", "optional")
+    result = await registry.run_inline(ctx, job, {"steps": 2, "delay": 0.01, "run": "maybe"})
+    assert result["content"][0]["text"] == "job done plainly after 2 steps"
+    assert remote.stats()["tasks"] == 0 and "maybe" in remote.stats()["completed"]
+
+
 async def test_a_dead_upstream_gives_an_error_result_naming_it(ctx, tenant_a, remote) -> None:
     await sync_to_async(published)(tenant_a, remote)
     echo = await tool_def(tenant_a, "docs_echo")

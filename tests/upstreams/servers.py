@@ -27,8 +27,9 @@ then a sampling question built from its answer: two rounds on 2026-07-28), and `
 2026-07-28, an InputRequiredResult every round). Each run that reaches its body is recorded in
 `completed` under its tool's name.
 `retool` adds a tool, or removes one, and announces list_changed (the fan-in tests).
-`long_job` (`steps`, `delay`, `run`) runs only as a task of this upstream, in both eras: served by
-tests/upstreams/task_server.py (`tasks` in the stats counts the tasks it created).
+`long_job` (`steps`, `delay`, `run`) runs only as a task of this upstream, in both eras, and `maybe_job`
+as one when asked (else plainly): served by tests/upstreams/task_server.py (`tasks` in the stats counts
+the tasks it created).
 Prompts, resources and templates (issue 22's publication of them): the prompt `greet` (an argument
 `name`, completed from a fixed list; its messages are a text and an embedded `docs://readme`),
 the static `docs://readme` (text), the template `docs://pages/{page}` (`page` completed too), the MCP
@@ -237,6 +238,13 @@ def build_server(stats: Stats) -> MCPServer:
     def long_job(steps: int = 3, delay: float = 0.1, run: str = "") -> str:
         """Never runs here: task_server.TaskMiddleware answers every call of it with a task."""
         return "not as a task"
+
+    @server.tool(name=task_server.OPTIONAL_TOOL, description="A job run as a task when asked, else plainly.")
+    async def maybe_job(steps: int = 3, delay: float = 0.1, run: str = "") -> str:
+        """The plain run (a task-augmented call is task_server.TaskMiddleware's)."""
+        await asyncio.sleep(steps * delay)
+        stats.completed.append(run)
+        return f"job done plainly after {steps} steps"
 
     @server.tool(name="fail", description="Fail with an error result.")
     def fail(reason: str = "it failed") -> CallToolResult:

@@ -8,7 +8,8 @@ the `io.modelcontextprotocol/tasks` extension (the listing says "required" there
 does). A call of `long_job` without a task (legacy: no `params.task`; 2026-07-28: the extension not in
 the request's client capabilities) is refused as the spec says (-32601; -32021). The argument
 `answer_after` delays the answer after the task is made (a caller cancelling meanwhile). With one, the job runs
-in an asyncio task of this process and the answer is the task handle; `tasks/get` (2026-07-28: the
+in an asyncio task of this process and the answer is the task handle; `maybe_job` ("optional") runs as a
+task the same way when its caller asks for one, and plainly (the SDK's own tool) otherwise; `tasks/get` (2026-07-28: the
 result inlined once completed), `tasks/result` (legacy, blocks), `tasks/cancel` and `tasks/update` (2026-07-28: an empty ack) serve it.
 A finished job is recorded in `Stats.completed` under its `run` label, a cancelled one in
 `Stats.cancelled`; `Stats.tasks` counts the tasks created (the ids are never the platform's).
@@ -29,6 +30,9 @@ EXTENSION = "io.modelcontextprotocol/tasks"
 CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
 RELATED_TASK = "io.modelcontextprotocol/related-task"
 TOOL = "long_job"
+# A tool that runs as a task when its caller asks (2026-07-28: declares the extension), else plainly.
+OPTIONAL_TOOL = "maybe_job"
+SUPPORT = {TOOL: "required", OPTIONAL_TOOL: "optional"}
 POLL_MS = 100
 TTL_MS = 60_000
 TERMINAL = ("completed", "failed", "cancelled")
@@ -85,10 +89,12 @@ class TaskMiddleware:
         if method == "tools/list":
             result = await call_next(ctx)
             for tool in result.get("tools", []):
-                if tool.get("name") == TOOL:
-                    tool["execution"] = {"taskSupport": "required"}
+                if tool.get("name") in SUPPORT:
+                    tool["execution"] = {"taskSupport": SUPPORT[tool["name"]]}
             return result
-        if method == "tools/call" and params.get("name") == TOOL:
+        if method == "tools/call" and params.get("name") == OPTIONAL_TOOL and not self._asked(params, modern):
+            return await call_next(ctx)  # a plain call: the SDK runs the tool's own body
+        if method == "tools/call" and params.get("name") in SUPPORT:
             answer = self._create(params, modern)
             # `answer_after`: the handle is answered that late, the task already made (a cancel's race).
             await asyncio.sleep(float((params.get("arguments") or {}).get("answer_after", 0)))
@@ -97,13 +103,19 @@ class TaskMiddleware:
             return await self._task_method(method, params, modern)
         return await call_next(ctx)
 
-    def _create(self, params: dict[str, Any], modern: bool) -> dict[str, Any]:
+    @staticmethod
+    def _asked(params: dict[str, Any], modern: bool) -> bool:
+        """Whether the caller takes a task: 2026-07-28, the extension declared; legacy, `params.task`."""
         if modern:
             extensions = ((params.get("_meta") or {}).get(CAPABILITIES_KEY) or {}).get("extensions") or {}
-            if EXTENSION not in extensions:
-                data = {"requiredCapabilities": {"extensions": {EXTENSION: {}}}}
-                raise MCPError(code=-32021, message=f"Tool {TOOL} runs only as a task.", data=data)
-        elif not isinstance(params.get("task"), dict):
+            return EXTENSION in extensions
+        return isinstance(params.get("task"), dict)
+
+    def _create(self, params: dict[str, Any], modern: bool) -> dict[str, Any]:
+        if modern and not self._asked(params, modern):
+            data = {"requiredCapabilities": {"extensions": {EXTENSION: {}}}}
+            raise MCPError(code=-32021, message=f"Tool {TOOL} runs only as a task.", data=data)
+        if not self._asked(params, modern):
             raise MCPError(code=-32601, message=f"Tool {TOOL} must be called as a task (params.task).")
         arguments = params.get("arguments") or {}
         job = Job(task_id="up-" + secrets.token_hex(8), run=str(arguments.get("run", "")), modern=modern)
