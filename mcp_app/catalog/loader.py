@@ -15,7 +15,9 @@ from django.db.models import Q
 from mcp_app.catalog import tokens
 from mcp_app.core import upstream_uris
 from mcp_app.core.types import Catalog, PromptDef, ResourceDef, TemplateDef, TenantInfo, ToolDef
-from mcp_app.models import Prompt, Resource, ResourceTemplate, TaskSupport, Tool, Upstream
+from mcp_app.federation.tasks import runs_as_task
+from mcp_app.handlers.upstream import TASK_KEY
+from mcp_app.models import Prompt, Resource, ResourceTemplate, TaskSupport, Tool, Upstream, UpstreamTool
 from mcp_app.upstream_rows import extras
 from tenants import wall
 from tenants.models import AuthMode, Tenant
@@ -59,6 +61,9 @@ def _has_task_tools(tenant_id: int) -> bool:
     `tasks` from this, without loading the catalog."""
     may = Q(task_support__in=(TaskSupport.OPTIONAL, TaskSupport.REQUIRED))
     may |= Q(task_support=TaskSupport.AUTO, execution="background")
+    # A published upstream tool its upstream runs as a task is optional here too (AMB-200).
+    upstream_tasks = ("required", "optional")
+    may |= Q(task_support=TaskSupport.AUTO, upstream_tool__pinned__execution__taskSupport__in=upstream_tasks)
     return Tool.objects.for_tenant(tenant_id).filter(may, enabled=True).exists()
 
 
@@ -180,16 +185,27 @@ def _read_catalog(tenant_id: int) -> Catalog:
 
 def _tools(tenant_id: int) -> tuple[ToolDef, ...]:
     """The enabled tools; an upstream tool only while its upstream exists and is enabled."""
-    rows = [row.to_def() for row in Tool.objects.for_tenant(tenant_id).filter(enabled=True)]
+    found = list(Tool.objects.for_tenant(tenant_id).filter(enabled=True))
+    rows = [row.to_def() for row in found]
     if not any(row.handler == "upstream" for row in rows):
         return tuple(rows)
     upstreams = {u.name: u for u in Upstream.objects.for_tenant(tenant_id).filter(enabled=True)}
+    # How each published tool's upstream runs it, by its pinned definition (AMB-199); whether the
+    # owner left the tool's own task support automatic (AMB-200).
+    pins = UpstreamTool.objects.filter(
+        tenant_id=tenant_id, tool__in=[r.id for r in rows if r.handler == "upstream"]
+    )
+    upstream_task = {
+        tool_id: runs_as_task(pinned) for tool_id, pinned in pins.values_list("tool_id", "pinned")
+    }
+    automatic = {row.pk for row in found if row.task_support == TaskSupport.AUTO}
     tools = []
     for tool in rows:
         if tool.handler != "upstream":
             tools.append(tool)
         elif (upstream := upstreams.get(tool.handler_config.get("upstream"))) is not None:
-            tools.append(_resolved(tool, upstream))
+            task = upstream_task.get(tool.id, "forbidden")
+            tools.append(_resolved(tool, upstream, task, tool.id in automatic))
     return tuple(tools)
 
 
@@ -218,10 +234,13 @@ def _with_upstream_extras(
     return tuple(more_prompts), tuple(more_resources), tuple(more_templates)
 
 
-def _resolved(tool: ToolDef, upstream: Upstream) -> ToolDef:
+def _resolved(tool: ToolDef, upstream: Upstream, task: str = "forbidden", automatic: bool = False) -> ToolDef:
     """An upstream tool with what its handler needs of the Upstream row (handlers/upstream.py), and its
-    MCP Apps UI resource named by the URI the tenant publishes it under (AMB-191)."""
+    MCP Apps UI resource named by the URI the tenant publishes it under (AMB-191). ``task``: how the
+    upstream runs it (AMB-199); a tool it runs as a task, its own task support left automatic, is
+    "optional" for our clients: we can run it either way (AMB-200)."""
     config = {
+        TASK_KEY: task,
         **tool.handler_config,
         "url": upstream.url,
         "mode": upstream.mode,
@@ -235,6 +254,7 @@ def _resolved(tool: ToolDef, upstream: Upstream) -> ToolDef:
         handler_config=config,
         handler_secrets=upstream.secret_headers,
         meta=upstream_uris.published_meta(upstream.prefix, tool.meta),
+        task_support="optional" if automatic and task != "forbidden" else tool.task_support,
     )
 
 

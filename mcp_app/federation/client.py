@@ -21,7 +21,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter
 
-from mcp_app.federation import breaker, failures, health, pool, questions
+from mcp_app.federation import breaker, failures, health, pool, questions, tasks
 from mcp_app.federation.errors import UpstreamBusy, UpstreamError, UpstreamUnavailable
 from mcp_app.federation.questions import Asking, Stopped
 from mcp_app.federation.target import SSE, Offering, Target
@@ -154,13 +154,16 @@ async def call_tool(
     on_progress: ProgressFn | None = None,
     on_log: LogFn | None = None,
     asking: Asking | None = None,
+    as_task: bool = False,
 ) -> dict[str, Any]:
     """Call tool ``name`` upstream; return its CallToolResult as a wire dict (content, structuredContent, ...).
 
     Progress and log notifications reach ``on_progress`` / ``on_log`` while the call runs; cancelling
     the awaiting task cancels the upstream call. The upstream's questions go to ``asking``
-    (federation/questions.py); what its `ask` raises, call_tool raises. Raises UpstreamError /
-    UpstreamUnavailable.
+    (federation/questions.py); what its `ask` raises, call_tool raises. ``as_task``: the upstream runs
+    the tool as a task (its definition says required), followed to its result (federation/tasks.py);
+    a 2026-07-28 upstream that refuses a plain call for want of tasks gets one too. Raises
+    UpstreamError / UpstreamUnavailable.
     """
     resume = asking.resume if asking is not None else None
     number, answers, request_state = 0, None, None
@@ -170,7 +173,7 @@ async def call_tool(
     while True:
         try:
             result = await _call_once(
-                target, name, arguments, on_progress, on_log, asking, answers, request_state
+                target, name, arguments, on_progress, on_log, asking, answers, request_state, as_task
             )
         except UpstreamError as exc:
             if resume is None or exc.code is None or number != resume.number:
@@ -207,6 +210,7 @@ async def _call_once(
     asking: Asking | None,
     answers: dict[str, Any] | None,
     request_state: str | None,
+    as_task: bool = False,
 ) -> types.CallToolResult | types.InputRequiredResult:
     """One tools/call exchange (one round on 2026-07-28), the questions of a legacy upstream bridged."""
     state = CallState(on_log=on_log)
@@ -216,6 +220,13 @@ async def _call_once(
         # 2026-07-28 sends log messages only to a request that opts in: a call with someone to tell does.
         wants_logs = on_log is not None and client.protocol_version in MODERN_PROTOCOL_VERSIONS
         meta = {types.LOG_LEVEL_META_KEY: "debug"} if wants_logs else None
+
+        def as_a_task() -> Awaitable[types.CallToolResult]:
+            call = tasks.call(client.session, name, arguments, meta, on_progress, target.label)
+            return questions.send(bridge, call)
+
+        if as_task:
+            return await as_a_task()
         params = types.CallToolRequestParams(
             name=name, arguments=arguments, _meta=meta, input_responses=answers, request_state=request_state
         )
@@ -231,6 +242,11 @@ async def _call_once(
         try:
             return await sent()
         except MCPError as exc:
+            if tasks.refused_for_want_of_tasks(exc, client):
+                # The tool runs only as a task, which its pinned listing did not say (2026-07-28 has no
+                # execution.taskSupport, or it changed since); refused before it ran: again as one (AMB-199).
+                bridge.over.clear()
+                return await as_a_task()
             if exc.code != types.HEADER_MISMATCH or client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
                 raise
             # A 2026-07-28 upstream wants some arguments mirrored into Mcp-Param-* headers, which the

@@ -15,6 +15,10 @@ first round ends at the first question (InputRequired), the abandoned upstream c
 this handler runs again with the answers. A 2026-07-28 upstream's round is carried to that next run
 (sealed in `ctx.carried`), so the upstream continues where it stopped; a legacy upstream has no
 such state and its tool runs again up to its question (docs/decisions/federation.md, AMB-177).
+
+A tool the upstream runs only as a task (its pinned `execution.taskSupport`, resolved by the loader
+into `TASK_KEY`) is called as one and its task followed to the result; our cancellation cancels that
+task upstream (AMB-199..201). Whether our client gets a plain call or our own task is protocol/tasks.py's.
 """
 
 from __future__ import annotations
@@ -45,6 +49,10 @@ CARRIED_KEY = "upstream"
 MAX_CARRIED_CHARS = 16_000
 # What the loader adds to a published tool's configuration; a row never holds these.
 RESOLVED_KEYS = ("url", "mode", "transport", "timeout_seconds", "upstream_id")
+# Also added by the loader: how the upstream runs the tool by its pinned definition ("required",
+# "optional", "forbidden"). Required: called as a task upstream and followed (AMB-199); optional is
+# called plainly (AMB-200: progress and logs stream, one exchange, a cancellation reaches it as is).
+TASK_KEY = "upstream_task"
 
 
 def config_problems(config: dict[str, Any]) -> list[str]:
@@ -92,7 +100,13 @@ async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> 
         await relay.log(known, data, logger_name)
 
     call = federation.call_tool(
-        target, config["tool"], sent, on_progress=relay.progress, on_log=on_log, asking=_asking(ctx)
+        target,
+        config["tool"],
+        sent,
+        on_progress=relay.progress,
+        on_log=on_log,
+        asking=_asking(ctx),
+        as_task=config.get(TASK_KEY) == "required",
     )
     try:
         result = await _unless_cancelled(ctx.cancelled, call)

@@ -41,6 +41,7 @@ from mcp_app.core.context import RequestContext
 from mcp_app.core.errors import error_result
 from mcp_app.core.types import Catalog, ToolDef
 from mcp_app.core.versions import V2025_11_25, is_modern
+from mcp_app.handlers import upstream
 from mcp_app.infra import notify
 from mcp_app.models import ToolRun
 from mcp_app.protocol import task_input
@@ -85,11 +86,13 @@ def legacy_capability() -> dict[str, Any]:
 
 
 def becomes_task(tool: ToolDef) -> bool:
-    """2026-07-28: the server decides; a background tool (unless forbidden) is long enough to be one,
-    and a tool whose task support is required is always one."""
+    """2026-07-28: the server decides; a background tool (unless forbidden) is long enough to be one, so
+    is a published tool its upstream runs only as a task (AMB-200), and a tool whose task support is
+    required is always one."""
     if tool.task_support == REQUIRED:
         return True
-    return tool.execution == "background" and tool.task_support != FORBIDDEN
+    long = tool.execution == "background" or tool.handler_config.get(upstream.TASK_KEY) == REQUIRED
+    return long and tool.task_support != FORBIDDEN
 
 
 def modern_extension(catalog: Catalog) -> bool:

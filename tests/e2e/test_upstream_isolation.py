@@ -28,6 +28,9 @@ from tests.upstreams.servers import STALL, UpstreamServer
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
 
 HANG_TIMEOUT = 3
+# A flooded call ends at its message budget, long before this: a loaded machine that parses the flood
+# slowly must not see the call end at its timeout instead.
+FLOOD_TIMEOUT = 30
 
 
 @pytest.fixture(scope="module", params=[False, True], ids=["stateful-upstream", "stateless-upstream"])
@@ -38,7 +41,9 @@ def remote(
         yield server
 
 
-def two_tenants(server: DaphneServer, url: str, remote_tool: str, extras: bool = False) -> tuple[str, str]:
+def two_tenants(
+    server: DaphneServer, url: str, remote_tool: str, extras: bool = False, timeout: int = HANG_TIMEOUT
+) -> tuple[str, str]:
     """A tenant publishing the upstream's `remote_tool` (``extras``: its prompts and resources too), and
     another with a template tool."""
     hostile, other = f"hang-{secrets.token_hex(3)}", f"quiet-{secrets.token_hex(3)}"
@@ -48,7 +53,7 @@ def two_tenants(server: DaphneServer, url: str, remote_tool: str, extras: bool =
         "from tenants.models import Tenant\n"
         f"h = Tenant.objects.create(slug={hostile!r}, name={hostile!r}, auth_mode='public')\n"
         f"o = Tenant.objects.create(slug={other!r}, name={other!r}, auth_mode='public')\n"
-        f"up = Upstream(tenant=h, name='docs', url={url!r}, prefix='docs_', timeout_seconds={HANG_TIMEOUT},"
+        f"up = Upstream(tenant=h, name='docs', url={url!r}, prefix='docs_', timeout_seconds={timeout},"
         f" publish_prompts={extras!r}, publish_resources={extras!r})\n"
         "up.full_clean(); up.save(); service.sync(up)\n"
         f"service.publish(UpstreamTool.objects.get(upstream=up, remote_name={remote_tool!r}))\n"
@@ -107,7 +112,9 @@ async def test_an_upstream_that_hangs_slows_no_other_tenant(
 async def test_an_upstream_that_floods_its_calls_slows_no_other_tenant(
     server: DaphneServer, remote: UpstreamServer
 ) -> None:
-    hostile, other = await asyncio.to_thread(two_tenants, server, remote.url, "slow_count")
+    hostile, other = await asyncio.to_thread(
+        two_tenants, server, remote.url, "slow_count", False, FLOOD_TIMEOUT
+    )
     # A pause between a caller's calls: the flood under test is the upstream's, not these clients' own
     # calls (a client's request rate is the tenant's quotas' to bound).
     idle, during, ended = await other_tenants_latency_while(

@@ -21,11 +21,13 @@ async def test_discover_reports_the_era_identity_and_every_tool(upstream, era):
     assert "tools" in offering.capabilities
     names = [tool["name"] for tool in offering.tools]
     assert names == [
-        "echo", "add", "slow_count", "fail", "hang", "shout", "regional", "redescribe",
+        "echo", "add", "slow_count", "long_job", "maybe_job", "fail", "hang", "shout", "regional", "redescribe",
         "ask_name", "summarize", "list_roots", "ask_then_sample", "ask_forever", "retool",
         "show_card", "redescribe_prompt",
     ]  # fmt: skip
     add = next(tool for tool in offering.tools if tool["name"] == "add")
+    job = next(tool for tool in offering.tools if tool["name"] == "long_job")
+    assert job["execution"] == {"taskSupport": "required"}  # what a published tool's pin keeps (AMB-199)
     assert add["inputSchema"]["required"] == ["a", "b"]
     assert add["outputSchema"]["properties"]["sum"]["type"] == "integer"
 

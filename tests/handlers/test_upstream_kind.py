@@ -80,12 +80,55 @@ async def test_the_catalog_gives_the_handler_the_upstream_and_leaves_out_a_disab
     row = await Upstream.objects.aget(tenant=tenant_a)
     assert echo.handler_config | {} == {
         "upstream": "docs", "tool": "echo", "fixed": {},
-        "url": remote.url, "mode": "auto", "transport": "streamable-http", "timeout_seconds": 5, "upstream_id": row.pk, "oauth": {},
+        "url": remote.url, "mode": "auto", "transport": "streamable-http", "timeout_seconds": 5, "upstream_id": row.pk,
+        "oauth": {}, "upstream_task": "forbidden",
     }  # fmt: skip
     assert echo.handler_secrets == row.secret_headers
     row.enabled = False
     await row.asave()
     assert await tool_def(tenant_a, "docs_echo") is None
+
+
+def publish_long_job(tenant, remote: UpstreamServer) -> None:  # noqa: ANN001
+    published(tenant, remote)
+    with wall.tenant(tenant.id):
+        service.publish(UpstreamTool.objects.get(upstream__tenant=tenant, remote_name="long_job"))
+
+
+async def test_a_tool_its_upstream_runs_as_a_task_is_called_as_one_and_listed_optional(
+    ctx, tenant_a, remote
+) -> None:
+    # AMB-199, AMB-200: the pin says required; we can run it plainly or as our task, so "optional".
+    await sync_to_async(publish_long_job)(tenant_a, remote)
+    job, echo = await tool_def(tenant_a, "docs_long_job"), await tool_def(tenant_a, "docs_echo")
+    assert (job.handler_config["upstream_task"], job.task_support) == ("required", "optional")
+    assert (echo.handler_config["upstream_task"], echo.task_support) == ("forbidden", "forbidden")
+    with wall.tenant(tenant_a.id):
+        assert await sync_to_async(catalog.loader._has_task_tools)(tenant_a.id)
+    result = await registry.run_inline(ctx, job, {"steps": 2, "delay": 0.01, "run": "kind"})
+    assert result["content"][0]["text"] == "job done after 2 steps" and not result.get("isError")
+    assert remote.stats()["tasks"] == 1 and remote.stats()["methods"]["tools/call"] == 1
+    # The owner's explicit choice stands; the upstream still runs it as a task.
+    await Tool.objects.filter(tenant=tenant_a, name="docs_long_job").aupdate(task_support="forbidden")
+    job = await tool_def(tenant_a, "docs_long_job")
+    assert (job.handler_config["upstream_task"], job.task_support) == ("required", "forbidden")
+
+
+async def test_a_tool_its_upstream_may_run_as_a_task_is_called_plainly_and_listed_optional(
+    ctx, tenant_a, remote
+) -> None:
+    # AMB-200: an upstream's "optional" is called plainly (progress and logs stream, one exchange).
+    def publish_maybe_job() -> None:
+        published(tenant_a, remote)
+        with wall.tenant(tenant_a.id):
+            service.publish(UpstreamTool.objects.get(upstream__tenant=tenant_a, remote_name="maybe_job"))
+
+    await sync_to_async(publish_maybe_job)()
+    job = await tool_def(tenant_a, "docs_maybe_job")
+    assert (job.handler_config["upstream_task"], job.task_support) == ("optional", "optional")
+    result = await registry.run_inline(ctx, job, {"steps": 2, "delay": 0.01, "run": "maybe"})
+    assert result["content"][0]["text"] == "job done plainly after 2 steps"
+    assert remote.stats()["tasks"] == 0 and "maybe" in remote.stats()["completed"]
 
 
 async def test_a_dead_upstream_gives_an_error_result_naming_it(ctx, tenant_a, remote) -> None:

@@ -27,6 +27,9 @@ then a sampling question built from its answer: two rounds on 2026-07-28), and `
 2026-07-28, an InputRequiredResult every round). Each run that reaches its body is recorded in
 `completed` under its tool's name.
 `retool` adds a tool, or removes one, and announces list_changed (the fan-in tests).
+`long_job` (`steps`, `delay`, `run`) runs only as a task of this upstream, in both eras, and `maybe_job`
+as one when asked (else plainly): served by tests/upstreams/task_server.py (`tasks` in the stats counts
+the tasks it created).
 Prompts, resources and templates (issue 22's publication of them): the prompt `greet` (an argument
 `name`, completed from a fixed list; its messages are a text and an embedded `docs://readme`),
 the static `docs://readme` (text), the template `docs://pages/{page}` (`page` completed too), the MCP
@@ -72,6 +75,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field
 
 from tests import zygote
+from tests.upstreams import task_server
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULE = "tests.upstreams.servers"
@@ -143,6 +147,7 @@ class Stats:
     unauthorized: int = 0
     deletes: int = 0
     streams: int = 0
+    tasks: int = 0
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -155,6 +160,7 @@ class Stats:
             "unauthorized": self.unauthorized,
             "deletes": self.deletes,
             "streams": self.streams,
+            "tasks": self.tasks,
         }
 
 
@@ -195,7 +201,13 @@ def _announce_list_changes(server: MCPServer) -> Any:
 
 def build_server(stats: Stats) -> MCPServer:
     """The SDK server and its tools."""
-    server = MCPServer(name="upstream", instructions="A test upstream.", version="1.0", log_level="WARNING")
+    server = MCPServer(
+        name="upstream",
+        instructions="A test upstream.",
+        version="1.0",
+        log_level="WARNING",
+        middleware=[task_server.TaskMiddleware(stats)],
+    )
     tell_sessions = _announce_list_changes(server)
 
     @server.tool(name="echo", description="Echo the message back.")
@@ -223,6 +235,18 @@ def build_server(stats: Stats) -> MCPServer:
             raise
         stats.completed.append(run)
         return f"counted to {n}"
+
+    @server.tool(name=task_server.TOOL, description="A long job, run only as a task.")
+    def long_job(steps: int = 3, delay: float = 0.1, run: str = "") -> str:
+        """Never runs here: task_server.TaskMiddleware answers every call of it with a task."""
+        return "not as a task"
+
+    @server.tool(name=task_server.OPTIONAL_TOOL, description="A job run as a task when asked, else plainly.")
+    async def maybe_job(steps: int = 3, delay: float = 0.1, run: str = "") -> str:
+        """The plain run (a task-augmented call is task_server.TaskMiddleware's)."""
+        await asyncio.sleep(steps * delay)
+        stats.completed.append(run)
+        return f"job done plainly after {steps} steps"
 
     @server.tool(name="fail", description="Fail with an error result.")
     def fail(reason: str = "it failed") -> CallToolResult:
