@@ -326,12 +326,23 @@ async def discover(target: Target) -> Offering:
         capabilities = client.server_capabilities
         info = client.server_info
 
-        async def lst(method: Callable[..., Awaitable[Any]], attr: str, present: Any) -> list[dict[str, Any]]:
+        async def lst(
+            method: Callable[..., Awaitable[Any]], attr: str, present: Any, optional: bool = True
+        ) -> list[dict[str, Any]]:
             if present is None:
                 return []
-            return await _walk(lambda c: method(params=_page(c)), attr)
+            seen = len(state.statuses)
+            try:
+                return await _walk(lambda c: method(params=_page(c)), attr)
+            except Exception:
+                # Credentials that do not cover a kind (HTTP 403, insufficient_scope: a token with the
+                # tools scope alone) leave that kind out; the tools themselves must be listable.
+                if not optional or 403 not in state.statuses[seen:]:
+                    raise
+                del state.statuses[seen:]
+                return []
 
-        tools = await lst(session.list_tools, "tools", capabilities.tools)
+        tools = await lst(session.list_tools, "tools", capabilities.tools, optional=False)
         prompts = await lst(session.list_prompts, "prompts", capabilities.prompts)
         resources = await lst(session.list_resources, "resources", capabilities.resources)
         templates = await lst(session.list_resource_templates, "resource_templates", capabilities.resources)

@@ -81,7 +81,7 @@ def oauth_federated_tenants(server: DaphneServer, inner_url_of: str, upstream_mo
         "Membership.objects.create(user=robot, tenant=i, role='viewer')\n"
         "Tool.objects.create(tenant=i, name='greet', handler='template', handler_config={'text': 'Hello, {{ name }}!'},"
         " input_schema={'type': 'object', 'properties': {'name': {'type': 'string'}}, 'required': ['name']})\n"
-        "made = service_clients.create(i, robot, 'the front tenant')\n"
+        "made = service_clients.create(i, robot, 'the front tenant', 'mcp:tools')\n"
         f"o = Tenant.objects.create(slug={outer!r}, name={outer!r}, auth_mode='public')\n"
         f"up = Upstream(tenant=o, name='vault', url={url!r}, prefix='in_', mode={upstream_mode!r}, timeout_seconds=15,"
         " oauth_client_id=made.client_id, oauth_client_secret=encrypt_secrets({'client_secret': made.client_secret}))\n"
@@ -118,7 +118,9 @@ async def test_an_oauth_tenant_is_federated_with_client_credentials(
     server: DaphneServer, server_b: DaphneServer, upstream_mode: str
 ) -> None:
     """The outer tenant gets a token by the client credentials grant from the inner platform (found from
-    its protected resource metadata), reuses it across calls, and heals when it is revoked."""
+    its protected resource metadata), reuses it across calls, and heals when it is revoked. The client's
+    scope is the tools' alone: the inner tenant's prompts and resources answer 403, and the sync leaves
+    them out instead of failing."""
     setup = await asyncio.to_thread(oauth_federated_tenants, server, server_b.mcp_url("INNER"), upstream_mode)
     # The sync in the shell process took one token.
     assert await asyncio.to_thread(tokens_of, server, setup["CLIENT"]) == 1

@@ -90,8 +90,10 @@ async def other_tenants_latency_while(
 
 
 def within_twice_idle(idle: float, during: float) -> None:
-    # The other tenant's median stays within 2x its idle median (a floor of 10 ms for a noisy machine).
-    assert during <= 2 * max(idle, 0.010), f"idle p50 {idle * 1000:.1f} ms, during {during * 1000:.1f} ms"
+    # The other tenant's median stays within 2x its idle median, with a floor of 25 ms: on a slow 2-core
+    # machine the attack's own processes (the upstream flooding, its clients) and the suite's other
+    # workers share the cores with Daphne; a flood parsed without its budget costs seconds, not this.
+    assert during <= 2 * max(idle, 0.025), f"idle p50 {idle * 1000:.1f} ms, during {during * 1000:.1f} ms"
 
 
 async def test_an_upstream_that_hangs_slows_no_other_tenant(
