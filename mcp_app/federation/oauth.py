@@ -91,6 +91,18 @@ class ClientCredentialsAuth(httpx2.Auth):
     async def async_auth_flow(
         self, request: httpx2.Request
     ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        token = await self._sign(request)
+        response = yield request
+        if response.status_code != 401:
+            return
+        # The upstream no longer takes it (revoked, rotated, expired early): one new token, one more try.
+        if (held := _held.get(self.key)) is not None and held.token == token:
+            del _held[self.key]
+        await self._sign(request)
+        yield request
+
+    async def _sign(self, request: httpx2.Request) -> str:
+        """Put the held (or a new) token on ``request``; the token."""
         try:
             token = await self._token()
         except AuthRefused as exc:
@@ -99,20 +111,7 @@ class ClientCredentialsAuth(httpx2.Auth):
                 state.auth_error = exc
             raise
         request.headers["Authorization"] = f"Bearer {token}"
-        response = yield request
-        if response.status_code != 401:
-            return
-        # The upstream no longer takes it (revoked, rotated, expired early): one new token, one more try.
-        if (held := _held.get(self.key)) is not None and held.token == token:
-            del _held[self.key]
-        try:
-            token = await self._token()
-        except AuthRefused as exc:
-            if (state := CURRENT_CALL.get()) is not None:
-                state.auth_error = exc
-            raise
-        request.headers["Authorization"] = f"Bearer {token}"
-        yield request
+        return token
 
     async def _token(self) -> str:
         held = _held.get(self.key)
