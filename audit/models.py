@@ -30,6 +30,8 @@ class Action(models.TextChoices):
     CLIENT_DELETED = "client_deleted", "Client deleted"
     TOKEN_ISSUED = "token_issued", "API token issued"
     TOKEN_REVOKED = "token_revoked", "Token revoked"
+    SERVICE_CLIENT_CREATED = "service_client_created", "Service client made"
+    SERVICE_CLIENT_REVOKED = "service_client_revoked", "Service client revoked"
     MEMBER_ADDED = "member_added", "Member added"
     MEMBER_ROLE_CHANGED = "member_role_changed", "Member's role changed"
     MEMBER_REMOVED = "member_removed", "Member removed"

@@ -150,11 +150,11 @@ class ServiceClientAdmin(TenantScopedAdmin):
     def delete_model(self, request: HttpRequest, obj: Any) -> None:
         if not self.has_delete_permission(request, obj):
             raise PermissionDenied
-        service_clients.revoke(obj)
+        service_clients.revoke(obj, request.user)
 
     def delete_queryset(self, request: HttpRequest, queryset: models.QuerySet) -> None:
         ids = editable_tenant_ids(request, OWNERS)
         if ids is not None and queryset.exclude(tenant_id__in=ids).exists():
             raise PermissionDenied
         for row in queryset.select_related("application"):
-            service_clients.revoke(row)
+            service_clients.revoke(row, request.user)

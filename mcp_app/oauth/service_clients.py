@@ -21,6 +21,8 @@ from oauth2_provider.models import get_application_model
 from oauthlib.common import Request
 from oauthlib.oauth2.rfc6749 import errors
 
+from audit.models import Action
+from audit.trail import record
 from mcp_app.models import Tool
 from mcp_app.oauth import resources, scopes
 from tenants import wall
@@ -72,6 +74,13 @@ def create(tenant: Tenant, user: Any, name: str, scope: str = "", created_by: An
         row = ServiceClient.objects.create(
             tenant=tenant, application=app, scope=" ".join(sorted(set(wanted))), created_by=created_by
         )
+        record(
+            Action.SERVICE_CLIENT_CREATED,
+            actor=created_by,
+            tenant=tenant,
+            client_id=app.client_id,
+            detail={"acts_as": user.get_username(), "scope": row.scope},
+        )
     return Made(client_id=app.client_id, client_secret=raw, row=row)
 
 
@@ -87,9 +96,12 @@ def grantable(tenant: Tenant) -> set[str]:
     )
 
 
-def revoke(row: ServiceClient) -> None:
+def revoke(row: ServiceClient, actor: Any = None) -> None:
     """Delete the client: its Application, and with it its tokens and this row."""
-    row.application.delete()
+    client_id, tenant = row.application.client_id, row.tenant
+    with transaction.atomic():
+        row.application.delete()
+        record(Action.SERVICE_CLIENT_REVOKED, actor=actor, tenant=tenant, client_id=client_id)
 
 
 def binding(client: Any) -> ServiceClient | None:
