@@ -4,7 +4,16 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import SimpleRouter
 
-from mcp_app.api import history, invitations, portability, service_clients, tenancy, upstreams, views
+from mcp_app.api import (
+    api_keys,
+    history,
+    invitations,
+    portability,
+    service_clients,
+    tenancy,
+    upstreams,
+    views,
+)
 from mcp_app.api.errors import not_found
 
 app_name = "api"
@@ -20,6 +29,7 @@ tenant_router.register("runs", views.ToolRunViewSet, basename="run")
 tenant_router.register("members", tenancy.MembershipViewSet, basename="member")
 tenant_router.register("invitations", invitations.InvitationViewSet, basename="invitation")
 tenant_router.register("clients", tenancy.ClientViewSet, basename="client")
+tenant_router.register("api-keys", api_keys.ApiKeyViewSet, basename="api-key")
 tenant_router.register("service-clients", service_clients.ServiceClientViewSet, basename="service-client")
 
 urlpatterns = [
@@ -34,7 +44,11 @@ urlpatterns = [
     # their own path(...) lines here, above the catch-all.
     path("tenants/<str:slug>/export", portability.ExportView.as_view(), name="tenant-export"),
     path("tenants/<str:slug>/import", portability.ImportView.as_view(), name="tenant-import"),
-    path("tenants/<str:slug>/import-openapi", portability.ImportOpenApiView.as_view(), name="tenant-import-openapi"),
+    path(
+        "tenants/<str:slug>/import-openapi",
+        portability.ImportOpenApiView.as_view(),
+        name="tenant-import-openapi",
+    ),
     path("tenants/<str:slug>/<str:kind>/<int:pk>/history/", history.HistoryView.as_view(), name="history"),
     path(
         "tenants/<str:slug>/<str:kind>/<int:pk>/history/<int:history_id>/revert/",
