@@ -12,10 +12,13 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from playwright.async_api import Page
 
 from tests.e2e import oauth_flow
+from tests.e2e.admin_pages import body_text
+from tests.e2e.browser import Screenshots, sign_in
 from tests.e2e.helpers import INITIALIZE_PARAMS, MCP_HEADERS, REQUEST_SECONDS
-from tests.e2e.servers import DaphneServer, django_shell, manage, used_secret
+from tests.e2e.servers import ADMIN_PASSWORD, ADMIN_USERNAME, DaphneServer, django_shell, manage, used_secret
 
 pytestmark = pytest.mark.e2e
 
@@ -111,3 +114,39 @@ async def test_a_key_from_another_address_or_in_the_url_is_refused(server: Daphn
     )
     in_url = httpx.post(f"{url}?api_key={near}", json=body, headers=MCP_HEADERS)
     assert in_url.status_code == 400 and "not accepted in the query string" in in_url.text
+
+
+async def test_an_owner_mints_a_key_in_the_browser_and_revokes_it(
+    server: DaphneServer, page: Page, request: pytest.FixtureRequest
+) -> None:
+    django_shell(server.env, oauth_flow.SETUP_CODE)
+    shots = Screenshots(request.node.name)
+    await page.goto(f"{server.url}/admin/")
+    await sign_in(page, ADMIN_USERNAME, ADMIN_PASSWORD)
+    await page.goto(f"{server.url}/admin/tenants/apikey/add/")
+    await page.select_option("#id_tenant", label=SLUG)
+    await page.fill("#id_name", "browser CI")
+    await page.fill("#id_scope", "mcp:tools secure:vault")
+    await page.fill("#id_days", "2")
+    async with page.expect_navigation():
+        await page.click("input[name=_save]")
+    key = used_secret((await page.inner_text("#api-key")).strip())
+    await shots.take(page, "minted")
+    assert key.startswith("mcpk_")
+    async with keyed_client(server.mcp_url(SLUG), key, "auto") as client:
+        vault = await client.call_tool("read_vault", {})
+        assert texts(vault) == ["The vault says: keep your tokens audience-bound."]
+
+    await page.goto(f"{server.url}/admin/tenants/apikey/")
+    row = page.locator("tr", has_text=key[:13])
+    await row.locator("input[name=_selected_action]").check()
+    await page.select_option("select[name=action]", "revoke_keys")
+    async with page.expect_navigation():
+        await page.click("button[name=index]")
+    assert "Revoked 1 API key(s)" in await body_text(page)
+    assert "revoked" in await row.inner_text()
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INITIALIZE_PARAMS}
+    refused = httpx.post(
+        server.mcp_url(SLUG), json=body, headers={**MCP_HEADERS, "Authorization": f"Bearer {key}"}
+    )
+    assert refused.status_code == 401
