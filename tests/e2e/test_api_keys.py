@@ -4,8 +4,12 @@ allow-list and a key in the URL answered exactly."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import httpx
 import httpx2
@@ -14,6 +18,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from playwright.async_api import Page
 
+from mcp_app.connect.configs import client_configs
 from tests.e2e import oauth_flow
 from tests.e2e.admin_pages import body_text
 from tests.e2e.browser import Screenshots, sign_in
@@ -150,3 +155,19 @@ async def test_an_owner_mints_a_key_in_the_browser_and_revokes_it(
         server.mcp_url(SLUG), json=body, headers={**MCP_HEADERS, "Authorization": f"Bearer {key}"}
     )
     assert refused.status_code == 401
+
+
+def test_the_connect_pages_ci_script_lists_the_tools_with_a_key(server: DaphneServer, tmp_path: Path) -> None:
+    key = mint(server, "--user", oauth_flow.SECURE_USER, "--scope", "mcp:tools")
+    config = next(c for c in client_configs(SLUG, server.mcp_url(SLUG), True) if c.key == "api-key")
+    script = tmp_path / "ci.py"
+    script.write_text(config.text)
+    ran = subprocess.run(
+        [sys.executable, str(script)],
+        env={**os.environ, "MCP_API_KEY": key},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert "say_hello: Greet someone from the secure server." in ran.stdout
