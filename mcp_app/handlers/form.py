@@ -33,7 +33,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.conf import settings
 from jsonschema import Draft202012Validator
 
 from mcp_app.content import fields as schema_fields
@@ -41,7 +40,6 @@ from mcp_app.content import rendering
 from mcp_app.core.context import RequestContext
 from mcp_app.core.errors import ToolError, error_result
 from mcp_app.core.types import ToolDef
-from mcp_app.core.versions import is_modern
 from mcp_app.handlers import url_forms
 
 # The server's own question names (protocol/approval.py asks "approval").
@@ -57,32 +55,14 @@ def _declined(answer: dict[str, Any]) -> dict[str, Any] | None:
 
 
 async def _on_page(ctx: RequestContext, message: str, fields: dict[str, Any]) -> dict[str, Any]:
-    """Send the person to the form's page and wait for what they submit there (URL mode).
-
-    The page's link is keyed on the call, so every 2026-07-28 round shows the same one: a retry
-    that finds no answers yet (after MCP_URL_FORM_WAIT_SECONDS) asks again, as the spec allows.
-    """
+    """Send the person to the form's page and wait for what they submit there (URL mode)."""
     user_id = ctx.user_id if ctx.tenant.auth_mode == "oauth" else None
     token = url_forms.page_token(
         tenant_id=ctx.tenant.id, elicitation_id=ctx.call_id, message=message, fields=fields, user_id=user_id
     )
     url = url_forms.page_url(ctx.tenant.slug, token)
-    modern = is_modern(ctx.protocol_version)
-    wait = settings.MCP_URL_FORM_WAIT_SECONDS if modern else settings.MCP_URL_FORM_SECONDS
-    while True:
-        consent = await ctx.elicit_url(f"{message} (Open the page to answer.)", url, ctx.call_id)
-        if _declined(consent) is not None:
-            return consent
-        answers = await url_forms.take(ctx.call_id, wait)
-        if answers is not None:
-            break
-        if not modern:
-            raise ToolError("The form's page was not submitted in time; nothing was given.")
-    if not modern:
-        # 2025-11-25: tell the client the out-of-band part is over (only the client that was asked).
-        done = {"elicitationId": ctx.call_id}
-        await ctx.emit({"jsonrpc": "2.0", "method": "notifications/elicitation/complete", "params": done})
-    return {"action": "accept", "content": answers}
+    late = "The form's page was not submitted in time; nothing was given."
+    return await url_forms.send_and_wait(ctx, f"{message} (Open the page to answer.)", url, late)
 
 
 def questions_of(tool: ToolDef) -> list[dict[str, Any]]:

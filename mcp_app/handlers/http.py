@@ -1,7 +1,10 @@
 """The ``http`` kind: send the arguments to the tenant's own endpoint and map the reply.
 
 ``handler_config``: ``{"url": "https://…", "method": "POST", "headers": {…}, "timeout": 10}``, and
-``parameters``/``body`` to put arguments in the URL's path, the query or headers (http_params.py).
+``parameters``/``body`` to put arguments in the URL's path, the query or headers (http_params.py),
+and ``connection`` to act as the caller: the name of one of the tenant's providers, whose access
+token of the calling person is sent as ``Authorization: Bearer`` (over any secret Authorization
+header; a person with no connection is asked to connect first: accounts.py, AMB-215).
 ``method`` is POST (default), PUT or PATCH (arguments as a JSON body), or GET or DELETE (arguments
 as query parameters, non-string values JSON-encoded). ``headers`` holds non-secret headers only;
 secret headers (``Authorization``, API keys) are stored encrypted in ``Tool.handler_secrets`` as a
@@ -47,7 +50,7 @@ from mcp_app.core import ssrf
 from mcp_app.core.context import RequestContext
 from mcp_app.core.errors import ToolError
 from mcp_app.core.types import ToolDef
-from mcp_app.handlers import http_params, http_stream
+from mcp_app.handlers import accounts, http_params, http_stream
 from mcp_app.handlers.secrets import SecretsError, decrypt_secrets
 from mcpsite import nesting
 
@@ -268,9 +271,12 @@ async def send(
     *,
     params: dict[str, Any] | None = None,
     json_body: Any = None,
+    headers: dict[str, str] | None = None,
 ) -> Reply:
     """Send one request through ``exchange`` and read the reply: the status, and a 2xx reply's body."""
-    async with exchange(ctx, tool, method, url, timeout, params=params, json_body=json_body) as opened:
+    async with exchange(
+        ctx, tool, method, url, timeout, params=params, json_body=json_body, headers=headers
+    ) as opened:
         response = opened.response
         if not 200 <= response.status_code < 300:
             return Reply(response.status_code, response.reason_phrase, "", b"")
@@ -308,8 +314,13 @@ async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> 
             json_body=None if query else arguments,
         )
 
+    # The caller's own account (AMB-215): asked for before anything is sent, so a person who must
+    # connect first does so before the endpoint hears of the call.
+    provider = config.get("connection")
+    as_person = {"Authorization": f"Bearer {await accounts.access_token(ctx, provider)}"} if provider else {}
+
     async def post_reply(reply_url: str, answer: dict[str, Any]) -> None:
-        reply = await send(ctx, tool, "POST", reply_url, timeout, json_body=answer)
+        reply = await send(ctx, tool, "POST", reply_url, timeout, json_body=answer, headers=as_person)
         if not 200 <= reply.status < 300:
             raise ToolError(
                 "The endpoint did not take the answer to its question: "
@@ -325,7 +336,7 @@ async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> 
         params=placed.params,
         json_body=placed.json_body,
         accept=_ACCEPT_EVENTS,
-        headers={**placed.headers, **_call_key(ctx)},
+        headers={**placed.headers, **_call_key(ctx), **as_person},
     ) as opened:
         response = opened.response
         content_type = response.headers.get("content-type", "")

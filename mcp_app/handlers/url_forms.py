@@ -6,7 +6,9 @@ the token is signed (SECRET_KEY), expires with the question, and carries what th
 tenant, the fields, the message, the elicitation id and, on an OAuth tenant, the user who must be
 signed in to fill it. The page stores the answers encrypted (handlers/secrets) under the elicitation
 id, in Redis for MCP_URL_FORM_SECONDS (any process may serve the page) or in this process's memory
-on the embedded defaults; the waiting handler takes them once.
+on the embedded defaults; the waiting handler takes them once. A person connecting an account
+(handlers/accounts.py) is sent to another page the same way, and its completion noted in the same
+store: `send_and_wait` is the one loop of both.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from django.conf import settings
 from django.core import signing
 from django.utils.crypto import salted_hmac
 
+from mcp_app.core.context import RequestContext
+from mcp_app.core.errors import ToolError
+from mcp_app.core.versions import is_modern
 from mcp_app.handlers.secrets import fernet
 from mcp_app.infra import redis_client
 
@@ -92,3 +97,40 @@ async def take(elicitation_id: str, seconds: float) -> dict[str, Any] | None:
         if loop.time() >= deadline:
             return None
         await asyncio.sleep(POLL_SECONDS)
+
+
+class CannotSend(ToolError):
+    """The client cannot be sent to a page (no URL-mode elicitation, no stream to ask on)."""
+
+
+async def send_and_wait(ctx: RequestContext, message: str, url: str, late: str) -> dict[str, Any]:
+    """Send the person to ``url`` (URL-mode elicitation) and wait for what the page leaves under the call's id.
+
+    Returns ``{"action": "accept", "content": <what the page left>}``, or the client's decline or
+    cancel as it came. The link is keyed on the call, so every 2026-07-28 round shows the same one: a
+    retry that finds nothing yet (after MCP_URL_FORM_WAIT_SECONDS) asks again, as the spec allows; a
+    legacy call waits MCP_URL_FORM_SECONDS, then raises ToolError(``late``), and on success tells its
+    client the out-of-band part is over (`notifications/elicitation/complete`, 2025-11-25 only).
+    Raises CannotSend when the client cannot be asked (a 2026-07-28 client that did not declare URL
+    mode raises MissingCapability, answered -32021 unless the caller says otherwise).
+    """
+    modern = is_modern(ctx.protocol_version)
+    wait = settings.MCP_URL_FORM_WAIT_SECONDS if modern else settings.MCP_URL_FORM_SECONDS
+    while True:
+        try:
+            consent = await ctx.elicit_url(message, url, ctx.call_id)
+        except CannotSend:
+            raise
+        except ToolError as cannot:
+            raise CannotSend(str(cannot)) from None
+        if consent.get("action") != "accept":
+            return consent
+        left = await take(ctx.call_id, wait)
+        if left is not None:
+            break
+        if not modern:
+            raise ToolError(late)
+    if not modern:
+        done = {"elicitationId": ctx.call_id}
+        await ctx.emit({"jsonrpc": "2.0", "method": "notifications/elicitation/complete", "params": done})
+    return {"action": "accept", "content": left}
