@@ -17,7 +17,10 @@ import asyncio
 import json
 import re
 import secrets
-import time
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -26,7 +29,7 @@ from playwright.async_api import Page
 
 from tests.e2e.browser import Screenshots, sign_in
 from tests.e2e.helpers import INITIALIZE_PARAMS, MCP_HEADERS, REQUEST_SECONDS
-from tests.e2e.servers import DaphneServer, django_shell, used_secret
+from tests.e2e.servers import ROOT, DaphneServer, django_shell, used_secret
 
 pytestmark = [
     pytest.mark.e2e,
@@ -113,6 +116,45 @@ def vault_call(
         "print('RESULT', json.dumps(asyncio.run(main())))\n",
     )
     return json.loads(out.split("RESULT ", 1)[1])
+
+
+RACER = """
+import asyncio, sys
+from django.contrib.auth import get_user_model
+from mcp_app.identity import vault
+from tenants.models import Tenant
+t = Tenant.objects.get(slug=sys.argv[-2])
+u = get_user_model().objects.get(username=sys.argv[-1])
+print("READY", flush=True)
+sys.stdin.readline()
+print("TOKEN", asyncio.run(vault.access_token(t.pk, u.pk, "gh")), flush=True)
+"""
+
+
+def race(server: DaphneServer, names: dict[str, str]) -> list[str]:
+    """Two processes of their own, each ready with Django loaded, told to go at once; their tokens."""
+    script = Path(tempfile.mkstemp(prefix="racer-", suffix=".py")[1])
+    script.write_text(f"import sys\nsys.path.insert(0, {str(ROOT)!r})\nimport django\ndjango.setup()\n" + RACER)
+    racers = [
+        subprocess.Popen(
+            [sys.executable, str(script), names["acct"], names["person"]],
+            cwd=ROOT, env=server.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        for _ in range(2)
+    ]
+    try:
+        for racer in racers:
+            assert racer.stdout is not None and racer.stdout.readline().strip() == "READY"
+        for racer in racers:
+            assert racer.stdin is not None
+            racer.stdin.write("go\n")
+            racer.stdin.flush()
+        out = [racer.communicate(timeout=60)[0] for racer in racers]
+    finally:
+        for racer in racers:
+            racer.kill()
+        script.unlink()
+    return [re.search(r"TOKEN (\S+)", text)[1] if "TOKEN" in text else text for text in out]  # type: ignore[index]
 
 
 def connection_row(server: DaphneServer, names: dict[str, str]) -> dict[str, Any] | None:
@@ -222,12 +264,8 @@ async def test_a_person_connects_refreshes_once_and_disconnects_and_a_dropped_gr
     # Two processes asking at the same moment for an expired token: one refresh (B's reuse protection
     # would have revoked the whole grant at a second refresh with the same token), the same new token.
     await asyncio.to_thread(expire, server, names)
-    at = time.time() + 6  # both processes are up and waiting by then
-    race = f"(await asyncio.sleep({at!r} - time.time())) or await vault.access_token(t.pk, u.pk, 'gh')"
-    both = await asyncio.gather(
-        *(asyncio.to_thread(vault_call, server, names, race, {"CONNECTION_RACER": str(n)}) for n in (1, 2))
-    )
-    assert both[0] == both[1] and isinstance(both[0], str) and both[0] != refreshed, both
+    both = await asyncio.to_thread(race, server, names)
+    assert both[0] == both[1] and both[0] != refreshed, both
     assert await asyncio.to_thread(refresh_grants, server, names) == 3
     assert await asyncio.to_thread(provider_takes, server_b, names, both[0]) == 200
 
