@@ -4,7 +4,16 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import SimpleRouter
 
-from mcp_app.api import history, invitations, portability, service_clients, tenancy, upstreams, views
+from mcp_app.api import (
+    history,
+    invitations,
+    portability,
+    providers,
+    service_clients,
+    tenancy,
+    upstreams,
+    views,
+)
 from mcp_app.api.errors import not_found
 
 app_name = "api"
@@ -21,6 +30,7 @@ tenant_router.register("members", tenancy.MembershipViewSet, basename="member")
 tenant_router.register("invitations", invitations.InvitationViewSet, basename="invitation")
 tenant_router.register("clients", tenancy.ClientViewSet, basename="client")
 tenant_router.register("service-clients", service_clients.ServiceClientViewSet, basename="service-client")
+tenant_router.register("providers", providers.ProviderViewSet, basename="provider")
 
 urlpatterns = [
     # The OpenAPI 3 schema and its documentation page (Swagger UI from drf_spectacular_sidecar: offline).

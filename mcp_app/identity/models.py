@@ -14,7 +14,7 @@ from django.core.validators import RegexValidator
 from django.db import models
 
 from mcp_app.handlers.secrets import decrypt_secrets
-from tenants.models import Tenant
+from tenants.models import Tenant, TenantQuerySet
 
 provider_name_validator = RegexValidator(
     r"^[a-z0-9][a-z0-9_-]{0,62}$",
@@ -55,6 +55,8 @@ class Provider(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
+    objects = TenantQuerySet.as_manager()
+
     class Meta:
         ordering = ["name"]
         constraints = [
@@ -93,6 +95,8 @@ class Connection(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
     connected_at = models.DateTimeField(auto_now_add=True)
     refreshed_at = models.DateTimeField(null=True, blank=True)
+
+    objects = TenantQuerySet.as_manager()
 
     class Meta:
         ordering = ["provider", "user"]
