@@ -80,6 +80,11 @@ class ProviderAdmin(OwnersOnly):
     search_fields = ("name", "display_name")
     readonly_fields = ("stored_secret", "connected")
 
+    def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if isinstance(db_field, models.URLField):
+            kwargs["assume_scheme"] = "https"
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         fields = [*ProviderForm.Meta.fields, "stored_secret", "new_client_secret", "clear_client_secret"]
         return fields if obj is None else [*fields, "connected"]
@@ -98,7 +103,7 @@ class ProviderAdmin(OwnersOnly):
         if not rows:
             return "Nobody has connected an account yet."
         return format_html_join(
-            ", ", "{} (since {:%Y-%m-%d %H:%M})", ((c.user.get_username(), c.connected_at) for c in rows)
+            ", ", "{} (since {})", ((c.user.get_username(), f"{c.connected_at:%Y-%m-%d %H:%M}") for c in rows)
         )
 
 
