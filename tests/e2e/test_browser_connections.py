@@ -269,6 +269,21 @@ async def test_a_person_connects_refreshes_once_and_disconnects_and_a_dropped_gr
     assert await asyncio.to_thread(refresh_grants, server, names) == 3
     assert await asyncio.to_thread(provider_takes, server_b, names, both[0]) == 200
 
+    # Another member of the tenant cannot disconnect it: their answer is a missing connection's.
+    row = await asyncio.to_thread(connection_row, server, names)
+    assert row is not None
+    async with httpx.AsyncClient(base_url=server.url, timeout=REQUEST_SECONDS) as outsider:
+        await login(outsider, names["outsider"], names["password"])
+        for pk in (row["pk"], 999999999):
+            refused = await outsider.post(
+                f"/connections/{pk}/disconnect",
+                data={"csrfmiddlewaretoken": outsider.cookies["csrftoken"]},
+                headers={"Referer": f"{server.url}/connections/"},
+            )
+            assert refused.status_code == 404
+        assert names["person"] not in (await outsider.get("/connections/")).text
+    assert await asyncio.to_thread(connection_row, server, names) is not None
+
     # My connections: Disconnect revokes at B, which refuses the token from then on.
     await page.goto(f"{server.url}/connections/")
     await shots.take(page, "my-connections")
