@@ -131,8 +131,13 @@ def callback(request: HttpRequest, slug: str, provider_name: str) -> HttpRespons
     if request.GET.get("error") or not request.GET.get("code"):
         return render(request, "connections/done.html", {**context, "declined": True}, status=400)
     try:
+        client = vault.client_of(provider)
+        # A mix-up defense (RFC 9207): the code must come from the server we sent the person to.
+        found = async_to_sync(provider_http.endpoints)(client)
+        if why := found.iss_problem(request.GET.get("iss")):
+            raise provider_http.ProviderRefused(f"{provider}: {why}.")
         tokens = async_to_sync(provider_http.exchange_code)(
-            vault.client_of(provider),
+            client,
             code=request.GET["code"],
             redirect_uri=_callback_url(request, provider),
             verifier=flow["verifier"],

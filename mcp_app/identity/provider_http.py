@@ -44,6 +44,17 @@ class Endpoints:
     authorize: str
     token: str
     revocation: str
+    # From discovery: its issuer, and whether its authorization responses carry `iss` (RFC 9207).
+    issuer: str = ""
+    sends_iss: bool = False
+
+    def iss_problem(self, iss: str | None) -> str:
+        """Why an authorization response's `iss` shows it is not this provider's (RFC 9207 §2.4), or ""."""
+        if iss is None:
+            return "its answer did not say who sent it (iss)" if self.sends_iss else ""
+        if self.issuer and iss != self.issuer:
+            return "the answer came from another authorization server (iss)"
+        return ""
 
 
 @dataclass(frozen=True)
@@ -115,6 +126,8 @@ async def endpoints(client: Client) -> Endpoints:
                 str(meta["token_endpoint"]),
                 # An explicit revocation URL wins over the metadata's.
                 client.revocation_url or str(meta.get("revocation_endpoint") or ""),
+                issuer=str(meta.get("issuer") or ""),
+                sends_iss=meta.get("authorization_response_iss_parameter_supported") is True,
             )
             _metadata[client.discovery_url] = (time.monotonic() + METADATA_SECONDS, found)
             return found

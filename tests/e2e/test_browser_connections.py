@@ -395,10 +395,23 @@ async def test_hostile_table_of_connection_links_and_states(
         assert replayed.status_code == 400 and "cannot be used" in replayed.text
 
         # A forged code with a fresh state: B refuses it, said in our words, nothing stored.
+        issuer = server_b.url
         sent = await press_connect(person, path)
         state = httpx.URL(sent.headers["location"]).params["state"]
-        forged = await person.get(callback, params={"state": state, "code": "forged"})
+        forged = await person.get(callback, params={"state": state, "code": "forged", "iss": issuer})
         assert forged.status_code == 502 and "invalid_grant" in forged.text
+        # A code said to come from another authorization server (RFC 9207 mix-up), or from nobody: refused
+        # before any exchange.
+        for iss in ({"iss": "https://evil.example.com"}, {}):
+            sent = await press_connect(person, path)
+            state = httpx.URL(sent.headers["location"]).params["state"]
+            mixed = await person.get(callback, params={"state": state, "code": "x", **iss})
+            assert mixed.status_code == 502 and "(iss)" in mixed.text, iss
+        # The person pressed Deny at B: B sends the person back with an error, and nothing is stored.
+        sent = await press_connect(person, path)
+        state = httpx.URL(sent.headers["location"]).params["state"]
+        denied = await person.get(callback, params={"state": state, "error": "access_denied", "iss": issuer})
+        assert denied.status_code == 400 and "did not give access" in denied.text
         assert await asyncio.to_thread(connection_row, server, names) is None
 
         # Nothing of anyone's to see or disconnect: the done page and a connection id answer 404.
