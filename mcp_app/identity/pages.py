@@ -55,7 +55,9 @@ def _provider(slug: str, name: str) -> Provider:
 
 def _callback_url(request: HttpRequest, provider: Provider) -> str:
     # The public URL, not the request's Host: the provider compares it with the registered one.
-    return settings.MCP_PUBLIC_URL + reverse("connection-callback", args=[provider.tenant.slug, provider.name])
+    return settings.MCP_PUBLIC_URL + reverse(
+        "connection-callback", args=[provider.tenant.slug, provider.name]
+    )
 
 
 def _intended(tenant: Tenant, mark: str) -> str:
@@ -75,7 +77,12 @@ def start(request: HttpRequest, slug: str, provider_name: str) -> HttpResponse:
     link = vault.read_link(request.GET.get("link", ""))
     provider = _find(slug, provider_name)
     # A missing provider, another tenant's and a bad link look alike.
-    if provider is None or link is None or link.get("t") != provider.tenant_id or link.get("p") != provider.name:
+    if (
+        provider is None
+        or link is None
+        or link.get("t") != provider.tenant_id
+        or link.get("p") != provider.name
+    ):
         return render(request, "connections/start.html", {"gone": True}, status=404)
     context: dict[str, Any] = {"provider": provider, "tenant": provider.tenant}
     signed_in = request.user.is_authenticated

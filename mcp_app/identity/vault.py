@@ -39,6 +39,9 @@ from mcp_app.infra.lease import Lease
 from tenants import wall
 from tenants.models import Tenant
 
+# The ORM is reached through asgiref's sync_to_async, not channels' database_sync_to_async: the pages and
+# the admin call the vault from inside a request (the admin's delete inside its transaction), whose
+# connection the latter would close under it.
 SALT = "mcp.connection-start"
 # A token this close to its expiry is refreshed before it is handed out.
 EARLY_SECONDS = 30.0
