@@ -135,10 +135,13 @@ def _load(tenant_id: int, user_id: int, provider_name: str) -> Connection | None
 
 def _not_connected(
     tenant_id: int, user_id: int, provider_name: str, elicitation_id: str | None
-) -> NotConnected:
+) -> NotConnected | ConnectionUnavailable:
     with wall.tenant(tenant_id):
         tenant = Tenant.objects.get(pk=tenant_id)
         provider = Provider.objects.filter(tenant_id=tenant_id, name=provider_name).first()
+    if provider is None:
+        # A tool naming a provider the tenant lacks: no link to send anyone to, an owner must fix it.
+        return ConnectionUnavailable(f"This server has no account provider named {provider_name!r}.")
     link = start_link(
         tenant_slug=tenant.slug,
         tenant_id=tenant_id,
@@ -146,7 +149,7 @@ def _not_connected(
         provider_name=provider_name,
         elicitation_id=elicitation_id,
     )
-    return NotConnected(str(provider) if provider else provider_name, link)
+    return NotConnected(str(provider), link)
 
 
 def _drop(connection: Connection, reason: str) -> None:
@@ -165,7 +168,8 @@ def _store_refreshed(connection: Connection, tokens: provider_http.Tokens) -> No
 async def access_token(
     tenant_id: int, user_id: int, provider_name: str, elicitation_id: str | None = None
 ) -> str:
-    """The person's access token at the provider; raises NotConnected or ConnectionUnavailable."""
+    """The person's access token at the provider; raises NotConnected (send them to its start_url) or
+    ConnectionUnavailable (its message says why: the provider unreachable, or no such provider here)."""
     connection = await sync_to_async(_load)(tenant_id, user_id, provider_name)
     if connection is not None and _fresh(connection):
         try:

@@ -49,9 +49,15 @@ async def test_no_connection_asks_to_connect_with_a_signed_link_naming_nobody(te
     assert payload is not None and payload["t"] == tenant_a.pk and payload["e"] == "e-1"
 
 
+async def test_a_provider_the_tenant_lacks_is_said_so_instead_of_a_link_to_nowhere(tenant_a, bob) -> None:
+    with pytest.raises(vault.ConnectionUnavailable, match="no account provider named 'nope'"):
+        await vault.access_token(tenant_a.pk, bob.pk, "nope")
+
+
 async def test_a_fresh_token_is_handed_out_and_another_tenants_connection_is_not_the_callers(
     tenant_a, tenant_b, bob
 ) -> None:
+    await sync_to_async(provider_of)(tenant_a)
     theirs = await sync_to_async(provider_of)(tenant_b)
     await sync_to_async(connect)(theirs, bob, expired=False)
     with pytest.raises(vault.NotConnected):
