@@ -162,7 +162,10 @@ def connection_row(server: DaphneServer, names: dict[str, str]) -> dict[str, Any
         server.env,
         "import json\nfrom mcp_app.models import Connection\n"
         f"c = Connection.objects.filter(tenant__slug={names['acct']!r}, user__username={names['person']!r}).first()\n"
-        "print('ROW', json.dumps(None if c is None else {'pk': c.pk, **c.token_set()}))\n",
+        "row = None if c is None else {'pk': c.pk, **c.token_set()}\n"
+        "if row:\n"
+        "    row['sealed'] = row['access_token'] not in c.tokens and row['refresh_token'] not in c.tokens\n"
+        "print('ROW', json.dumps(row))\n",
     )
     return json.loads(out.split("ROW ", 1)[1])
 
@@ -243,6 +246,8 @@ async def test_a_person_connects_refreshes_once_and_disconnects_and_a_dropped_gr
     )
     first = await asyncio.to_thread(connection_row, server, names)
     assert first is not None and first["access_token"] and first["refresh_token"]
+    assert first["sealed"]  # neither token in clear at rest
+    used_secret(first["access_token"]), used_secret(first["refresh_token"])  # and never in a server's log
     token = await asyncio.to_thread(vault_call, server, names, "await vault.access_token(t.pk, u.pk, 'gh')")
     assert token == first["access_token"]
     assert await asyncio.to_thread(provider_takes, server_b, names, token) == 200
