@@ -32,6 +32,8 @@ class Action(models.TextChoices):
     TOKEN_REVOKED = "token_revoked", "Token revoked"
     SERVICE_CLIENT_CREATED = "service_client_created", "Service client made"
     SERVICE_CLIENT_REVOKED = "service_client_revoked", "Service client revoked"
+    API_KEY_CREATED = "api_key_created", "API key made"
+    API_KEY_REVOKED = "api_key_revoked", "API key revoked"
     MEMBER_ADDED = "member_added", "Member added"
     MEMBER_ROLE_CHANGED = "member_role_changed", "Member's role changed"
     MEMBER_REMOVED = "member_removed", "Member removed"

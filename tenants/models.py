@@ -260,3 +260,64 @@ class ServiceClient(models.Model):
 
     def __str__(self) -> str:
         return f"{self.application.name} → {self.tenant}"
+
+
+class ApiKeyQuerySet(TenantQuerySet):
+    def usable(self) -> Self:
+        """Keys not revoked and not expired."""
+        return self.filter(revoked_at=None, expires_at__gt=timezone.now())
+
+
+class ApiKey(models.Model):
+    """A key a headless client sends as `Authorization: Bearer mcpk_…` to one tenant's endpoint (AMB-202).
+
+    It acts as its member ``user`` (refused the moment that user stops being one) or, with no user, as
+    the tenant's own service identity; with at most ``scope``, until ``expires_at``, from the listed
+    addresses only. Only the SHA-256 of the key is stored; ``prefix`` is the part shown to tell keys apart.
+    """
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=100, help_text="What uses it, e.g. “nightly CI”.")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="api_keys",
+        help_text="The member it acts as; empty: the tenant's own service identity.",
+    )
+    prefix = models.CharField(max_length=16, editable=False, help_text="The key's first characters.")
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    scope = models.CharField(
+        max_length=1000, help_text="The scopes it carries, space-separated (per-tool scopes included)."
+    )
+    allowed_addresses = models.TextField(
+        blank=True,
+        help_text="Addresses or networks (CIDR) it may be used from, one per line; empty: any.",
+    )
+    expires_at = models.DateTimeField()
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = ApiKeyQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = "API key"
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.name})"
+
+    @property
+    def acts_as(self) -> str:
+        return self.user.get_username() if self.user_id else "the tenant (service identity)"
+
+    @property
+    def status(self) -> str:
+        if self.revoked_at is not None:
+            return "revoked"
+        return "expired" if self.expires_at <= timezone.now() else "active"

@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from rest_framework.routers import SimpleRouter
 
 from mcp_app.api import (
+    api_keys,
     history,
     invitations,
     portability,
@@ -29,6 +30,7 @@ tenant_router.register("runs", views.ToolRunViewSet, basename="run")
 tenant_router.register("members", tenancy.MembershipViewSet, basename="member")
 tenant_router.register("invitations", invitations.InvitationViewSet, basename="invitation")
 tenant_router.register("clients", tenancy.ClientViewSet, basename="client")
+tenant_router.register("api-keys", api_keys.ApiKeyViewSet, basename="api-key")
 tenant_router.register("service-clients", service_clients.ServiceClientViewSet, basename="service-client")
 tenant_router.register("providers", providers.ProviderViewSet, basename="provider")
 
@@ -44,7 +46,11 @@ urlpatterns = [
     # their own path(...) lines here, above the catch-all.
     path("tenants/<str:slug>/export", portability.ExportView.as_view(), name="tenant-export"),
     path("tenants/<str:slug>/import", portability.ImportView.as_view(), name="tenant-import"),
-    path("tenants/<str:slug>/import-openapi", portability.ImportOpenApiView.as_view(), name="tenant-import-openapi"),
+    path(
+        "tenants/<str:slug>/import-openapi",
+        portability.ImportOpenApiView.as_view(),
+        name="tenant-import-openapi",
+    ),
     path("tenants/<str:slug>/<str:kind>/<int:pk>/history/", history.HistoryView.as_view(), name="history"),
     path(
         "tenants/<str:slug>/<str:kind>/<int:pk>/history/<int:history_id>/revert/",

@@ -139,6 +139,33 @@ asyncio.run(main())
 '''
 
 
+KEY_SCRIPT = '''"""Call {name} from a CI job or a server with an API key (pip install mcp); no browser needed.
+
+The key is read from the MCP_API_KEY environment variable (a CI secret), never written in the script.
+"""
+
+import asyncio
+import os
+
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+URL = "{url}"
+
+
+async def main() -> None:
+    headers = {{"Authorization": f"Bearer {{os.environ['MCP_API_KEY']}}"}}
+    async with httpx2.AsyncClient(headers=headers) as http:
+        async with Client(streamable_http_client(URL, http_client=http)) as client:
+            for tool in (await client.list_tools()).tools:
+                print(f"{{tool.name}}: {{tool.description}}")
+
+
+asyncio.run(main())
+'''
+
+
 def python_script(name: str, url: str, oauth: bool) -> str:
     return (OAUTH_SCRIPT if oauth else PUBLIC_SCRIPT).format(name=name, url=url)
 
@@ -218,4 +245,19 @@ def client_configs(name: str, url: str, oauth: bool) -> list[ClientConfig]:
             python_script(name, url, oauth),
             "python",
         ),
+        *([_api_key_config(name, url)] if oauth else []),
     ]
+
+
+def _api_key_config(name: str, url: str) -> ClientConfig:
+    """A client with no browser (a CI job, an agent on a server) sends an API key (AMB-202)."""
+    return ClientConfig(
+        "api-key",
+        "A CI job or a server (API key)",
+        "Save as ci.py and set MCP_API_KEY to a key an owner minted (the admin's API keys, or "
+        f"manage.py mcp_key {name} --user <you>), then: pip install mcp && python ci.py",
+        KEY_SCRIPT.format(name=name, url=url),
+        "python",
+        "The key is sent as Authorization: Bearer, never in the URL; Claude Code takes it too: "
+        f'claude mcp add --transport http {name} {url} --header "Authorization: Bearer $MCP_API_KEY"',
+    )

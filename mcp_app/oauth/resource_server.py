@@ -4,7 +4,7 @@ The transport calls `authenticate` on every request and `check_scopes` on every 
 switch that turns them off. A `public` tenant ignores Authorization entirely; an `oauth` tenant needs
 `Authorization: Bearer <token>` on every request (AU-30, AU-46), where the token is a DOT access token
 bound to exactly this tenant's canonical URI (AU-41), unexpired, unrevoked, and held by an active
-member of the tenant. A refusal is a `Refusal` (status, message, WWW-Authenticate); the transport
+member of the tenant, or an API key of this tenant (`mcpk_…`, api_keys.py, AMB-202). A refusal is a `Refusal` (status, message, WWW-Authenticate); the transport
 turns it into its HTTP answer.
 """
 
@@ -19,7 +19,7 @@ from oauth2_provider.www_authenticate import build_bearer_challenge
 
 from mcp_app.core.context import PUBLIC, Caller
 from mcp_app.core.types import TenantInfo
-from mcp_app.oauth import resources, scopes, tokens
+from mcp_app.oauth import api_keys, resources, scopes, tokens
 from tenants.models import AuthMode
 
 WWW_AUTHENTICATE = b"www-authenticate"
@@ -74,32 +74,54 @@ def unauthorized(tenant: TenantInfo, description: str | None = None) -> Refusal:
     )
 
 
-async def authenticate(authorization: str | None, query: str, tenant: TenantInfo) -> Caller:
-    """Return the caller a request's bearer token names; Refusal (400/401) for a missing or bad one.
+async def authenticate(
+    authorization: str | None, query: str, tenant: TenantInfo, address: str | None = None
+) -> Caller:
+    """Return the caller a request's bearer token (or API key) names; Refusal (400/401) for a missing or bad one.
 
-    Fails closed: only a tenant whose mode is exactly `public` skips the token.
+    Fails closed: only a tenant whose mode is exactly `public` skips the token. ``address`` is the
+    client's, which an API key's allow-list is checked against.
     """
     if tenant.auth_mode == AuthMode.PUBLIC:
         return PUBLIC
-    if query and any(name == "access_token" for name, _ in parse_qsl(query, True)):
-        # OAuth 2.1 §5.2 drops RFC 6750 §2.3 (tokens in URLs end up in logs and Referer headers):
-        # an unsupported way of sending a token is a malformed request (RFC 6750 §3.1 invalid_request).
-        description = "Access tokens are not accepted in the query string; send Authorization: Bearer."
-        raise Refusal(
-            400,
-            f"Bad request: {description}",
-            [bearer_challenge(tenant, "invalid_request", description, BASE_SCOPE)],
-        )
+    if query:
+        _refuse_query_credentials(query, tenant)
     token = bearer_token(authorization)
     if token is None:
         raise unauthorized(tenant)
     if not token:
         raise unauthorized(tenant, tokens.UNKNOWN)
     try:
-        grant = await tokens.verify(token, tenant)
+        if api_keys.is_key(token):
+            grant = await api_keys.verify(token, tenant, address)
+        else:
+            grant = await tokens.verify(token, tenant)
     except tokens.InvalidToken as refused:
         raise unauthorized(tenant, refused.reason) from None
     return Caller(user_id=grant.user_id, client_id=grant.client_id, scopes=grant.scopes)
+
+
+def _refuse_query_credentials(query: str, tenant: TenantInfo) -> None:
+    """A token or key in the URL is refused, never read (OAuth 2.1 §5.2 drops RFC 6750 §2.3).
+
+    URLs end up in logs and Referer headers: the answer is a malformed request (RFC 6750 §3.1
+    invalid_request), and a key seen there is told to be revoked.
+    """
+    pairs = parse_qsl(query, True)
+    if any(name == "access_token" for name, _ in pairs):
+        description = "Access tokens are not accepted in the query string; send Authorization: Bearer."
+    elif any(api_keys.is_key(value) for _, value in pairs):
+        description = (
+            "API keys are not accepted in the query string; send Authorization: Bearer. "
+            "A key sent in a URL may be in logs now: revoke it and make another."
+        )
+    else:
+        return
+    raise Refusal(
+        400,
+        f"Bad request: {description}",
+        [bearer_challenge(tenant, "invalid_request", description, BASE_SCOPE)],
+    )
 
 
 def bearer_challenge(

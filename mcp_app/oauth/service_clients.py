@@ -44,7 +44,7 @@ def problem(tenant: Tenant, user: Any, scope: str) -> str | None:
     """Why ``user`` cannot have a service client of ``tenant`` with ``scope`` (None: it can)."""
     if tenant.auth_mode != AuthMode.OAUTH:
         return f"Tenant {tenant.slug} is public: its endpoint needs no token."
-    if not _member(user, tenant):
+    if not is_member(user, tenant):
         return f"{user} is not a member of {tenant.slug}: a service client acts as a member."
     unknown = sorted(set(scope.split()) - grantable(tenant))
     if unknown:
@@ -84,7 +84,7 @@ def create(tenant: Tenant, user: Any, name: str, scope: str = "", created_by: An
     return Made(client_id=app.client_id, client_secret=raw, row=row)
 
 
-def _member(user: Any, tenant: Tenant) -> bool:
+def is_member(user: Any, tenant: Tenant) -> bool:
     """An active member by a Membership row, as the resource server counts one (a superuser is not one)."""
     return user is not None and user.is_active and Membership.objects.filter(user=user, tenant=tenant).exists()
 
@@ -141,7 +141,7 @@ def token_request(request: Request, requested: list[str]) -> ServiceClient:
             request=request,
         )
     user = row.application.user
-    if not _member(user, tenant):
+    if not is_member(user, tenant):
         raise errors.InvalidGrantError(
             description="The member this client acts as is no longer a member of its MCP server.",
             request=request,

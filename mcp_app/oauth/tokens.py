@@ -21,6 +21,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,13 +63,15 @@ class TokenRecord:
     expires_at: float = 0.0  # epoch seconds
     audience: tuple[str, ...] = ()  # normalized resource indicators
     member: bool = False
+    networks: tuple[Any, ...] = ()  # an API key's allowed networks (ipaddress), empty: any (AMB-202)
+    key_id: int | None = None  # an API key's row
 
 
 @dataclass(frozen=True)
 class Grant:
     """A token accepted at a tenant endpoint."""
 
-    user_id: int
+    user_id: int | None  # None: an API key of the tenant's own service identity
     client_id: str
     scopes: frozenset[str]
 
@@ -184,7 +187,13 @@ def _fetch(key: str, tenant_id: int) -> TokenRecord:
     )
 
 
-async def _lookup(key: str, tenant: TenantInfo, use_cache: bool = True) -> TokenRecord:
+Fetch = Callable[[str, int], TokenRecord]
+
+
+async def lookup(
+    key: str, tenant: TenantInfo, fetch: Fetch | None = None, use_cache: bool = True
+) -> TokenRecord:
+    """What the cache, or ``fetch`` (default: an access token's), knows of the token whose checksum is ``key``."""
     ttl = float(settings.MCP_TOKEN_CACHE_SECONDS)
     if ttl > 0 and use_cache:
         record = cache.get(key, ttl)
@@ -196,7 +205,7 @@ async def _lookup(key: str, tenant: TenantInfo, use_cache: bool = True) -> Token
         return await asyncio.shield(pending)
     evictions_seen = cache.evictions
     future: asyncio.Future[TokenRecord] = asyncio.ensure_future(
-        database_sync_to_async(_fetch)(key, tenant.id)
+        database_sync_to_async(fetch or _fetch)(key, tenant.id)
     )
     _inflight[(key, tenant.id)] = future
 
@@ -223,7 +232,7 @@ async def verify(token: str, tenant: TenantInfo) -> Grant:
     """Return the grant a bearer token gives at this tenant; InvalidToken says why it gives none."""
     ensure_subscriber()
     key = checksum(token)
-    record = await _lookup(key, tenant)
+    record = await lookup(key, tenant)
     if not record.found:
         raise InvalidToken(UNKNOWN)
     if record.expires_at <= _wallclock():
@@ -233,7 +242,7 @@ async def verify(token: str, tenant: TenantInfo) -> Grant:
         raise InvalidToken(WRONG_AUDIENCE)
     if record.tenant_id != tenant.id:
         # Membership was read for another tenant id (this slug was deleted and created again).
-        record = await _lookup(key, tenant, use_cache=False)
+        record = await lookup(key, tenant, use_cache=False)
         if not record.found:
             raise InvalidToken(UNKNOWN)
     if not record.member or record.user_id is None:
@@ -245,8 +254,8 @@ async def verify(token: str, tenant: TenantInfo) -> Grant:
 
 
 def on_token_changed(sender: Any, instance: Any, **kwargs: Any) -> None:
-    """A saved or deleted AccessToken (revocation, refresh rotation) drops its cached entry everywhere."""
-    key = getattr(instance, "token_checksum", "") or ""
+    """A saved or deleted AccessToken (revocation, refresh rotation) or API key drops its cached entry everywhere."""
+    key = getattr(instance, "token_checksum", "") or getattr(instance, "key_hash", "") or ""
     if not key and getattr(instance, "token", ""):
         key = checksum(instance.token)
     if key:

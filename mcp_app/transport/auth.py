@@ -19,7 +19,9 @@ from mcp_app.transport.wire import HttpError, Request
 async def authenticate(request: Request, tenant: TenantInfo) -> Caller:
     """The caller of `request` on `tenant`; HttpError 400/401 when its credentials do not do."""
     try:
-        return await resource_server.authenticate(request.header("authorization"), request.query, tenant)
+        return await resource_server.authenticate(
+            request.header("authorization"), request.query, tenant, request.client
+        )
     except resource_server.Refusal as refusal:
         raise HttpError(refusal.status, refusal.message, code=None, headers=refusal.headers) from None
 

@@ -136,8 +136,7 @@ class McpConsumer(AsyncHttpConsumer):
     def client_address(self) -> str | None:
         """The client's address: the socket peer, or X-Forwarded-For when Daphne runs with
         --proxy-headers (MCP_PROXY_HEADERS=1), as Django's REMOTE_ADDR is (AMB-94)."""
-        peer = self.scope.get("client")
-        return str(peer[0]) if peer else None
+        return self.request.client
 
     async def resolve_tenant(self) -> TenantInfo:
         """Check Host, find the tenant from the URL, check Origin; 400/404/403 otherwise."""

@@ -56,6 +56,7 @@ class Request:
     scheme: str = "http"
     # Names (lower-case) sent more than once: a routing header must not be (first and last differ).
     repeated: frozenset[str] = frozenset()
+    client: str | None = None  # the client's address (Daphne's, which honours proxy headers when told to)
 
     @classmethod
     def from_scope(cls, scope: dict[str, Any]) -> Request:
@@ -77,6 +78,7 @@ class Request:
             headers=headers,
             scheme=scope.get("scheme") or "http",
             repeated=frozenset(repeated),
+            client=str(scope["client"][0]) if scope.get("client") else None,
         )
 
     def header(self, name: str) -> str | None:

@@ -145,9 +145,15 @@ def test_the_auth_mode_is_explained_and_the_python_script_uses_the_installed_sdk
         assert "<strong>OAuth.</strong>" in said and "press <em>Allow</em>" in said
         assert "mcp.client.auth.OAuthClientProvider" in names
         assert "mcp.client.streamable_http.streamable_http_client" in names
+        headless = next(c for c in response.context["configs"] if c.key == "api-key")
+        assert "manage.py mcp_key tenant-a" in headless.where and f'URL = "{URL}"' in headless.text
+        assert sdk_names_of(headless.text) == [
+            "mcp.Client", "mcp.client.streamable_http.streamable_http_client"
+        ]  # fmt: skip
     else:
         assert "<strong>Public.</strong>" in said
         assert names == ["mcp.Client"]
+        assert "api-key" not in {c.key for c in response.context["configs"]}
 
 
 def test_an_inactive_tenant_says_its_endpoint_serves_nothing(client, alice, tenant_a):
