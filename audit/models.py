@@ -45,6 +45,9 @@ class Action(models.TextChoices):
     TENANT_SETTINGS_CHANGED = "tenant_settings_changed", "Tenant settings changed"
     TENANT_DELETED = "tenant_deleted", "Tenant deleted"
     TENANT_WALL_BYPASSED = "tenant_wall_bypassed", "Superuser worked across tenants"
+    CONNECTION_MADE = "connection_made", "Account connected"
+    CONNECTION_REMOVED = "connection_removed", "Account disconnected"
+    CONNECTION_REFRESH_FAILED = "connection_refresh_failed", "Connected account's refresh failed"
 
 
 # The only update the application may make: deleting a user or tenant sets these to NULL (SET_NULL).

@@ -18,6 +18,7 @@ from simple_history.models import HistoricalRecords
 from mcp_app.core.mcp_headers import param_headers
 from mcp_app.core.types import PromptDef, ResourceDef, TemplateDef, ToolDef, offered_to_legacy
 from mcp_app.definitions import checks
+from mcp_app.identity.models import Connection, Provider  # noqa: F401 (the app's models)
 from mcp_app.upstream_rows.models import (  # noqa: F401 (the app's models)
     Upstream,
     UpstreamCircuit,

@@ -7,6 +7,7 @@ from mcp_app.api.token_page import api_tokens
 from mcp_app.connect.page import connect_page
 from mcp_app.demo import views as demo_views
 from mcp_app.handlers.form_page import form_page
+from mcp_app.identity import pages as connection_pages
 from mcp_app.oauth.authorization_server import (
     AuthorizeView,
     IntrospectView,
@@ -69,6 +70,17 @@ urlpatterns = [
     path("t/<slug:slug>/connect", connect_page, name="tenant-connect"),
     # A sensitive form's page (URL-mode elicitation): the person answers here, never in the client.
     path("t/<slug:slug>/form/<str:token>", form_page, name="form-page"),
+    # Connected accounts (mcp_app/identity/): a tool's start link, the provider's callback, done; the
+    # person's own list with Disconnect.
+    path("t/<slug:slug>/connections/<str:provider_name>/start", connection_pages.start, name="connection-start"),
+    path(
+        "t/<slug:slug>/connections/<str:provider_name>/callback",
+        connection_pages.callback,
+        name="connection-callback",
+    ),
+    path("t/<slug:slug>/connections/<str:provider_name>/done", connection_pages.done, name="connection-done"),
+    path("connections/", connection_pages.mine, name="my-connections"),
+    path("connections/<int:connection_id>/disconnect", connection_pages.disconnect, name="connection-disconnect"),
     # Probes for load balancers and orchestrators (docs/operations.md).
     path("health/live", live, name="health-live"),
     path("health/ready", ReadinessView.as_view(), name="health-ready"),

@@ -89,6 +89,8 @@ FORBIDDEN = {
         "mcp_app.upstreams",
     ),
     "mcp_app.upstreams": ("mcp_app.transport", "mcp_app.protocol", "mcp_app.admin", "mcp_app.api"),
+    # Connected accounts: the vault, its provider client and pages sit beside upstreams, under admin and api.
+    "mcp_app.identity": ("mcp_app.transport", "mcp_app.protocol", "mcp_app.admin", "mcp_app.api"),
     "mcp_app.connect": ("mcp_app.transport", "mcp_app.admin", "mcp_app.api"),
     "mcp_app.operations": ("mcp_app.transport", "mcp_app.admin", "mcp_app.api"),
     "mcp_app.signals": ("mcp_app.transport", "mcp_app.protocol", "mcp_app.admin", "mcp_app.api"),

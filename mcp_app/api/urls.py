@@ -9,6 +9,7 @@ from mcp_app.api import (
     history,
     invitations,
     portability,
+    providers,
     service_clients,
     tenancy,
     upstreams,
@@ -31,6 +32,7 @@ tenant_router.register("invitations", invitations.InvitationViewSet, basename="i
 tenant_router.register("clients", tenancy.ClientViewSet, basename="client")
 tenant_router.register("api-keys", api_keys.ApiKeyViewSet, basename="api-key")
 tenant_router.register("service-clients", service_clients.ServiceClientViewSet, basename="service-client")
+tenant_router.register("providers", providers.ProviderViewSet, basename="provider")
 
 urlpatterns = [
     # The OpenAPI 3 schema and its documentation page (Swagger UI from drf_spectacular_sidecar: offline).

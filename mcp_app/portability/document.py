@@ -25,7 +25,7 @@ from jsonschema.exceptions import ValidationError as SchemaValidationError
 
 from mcp_app.content import fields
 from mcp_app.handlers.secrets import SecretsError, decrypt_secrets
-from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool, Upstream
+from mcp_app.models import Prompt, Provider, Resource, ResourceTemplate, Tool, Upstream
 from mcpsite import nesting
 from tenants.models import Tenant
 
@@ -47,6 +47,8 @@ class Kind:
 
 
 _COMMON = ("title", "description", "enabled")
+# How a document names a provider's client secret (its value is never in a document).
+PROVIDER_SECRET = "client_secret"
 KINDS: tuple[Kind, ...] = (
     # Before the tools that name them (AMB-164): an upstream's published tools are entries of `tools`.
     Kind(
@@ -56,6 +58,16 @@ KINDS: tuple[Kind, ...] = (
         (
             "name", "url", "transport", "prefix", "mode", "timeout_seconds", "enabled", "publish_new",
             "publish_prompts", "publish_resources", "oauth_client_id", "oauth_token_url", "oauth_scope",
+        ),  # fmt: skip
+    ),
+    # Connected accounts' providers (AMB-207): the client secret by name only, the connections never.
+    Kind(
+        "providers",
+        Provider,
+        "name",
+        (
+            "name", "display_name", "discovery_url", "authorize_url", "token_url", "revocation_url", "client_id",
+            "scopes", "resource",
         ),  # fmt: skip
     ),
     Kind(
@@ -111,6 +123,7 @@ KINDS: tuple[Kind, ...] = (
 NOT_CARRIED = frozenset(
     {
         "id", "tenant", "updated_at", "handler_secrets", "secret_headers", "oauth_client_secret", "last_protocol_version",
+        "client_secret", "created_at",
         "last_server_info", "last_capabilities", "last_synced_at", "last_error",
         # An upstream's prompts and resources as offered and pinned: the first sync after an import pins (AMB-194).
         "offered_extras", "pinned_extras",
@@ -231,6 +244,8 @@ def export_item(kind: Kind, obj: models.Model) -> dict[str, Any]:
         item[field] = to_document_value(field, value)
     if kind.model in (Tool, Upstream) and (names := secret_names(obj)):  # type: ignore[arg-type]
         item["secrets"] = names
+    if kind.model is Provider and obj.client_secret:  # type: ignore[attr-defined]
+        item["secrets"] = [PROVIDER_SECRET]
     if kind.model is Upstream and (pins := pinned_of(obj)):  # type: ignore[arg-type]
         item["pinned"] = pins
     return item

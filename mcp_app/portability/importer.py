@@ -22,9 +22,10 @@ from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import models, transaction
 from django.utils import timezone
 
-from mcp_app.models import Tool, Upstream, UpstreamTool
+from mcp_app.models import Provider, Tool, Upstream, UpstreamTool
 from mcp_app.portability.document import (
     KINDS,
+    PROVIDER_SECRET,
     SETTINGS_FIELDS,
     DocumentError,
     Kind,
@@ -70,6 +71,8 @@ class Plan:
     settings_changed: list[str] = field(default_factory=list)
     missing_secrets: list[tuple[str, str]] = field(default_factory=list)
     missing_upstream_secrets: list[tuple[str, str]] = field(default_factory=list)
+    # Providers (AMB-207) whose document says they have a client secret this tenant does not hold.
+    missing_provider_secrets: list[str] = field(default_factory=list)
     applied: bool = False
 
     def of(self, action: str) -> list[Change]:
@@ -97,6 +100,9 @@ class Plan:
             "missing_upstream_secrets": [
                 {"upstream": upstream, "secret": name} for upstream, name in self.missing_upstream_secrets
             ],
+            "missing_provider_secrets": [
+                {"provider": provider, "secret": PROVIDER_SECRET} for provider in self.missing_provider_secrets
+            ],
         }
 
     def lines(self) -> list[str]:
@@ -114,6 +120,10 @@ class Plan:
         out += [
             f"! upstream {upstream} needs the secret {name!r}, which it does not have"
             for upstream, name in self.missing_upstream_secrets
+        ]
+        out += [
+            f"! provider {provider} needs its client secret, which it does not have (set it in the admin or the API)"
+            for provider in self.missing_provider_secrets
         ]
         counts = self.counts()
         out.append(
@@ -187,6 +197,9 @@ def _plan_kind(
                 if item.get("oauth_client_id") and (current is None or not current.oauth_client_secret):
                     lacking.append(OAUTH_SECRET)
                 plan.missing_upstream_secrets += [(key, n) for n in lacking]
+        wants_secret = kind.model is Provider and PROVIDER_SECRET in item.get("secrets", [])
+        if wants_secret and (current is None or not current.client_secret):
+            plan.missing_provider_secrets.append(key)
         if current is None:
             plan.changes.append(Change(kind.key, key, "create", obj=target))
             continue

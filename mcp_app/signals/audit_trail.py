@@ -18,7 +18,7 @@ from oauth2_provider.models import get_application_model, get_grant_model
 from audit.models import Action
 from audit.trail import record
 from mcp_app.handlers.secrets import SecretsError, decrypt_secrets
-from mcp_app.models import Tool
+from mcp_app.models import Connection, Tool
 from mcp_app.oauth.revocation import tenant_of_resource
 
 
@@ -76,3 +76,22 @@ def _secrets_changed(sender: Any, instance: Tool, **kwargs: Any) -> None:
     }
     if detail["added"] or detail["removed"] or detail["changed"] or _names(old_token) is None:
         record(Action.SECRETS_CHANGED, tenant=instance.tenant, detail=detail)
+
+
+@receiver(post_save, sender=Connection, dispatch_uid="audit-connection-made")
+def _connection_made(sender: Any, instance: Connection, created: bool, **kwargs: Any) -> None:
+    if created:
+        detail = {"provider": instance.provider.name, "user": instance.user.get_username()}
+        record(Action.CONNECTION_MADE, tenant=instance.tenant, detail=detail)
+
+
+@receiver(post_delete, sender=Connection, dispatch_uid="audit-connection-removed")
+def _connection_removed(sender: Any, instance: Connection, **kwargs: Any) -> None:
+    # Whose connection and why (the vault names it: disconnected, invalid_grant, replaced; else an
+    # owner's or a cascade's delete); the actor is whoever's request it was, if any.
+    detail = {
+        "provider": instance.provider.name,
+        "user": instance.user.get_username(),
+        "reason": getattr(instance, "drop_reason", "deleted"),
+    }
+    record(Action.CONNECTION_REMOVED, tenant=instance.tenant, detail=detail)

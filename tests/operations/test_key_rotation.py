@@ -9,7 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from mcp_app.handlers.secrets import SecretsError, decrypt_secrets, encrypt_secrets
-from mcp_app.models import Tool, Upstream
+from mcp_app.models import Connection, Provider, Tool, Upstream
 from mcp_app.protocol import pagination
 from tests.support import make_ctx
 
@@ -99,3 +99,30 @@ def test_rotate_secrets_re_encrypts_upstream_servers_secret_headers_too(tenant_a
     settings.SECRET_KEY_FALLBACKS = []
     upstream.refresh_from_db()
     assert decrypt_secrets(upstream.secret_headers) == {"Authorization": "Bearer upstream"}
+
+
+def test_rotate_secrets_re_encrypts_providers_client_secrets_and_connections_tokens(
+    tenant_a, settings, monkeypatch, django_user_model
+):
+    monkeypatch.delenv("MCP_SECRETS_KEY", raising=False)
+    provider = Provider.objects.create(
+        tenant=tenant_a,
+        name="github",
+        display_name="GitHub",
+        discovery_url="https://github.example.com",
+        client_id="c",
+        client_secret=encrypt_secrets({"client_secret": "provider secret"}),
+    )
+    connection = Connection.objects.create(
+        tenant=tenant_a,
+        provider=provider,
+        user=django_user_model.objects.create_user("connected"),
+        tokens=encrypt_secrets({"access_token": "at", "refresh_token": "rt"}),
+    )
+    settings.SECRET_KEY_FALLBACKS, settings.SECRET_KEY = [settings.SECRET_KEY], NEW_KEY
+    assert "and 2 provider secret(s) and connection(s)" in rotate()
+    settings.SECRET_KEY_FALLBACKS = []
+    provider.refresh_from_db()
+    connection.refresh_from_db()
+    assert provider.secret() == "provider secret"
+    assert connection.token_set() == {"access_token": "at", "refresh_token": "rt"}

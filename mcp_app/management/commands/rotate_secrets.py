@@ -1,4 +1,5 @@
-"""Re-encrypt every stored handler secret (tools' and upstream servers' secret headers) with the current key (the first of MCP_SECRETS_KEY, or SECRET_KEY).
+"""Re-encrypt every stored handler secret (tools' and upstream servers' secret headers, OAuth providers'
+client secrets, connected accounts' tokens) with the current key (the first of MCP_SECRETS_KEY, or SECRET_KEY).
 
 Run it after putting a new key in front of the old one; once it reports nothing unreadable, the old
 key can be removed (then restart every process). Rows are rewritten with a queryset update: no
@@ -13,7 +14,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from mcp_app.handlers.secrets import SecretsError, rotate
-from mcp_app.models import Tool, Upstream
+from mcp_app.models import Connection, Provider, Tool, Upstream
 
 
 class Command(BaseCommand):
@@ -54,9 +55,24 @@ class Command(BaseCommand):
                     if not dry_run:
                         Upstream.objects.filter(pk=upstream.pk, **{column: stored}).update(**{column: token})
                     rotated_upstreams.add(upstream.pk)
+            # Connected accounts (AMB-207, AMB-208): providers' client secrets and each connection's tokens.
+            rotated_accounts = 0
+            for model, column in ((Provider, "client_secret"), (Connection, "tokens")):
+                rows = model.objects.exclude(**{column: ""}).select_related("tenant").order_by("pk")
+                for row in rows.iterator():
+                    stored = getattr(row, column)
+                    try:
+                        token = rotate(stored)
+                    except SecretsError:
+                        unreadable.append(f"{row.tenant.slug}/{model._meta.verbose_name} {row}")
+                        continue
+                    if not dry_run:
+                        model.objects.filter(pk=row.pk, **{column: stored}).update(**{column: token})
+                    rotated_accounts += 1
         verb = "would re-encrypt" if dry_run else "re-encrypted"
         self.stdout.write(
-            f"{verb} the secrets of {rotated} tool(s) and {len(rotated_upstreams)} upstream server(s)."
+            f"{verb} the secrets of {rotated} tool(s) and {len(rotated_upstreams)} upstream server(s), "
+            f"and {rotated_accounts} provider secret(s) and connection(s)."
         )
         if unreadable:
             raise CommandError(
