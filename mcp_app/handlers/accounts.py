@@ -67,10 +67,10 @@ async def access_token(ctx: RequestContext, provider: str) -> str:
         try:
             return await _source(ctx.tenant.id, ctx.user_id, provider, ctx.call_id)
         except NotConnected as missing:
-            link = missing.start_url
+            shown, link = missing.provider or provider, missing.start_url
         except ConnectionUnavailable as down:
             raise ToolError(down.message) from None
-        await _connect(ctx, provider, link)
+        await _connect(ctx, shown, link)
 
 
 async def _connect(ctx: RequestContext, provider: str, link: str) -> None:

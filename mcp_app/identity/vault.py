@@ -32,6 +32,7 @@ from django.utils import timezone
 from audit.models import Action
 from audit.trail import record
 from mcp_app.handlers import url_forms
+from mcp_app.handlers.accounts import ConnectionUnavailable, NotConnected
 from mcp_app.handlers.secrets import SecretsError, encrypt_secrets
 from mcp_app.identity import provider_http
 from mcp_app.identity.models import Connection, Provider
@@ -48,23 +49,6 @@ EARLY_SECONDS = 30.0
 # How long a refresh may hold its lease, and how long the others wait for it.
 LEASE_SECONDS = provider_http.FETCH_SECONDS + 5
 POLL_SECONDS = 0.1
-
-
-class NotConnected(Exception):
-    """The person has no usable connection to the provider: send them to ``start_url``."""
-
-    def __init__(self, provider: str, start_url: str) -> None:
-        super().__init__(f"Connect your {provider} account first: {start_url}")
-        self.provider = provider
-        self.start_url = start_url
-
-
-class ConnectionUnavailable(Exception):
-    """The connection exists but no token could be had now (the provider is unreachable); ``message`` is safe."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
 
 
 def start_link(

@@ -242,3 +242,18 @@ async def test_https_call_pins_the_address_and_still_verifies_the_certificate_fo
     finally:
         server.shutdown()
         server.server_close()
+
+
+async def test_a_tool_acting_as_the_caller_refuses_an_anonymous_one_before_sending_anything(
+    tenant_a, upstream, allow_local
+):
+    ctx = make_ctx(tenant_a, user_id=None)
+    result = await registry.run_inline(ctx, http_tool(f"{upstream.base}/echo", connection="gh"), {})
+    assert result["isError"] and "needs a signed-in caller" in result["content"][0]["text"]
+    assert upstream.requests == []
+
+
+def test_a_connection_must_name_a_provider():
+    with pytest.raises(ValidationError, match="'connection' must name one of the tenant's providers"):
+        registry.validate_config("http", {"url": "https://api.example.com/x", "connection": "Not A Name"})
+    registry.validate_config("http", {"url": "https://api.example.com/x", "connection": "gh"})
