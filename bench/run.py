@@ -8,6 +8,7 @@
     .venv/bin/python bench/run.py --only-operations   # quotas on vs off; metrics + quotas + tenant wall on vs off
     .venv/bin/python bench/run.py --only-upstream   # tools/call through federation vs the SDK client direct
     .venv/bin/python bench/run.py --only-scale   # tools/list: many tools, many tenants, 10 upstreams (one dead)
+    .venv/bin/python bench/run.py --only-connected   # an http tool with the caller's connection vs a secret header
 
 Prints figures; it is not a test. See bench/README.md for what is measured and how to read it.
 
@@ -38,6 +39,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from asking import print_asking_section  # noqa: E402
+from connected import print_connected_section  # noqa: E402
 from hotspots import profile_ours  # noqa: E402
 from load import Timing, drive, figures, print_errors, print_goal, print_load_table  # noqa: E402
 from loadgen import (  # noqa: E402
@@ -124,6 +126,11 @@ def main() -> None:
         help="only the tenant scale section (many tools, many tenants, tools from 10 upstreams one dead)",
     )
     parser.add_argument(
+        "--only-connected",
+        action="store_true",
+        help="only tools/call of an http tool sending the caller's connected account vs a static secret header",
+    )
+    parser.add_argument(
         "--runs", type=int, default=500, help="slow background runs to hold open (default 500)"
     )
     parser.add_argument(
@@ -182,6 +189,14 @@ def main() -> None:
             profile_ours(env, affinity, timing, wire="modern")
         if args.json:
             args.json.write_text(json.dumps({"modern": figures(modern)}, indent=2))
+        print()
+        print(f"total bench time: {time.monotonic() - started:.0f}s")
+        return
+
+    if args.only_connected:
+        log("connected: preparing the database (create, migrate, seed_demo)")
+        env = prepare_database(database_url, redis_url)
+        print_connected_section(env, affinity, timing, rounds)
         print()
         print(f"total bench time: {time.monotonic() - started:.0f}s")
         return
