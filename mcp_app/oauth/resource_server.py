@@ -19,7 +19,7 @@ from oauth2_provider.www_authenticate import build_bearer_challenge
 
 from mcp_app.core.context import PUBLIC, Caller
 from mcp_app.core.types import TenantInfo
-from mcp_app.oauth import resources, scopes, tokens
+from mcp_app.oauth import external_tokens, resources, scopes, tokens
 from tenants.models import AuthMode
 
 WWW_AUTHENTICATE = b"www-authenticate"
@@ -95,11 +95,25 @@ async def authenticate(authorization: str | None, query: str, tenant: TenantInfo
         raise unauthorized(tenant)
     if not token:
         raise unauthorized(tenant, tokens.UNKNOWN)
+    if tenant.identity is not None:
+        return await _external(token, tenant)
     try:
         grant = await tokens.verify(token, tenant)
     except tokens.InvalidToken as refused:
         raise unauthorized(tenant, refused.reason) from None
     return Caller(user_id=grant.user_id, client_id=grant.client_id, scopes=grant.scopes)
+
+
+async def _external(token: str, tenant: TenantInfo) -> Caller:
+    """The tenant's own identity provider's token (AMB-203): 401 refused, 503 when it cannot be asked."""
+    try:
+        return await external_tokens.authenticate(token, tenant)
+    except tokens.InvalidToken as refused:
+        raise unauthorized(tenant, refused.reason) from None
+    except external_tokens.Unavailable as down:
+        raise Refusal(
+            503, f"Service unavailable: {down.reason} Try again shortly.", [(b"retry-after", b"5")]
+        ) from None
 
 
 def bearer_challenge(
