@@ -350,3 +350,13 @@ def test_an_identity_is_checked_on_save(tenant_a, identity, problem):
     tenant_a.identity = identity
     with pytest.raises(ValidationError, match=problem):
         tenant_a.full_clean()
+
+
+async def test_a_session_belongs_to_its_subject_not_to_the_client(jwt_tenant, idp):
+    alice = AuthClient(token=idp.token(AUD_A, SCOPES, subject="alice"))
+    await alice.initialize()
+    assert (await alice.request("tools/list")).status == 200
+    # Same OAuth client, another user of the identity provider, alice's session id: not theirs.
+    mallory = AuthClient(token=idp.token(AUD_A, SCOPES, subject="mallory"))
+    mallory.session_id, mallory.version = alice.session_id, alice.version
+    assert (await mallory.request("tools/list")).status == 404
