@@ -69,7 +69,16 @@ def url_problem(value: Any) -> str | None:
     return "must use https (http only for a loopback host in development)."
 
 
-def problems(identity: Any, has_secret: bool) -> dict[str, str]:
+def needs_secret(identity: Any) -> bool:
+    """Whether `identity` introspects, so its client needs a secret (`Tenant.identity_client_secret`).
+
+    A missing secret is not a problem of the object: an import reports it as missing, as it does an
+    upstream's OAuth client secret, and the admin and the API ask for it.
+    """
+    return isinstance(identity, dict) and bool(identity.get("introspection_url"))
+
+
+def problems(identity: Any) -> dict[str, str]:
     """Every problem of an `identity` object, by field ("" names the whole object); {} when fine."""
     if identity in (None, {}):
         return {}
@@ -92,11 +101,10 @@ def problems(identity: Any, has_secret: bool) -> dict[str, str]:
         )
     if not identity.get("jwks_uri") and not identity.get("introspection_url"):
         found["jwks_uri"] = "Give jwks_uri (JWT access tokens) or introspection_url (opaque tokens)."
-    if identity.get("introspection_url"):
-        if not isinstance(identity.get("client_id"), str) or not identity.get("client_id"):
-            found["client_id"] = "client_id is required with introspection_url (its client secret too)."
-        elif not has_secret:
-            found["client_id"] = "The introspection client's secret is missing: enter it."
+    if identity.get("introspection_url") and (
+        not isinstance(identity.get("client_id"), str) or not identity.get("client_id")
+    ):
+        found["client_id"] = "client_id is required with introspection_url (its client secret too)."
     claim = identity.get("scope_claim", "scope")
     if claim not in SCOPE_CLAIMS:
         found["scope_claim"] = f"scope_claim must be one of {', '.join(SCOPE_CLAIMS)}."
@@ -114,8 +122,8 @@ def problems(identity: Any, has_secret: bool) -> dict[str, str]:
     return found
 
 
-def check(identity: Any, has_secret: bool) -> None:
+def check(identity: Any) -> None:
     """ValidationError on the `identity` field listing every problem."""
-    found = problems(identity, has_secret)
+    found = problems(identity)
     if found:
         raise ValidationError({"identity": list(found.values())})

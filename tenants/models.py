@@ -168,7 +168,7 @@ class Tenant(models.Model):
 
     def clean(self) -> None:
         super().clean()
-        identity_rules.check(self.identity, bool(self.identity_client_secret))
+        identity_rules.check(self.identity)
 
     def bump_version(self) -> None:
         Tenant.objects.filter(pk=self.pk).update(definitions_version=F("definitions_version") + 1)

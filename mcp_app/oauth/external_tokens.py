@@ -273,6 +273,8 @@ async def _introspect(token: str, tenant_id: int, identity: ExternalIdentity) ->
         raise Unavailable(
             "The introspection client's secret cannot be read; an owner must enter it again."
         ) from None
+    if not secret:
+        raise Unavailable("The introspection client's secret is not set; an owner must enter it.")
     pair = f"{quote(identity.client_id, safe='')}:{quote(secret, safe='')}"
     headers = {
         "Authorization": "Basic " + base64.b64encode(pair.encode()).decode(),

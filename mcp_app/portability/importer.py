@@ -36,6 +36,7 @@ from mcp_app.portability.document import (
     secret_names,
 )
 from mcp_app.upstream_rows.models import too_many_upstreams
+from tenants import identity
 from tenants.models import Tenant
 
 CHANGE_REASON = "imported from a tenant document"
@@ -70,6 +71,8 @@ class Plan:
     settings_changed: list[str] = field(default_factory=list)
     missing_secrets: list[tuple[str, str]] = field(default_factory=list)
     missing_upstream_secrets: list[tuple[str, str]] = field(default_factory=list)
+    # settings.identity introspects, and the tenant holds no secret for its client (AMB-203).
+    missing_identity_secret: bool = False
     applied: bool = False
 
     def of(self, action: str) -> list[Change]:
@@ -97,6 +100,7 @@ class Plan:
             "missing_upstream_secrets": [
                 {"upstream": upstream, "secret": name} for upstream, name in self.missing_upstream_secrets
             ],
+            "missing_identity_secret": self.missing_identity_secret,
         }
 
     def lines(self) -> list[str]:
@@ -115,6 +119,10 @@ class Plan:
             f"! upstream {upstream} needs the secret {name!r}, which it does not have"
             for upstream, name in self.missing_upstream_secrets
         ]
+        if self.missing_identity_secret:
+            out.append(
+                "! settings.identity needs its introspection client's secret, which the tenant does not have"
+            )
         counts = self.counts()
         out.append(
             f"{counts['create']} created, {counts['change']} changed, {counts['delete']} deleted, "
@@ -208,6 +216,9 @@ def _plan_settings(
     for name, value in settings.items():
         setattr(target, name, value)
     _clean(target, ["slug"], ["settings"], problems)
+    plan.missing_identity_secret = (
+        identity.needs_secret(target.identity) and not target.identity_client_secret
+    )
     plan.settings_changed = [
         n for n in SETTINGS_FIELDS if n in settings and not same(getattr(tenant, n), settings[n])
     ]
