@@ -197,7 +197,9 @@ async def _key(tenant_id: int, identity: ExternalIdentity, kid: Any) -> Any:
     refetch = float(settings.MCP_IDENTITY_JWKS_REFETCH_SECONDS)
     if keys is not None and keys.error and now - keys.tried_at < max(refetch, 1.0):
         raise Unavailable(keys.error)  # an unreachable issuer is not asked again for every token
-    if keys is None or now - keys.fetched_at >= float(settings.MCP_IDENTITY_JWKS_SECONDS):
+    stale = keys is not None and now - keys.fetched_at >= float(settings.MCP_IDENTITY_JWKS_SECONDS)
+    # Stale keys still serve while the issuer cannot be reached: asked again once per interval only.
+    if keys is None or (stale and now - keys.tried_at >= max(refetch, 1.0)):
         keys = await _refresh(tenant_id, uri, keys)
     found = keys.find(kid)
     if found is None and time.monotonic() - keys.tried_at >= refetch:
