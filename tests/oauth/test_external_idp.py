@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import socket
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -355,3 +356,27 @@ async def test_a_session_belongs_to_its_subject_not_to_the_client(jwt_tenant, id
     mallory = AuthClient(token=idp.token(AUD_A, SCOPES, subject="mallory"))
     mallory.session_id, mallory.version = alice.session_id, alice.version
     assert (await mallory.request("tools/list")).status == 404
+
+
+async def test_a_hanging_issuer_at_one_tenant_does_not_slow_another(jwt_tenant, tenant_b, idp, idp_b, settings):
+    settings.MCP_IDENTITY_FETCH_SECONDS = 3
+    with socket.socket() as hanging:  # takes connections (the kernel's backlog), never answers
+        hanging.bind(("127.0.0.1", 0))
+        hanging.listen(256)
+        jwks_a = f"http://127.0.0.1:{hanging.getsockname()[1]}/jwks"
+        await asyncio.to_thread(configure, jwt_tenant, {"issuer": idp.url, "jwks_uri": jwks_a, "audience": AUD_A})
+        b_identity = {"issuer": idp_b.url, "jwks_uri": idp_b.jwks_uri, "audience": AUD_B}
+        await asyncio.to_thread(configure, tenant_b, b_identity)
+        flood = [idp.mint(idp.claims(AUD_A, jti=str(n))) for n in range(30)]
+        token_b = idp_b.token(AUD_B, SCOPES)
+        started = time.monotonic()
+        pending = [asyncio.create_task(call(token)) for token in flood]
+        await asyncio.sleep(0.3)  # tenant A's requests all wait on its issuer now
+        assert not any(task.done() for task in pending)
+        b_started = time.monotonic()
+        assert (await call(token_b, slug="tenant-b")).status == 200
+        assert time.monotonic() - b_started < 1.5  # not behind A's 3 s
+        answers = await asyncio.gather(*pending)
+        assert time.monotonic() - started < 3 + 1.5  # one fetch for all 30, ended by the deadline
+        assert {answer.status for answer in answers} == {503}
+        assert b"did not answer within 3 s" in answers[0].body
