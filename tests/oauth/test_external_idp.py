@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from channels.db import database_sync_to_async as sync_to_async
 from django.core.exceptions import ValidationError
 from django.test import Client as DjangoClient
 
@@ -135,8 +136,7 @@ async def test_a_token_of_the_tenants_identity_provider_calls_tools(jwt_tenant, 
 
 
 async def test_the_scp_claim_carries_scopes_when_configured(jwt_tenant, idp):
-    await asyncio.to_thread(
-        configure,
+    await sync_to_async(configure)(
         jwt_tenant,
         {"issuer": idp.url, "jwks_uri": idp.jwks_uri, "audience": AUD_A, "scope_claim": "scp"},
     )
@@ -188,7 +188,7 @@ async def test_alg_none_and_hs256_signed_with_the_public_key_are_refused(jwt_ten
     # Even a tenant that listed HS256 could not save it: asymmetric algorithms only.
     jwt_tenant.identity = {**jwt_tenant.identity, "algorithms": ["RS256", "HS256"]}
     with pytest.raises(ValidationError, match="asymmetric only"):
-        await asyncio.to_thread(jwt_tenant.full_clean)
+        await sync_to_async(jwt_tenant.full_clean)()
 
 
 async def test_a_bad_signature_and_garbage_are_refused(jwt_tenant, idp):
@@ -233,8 +233,8 @@ async def test_a_tools_own_scope_is_stepped_up_with_403(jwt_tenant, idp):
 
 
 async def test_another_tenants_tokens_are_refused_here(jwt_tenant, tenant_b, idp, idp_b):
-    await asyncio.to_thread(
-        configure, tenant_b, {"issuer": idp_b.url, "jwks_uri": idp_b.jwks_uri, "audience": AUD_B}
+    await sync_to_async(configure)(
+        tenant_b, {"issuer": idp_b.url, "jwks_uri": idp_b.jwks_uri, "audience": AUD_B}
     )
     token_b = idp_b.token(AUD_B, SCOPES)
     refused_with(await call(token_b, slug="tenant-a"), external_tokens.UNKNOWN_KID)
@@ -246,8 +246,7 @@ async def test_another_tenants_tokens_are_refused_here(jwt_tenant, tenant_b, idp
 
 async def test_opaque_tokens_by_introspection_and_revocation(jwt_tenant, idp, settings):
     settings.MCP_IDENTITY_CACHE_SECONDS = 1
-    await asyncio.to_thread(
-        configure,
+    await sync_to_async(configure)(
         jwt_tenant,
         {"issuer": idp.url, "introspection_url": idp.introspection_url, "client_id": "rs", "audience": AUD_A},
         "rs-secret",
@@ -267,7 +266,7 @@ async def test_a_wrong_introspection_secret_answers_503_not_401(jwt_tenant, idp)
         "client_id": "rs",
         "audience": AUD_A,
     }
-    await asyncio.to_thread(configure, jwt_tenant, identity, "wrong")
+    await sync_to_async(configure)(jwt_tenant, identity, "wrong")
     response = await call(idp.token(AUD_A, SCOPES, opaque=True))
     assert response.status == 503
     assert b"introspection endpoint answered HTTP 401" in response.body
@@ -278,8 +277,8 @@ async def test_a_wrong_introspection_secret_answers_503_not_401(jwt_tenant, idp)
 
 async def test_an_unreachable_issuer_answers_503_quickly(jwt_tenant, idp):
     dead = "http://127.0.0.1:9"  # discard: nothing listens
-    await asyncio.to_thread(
-        configure, jwt_tenant, {"issuer": idp.url, "jwks_uri": f"{dead}/jwks", "audience": AUD_A}
+    await sync_to_async(configure)(
+        jwt_tenant, {"issuer": idp.url, "jwks_uri": f"{dead}/jwks", "audience": AUD_A}
     )
     started = time.monotonic()
     response = await call(idp.token(AUD_A, SCOPES))
@@ -292,10 +291,10 @@ async def test_an_unreachable_issuer_answers_503_quickly(jwt_tenant, idp):
 
 
 async def test_platform_tokens_are_refused_unless_kept(jwt_tenant, idp, alice):
-    ours = await asyncio.to_thread(issue_token, alice, jwt_tenant, await asyncio.to_thread(make_application))
+    ours = await sync_to_async(issue_token)(alice, jwt_tenant, await sync_to_async(make_application)())
     refused_with(await call(ours), external_tokens.NOT_JWT)
     identity = {**jwt_tenant.identity, "keep_platform_tokens": True}
-    await asyncio.to_thread(configure, jwt_tenant, identity)
+    await sync_to_async(configure)(jwt_tenant, identity)
     assert (await call(ours)).status == 200
     assert (await call(idp.token(AUD_A, SCOPES))).status == 200
 
@@ -358,15 +357,17 @@ async def test_a_session_belongs_to_its_subject_not_to_the_client(jwt_tenant, id
     assert (await mallory.request("tools/list")).status == 404
 
 
-async def test_a_hanging_issuer_at_one_tenant_does_not_slow_another(jwt_tenant, tenant_b, idp, idp_b, settings):
+async def test_a_hanging_issuer_at_one_tenant_does_not_slow_another(
+    jwt_tenant, tenant_b, idp, idp_b, settings
+):
     settings.MCP_IDENTITY_FETCH_SECONDS = 3
     with socket.socket() as hanging:  # takes connections (the kernel's backlog), never answers
         hanging.bind(("127.0.0.1", 0))
         hanging.listen(256)
         jwks_a = f"http://127.0.0.1:{hanging.getsockname()[1]}/jwks"
-        await asyncio.to_thread(configure, jwt_tenant, {"issuer": idp.url, "jwks_uri": jwks_a, "audience": AUD_A})
+        await sync_to_async(configure)(jwt_tenant, {"issuer": idp.url, "jwks_uri": jwks_a, "audience": AUD_A})
         b_identity = {"issuer": idp_b.url, "jwks_uri": idp_b.jwks_uri, "audience": AUD_B}
-        await asyncio.to_thread(configure, tenant_b, b_identity)
+        await sync_to_async(configure)(tenant_b, b_identity)
         flood = [idp.mint(idp.claims(AUD_A, jti=str(n))) for n in range(30)]
         token_b = idp_b.token(AUD_B, SCOPES)
         started = time.monotonic()
