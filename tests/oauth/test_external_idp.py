@@ -26,9 +26,11 @@ from mcp_app.core.scopes import PROMPTS, RESOURCES, TOOLS
 from mcp_app.handlers.secrets import encrypt_secrets
 from mcp_app.models import Tool
 from mcp_app.oauth import external_tokens, resources, tokens
+from mcp_app.protocol import quotas
 from tenants.models import Tenant
 from tests.oauth.idp_support import IdentityProvider, running_identity_provider
 from tests.oauth.rs_support import AuthClient, issue_token, make_application
+from tests.support import make_ctx
 from tests.transport.conftest import clean_transport_state  # noqa: F401 - autouse fixture
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -381,3 +383,23 @@ async def test_a_hanging_issuer_at_one_tenant_does_not_slow_another(
         assert time.monotonic() - started < 3 + 1.5  # one fetch for all 30, ended by the deadline
         assert {answer.status for answer in answers} == {503}
         assert b"did not answer within 3 s" in answers[0].body
+
+
+def test_an_identity_providers_users_are_each_their_own_caller_for_quotas(tenant_a):
+    """Per-caller quotas key by the subject, not by the OAuth client the users share (AMB-204)."""
+    one = make_ctx(tenant_a, session=None, client_id="app", subject="https://idp.example.com#alice")
+    two = make_ctx(tenant_a, session=None, client_id="app", subject="https://idp.example.com#bob")
+    assert quotas.caller_key(one) == "subject:https://idp.example.com#alice"
+    assert quotas.caller_key(one) != quotas.caller_key(two)
+
+
+async def test_the_client_comes_from_client_id_or_else_azp(jwt_tenant, idp):
+    claims = idp.claims(AUD_A, scope=SCOPES)
+    del claims["client_id"]
+    alice = AuthClient(token=idp.mint({**claims, "azp": "web-app"}))
+    await alice.initialize()
+    # The session is the azp client's: the same user through another client does not own it.
+    other = AuthClient(token=idp.mint({**claims, "azp": "other-app"}))
+    other.session_id, other.version = alice.session_id, alice.version
+    assert (await alice.request("tools/list")).status == 200
+    assert (await other.request("tools/list")).status == 404
