@@ -13,6 +13,7 @@ from django import forms
 from django.contrib import admin
 
 from mcp_app.handlers.secrets import encrypt_secrets
+from mcp_app.oauth import external_tokens
 from tenants import identity
 from tenants.admin import TenantAdmin
 from tenants.models import Tenant
@@ -33,6 +34,8 @@ class TenantForm(forms.ModelForm):
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
+        for problem in external_tokens.unreachable_urls(cleaned.get("identity")):
+            self.add_error("identity", problem)
         entered = cleaned.get("new_identity_client_secret")
         if (
             identity.needs_secret(cleaned.get("identity"))

@@ -31,7 +31,7 @@ from mcp_app.api.permissions import OWNER_ONLY
 from mcp_app.api.serializers import CleanedModelSerializer
 from mcp_app.api.views import ID, SLUG, TenantScoped
 from mcp_app.handlers.secrets import encrypt_secrets
-from mcp_app.oauth import resources
+from mcp_app.oauth import external_tokens, resources
 from tenants import access, identity
 from tenants.models import Membership, Role, Tenant
 
@@ -111,6 +111,8 @@ class TenantSettingsSerializer(CleanedModelSerializer):
         held = bool(
             attrs.get("identity_client_secret") or (self.instance and self.instance.identity_client_secret)
         )
+        if refused := external_tokens.unreachable_urls(identity_after):
+            raise serializers.ValidationError({"identity": refused})
         if identity.needs_secret(identity_after) and not held:
             raise serializers.ValidationError(
                 {

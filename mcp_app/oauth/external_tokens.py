@@ -94,6 +94,23 @@ _accepted: OrderedDict[tuple[int, ExternalIdentity, str], tuple[Caller, float]] 
 _refused: OrderedDict[tuple[int, ExternalIdentity, str], tuple[str, float]] = OrderedDict()
 
 
+def unreachable_urls(identity: Any) -> list[str]:
+    """What the SSRF guard refuses of an identity's URLs without DNS (a private address not allow-listed,
+    a metadata host), each in words: the admin, the API and the import refuse to save them."""
+    if not isinstance(identity, dict):
+        return []
+    found = []
+    for name in ("jwks_uri", "introspection_url"):
+        url = identity.get(name)
+        if isinstance(url, str) and url:
+            try:
+                ssrf.check_url_statically(url)
+            except ssrf.SsrfRefused as refused:
+                said = refused.message.replace("The tool's URL", "The URL")
+                found.append(f"{name}: {said}")
+    return found
+
+
 def reset() -> None:
     """Forget every key set and verdict (tests)."""
     _keys.clear()

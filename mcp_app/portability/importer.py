@@ -23,6 +23,7 @@ from django.db import models, transaction
 from django.utils import timezone
 
 from mcp_app.models import Tool, Upstream, UpstreamTool
+from mcp_app.oauth import external_tokens
 from mcp_app.portability.document import (
     KINDS,
     SETTINGS_FIELDS,
@@ -216,6 +217,7 @@ def _plan_settings(
     for name, value in settings.items():
         setattr(target, name, value)
     _clean(target, ["slug"], ["settings"], problems)
+    problems.extend(("settings.identity", problem) for problem in external_tokens.unreachable_urls(target.identity))
     plan.missing_identity_secret = (
         identity.needs_secret(target.identity) and not target.identity_client_secret
     )

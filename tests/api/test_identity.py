@@ -55,6 +55,7 @@ def test_the_owner_sets_an_identity_provider_whose_secret_is_never_returned(as_a
         ),
         (INTROSPECTED, "identity_client_secret", "secret is required"),
         ({**INTROSPECTED, "algorithms": ["none"]}, "identity", "never none"),
+        ({**INTROSPECTED, "introspection_url": "https://10.0.0.5/introspect"}, "identity", "a private address"),
     ],
 )
 def test_an_identity_that_cannot_work_is_a_400_naming_the_field(as_alice, tenant_a, identity, field, words):

@@ -51,6 +51,7 @@ def test_the_identity_travels_without_its_secret_and_the_import_names_the_secret
         ({**IDENTITY, "algorithms": ["HS256"]}, "settings.identity.algorithms"),
         ({**IDENTITY, "client_secret": "inline"}, "settings.identity"),
         ({**IDENTITY, "issuer": "http://idp.example.com"}, "must use https"),
+        ({**IDENTITY, "introspection_url": "https://169.254.169.254/introspect"}, "introspection_url: The URL points to"),
     ],
 )
 def test_an_identity_a_tenant_could_not_use_is_refused_with_its_path(tenant_a, identity, problem) -> None:

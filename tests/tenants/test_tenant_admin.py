@@ -290,3 +290,6 @@ def test_the_owner_sets_the_identity_provider_and_its_secret_write_only(client, 
     no_audience = json.dumps({**INTROSPECTED, "audience": ""})
     bad = client.post(url, tenant_form_data(tenant_a, auth_mode="oauth", identity=no_audience))
     assert bad.status_code == 200 and "audience is required" in bad.content.decode()
+    private = json.dumps({**INTROSPECTED, "introspection_url": "https://192.168.1.10/introspect"})
+    refused_url = client.post(url, tenant_form_data(tenant_a, auth_mode="oauth", identity=private))
+    assert refused_url.status_code == 200 and "introspection_url: The URL points to" in refused_url.content.decode()
