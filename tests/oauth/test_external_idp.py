@@ -202,9 +202,11 @@ async def test_a_bad_signature_and_garbage_are_refused(jwt_tenant, idp):
     refused_with(await call("opaque-token-but-no-introspection"), external_tokens.NOT_JWT)
 
 
-async def test_an_unknown_kid_refetches_the_jwks_at_most_once_per_interval(jwt_tenant, idp):
+async def test_an_unknown_kid_refetches_the_jwks_at_most_once_per_interval(jwt_tenant, idp, settings):
+    settings.MCP_IDENTITY_JWKS_REFETCH_SECONDS = 60  # however slow the machine, the flood is within it
     assert (await call(idp.token(AUD_A, SCOPES))).status == 200  # keys fetched
-    await asyncio.sleep(2.1)  # past MCP_IDENTITY_JWKS_REFETCH_SECONDS: one refetch is allowed
+    for kept in external_tokens._keys.values():
+        kept.tried_at -= 61  # as if the interval had passed: one refetch is allowed
     before = idp.stats()["jwks_fetches"]
     made_up = [idp.mint(idp.claims(AUD_A, jti=str(n)), kid=f"made-up-{n}") for n in range(20)]
     for response in await asyncio.gather(*(call(token) for token in made_up)):
@@ -378,7 +380,7 @@ async def test_a_hanging_issuer_at_one_tenant_does_not_slow_another(
         assert not any(task.done() for task in pending)
         b_started = time.monotonic()
         assert (await call(token_b, slug="tenant-b")).status == 200
-        assert time.monotonic() - b_started < 1.5  # not behind A's 3 s
+        assert time.monotonic() - b_started < 2  # not behind A's 3 s
         answers = await asyncio.gather(*pending)
         assert time.monotonic() - started < 3 + 1.5  # one fetch for all 30, ended by the deadline
         assert {answer.status for answer in answers} == {503}
