@@ -20,7 +20,7 @@ from audit.trail import MAX_TEXT, record
 from tenants.models import Invitation, Membership, Tenant
 
 # Tenant fields that change on their own, not as settings.
-_NOT_SETTINGS = frozenset({"id", "definitions_version", "created_at", "updated_at"})
+_NOT_SETTINGS = frozenset({"id", "definitions_version", "created_at", "updated_at", "identity_client_secret"})
 
 
 @receiver(user_logged_in, dispatch_uid="audit-sign-in")

@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/run.py [--quick] [--only ours|reference] [--skip-scale] [--skip-streams]
     .venv/bin/python bench/run.py --only-oauth   # tools/call on an oauth tenant (token) vs a public one
+    .venv/bin/python bench/run.py --only-identity   # a tenant's own identity provider's JWT vs our token vs public
     .venv/bin/python bench/run.py --only-background   # echo on a Celery worker vs the same echo inline
     .venv/bin/python bench/run.py --only-modern   # the 2026-07-28 wire: vs the SDK stateless, vs legacy
     .venv/bin/python bench/run.py --only-asking   # background progress, asking, workers, held runs
@@ -40,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from asking import print_asking_section  # noqa: E402
 from connected import print_connected_section  # noqa: E402
+from external_idp import print_identity_section  # noqa: E402
 from hotspots import profile_ours  # noqa: E402
 from load import Timing, drive, figures, print_errors, print_goal, print_load_table  # noqa: E402
 from loadgen import (  # noqa: E402
@@ -86,6 +88,17 @@ def main() -> None:
         help="only compare tools/call on an oauth tenant (Bearer token) with a public one, c=16",
     )
     parser.add_argument("--skip-oauth", action="store_true", help="skip the oauth vs public comparison")
+    parser.add_argument(
+        "--only-identity",
+        action="store_true",
+        help="only compare tools/call with a tenant's own identity provider's JWT vs our token vs public, c=16",
+    )
+    parser.add_argument(
+        "--identity-cache",
+        type=int,
+        default=5,
+        help="MCP_IDENTITY_CACHE_SECONDS of --only-identity (0: verify each)",
+    )
     parser.add_argument(
         "--only-operations",
         action="store_true",
@@ -213,6 +226,14 @@ def main() -> None:
         print("## Tenant scale: tools/list page fetch latency, one client")
         print()
         print_scale(scale_bench(database_url, redis_url, affinity, 3.0 if args.quick else 6.0, rounds * 2))
+        print()
+        print(f"total bench time: {time.monotonic() - started:.0f}s")
+        return
+
+    if args.only_identity:
+        log("identity: preparing the database (create, migrate, seed_demo)")
+        env = prepare_database(database_url, redis_url)
+        print_identity_section(env, affinity, timing, rounds, args.identity_cache)
         print()
         print(f"total bench time: {time.monotonic() - started:.0f}s")
         return

@@ -414,6 +414,8 @@ class ToolRun(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     client_id = models.CharField(max_length=255, blank=True)
+    # A tenant's own identity provider's user ("<issuer>#<sub>", AMB-204): its tasks are its own.
+    subject = models.TextField(blank=True, default="")
     session_id = models.CharField(max_length=64, blank=True)
     queued_at = models.DateTimeField(auto_now_add=True, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)

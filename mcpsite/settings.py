@@ -556,6 +556,18 @@ MCP_TOOL_CALLS_BURST = _env_int("MCP_TOOL_CALLS_BURST", 120, minimum=1)
 # How long an MCP endpoint trusts its lookup of a bearer token (seconds; 0: look up every request).
 # A revocation reaches other processes within this time; the revoking process drops it at once.
 MCP_TOKEN_CACHE_SECONDS = _env_int("MCP_TOKEN_CACHE_SECONDS", 5, minimum=0)
+# A tenant's own identity provider (mcp_app/oauth/external_tokens.py, docs/decisions/oauth.md AMB-203..206):
+# an accepted token (JWT or introspected) is trusted this long at most, never past its exp; its JWKS is kept
+# MCP_IDENTITY_JWKS_SECONDS and fetched again for an unknown kid at most once per
+# MCP_IDENTITY_JWKS_REFETCH_SECONDS; a fetch of keys or an introspection gives up after
+# MCP_IDENTITY_FETCH_SECONDS; exp and nbf are checked with MCP_IDENTITY_LEEWAY_SECONDS of leeway.
+# MCP_IDENTITY_ALLOW_HTTP_LOOPBACK lets an identity provider on a loopback host use http (also under DEBUG).
+MCP_IDENTITY_CACHE_SECONDS = _env_int("MCP_IDENTITY_CACHE_SECONDS", 5, minimum=0)
+MCP_IDENTITY_JWKS_SECONDS = _env_int("MCP_IDENTITY_JWKS_SECONDS", 300, minimum=1)
+MCP_IDENTITY_JWKS_REFETCH_SECONDS = _env_int("MCP_IDENTITY_JWKS_REFETCH_SECONDS", 30, minimum=0)
+MCP_IDENTITY_FETCH_SECONDS = _env_int("MCP_IDENTITY_FETCH_SECONDS", 3, minimum=1)
+MCP_IDENTITY_LEEWAY_SECONDS = _env_int("MCP_IDENTITY_LEEWAY_SECONDS", 30, minimum=0)
+MCP_IDENTITY_ALLOW_HTTP_LOOPBACK = _env_bool("MCP_IDENTITY_ALLOW_HTTP_LOOPBACK", False)
 # With Redis, every serving process subscribes to token revocations and evicts at once (oauth.tokens).
 MCP_TOKEN_EVICTION_SUBSCRIBER = _env_bool("MCP_TOKEN_EVICTION_SUBSCRIBER", True)
 # With Redis, each serving loop listens for moved change tokens (catalog/tokens.py); off, every

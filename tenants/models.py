@@ -11,6 +11,8 @@ from django.db.models import F
 from django.utils import timezone
 from oauth2_provider.settings import oauth2_settings
 
+from tenants import identity as identity_rules
+
 
 class Role(models.TextChoices):
     OWNER = "owner", "Owner"
@@ -136,6 +138,17 @@ class Tenant(models.Model):
         help_text="Who may cache those results. Automatic: private for OAuth tenants (what a caller "
         "sees depends on the token), public for public ones.",
     )
+    identity = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Accept access tokens of your own identity provider (empty: only this platform's). "
+        '{"issuer": "https://idp.example.com", "audience": "<the aud of tokens for this endpoint>", '
+        '"jwks_uri": "https://idp.example.com/jwks"} for JWTs, or "introspection_url" and "client_id" '
+        '(and the client secret) for opaque tokens; optional "scope_claim" ("scope" or "scp"), '
+        '"algorithms" (["RS256"]), "keep_platform_tokens" (false). Needs auth mode OAuth.',
+    )
+    # Fernet-encrypted secret of the introspection client (mcp_app/handlers/secrets.py); never shown.
+    identity_client_secret = models.TextField(blank=True, default="", editable=False)
     # Bumped on every change to the tenant's definitions; drives caches and list_changed.
     definitions_version = models.PositiveBigIntegerField(default=1, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -152,6 +165,10 @@ class Tenant(models.Model):
         return [
             line.strip().rstrip("/").lower() for line in self.allowed_origins.splitlines() if line.strip()
         ]
+
+    def clean(self) -> None:
+        super().clean()
+        identity_rules.check(self.identity)
 
     def bump_version(self) -> None:
         Tenant.objects.filter(pk=self.pk).update(definitions_version=F("definitions_version") + 1)

@@ -2,7 +2,15 @@
 
 from django.contrib import admin
 
-from mcp_app.admin import api_keys, definitions, providers, runs, service_clients, upstreams  # noqa: F401 - importing them registers the ModelAdmins
+from mcp_app.admin import (  # noqa: F401 - importing them registers the ModelAdmins
+    api_keys,
+    definitions,
+    providers,
+    runs,
+    service_clients,
+    tenant_identity,
+    upstreams,
+)
 
 # AMB-73: the platform's name, "View site" to the front page (`/`), and no navigation sidebar: the
 # home page already lists every model, and the sidebar took a quarter of the width from the lists.

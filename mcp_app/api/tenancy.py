@@ -30,8 +30,9 @@ from mcp_app.api import invitations as api_invitations
 from mcp_app.api.permissions import OWNER_ONLY
 from mcp_app.api.serializers import CleanedModelSerializer
 from mcp_app.api.views import ID, SLUG, TenantScoped
-from mcp_app.oauth import resources
-from tenants import access
+from mcp_app.handlers.secrets import encrypt_secrets
+from mcp_app.oauth import external_tokens, resources
+from tenants import access, identity
 from tenants.models import Membership, Role, Tenant
 
 
@@ -73,6 +74,18 @@ class TenantListView(generics.ListAPIView):
 
 class TenantSettingsSerializer(CleanedModelSerializer):
     mcp_url = serializers.SerializerMethodField()
+    identity_client_secret = serializers.CharField(
+        write_only=True,
+        required=False,
+        allow_null=True,
+        trim_whitespace=False,
+        max_length=4096,
+        help_text="The secret of `identity.client_id`, the introspection client (AMB-203), stored encrypted "
+        "and never returned: a value replaces it, absent or null keeps it. Dropped with introspection_url.",
+    )
+    identity_client_secret_set = serializers.SerializerMethodField(
+        help_text="Whether the identity provider's introspection client secret is stored."
+    )
 
     class Meta:
         model = Tenant
@@ -82,13 +95,40 @@ class TenantSettingsSerializer(CleanedModelSerializer):
     def get_mcp_url(self, tenant: Tenant) -> str:
         return mcp_url(tenant)
 
+    def get_identity_client_secret_set(self, tenant: Tenant) -> bool:
+        return bool(tenant.identity_client_secret)
+
     def candidate(self, attrs: dict[str, Any]) -> models.Model:
         row = self.instance
         for name, value in attrs.items():
-            setattr(row, name, value)
+            if name != "identity_client_secret":
+                setattr(row, name, value)
         return row
 
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        attrs = super().validate(attrs)
+        identity_after = attrs.get("identity", self.instance.identity if self.instance else {})
+        held = bool(
+            attrs.get("identity_client_secret") or (self.instance and self.instance.identity_client_secret)
+        )
+        if refused := external_tokens.unreachable_urls(identity_after):
+            raise serializers.ValidationError({"identity": refused})
+        if identity.needs_secret(identity_after) and not held:
+            raise serializers.ValidationError(
+                {
+                    "identity_client_secret": [
+                        "The introspection client's secret is required with introspection_url."
+                    ]
+                }
+            )
+        return attrs
+
     def update(self, instance: Tenant, validated: dict[str, Any]) -> Tenant:
+        secret = validated.pop("identity_client_secret", None)
+        if secret:
+            instance.identity_client_secret = encrypt_secrets({"client_secret": secret})
+        if not identity.needs_secret(validated.get("identity", instance.identity)):
+            instance.identity_client_secret = ""  # no introspection, no secret of its client kept
         for name, value in validated.items():
             setattr(instance, name, value)
         skip = {"id", "slug", "definitions_version", "created_at"}
@@ -143,14 +183,18 @@ class MembershipSerializer(serializers.ModelSerializer):
         return attrs
 
 
-DIRECT_ONLY_FOR_SUPERUSERS = "Only a superuser adds an account directly: invite its e-mail address instead (email)."
+DIRECT_ONLY_FOR_SUPERUSERS = (
+    "Only a superuser adds an account directly: invite its e-mail address instead (email)."
+)
 
 
 class MemberAddSerializer(serializers.Serializer):
     """Either `email` (an invitation: owners) or `username` (an account attached at once: superusers)."""
 
     email = serializers.EmailField(
-        max_length=254, required=False, help_text="Invite this address (AMB-109): answered 202 with the invitation."
+        max_length=254,
+        required=False,
+        help_text="Invite this address (AMB-109): answered 202 with the invitation.",
     )
     username = serializers.CharField(
         max_length=150, required=False, help_text="Superusers only: attach this account now (201)."
@@ -159,7 +203,9 @@ class MemberAddSerializer(serializers.Serializer):
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if ("email" in attrs) == ("username" in attrs):
-            raise serializers.ValidationError("Give either email (an invitation) or username (superusers only).")
+            raise serializers.ValidationError(
+                "Give either email (an invitation) or username (superusers only)."
+            )
         return attrs
 
 
@@ -176,7 +222,11 @@ def last_owner(membership: Membership) -> bool:
     create=extend_schema(
         parameters=[SLUG],
         request=MemberAddSerializer,
-        responses={201: MembershipSerializer, 202: api_invitations.InvitationSerializer, **api_invitations.REFUSALS},
+        responses={
+            201: MembershipSerializer,
+            202: api_invitations.InvitationSerializer,
+            **api_invitations.REFUSALS,
+        },
     ),
 )
 @extend_schema_view(
@@ -205,14 +255,18 @@ class MembershipViewSet(TenantScoped, viewsets.ModelViewSet):
             return super().create(request, *args, **kwargs)
         data = body.validated_data
         invitation = api_invitations.invite(self.tenant(), data["email"], data["role"], request.user)
-        return Response(api_invitations.InvitationSerializer(invitation).data, status=status.HTTP_202_ACCEPTED)
+        return Response(
+            api_invitations.InvitationSerializer(invitation).data, status=status.HTTP_202_ACCEPTED
+        )
 
     def perform_create(self, serializer: serializers.ModelSerializer) -> None:
         serializer.save(tenant=self.tenant())
 
     def perform_destroy(self, instance: Membership) -> None:
         if last_owner(instance):
-            raise serializers.ValidationError("A tenant keeps at least one owner: make someone else owner first.")
+            raise serializers.ValidationError(
+                "A tenant keeps at least one owner: make someone else owner first."
+            )
         instance.delete()
 
 

@@ -117,6 +117,7 @@ def _job(
         "log_level": session.log_level if session else ctx.log_level,
         "user_id": ctx.user_id,
         "client_id": ctx.client_id,
+        "subject": ctx.subject,
         "scopes": sorted(ctx.scopes) if ctx.scopes is not None else None,
         "request_id": ctx.request_id,
         "progress_token": ctx.progress_token,

@@ -39,6 +39,7 @@ def record_queued(job: dict[str, Any]) -> None:
         tool_name=job["tool_name"],
         user_id=job.get("user_id"),
         client_id=job.get("client_id") or "",
+        subject=job.get("subject") or "",
         session_id=job.get("session_id") or "",
         arguments=job.get("arguments") or {},
     )

@@ -136,6 +136,7 @@ def _context(
         client_capabilities=job.get("client_capabilities") or {},
         user_id=job.get("user_id"),
         client_id=job.get("client_id"),
+        subject=job.get("subject"),
         scopes=frozenset(scopes) if scopes is not None else None,
         request_id=job.get("request_id"),
         progress_token=job.get("progress_token"),

@@ -14,7 +14,15 @@ from django.db.models import Q
 
 from mcp_app.catalog import tokens
 from mcp_app.core import upstream_uris
-from mcp_app.core.types import Catalog, PromptDef, ResourceDef, TemplateDef, TenantInfo, ToolDef
+from mcp_app.core.types import (
+    Catalog,
+    ExternalIdentity,
+    PromptDef,
+    ResourceDef,
+    TemplateDef,
+    TenantInfo,
+    ToolDef,
+)
 from mcp_app.federation.tasks import runs_as_task
 from mcp_app.handlers.upstream import TASK_KEY
 from mcp_app.models import Prompt, Resource, ResourceTemplate, TaskSupport, Tool, Upstream, UpstreamTool
@@ -99,6 +107,25 @@ def tenant_info(
         max_body_bytes=tenant.max_body_bytes,
         stream_poll_seconds=tenant.stream_poll_seconds,
         stream_poll_retry_ms=tenant.stream_poll_retry_ms,
+        identity=external_identity(tenant),
+    )
+
+
+def external_identity(tenant: Tenant) -> ExternalIdentity | None:
+    """The tenant's own identity provider, if it set one (checked on save: tenants/identity.py)."""
+    config = tenant.identity if isinstance(tenant.identity, dict) else {}
+    if not config.get("issuer") or not config.get("audience"):
+        return None
+    return ExternalIdentity(
+        issuer=str(config["issuer"]),
+        audience=str(config["audience"]),
+        jwks_uri=str(config.get("jwks_uri") or ""),
+        introspection_url=str(config.get("introspection_url") or ""),
+        client_id=str(config.get("client_id") or ""),
+        client_secret=tenant.identity_client_secret,
+        scope_claim=str(config.get("scope_claim") or "scope"),
+        algorithms=tuple(config.get("algorithms") or ("RS256",)),
+        keep_platform_tokens=bool(config.get("keep_platform_tokens")),
     )
 
 

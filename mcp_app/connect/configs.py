@@ -170,11 +170,11 @@ def python_script(name: str, url: str, oauth: bool) -> str:
     return (OAUTH_SCRIPT if oauth else PUBLIC_SCRIPT).format(name=name, url=url)
 
 
-def client_configs(name: str, url: str, oauth: bool) -> list[ClientConfig]:
-    """Every client's configuration for the endpoint `url`, its server called `name`."""
-    sign_in = (
-        "The first call opens your browser: sign in with your account here and press Allow." if oauth else ""
-    )
+def client_configs(name: str, url: str, oauth: bool, issuer: str = "") -> list[ClientConfig]:
+    """Every client's configuration for the endpoint `url`, its server called `name`; `issuer`: the
+    tenant's own identity provider, where its users sign in (AMB-203)."""
+    where = f"at your identity provider ({issuer})" if issuer else "with your account here and press Allow"
+    sign_in = f"The first call opens your browser: sign in {where}." if oauth else ""
     return [
         ClientConfig(
             "claude-code",

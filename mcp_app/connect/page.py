@@ -145,7 +145,7 @@ def connect_page(request: HttpRequest, slug: str) -> HttpResponse:
         "tenant": tenant,
         "mcp_url": mcp_url,
         "oauth": oauth,
-        "configs": client_configs(tenant.slug, mcp_url, oauth),
+        "configs": client_configs(tenant.slug, mcp_url, oauth, str((tenant.identity or {}).get("issuer") or "")),
         "eras": async_to_sync(served)(tenant.slug, request.user.pk),
         "role": access.role_of(request.user, tenant),
     }

@@ -120,6 +120,7 @@ class RequestContext:
     user_id: int | None = None
     client_id: str | None = None
     scopes: frozenset[str] | None = None  # None: the endpoint is public, nothing is scope-limited
+    subject: str | None = None  # Caller.subject: a tenant's own identity provider's user
     request_id: str | int | None = None
     progress_token: str | int | None = None
     # The request's own log level (2026-07-28 `_meta`); a legacy session's level lives in the session.
@@ -183,6 +184,8 @@ class Caller:
     user_id: int | None = None
     client_id: str | None = None
     scopes: frozenset[str] | None = None  # None: public endpoint, nothing scope-limited
+    # "<issuer>#<sub>" of a tenant's own identity provider's token, which names no local user (AMB-204).
+    subject: str | None = None
 
 
 PUBLIC = Caller()

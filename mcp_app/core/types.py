@@ -147,6 +147,28 @@ class Catalog:
     resources_by_uri: dict[str, ResourceDef] = field(default_factory=dict)
 
 
+# JWS algorithms a tenant's identity provider may sign with: asymmetric only, never `none` or HS*
+# (an HMAC "signed" with the issuer's public key would verify against what anyone can read).
+ASYMMETRIC_ALGORITHMS = (
+    "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ExternalIdentity:
+    """A tenant's own authorization server, whose access tokens its endpoint accepts (AMB-203)."""
+
+    issuer: str
+    audience: str
+    jwks_uri: str = ""  # JWT access tokens, checked against these keys
+    introspection_url: str = ""  # or opaque tokens, asked about here (RFC 7662)
+    client_id: str = ""  # the introspection client
+    client_secret: str = ""  # still Fernet-encrypted (handlers/secrets.py)
+    scope_claim: str = "scope"  # "scope" (space-separated) or "scp" (a list)
+    algorithms: tuple[str, ...] = ("RS256",)
+    keep_platform_tokens: bool = False  # our own authorization server's tokens too
+
+
 @dataclass(frozen=True)
 class TenantInfo:
     """The immutable facts about a tenant a request needs (no ORM object crosses threads)."""
@@ -181,3 +203,4 @@ class TenantInfo:
     max_body_bytes: int = 0  # largest request body, within MCP_MAX_BODY_BYTES; 0: that setting
     stream_poll_seconds: int = 0  # a legacy long answer's stream closed after this long (AMB-128); 0: never
     stream_poll_retry_ms: int = 1000  # the retry a polling client is told
+    identity: ExternalIdentity | None = None  # None: only our authorization server's tokens

@@ -30,7 +30,7 @@ def session_group(session_id: str) -> str:
 # Message shapes (the "type" maps to a consumer method with dots → underscores):
 #   {"type": "mcp.list_changed", "kind": "tools"|"prompts"|"resources", "version": int[, "token": int]}
 #   {"type": "mcp.resource_updated", "uri": str, "version": int[, "token": int]}
-#   {"type": "mcp.task_status", "owner": [user_id, client_id], "task": {Task, as tasks/get answers}}
+#   {"type": "mcp.task_status", "owner": [user_id, client_id, subject], "task": {Task, as tasks/get answers}}
 #       (a 2026-07-28 task's status changed; only its owner's listen streams forward it)
 #   ("token", with Redis: the new change token, which a stream learns before forwarding)
 #   {"type": "mcp.session_message", "message": {JSON-RPC notification}}     (session group)

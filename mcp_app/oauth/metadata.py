@@ -54,7 +54,12 @@ class TenantResourceMetadataView(OAuthProtectedResourceMetadataView):
         return resources.canonical_uri(self.tenant.slug)
 
     def get_authorization_servers(self, request: HttpRequest) -> list[str]:
-        return [resources.issuer()]
+        # A tenant with its own identity provider names it; ours beside it only if it kept ours (AMB-205).
+        identity = self.tenant.identity if isinstance(self.tenant.identity, dict) else {}
+        if not identity.get("issuer"):
+            return [resources.issuer()]
+        ours = [resources.issuer()] if identity.get("keep_platform_tokens") else []
+        return [str(identity["issuer"]), *ours]
 
     def get_scopes_supported(self) -> list[str]:
         return supported_scopes(self.tenant)

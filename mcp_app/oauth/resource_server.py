@@ -19,7 +19,7 @@ from oauth2_provider.www_authenticate import build_bearer_challenge
 
 from mcp_app.core.context import PUBLIC, Caller
 from mcp_app.core.types import TenantInfo
-from mcp_app.oauth import api_keys, resources, scopes, tokens
+from mcp_app.oauth import api_keys, external_tokens, resources, scopes, tokens
 from tenants.models import AuthMode
 
 WWW_AUTHENTICATE = b"www-authenticate"
@@ -92,8 +92,10 @@ async def authenticate(
     if not token:
         raise unauthorized(tenant, tokens.UNKNOWN)
     try:
-        if api_keys.is_key(token):
+        if api_keys.is_key(token):  # the tenant's own keys, whatever signs its people in
             grant = await api_keys.verify(token, tenant, address)
+        elif tenant.identity is not None:
+            return await _external(token, tenant)
         else:
             grant = await tokens.verify(token, tenant)
     except tokens.InvalidToken as refused:
@@ -122,6 +124,18 @@ def _refuse_query_credentials(query: str, tenant: TenantInfo) -> None:
         f"Bad request: {description}",
         [bearer_challenge(tenant, "invalid_request", description, BASE_SCOPE)],
     )
+
+
+async def _external(token: str, tenant: TenantInfo) -> Caller:
+    """The tenant's own identity provider's token (AMB-203): 401 refused, 503 when it cannot be asked."""
+    try:
+        return await external_tokens.authenticate(token, tenant)
+    except tokens.InvalidToken as refused:
+        raise unauthorized(tenant, refused.reason) from None
+    except external_tokens.Unavailable as down:
+        raise Refusal(
+            503, f"Service unavailable: {down.reason} Try again shortly.", [(b"retry-after", b"5")]
+        ) from None
 
 
 def bearer_challenge(

@@ -135,6 +135,8 @@ SETTINGS_FIELDS = (
     "calls_per_minute", "calls_per_minute_per_tool", "calls_per_minute_per_caller",
     "max_sessions", "max_background_runs", "max_streams", "max_streams_per_session", "max_body_bytes",
     "stream_poll_seconds", "stream_poll_retry_ms",
+    # Its own identity provider (AMB-203); the introspection client's secret is never carried.
+    "identity",
 )  # fmt: skip
 
 

@@ -23,6 +23,7 @@ from django.db import models, transaction
 from django.utils import timezone
 
 from mcp_app.models import Provider, Tool, Upstream, UpstreamTool
+from mcp_app.oauth import external_tokens
 from mcp_app.portability.document import (
     KINDS,
     PROVIDER_SECRET,
@@ -37,6 +38,7 @@ from mcp_app.portability.document import (
     secret_names,
 )
 from mcp_app.upstream_rows.models import too_many_upstreams
+from tenants import identity
 from tenants.models import Tenant
 
 CHANGE_REASON = "imported from a tenant document"
@@ -73,6 +75,8 @@ class Plan:
     missing_upstream_secrets: list[tuple[str, str]] = field(default_factory=list)
     # Providers (AMB-207) whose document says they have a client secret this tenant does not hold.
     missing_provider_secrets: list[str] = field(default_factory=list)
+    # settings.identity introspects, and the tenant holds no secret for its client (AMB-203).
+    missing_identity_secret: bool = False
     applied: bool = False
 
     def of(self, action: str) -> list[Change]:
@@ -101,8 +105,10 @@ class Plan:
                 {"upstream": upstream, "secret": name} for upstream, name in self.missing_upstream_secrets
             ],
             "missing_provider_secrets": [
-                {"provider": provider, "secret": PROVIDER_SECRET} for provider in self.missing_provider_secrets
+                {"provider": provider, "secret": PROVIDER_SECRET}
+                for provider in self.missing_provider_secrets
             ],
+            "missing_identity_secret": self.missing_identity_secret,
         }
 
     def lines(self) -> list[str]:
@@ -125,6 +131,10 @@ class Plan:
             f"! provider {provider} needs its client secret, which it does not have (set it in the admin or the API)"
             for provider in self.missing_provider_secrets
         ]
+        if self.missing_identity_secret:
+            out.append(
+                "! settings.identity needs its introspection client's secret, which the tenant does not have"
+            )
         counts = self.counts()
         out.append(
             f"{counts['create']} created, {counts['change']} changed, {counts['delete']} deleted, "
@@ -221,6 +231,12 @@ def _plan_settings(
     for name, value in settings.items():
         setattr(target, name, value)
     _clean(target, ["slug"], ["settings"], problems)
+    problems.extend(
+        ("settings.identity", problem) for problem in external_tokens.unreachable_urls(target.identity)
+    )
+    plan.missing_identity_secret = (
+        identity.needs_secret(target.identity) and not target.identity_client_secret
+    )
     plan.settings_changed = [
         n for n in SETTINGS_FIELDS if n in settings and not same(getattr(tenant, n), settings[n])
     ]

@@ -36,6 +36,8 @@ _ARGUMENTS_SHOWN = 2_000  # characters of the arguments' JSON shown in the quest
 def _remembered_for(ctx: RequestContext) -> str:
     if ctx.session is not None:
         return f"session:{ctx.session.id}"
+    if ctx.subject:
+        return f"subject:{ctx.subject}"
     if ctx.user_id is not None or ctx.client_id:
         return f"caller:{ctx.user_id or ''}:{ctx.client_id or ''}"
     return ""

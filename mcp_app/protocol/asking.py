@@ -177,8 +177,8 @@ class Rounds:
 
 
 def _binding(ctx: RequestContext, method: str, name: str, arguments: dict[str, Any]) -> str:
-    """What a state is valid for: this tenant, method, definition, arguments and caller."""
-    salient = [ctx.tenant.id, method, name, arguments, ctx.user_id, ctx.client_id]
+    """What a state is valid for: this tenant, method, definition, arguments and caller (subject: AMB-204)."""
+    salient = [ctx.tenant.id, method, name, arguments, ctx.user_id, ctx.client_id, *filter(None, [ctx.subject])]
     return hashlib.sha256(json.dumps(salient, sort_keys=True, default=str).encode()).hexdigest()
 
 

@@ -79,9 +79,12 @@ def refusals() -> dict[str, int]:
 
 
 def caller_key(ctx: RequestContext) -> str:
-    """One caller: its OAuth user, else its OAuth client, else its legacy session, else its address."""
+    """One caller: its OAuth user (ours, or the tenant's identity provider's), else its OAuth client,
+    else its legacy session, else its address."""
     if ctx.user_id is not None:
         return f"user:{ctx.user_id}"
+    if ctx.subject:
+        return f"subject:{ctx.subject}"
     if ctx.client_id:
         return f"client:{ctx.client_id}"
     if ctx.session is not None:

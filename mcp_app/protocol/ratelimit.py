@@ -36,6 +36,8 @@ def _key(ctx: RequestContext) -> tuple[str, str]:
         return (tenant, f"session:{ctx.session.id}")
     if ctx.user_id is not None:
         return (tenant, f"user:{ctx.user_id}")
+    if ctx.subject:
+        return (tenant, f"subject:{ctx.subject}")
     return (tenant, f"address:{ctx.client_address}" if ctx.client_address else "anonymous")
 
 

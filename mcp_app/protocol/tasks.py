@@ -150,6 +150,7 @@ def _owner(ctx: RequestContext) -> dict[str, Any]:
         "tenant_id": ctx.tenant.id,
         "user_id": ctx.user_id,
         "client_id": ctx.client_id or "",
+        "subject": ctx.subject or "",
         "task_protocol_version": ctx.protocol_version,
     }
     if ctx.user_id is None and not ctx.client_id:
@@ -169,6 +170,7 @@ def _create(ctx: RequestContext, tool: ToolDef, ttl_ms: int) -> ToolRun:
         tool_name=tool.name,
         user_id=ctx.user_id,
         client_id=ctx.client_id or "",
+        subject=ctx.subject or "",
         session_id=ctx.session.id if ctx.session else "",
         task_protocol_version=ctx.protocol_version,
         task_ttl_ms=ttl_ms,
@@ -364,12 +366,13 @@ async def _publish(session_id: str, message: dict[str, Any]) -> None:
         logger.exception("could not send a task message to session %s", session_id)
 
 
-def owner_key(user_id: int | None, client_id: str | None) -> list[Any] | None:
-    """Who a 2026-07-28 task's status notifications go to: its OAuth user and client. None for an
-    anonymous caller, whose task only the holder of its id may know of (so nobody is told)."""
-    if user_id is None and not client_id:
+def owner_key(user_id: int | None, client_id: str | None, subject: str | None = "") -> list[Any] | None:
+    """Who a 2026-07-28 task's status notifications go to: its OAuth user and client (and the tenant's
+    identity provider's user, AMB-204). None for an anonymous caller, whose task only the holder of its
+    id may know of (so nobody is told)."""
+    if user_id is None and not client_id and not subject:
         return None
-    return [user_id, client_id or ""]
+    return [user_id, client_id or "", subject or ""]
 
 
 async def _announce(job_id: str) -> None:
@@ -385,7 +388,7 @@ async def _announce(job_id: str) -> None:
                 {"jsonrpc": "2.0", "method": "notifications/tasks/status", "params": describe(row)},
             )
         return
-    owner = owner_key(row.user_id, row.client_id)
+    owner = owner_key(row.user_id, row.client_id, row.subject)
     if owner is None:
         return
     task = describe(row, detailed=True)

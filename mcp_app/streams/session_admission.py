@@ -152,9 +152,12 @@ _pending: dict[int, dict[str, tuple[str, float]]] = {}
 
 
 def client_key(caller: Caller, address: str | None) -> str:
-    """The client a session is counted against: its OAuth user, else its OAuth client, else its address."""
+    """The client a session is counted against: its OAuth user (ours, or the tenant's identity
+    provider's), else its OAuth client, else its address."""
     if caller.user_id is not None:
         return f"user:{caller.user_id}"
+    if caller.subject:
+        return f"subject:{caller.subject}"[:MAX_CLIENT_KEY]
     key = f"client:{caller.client_id}" if caller.client_id else f"address:{address or 'unknown'}"
     return key[:MAX_CLIENT_KEY]  # a client id (a CIMD URL) or a forwarded address may be long
 

@@ -13,6 +13,7 @@ from mcp_app.core.context import Caller, SessionState
 from mcp_app.core.types import TenantInfo
 from mcp_app.oauth import resource_server
 from mcp_app.protocol.dispatch import METHODS
+from mcp_app.streams import session_admission
 from mcp_app.transport.wire import HttpError, Request
 
 
@@ -50,5 +51,13 @@ def check_scopes(caller: Caller, tenant: TenantInfo, messages: Iterable[Any]) ->
 
 
 def owns(session: SessionState, caller: Caller) -> bool:
-    """A session belongs to the user and the OAuth client that opened it (both None on public tenants)."""
-    return session.user_id == caller.user_id and session.client_id == caller.client_id
+    """A session belongs to the user and the OAuth client that opened it (both None on public tenants).
+
+    A tenant's identity provider's users have no user id: the session's owner key (its subject) tells
+    them apart, both ways, so neither such a user nor a public caller takes another's session.
+    """
+    if session.user_id != caller.user_id or session.client_id != caller.client_id:
+        return False
+    if caller.subject or session.owner.startswith("subject:"):
+        return session.owner == session_admission.client_key(caller, None)
+    return True

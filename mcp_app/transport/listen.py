@@ -77,7 +77,7 @@ def honoured(wanted: dict[str, Any], definitions: Catalog, caller: Caller) -> di
     if (
         wanted.get(TASKS_FIELD) is True
         and tasks.modern_extension(definitions)
-        and tasks.owner_key(caller.user_id, caller.client_id) is not None
+        and tasks.owner_key(caller.user_id, caller.client_id, caller.subject) is not None
     ):
         agreed[TASKS_FIELD] = True
     uris = [
@@ -105,7 +105,7 @@ async def serve(consumer: McpConsumer, envelope: Envelope) -> None:
     kinds = {LIST_FIELDS[field] for field in LIST_FIELDS if agreed.get(field)}
     uris = frozenset(agreed.get("resourceSubscriptions", ()))
     task_owner = (
-        tasks.owner_key(consumer.caller.user_id, consumer.caller.client_id)
+        tasks.owner_key(consumer.caller.user_id, consumer.caller.client_id, consumer.caller.subject)
         if agreed.get(TASKS_FIELD)
         else None
     )

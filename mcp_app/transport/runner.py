@@ -199,6 +199,7 @@ def build_context(
         user_id=caller.user_id,
         client_id=caller.client_id,
         scopes=caller.scopes,
+        subject=caller.subject,
         request_id=message.get("id"),
         progress_token=progress_token(message),
         **extra,

@@ -131,6 +131,18 @@ def sdk_names_of(script: str) -> list[str]:
     return found
 
 
+def test_a_tenant_with_its_own_identity_provider_says_where_to_sign_in(client, alice, tenant_a):
+    identity = {"issuer": "https://idp.example.com", "jwks_uri": "https://idp.example.com/jwks", "audience": "api://mcp"}
+    Tenant.objects.filter(pk=tenant_a.pk).update(auth_mode=AuthMode.OAUTH, identity=identity)
+    client.force_login(alice)
+    response = page(client)
+    said = response.content.decode()
+    assert "<strong>OAuth, your identity provider.</strong>" in said and "<code>https://idp.example.com</code>" in said
+    assert "press <em>Allow</em>" not in said
+    assert all("here and press Allow" not in c.text for c in response.context["configs"])
+    assert any("sign in at your identity provider (https://idp.example.com)" in c.note for c in response.context["configs"])
+
+
 @pytest.mark.parametrize("mode", [AuthMode.PUBLIC, AuthMode.OAUTH])
 def test_the_auth_mode_is_explained_and_the_python_script_uses_the_installed_sdk(
     client, alice, tenant_a, mode

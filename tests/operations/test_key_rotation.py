@@ -11,6 +11,7 @@ from django.core.management import CommandError, call_command
 from mcp_app.handlers.secrets import SecretsError, decrypt_secrets, encrypt_secrets
 from mcp_app.models import Connection, Provider, Tool, Upstream
 from mcp_app.protocol import pagination
+from tenants.models import Tenant
 from tests.support import make_ctx
 
 pytestmark = pytest.mark.django_db
@@ -126,3 +127,16 @@ def test_rotate_secrets_re_encrypts_providers_client_secrets_and_connections_tok
     connection.refresh_from_db()
     assert provider.secret() == "provider secret"
     assert connection.token_set() == {"access_token": "at", "refresh_token": "rt"}
+
+
+def test_rotate_secrets_re_encrypts_a_tenants_identity_provider_secret_too(tenant_a, settings, monkeypatch):
+    monkeypatch.delenv("MCP_SECRETS_KEY", raising=False)
+    Tenant.objects.filter(pk=tenant_a.pk).update(
+        identity_client_secret=encrypt_secrets({"client_secret": "rs"})
+    )
+    settings.SECRET_KEY_FALLBACKS, settings.SECRET_KEY = [settings.SECRET_KEY], NEW_KEY
+    assert "re-encrypted the identity provider secrets of 1 tenant(s)" in rotate()
+    settings.SECRET_KEY_FALLBACKS = []
+    assert decrypt_secrets(Tenant.objects.get(pk=tenant_a.pk).identity_client_secret) == {
+        "client_secret": "rs"
+    }

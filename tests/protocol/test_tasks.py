@@ -185,6 +185,18 @@ async def test_another_session_user_or_client_gets_not_found_for_a_task_like_an_
     )
 
 
+@pytest.mark.parametrize("method", ["tasks/get", "tasks/result", "tasks/cancel"])
+async def test_an_identity_providers_users_of_one_client_do_not_see_each_others_tasks(demo_a, method):
+    """AMB-204: a tenant's own identity provider's users have no user id; their subject tells them apart."""
+    alice = await ctx_for(demo_a, user_id=None, client_id="app", subject="https://idp.example.com#alice")
+    task_id = (await result_of(alice, "tools/call", count(task={})))["task"]["taskId"]
+    bob = dataclasses.replace(alice, subject="https://idp.example.com#bob")
+    assert (await error_of(bob, method, {"taskId": task_id}))["message"] == tasks.NOT_FOUND
+    assert (await result_of(bob, "tasks/list", {}))["tasks"] == []
+    assert [t["taskId"] for t in (await result_of(alice, "tasks/list", {}))["tasks"]] == [task_id]
+    assert tasks.owner_key(None, "app", alice.subject) != tasks.owner_key(None, "app", bob.subject)
+
+
 async def test_an_expired_task_is_not_found(demo_a):
     ctx = await ctx_for(demo_a)
     task_id = (await result_of(ctx, "tools/call", count(task={})))["task"]["taskId"]
@@ -385,7 +397,7 @@ async def test_a_signed_in_callers_modern_task_announces_each_status_to_its_owne
     await asyncio.sleep(0.1)
     assert {tenant for tenant, _ in announced} == {demo_a.id}
     assert {event["type"] for _, event in announced} == {"mcp.task_status"}
-    assert {tuple(event["owner"]) for _, event in announced} == {(alice.id, "c")}
+    assert {tuple(event["owner"]) for _, event in announced} == {(alice.id, "c", "")}
     assert [event["task"]["status"] for _, event in announced] == ["input_required", "working", "completed"]
     assert announced[0][1]["task"]["inputRequests"][key]["method"] == "elicitation/create"
     assert announced[-1][1]["task"]["result"]["content"][0]["text"] == "Hello, Ada!"

@@ -197,9 +197,9 @@ async def test_a_listener_hears_the_status_of_its_own_callers_tasks_and_of_nobod
     try:
         assert (await acknowledged(stream_alice))["notifications"] == wanted
         assert (await acknowledged(stream_bob))["notifications"] == wanted
-        await notify.apublish_tenant(tenant_a.id, task_event([alice.id, client_id], "alices"))
-        await notify.apublish_tenant(tenant_a.id, task_event([bob.id, client_id], "bobs"))
-        await notify.apublish_tenant(tenant_a.id, task_event([alice.id, "another-client"], "elsewhere"))
+        await notify.apublish_tenant(tenant_a.id, task_event([alice.id, client_id, ""], "alices"))
+        await notify.apublish_tenant(tenant_a.id, task_event([bob.id, client_id, ""], "bobs"))
+        await notify.apublish_tenant(tenant_a.id, task_event([alice.id, "another-client", ""], "elsewhere"))
         heard_alice, heard_bob = (await stream_alice.next_message())[1], (await stream_bob.next_message())[1]
         assert heard_alice == {
             "jsonrpc": "2.0",

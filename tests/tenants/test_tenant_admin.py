@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.conf import settings
 from django.core import mail
 from django.urls import reverse
 
 from mcp_app.catalog import loader
+from mcp_app.handlers.secrets import decrypt_secrets
 from mcp_app.models import Tool
 from tenants import invitations
 from tenants.models import Invitation, Membership, Role, Tenant
@@ -41,6 +44,7 @@ def tenant_form_data(tenant: Tenant, **overrides) -> dict:
         "max_body_bytes": 0,
         "stream_poll_seconds": 0,
         "stream_poll_retry_ms": 1000,
+        "identity": "{}",
         "_save": "Save",
     }
     data.update(overrides)
@@ -255,3 +259,37 @@ def test_the_last_owner_can_be_neither_demoted_nor_removed(client, alice, tenant
     response = client.post(reverse("admin:tenants_membership_delete", args=[membership.pk]), {"post": "yes"})
     assert response.status_code == 403
     assert Membership.objects.get(pk=membership.pk).role == Role.OWNER
+
+
+INTROSPECTED = {
+    "issuer": "https://idp.example.com",
+    "introspection_url": "https://idp.example.com/introspect",
+    "client_id": "mcp-rs",
+    "audience": "api://mcp",
+}
+
+
+def test_the_owner_sets_the_identity_provider_and_its_secret_write_only(client, alice, tenant_a):
+    """AMB-203: the form's own section; the secret stored encrypted, never shown, required to introspect."""
+    client.force_login(alice)
+    url = reverse("admin:tenants_tenant_change", args=[tenant_a.pk])
+    page = client.get(url).content.decode()
+    assert "Your own identity provider" in page and 'name="new_identity_client_secret"' in page
+    identity = json.dumps(INTROSPECTED)
+    refused = client.post(url, tenant_form_data(tenant_a, auth_mode="oauth", identity=identity))
+    assert refused.status_code == 200
+    assert "The introspection client&#x27;s secret is required." in refused.content.decode()
+    with_secret = tenant_form_data(tenant_a, auth_mode="oauth", identity=identity, new_identity_client_secret="s3cret-rs")
+    saved = client.post(url, with_secret)
+    assert saved.status_code == 302, saved.content.decode()[:3000]
+    tenant_a.refresh_from_db()
+    assert tenant_a.identity == INTROSPECTED
+    assert decrypt_secrets(tenant_a.identity_client_secret) == {"client_secret": "s3cret-rs"}
+    again = client.get(url).content.decode()
+    assert "s3cret-rs" not in again and tenant_a.identity_client_secret not in again
+    no_audience = json.dumps({**INTROSPECTED, "audience": ""})
+    bad = client.post(url, tenant_form_data(tenant_a, auth_mode="oauth", identity=no_audience))
+    assert bad.status_code == 200 and "audience is required" in bad.content.decode()
+    private = json.dumps({**INTROSPECTED, "introspection_url": "https://192.168.1.10/introspect"})
+    refused_url = client.post(url, tenant_form_data(tenant_a, auth_mode="oauth", identity=private))
+    assert refused_url.status_code == 200 and "introspection_url: The URL points to" in refused_url.content.decode()

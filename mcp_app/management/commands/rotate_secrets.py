@@ -15,6 +15,7 @@ from django.db import transaction
 
 from mcp_app.handlers.secrets import SecretsError, rotate
 from mcp_app.models import Connection, Provider, Tool, Upstream
+from tenants.models import Tenant
 
 
 class Command(BaseCommand):
@@ -69,11 +70,29 @@ class Command(BaseCommand):
                     if not dry_run:
                         model.objects.filter(pk=row.pk, **{column: stored}).update(**{column: token})
                     rotated_accounts += 1
+            # A tenant's own identity provider's introspection client secret (AMB-203).
+            rotated_tenants = 0
+            for tenant in Tenant.objects.exclude(identity_client_secret="").only(
+                "pk", "slug", "identity_client_secret"
+            ):
+                stored = tenant.identity_client_secret
+                try:
+                    token = rotate(stored)
+                except SecretsError:
+                    unreadable.append(f"{tenant.slug}/identity provider")
+                    continue
+                if not dry_run:
+                    Tenant.objects.filter(pk=tenant.pk, identity_client_secret=stored).update(
+                        identity_client_secret=token
+                    )
+                rotated_tenants += 1
         verb = "would re-encrypt" if dry_run else "re-encrypted"
         self.stdout.write(
             f"{verb} the secrets of {rotated} tool(s) and {len(rotated_upstreams)} upstream server(s), "
             f"and {rotated_accounts} provider secret(s) and connection(s)."
         )
+        if rotated_tenants:
+            self.stdout.write(f"{verb} the identity provider secrets of {rotated_tenants} tenant(s).")
         if unreadable:
             raise CommandError(
                 f"{len(unreadable)} tool(s) have secrets no configured key can read (enter them again, or "
