@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from audit.models import Action, AuditEvent
-from mcp_app.core.types import TenantInfo
+from mcp_app.core.types import ExternalIdentity, TenantInfo
 from mcp_app.models import Tool
 from mcp_app.oauth import api_keys, resource_server, tokens
 from tenants.models import ApiKey, Membership, Role, Tenant
@@ -196,3 +196,14 @@ def test_the_command_prints_the_key_alone_on_its_last_line(vault, robot) -> None
         call_command("mcp_key", "vault", "--user", "ghost", stdout=StringIO())
     with pytest.raises(CommandError, match="No active tenant"):
         call_command("mcp_key", "nowhere", "--service", stdout=StringIO())
+
+
+def test_a_key_works_at_a_tenant_whose_people_sign_in_with_its_own_identity_provider(vault, robot) -> None:
+    made = api_keys.create(vault, robot, "CI", "mcp:tools")
+    # An issuer nobody runs: a key never reaches it, and a token that is not a key would.
+    idp = ExternalIdentity(
+        issuer="https://idp.invalid", audience="vault", jwks_uri="https://idp.invalid/jwks"
+    )
+    tenant = TenantInfo(id=vault.pk, slug=vault.slug, name=vault.name, auth_mode="oauth", identity=idp)
+    caller = async_to_sync(resource_server.authenticate)(f"Bearer {made.key}", "", tenant, "127.0.0.1")
+    assert caller.user_id == robot.pk and caller.scopes == {"mcp:tools"}
