@@ -20,6 +20,7 @@ from mcp_app.oauth.revocation import McpRevokeTokenView
 from mcp_app.operations.health import ReadinessView, live
 from mcp_app.operations.metrics import metrics
 from mcp_app.usage import views as usage_views
+from mcpsite import sso
 from mcpsite.views import front
 from tenants.invitation_page import invitation_page
 
@@ -78,3 +79,10 @@ urlpatterns = [
     path("demo/echo", demo_views.echo, name="demo-echo"),
     path("demo/stream", demo_views.stream, name="demo-stream"),
 ]
+
+if sso.enabled():
+    # Single sign-on (mcpsite/sso.py, AMB-212): to the provider and back; only when it is configured.
+    urlpatterns += [
+        path("sso/start", sso.SsoStart.as_view(), name="sso-start"),
+        path("sso/callback", sso.SsoCallback.as_view(), name="sso-callback"),
+    ]

@@ -11,6 +11,8 @@ from django.db.models import F
 from django.utils import timezone
 from oauth2_provider.settings import oauth2_settings
 
+from tenants.sso_rules import validate_domains, validate_groups
+
 
 class Role(models.TextChoices):
     OWNER = "owner", "Owner"
@@ -27,6 +29,21 @@ class CacheScope(models.TextChoices):
     AUTO = "auto", "Automatic (private for OAuth tenants, public otherwise)"
     PUBLIC = "public", "Public (shared caches may serve any caller)"
     PRIVATE = "private", "Private (cached per access token only)"
+
+
+class SsoRole(models.TextChoices):
+    """The roles single sign-on may give: never owner (AMB-213)."""
+
+    EDITOR = Role.EDITOR.value, "Editor"
+    VIEWER = Role.VIEWER.value, "Viewer"
+
+
+class GrantedBy(models.TextChoices):
+    """How a membership came to be; only single sign-on's own are ever taken away by it (AMB-213)."""
+
+    HAND = "hand", "By an owner or an administrator"
+    INVITATION = "invitation", "By invitation"
+    SSO = "sso", "By single sign-on"
 
 
 # Roles that may change a tenant's definitions.
@@ -136,6 +153,28 @@ class Tenant(models.Model):
         help_text="Who may cache those results. Automatic: private for OAuth tenants (what a caller "
         "sees depends on the token), public for public ones.",
     )
+    # Single sign-on (tenants/sso.py, AMB-213): who the platform's identity provider makes a member here.
+    sso_email_domains = models.JSONField(
+        default=list,
+        blank=True,
+        validators=[validate_domains],
+        help_text="E-mail domains (e.g. [\"example.com\"]) whose people, signed in with the platform's "
+        "single sign-on and a verified address, become members with the role below.",
+    )
+    sso_groups = models.JSONField(
+        default=list,
+        blank=True,
+        validators=[validate_groups],
+        help_text="Group names the identity provider asserts (its groups claim) whose people become members "
+        "with the role below.",
+    )
+    sso_role = models.CharField(
+        max_length=10,
+        choices=SsoRole.choices,
+        default=SsoRole.VIEWER,
+        help_text="The role single sign-on gives (never owner). A membership it gave goes when the rule no "
+        "longer matches at the person's next sign-in; one given by hand or by invitation stays.",
+    )
     # Bumped on every change to the tenant's definitions; drives caches and list_changed.
     definitions_version = models.PositiveBigIntegerField(default=1, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -161,6 +200,7 @@ class Membership(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=10, choices=Role.choices, default=Role.VIEWER)
+    granted_by = models.CharField(max_length=10, choices=GrantedBy.choices, default=GrantedBy.HAND)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["user", "tenant"], name="unique_membership")]
