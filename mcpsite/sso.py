@@ -19,8 +19,9 @@ import requests
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import SuspiciousOperation
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.views.generic import View
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 from mozilla_django_oidc.utils import import_from_settings
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
@@ -112,13 +113,29 @@ def free_username(email: str) -> str:
 class SsoBackend(OIDCAuthenticationBackend):
     """The library's backend with audience and issuer checked, claims from the id_token, our user rules."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # Nothing is read from the provider here: Django makes a backend for every sign-in and session.
+        self.UserModel = get_user_model()
+
     @staticmethod
     def get_settings(attr: str, *args: Any) -> Any:
         return provider_setting(attr, *args)
 
+    def configure(self) -> None:
+        """The provider's endpoints (its discovery) and our client, read when a sign-in comes back."""
+        self.OIDC_OP_TOKEN_ENDPOINT = provider_setting("OIDC_OP_TOKEN_ENDPOINT")
+        self.OIDC_OP_USER_ENDPOINT = provider_setting("OIDC_OP_USER_ENDPOINT", None)
+        self.OIDC_OP_JWKS_ENDPOINT = provider_setting("OIDC_OP_JWKS_ENDPOINT")
+        self.OIDC_RP_CLIENT_ID = settings.OIDC_RP_CLIENT_ID
+        self.OIDC_RP_CLIENT_SECRET = settings.OIDC_RP_CLIENT_SECRET
+        # Only a signature by the provider's published RSA keys counts (never HS256 with our secret).
+        self.OIDC_RP_SIGN_ALGO = "RS256"
+        self.OIDC_RP_IDP_SIGN_KEY = None
+
     def authenticate(self, request: HttpRequest | None, **kwargs: Any) -> Any:
-        if request is None or "nonce" not in kwargs:
+        if request is None or "nonce" not in kwargs or not enabled():
             return None  # a password sign-in: not ours
+        self.configure()
         try:
             return super().authenticate(request, **kwargs)
         except requests.HTTPError as exc:
@@ -191,15 +208,23 @@ def _refused(request: HttpRequest, reason: str, status: int) -> HttpResponse:
 class SsoStart(OIDCAuthenticationRequestView):
     """Sends the person to the provider, remembering where they were going (`next`)."""
 
+    def __init__(self, **kwargs: Any) -> None:
+        # The library reads the provider's endpoint here; ours is found per request, where a failure is a page.
+        View.__init__(self, **kwargs)
+
     @staticmethod
     def get_settings(attr: str, *args: Any) -> Any:
         return provider_setting(attr, *args)
 
-    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def get(self, request: HttpRequest) -> HttpResponse:
+        if not enabled():
+            raise Http404("Single sign-on is not configured.")
         try:
-            return super().dispatch(request, *args, **kwargs)
+            self.OIDC_OP_AUTH_ENDPOINT = provider_setting("OIDC_OP_AUTHORIZATION_ENDPOINT")
         except SignInRefused as refused:
             return _refused(request, refused.reason, refused.status)
+        self.OIDC_RP_CLIENT_ID = settings.OIDC_RP_CLIENT_ID
+        return super().get(request)
 
 
 class SsoCallback(OIDCAuthenticationCallbackView):
@@ -210,6 +235,8 @@ class SsoCallback(OIDCAuthenticationCallbackView):
         return provider_setting(attr, *args)
 
     def get(self, request: HttpRequest) -> HttpResponse:
+        if not enabled():
+            raise Http404("Single sign-on is not configured.")
         if request.GET.get("error"):
             super().get(request)  # forgets the state
             said = str(request.GET.get("error_description") or request.GET["error"])[:200]
