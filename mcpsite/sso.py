@@ -15,6 +15,7 @@ import re
 import threading
 from typing import Any
 
+import jwt
 import requests
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -143,7 +144,8 @@ class SsoBackend(OIDCAuthenticationBackend):
             raise SignInRefused(
                 "The sign-in provider refused to finish the sign-in; start again.", 400
             ) from exc
-        except SuspiciousOperation as exc:
+        except (SuspiciousOperation, jwt.InvalidTokenError) as exc:
+            # The library raises the first for what it checks; PyJWT's own (expired, not yet valid) pass through.
             raise SignInRefused(f"The sign-in could not be verified: {exc}", 400) from exc
 
     def verify_token(self, token: Any, **kwargs: Any) -> dict[str, Any]:
