@@ -219,8 +219,6 @@ class AuthorizeView(AuthorizationView):
             "code_challenge": credentials.get("code_challenge"),
             "code_challenge_method": credentials.get("code_challenge_method"),
             "resource": resources.canonical_uri(tenant.slug) if tenant else None,
-            # A sign-in client's nonce goes into its id_token (AMB-214); None for every other client.
-            "nonce": credentials.get("nonce"),
         }
         form = self.get_form(self.get_form_class())
         context = {
