@@ -122,6 +122,8 @@ SETTINGS_FIELDS = (
     "calls_per_minute", "calls_per_minute_per_tool", "calls_per_minute_per_caller",
     "max_sessions", "max_background_runs", "max_streams", "max_streams_per_session", "max_body_bytes",
     "stream_poll_seconds", "stream_poll_retry_ms",
+    # Who single sign-on makes a member, and as what (tenants/sso.py, AMB-213).
+    "sso_email_domains", "sso_groups", "sso_role",
 )  # fmt: skip
 
 

@@ -6,8 +6,11 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from audit.models import Action, AuditEvent
+from mcp_app.portability.document import DocumentError, export_tenant
+from mcp_app.portability.importer import import_document
 from tenants import invitations, sso
 from tenants.models import GrantedBy, Membership, Role, Tenant
+from tests.api.conftest import API, ApiClient
 
 pytestmark = pytest.mark.django_db
 
@@ -126,3 +129,35 @@ def test_a_rule_that_could_give_owner_or_match_nonsense_is_refused_in_words(acme
     with pytest.raises(ValidationError) as raised:
         acme.full_clean()
     assert words in str(raised.value.message_dict[field])
+
+
+def test_the_owner_sets_the_rule_through_the_api_and_owner_is_never_given(acme, alice):
+    client = ApiClient(alice)
+    path = f"{API}/acme/"
+    changed = client.call(
+        "PATCH", path, {"sso_email_domains": ["acme.test", "acme.example"], "sso_groups": ["ops"]}
+    )
+    assert changed.status_code == 200, changed.json()
+    assert changed.json()["sso_email_domains"] == ["acme.test", "acme.example"]
+    for body in ({"sso_role": "owner"}, {"sso_email_domains": ["not a domain"]}):
+        refused = client.call("PATCH", path, body)
+        assert refused.status_code == 400
+        assert set(refused.json()["error"]["fields"]) == set(body)
+    acme.refresh_from_db()
+    assert (acme.sso_role, acme.sso_groups) == (Role.EDITOR, ["ops"])
+    members = client.call("GET", f"{API}/acme/members/").json()
+    assert [m["granted_by"] for m in members["results"]] == ["hand"]
+
+
+def test_the_rule_travels_in_the_tenant_document(acme):
+    document = export_tenant(acme)
+    assert document["settings"]["sso_email_domains"] == ["acme.test"]
+    assert document["settings"]["sso_role"] == "editor"
+    other = Tenant.objects.create(slug="copy", name="Copy")
+    import_document(other, document)
+    other.refresh_from_db()
+    assert (other.sso_email_domains, other.sso_role) == (["acme.test"], Role.EDITOR)
+    document["settings"]["sso_role"] = "owner"
+    with pytest.raises(DocumentError) as raised:
+        import_document(other, document)
+    assert "settings.sso_role" in str(raised.value)
