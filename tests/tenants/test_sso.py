@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.urls import reverse
 
 from audit.models import Action, AuditEvent
 from mcp_app.portability.document import DocumentError, export_tenant
@@ -11,6 +12,7 @@ from mcp_app.portability.importer import import_document
 from tenants import invitations, sso
 from tenants.models import GrantedBy, Membership, Role, Tenant
 from tests.api.conftest import API, ApiClient
+from tests.tenants.test_tenant_admin import tenant_form_data
 
 pytestmark = pytest.mark.django_db
 
@@ -161,3 +163,19 @@ def test_the_rule_travels_in_the_tenant_document(acme):
     with pytest.raises(DocumentError) as raised:
         import_document(other, document)
     assert "settings.sso_role" in str(raised.value)
+
+
+def test_the_owner_sets_the_rule_in_the_tenant_admin_and_owner_is_not_offered(client, acme, alice):
+    client.force_login(alice)
+    url = reverse("admin:tenants_tenant_change", args=[acme.pk])
+    page = client.get(url).content.decode()
+    assert (
+        "Single sign-on members" in page
+        and '<option value="owner"' not in page.split('name="sso_role"')[1][:400]
+    )
+    data = tenant_form_data(acme, sso_email_domains='["acme.test", "acme.example"]', sso_role="editor")
+    assert client.post(url, data).status_code == 302
+    acme.refresh_from_db()
+    assert acme.sso_email_domains == ["acme.test", "acme.example"]
+    refused = client.post(url, {**data, "sso_email_domains": '["ACME"]'})
+    assert refused.status_code == 200 and "Not a lower-case domain name" in refused.content.decode()

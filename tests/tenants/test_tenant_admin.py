@@ -41,6 +41,9 @@ def tenant_form_data(tenant: Tenant, **overrides) -> dict:
         "max_body_bytes": 0,
         "stream_poll_seconds": 0,
         "stream_poll_retry_ms": 1000,
+        "sso_email_domains": "[]",
+        "sso_groups": "[]",
+        "sso_role": "viewer",
         "_save": "Save",
     }
     data.update(overrides)
