@@ -19,6 +19,7 @@ import jwt
 import requests
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.backends import ModelBackend
 from django.core.exceptions import SuspiciousOperation
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -144,9 +145,21 @@ class SsoBackend(OIDCAuthenticationBackend):
             raise SignInRefused(
                 "The sign-in provider refused to finish the sign-in; start again.", 400
             ) from exc
+        except requests.RequestException as exc:
+            raise SignInRefused(
+                f"The sign-in provider could not be reached ({type(exc).__name__}); try again later.", 502
+            ) from exc
         except (SuspiciousOperation, jwt.InvalidTokenError) as exc:
             # The library raises the first for what it checks; PyJWT's own (expired, not yet valid) pass through.
             raise SignInRefused(f"The sign-in could not be verified: {exc}", 400) from exc
+        except (KeyError, TypeError, ValueError) as exc:
+            # A token answer or key set of the wrong shape (no JSON, no `keys`, a key without `kid`).
+            logger.warning("single sign-on: the provider's answer could not be read: %r", exc)
+            raise SignInRefused("The sign-in provider's answer could not be read; start again.", 502) from exc
+
+    def get_user(self, user_id: Any) -> Any:
+        # Django's own: a session of an account disabled since ends (the library's would keep it).
+        return ModelBackend.get_user(self, user_id)
 
     def verify_token(self, token: Any, **kwargs: Any) -> dict[str, Any]:
         if not isinstance(token, str) or not token:

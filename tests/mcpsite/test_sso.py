@@ -125,11 +125,17 @@ def claims(issuer: Issuer, nonce: str, **changes: Any) -> dict[str, Any]:
     return {k: v for k, v in base.items() if v is not None}
 
 
-def signed(payload: dict[str, Any], key: rsa.RSAPrivateKey = PROVIDER_KEY) -> str:
-    pem = key.private_bytes(
+def pem_of(key: rsa.RSAPrivateKey) -> bytes:
+    return key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
-    return jwt.encode(payload, pem, algorithm="RS256", headers={"kid": KID})
+
+
+PROVIDER_PEM = pem_of(PROVIDER_KEY)
+
+
+def signed(payload: dict[str, Any], key: rsa.RSAPrivateKey = PROVIDER_KEY) -> str:
+    return jwt.encode(payload, pem_of(key), algorithm="RS256", headers={"kid": KID})
 
 
 def start(client: Client, next_url: str = "/admin/") -> tuple[str, str]:
@@ -208,6 +214,11 @@ REFUSALS = {
     "unverified address": (lambda i, n: signed(claims(i, n, email_verified=False)), 403, "is not verified"),
     "no address": (lambda i, n: signed(claims(i, n, email=None)), 403, "gave no e-mail address"),
     "no id_token": (lambda i, n: "", 400, "sent no identity token"),
+    "a token without a key id": (
+        lambda i, n: jwt.encode(claims(i, n), PROVIDER_PEM, algorithm="RS256"),
+        502,
+        "could not be read",
+    ),
 }
 
 
@@ -264,6 +275,16 @@ def test_an_existing_account_is_never_linked_on_an_address_the_provider_did_not_
     response = come_back(client, state)
     assert response.status_code == 403 and "did not verify that address" in response.content.decode()
     assert signed_in(client) is None
+
+
+def test_a_session_of_an_account_disabled_since_ends(issuer):
+    client = Client()
+    state, nonce = start(client)
+    issuer.id_token = signed(claims(issuer, nonce))
+    come_back(client, state)
+    assert client.get("/api-tokens").status_code == 200
+    get_user_model().objects.filter(username="dana").update(is_active=False)
+    assert client.get("/api-tokens").status_code == 302  # to the sign-in page
 
 
 def test_an_inactive_account_stays_refused(issuer, django_user_model):
