@@ -57,8 +57,12 @@ def sync_memberships(user: Any, identity: Identity) -> Outcome:
             if tenant_id in held:
                 continue  # a role given by hand, or edited by an owner since, is theirs to keep
             role = tenant.sso_role if tenant.sso_role in SsoRole.values else Role.VIEWER
-            Membership.objects.create(user=user, tenant=tenant, role=role, granted_by=GrantedBy.SSO)
-            outcome.added.append(tenant.slug)
+            # get_or_create: the same person's sign-in in another tab may have made it a moment ago.
+            _, created = Membership.objects.get_or_create(
+                user=user, tenant=tenant, defaults={"role": role, "granted_by": GrantedBy.SSO}
+            )
+            if created:
+                outcome.added.append(tenant.slug)
         for tenant_id, membership in held.items():
             if membership.granted_by == GrantedBy.SSO and tenant_id not in wanted:
                 outcome.removed.append(membership.tenant.slug)
