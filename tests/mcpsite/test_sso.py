@@ -330,3 +330,22 @@ def test_without_its_settings_single_sign_on_is_not_there(settings):
     assert Client().get("/sso/start").status_code == 404
     assert Client().get("/sso/callback", {"code": "c", "state": "s"}).status_code == 404
     assert "Sign in with" not in Client().get("/admin/login/").content.decode()
+
+
+@pytest.mark.parametrize("url", ["/oauth/login", "/admin/login/"])
+def test_password_sign_in_beside_sso_is_still_throttled_and_sso_still_works_from_there(
+    issuer, settings, django_user_model, url
+):
+    django_user_model.objects.create_user("pat", "pat@local.test", "pw-of-pat-123", is_staff=True)
+    settings.AXES_FAILURE_LIMIT = 2
+    client = Client()
+    for _ in range(2):
+        answer = client.post(url, {"username": "pat", "password": "wrong"}, REMOTE_ADDR="203.0.113.7")
+    assert answer.status_code == 429 and "Too many sign-in attempts" in answer.content.decode()
+    right = client.post(url, {"username": "pat", "password": "pw-of-pat-123"}, REMOTE_ADDR="203.0.113.7")
+    assert right.status_code == 429
+    # The lock is on the password of that username from that address; the provider's sign-in is another door.
+    state, nonce = start(client)
+    issuer.id_token = signed(claims(issuer, nonce))
+    back = client.get("/sso/callback", {"code": "c", "state": state}, REMOTE_ADDR="203.0.113.7")
+    assert back.status_code == 302 and signed_in(client) == "dana"
