@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Self
+from typing import Any, Self
 
 from django.conf import settings
 from django.core.validators import MaxValueValidator, RegexValidator
@@ -158,7 +158,7 @@ class Tenant(models.Model):
         default=list,
         blank=True,
         validators=[validate_domains],
-        help_text="E-mail domains (e.g. [\"example.com\"]) whose people, signed in with the platform's "
+        help_text='E-mail domains (e.g. ["example.com"]) whose people, signed in with the platform\'s '
         "single sign-on and a verified address, become members with the role below.",
     )
     sso_groups = models.JSONField(
@@ -207,6 +207,16 @@ class Membership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} → {self.tenant} ({self.role})"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self.pk and self.granted_by == GrantedBy.SSO:
+            before = Membership.objects.filter(pk=self.pk).values_list("role", flat=True).first()
+            if before is not None and before != self.role:
+                # Single sign-on never changes a role: someone did, and the membership is theirs now (AMB-213).
+                self.granted_by = GrantedBy.HAND
+                if kwargs.get("update_fields") is not None:
+                    kwargs["update_fields"] = {*kwargs["update_fields"], "granted_by"}
+        super().save(*args, **kwargs)
 
 
 class TenantQuerySet(models.QuerySet):

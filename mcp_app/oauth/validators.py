@@ -170,9 +170,7 @@ class McpOAuth2Validator(OAuth2Validator):
         request.service_client = service_clients.token_request(request, requested_resources(request))
         return {}
 
-    def _create_access_token(
-        self, expires: Any, request: Request, token: dict, *args: Any, **kwargs: Any
-    ) -> Any:
+    def _create_access_token(self, expires: Any, request: Request, token: dict, *args: Any, **kwargs: Any) -> Any:
         if request.grant_type == service_clients.GRANT:
             # DOT gives a client credentials token no user; ours acts as the member the owner chose.
             request.user = request.service_client.application.user

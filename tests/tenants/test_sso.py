@@ -179,3 +179,15 @@ def test_the_owner_sets_the_rule_in_the_tenant_admin_and_owner_is_not_offered(cl
     assert acme.sso_email_domains == ["acme.test", "acme.example"]
     refused = client.post(url, {**data, "sso_email_domains": '["ACME"]'})
     assert refused.status_code == 200 and "Not a lower-case domain name" in refused.content.decode()
+
+
+def test_a_role_an_owner_changed_makes_the_membership_theirs(acme, dana, alice):
+    sso.sync_memberships(dana, identity())
+    client = ApiClient(alice)
+    member = next(
+        m for m in client.call("GET", f"{API}/acme/members/").json()["results"] if m["username"] == "dana"
+    )
+    assert member["granted_by"] == "sso"
+    assert client.call("PATCH", f"{API}/acme/members/{member['id']}/", {"role": "viewer"}).status_code == 200
+    assert Membership.objects.get(user=dana).granted_by == GrantedBy.HAND
+    assert sso.sync_memberships(dana, identity("dana@elsewhere.test")).removed == []
