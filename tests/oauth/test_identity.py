@@ -11,6 +11,7 @@ from django.test import Client
 from django.utils import timezone
 from oauth2_provider.models import AccessToken, Application
 from oauth2_provider.settings import oauth2_settings
+from oauth2_provider.views.mixins import OAuthLibMixin
 
 from mcp_app.oauth import resources
 from tenants.models import Invitation, Tenant
@@ -42,8 +43,20 @@ def provider(settings):
         "OIDC_ISS_ENDPOINT": settings.MCP_PUBLIC_URL,
         "OAUTH2_SERVER_CLASS": "mcp_app.oauth.authorization_server.McpOpenIDServer",
     }
+    forget_servers()
     yield key.public_key()
     oauth2_settings.reload()
+    forget_servers()
+
+
+def forget_servers() -> None:
+    """DOT keeps one oauthlib server per view class, made with the settings of its first request."""
+    pending = [OAuthLibMixin]
+    while pending:
+        view = pending.pop()
+        pending.extend(view.__subclasses__())
+        if "_oauthlib_core" in vars(view):
+            delattr(view, "_oauthlib_core")
 
 
 def application(algorithm: str = Application.RS256_ALGORITHM) -> Application:
