@@ -17,7 +17,7 @@ from django.http import HttpRequest
 
 from audit.models import Action
 from audit.trail import MAX_TEXT, record
-from tenants.models import Invitation, Membership, Tenant
+from tenants.models import GrantedBy, Invitation, Membership, Tenant
 
 # Tenant fields that change on their own, not as settings.
 _NOT_SETTINGS = frozenset({"id", "definitions_version", "created_at", "updated_at", "identity_client_secret"})
@@ -62,7 +62,11 @@ def _membership_before(sender: Any, instance: Membership, **kwargs: Any) -> None
 
 
 def _member_detail(instance: Membership) -> dict[str, Any]:
-    return {"member": instance.user.get_username(), "role": instance.role}
+    detail = {"member": instance.user.get_username(), "role": instance.role}
+    if instance.granted_by == GrantedBy.SSO:
+        # Given or taken by the tenant's single sign-on rule at the person's sign-in (AMB-213).
+        detail["via"] = "sso"
+    return detail
 
 
 @receiver(post_save, sender=Membership, dispatch_uid="audit-membership-saved")

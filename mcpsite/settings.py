@@ -363,6 +363,38 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
+
+# Single sign-on (mcpsite/sso.py, AMB-212..214): people sign in to the admin and the consent page with an
+# OpenID Connect provider (found from MCP_OIDC_ISSUER's discovery document), beside the password form.
+# Off unless the issuer and this platform's client there are given.
+MCP_OIDC_ISSUER = os.environ.get("MCP_OIDC_ISSUER", "").strip().rstrip("/")
+MCP_OIDC_CLIENT_ID = os.environ.get("MCP_OIDC_CLIENT_ID", "").strip()
+MCP_OIDC_CLIENT_SECRET = os.environ.get("MCP_OIDC_CLIENT_SECRET", "")
+MCP_OIDC_ENABLED = bool(MCP_OIDC_ISSUER or MCP_OIDC_CLIENT_ID or MCP_OIDC_CLIENT_SECRET)
+if MCP_OIDC_ENABLED and not (MCP_OIDC_ISSUER and MCP_OIDC_CLIENT_ID and MCP_OIDC_CLIENT_SECRET):
+    raise ImproperlyConfigured(
+        "Single sign-on needs MCP_OIDC_ISSUER, MCP_OIDC_CLIENT_ID and MCP_OIDC_CLIENT_SECRET"
+    )
+if MCP_OIDC_ENABLED and urlsplit(MCP_OIDC_ISSUER).scheme not in {"http", "https"}:
+    raise ImproperlyConfigured(f"MCP_OIDC_ISSUER must be an http(s) URL, got {MCP_OIDC_ISSUER!r}")
+# The button says "Sign in with <this>"; the claim holding the person's groups (tenants' sso_groups).
+MCP_OIDC_PROVIDER_NAME = os.environ.get("MCP_OIDC_PROVIDER_NAME", "").strip() or "single sign-on"
+MCP_OIDC_GROUPS_CLAIM = os.environ.get("MCP_OIDC_GROUPS_CLAIM", "").strip() or "groups"
+# When set, only addresses of these domains may sign in this way (comma-separated); empty: any.
+MCP_OIDC_ALLOWED_DOMAINS = [d.lower() for d in _env_list("MCP_OIDC_ALLOWED_DOMAINS", [])]
+# Always listed, each idle unless MCP_OIDC_ENABLED (the backend answers only the provider's callback).
+AUTHENTICATION_BACKENDS.append("mcpsite.sso.SsoBackend")
+TEMPLATES[0]["OPTIONS"]["context_processors"].append("mcpsite.sso.context")
+# mozilla-django-oidc's own names: a signed (RS256, the provider's JWKS) id_token, PKCE S256, the nonce.
+OIDC_RP_CLIENT_ID = MCP_OIDC_CLIENT_ID
+OIDC_RP_CLIENT_SECRET = MCP_OIDC_CLIENT_SECRET
+OIDC_RP_SIGN_ALGO = "RS256"
+OIDC_RP_SCOPES = "openid email"
+OIDC_USE_PKCE = True
+OIDC_TIMEOUT = 10
+OIDC_AUTHENTICATION_CALLBACK_URL = "sso-callback"
+LOGIN_REDIRECT_URL = "/"
+
 AXES_FAILURE_LIMIT = _env_int("MCP_SIGNIN_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=_env_int("MCP_SIGNIN_COOLOFF_MINUTES", 15, minimum=1))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
@@ -632,3 +664,30 @@ OAUTH2_PROVIDER = {
     "CIMD_METADATA_FETCHER": "mcp_app.oauth.cimd.McpMetadataFetcher",
     "CIMD_REGISTRATION_PERMISSION_CLASSES": ("mcp_app.oauth.cimd.DeniedHostsCIMDPermission",),
 }
+
+
+def _provider_key() -> str:
+    """MCP_OIDC_PROVIDER_RSA_KEY (PEM) or the file MCP_OIDC_PROVIDER_KEY_FILE names; "" when neither."""
+    key = os.environ.get("MCP_OIDC_PROVIDER_RSA_KEY", "").strip()
+    path = os.environ.get("MCP_OIDC_PROVIDER_KEY_FILE", "").strip()
+    if path and not key:
+        try:
+            key = Path(path).read_text().strip()
+        except OSError as exc:
+            raise ImproperlyConfigured(f"MCP_OIDC_PROVIDER_KEY_FILE: cannot read {path!r}: {exc}") from None
+    if key and "PRIVATE KEY-----" not in key:
+        raise ImproperlyConfigured("The OpenID Connect provider's key must be an RSA private key in PEM")
+    return key
+
+
+# This platform as an OpenID Connect provider for sign-in clients (mcp_app/oauth/identity.py, AMB-214):
+# on only with its RS256 signing key. Another deployment's single sign-on (MCP_OIDC_ISSUER) may point here.
+MCP_OIDC_PROVIDER_KEY = _provider_key()
+if MCP_OIDC_PROVIDER_KEY:
+    OAUTH2_PROVIDER.update(
+        OIDC_ENABLED=True,
+        OIDC_RSA_PRIVATE_KEY=MCP_OIDC_PROVIDER_KEY,
+        OIDC_ISS_ENDPOINT=MCP_PUBLIC_URL,
+        OAUTH2_SERVER_CLASS="mcp_app.oauth.authorization_server.McpOpenIDServer",
+        OIDC_RESPONSE_TYPES_SUPPORTED=["code"],
+    )

@@ -1,6 +1,7 @@
 from django.contrib import admin
 from django.contrib.auth.views import LogoutView
 from django.urls import include, path, re_path
+from oauth2_provider.views import JwksInfoView
 
 from mcp_app.admin import portability as portability_admin
 from mcp_app.api.token_page import api_tokens
@@ -21,6 +22,7 @@ from mcp_app.oauth.revocation import McpRevokeTokenView
 from mcp_app.operations.health import ReadinessView, live
 from mcp_app.operations.metrics import metrics
 from mcp_app.usage import views as usage_views
+from mcpsite import sso
 from mcpsite.views import front
 from tenants.invitation_page import invitation_page
 
@@ -33,6 +35,8 @@ oauth_urlpatterns = [
     path("introspect", IntrospectView.as_view(), name="introspect"),
     path("register", RegistrationView.as_view(), name="dcr-register"),
     path("register/<str:client_id>", RegistrationManagementView.as_view(), name="dcr-register-management"),
+    # The id_token signing key of the OpenID Connect provider (AMB-214); a 404 while it is off.
+    path(".well-known/jwks.json", JwksInfoView.as_view(), name="jwks-info"),
 ]
 
 urlpatterns = [
@@ -61,6 +65,9 @@ urlpatterns = [
     path("oauth/", include((oauth_urlpatterns, "oauth2_provider"))),
     path("oauth/login", McpLoginView.as_view(), name="oauth-login"),
     path("oauth/logout", LogoutView.as_view(), name="oauth-logout"),
+    # Single sign-on (mcpsite/sso.py, AMB-212): to the provider and back; 404 unless it is configured.
+    path("sso/start", sso.SsoStart.as_view(), name="sso-start"),
+    path("sso/callback", sso.SsoCallback.as_view(), name="sso-callback"),
     # An invitation's link: accept it signed in or with a new account (tenants/invitation_page.py, AMB-106).
     path("invitations/<str:token>", invitation_page, name="invitation"),
     # Usage dashboards (mcp_app/usage/): a tenant's, for its members; every tenant's, for superusers.

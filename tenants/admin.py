@@ -180,6 +180,7 @@ class TenantAdmin(MembershipPermissionsMixin, admin.ModelAdmin):
             },
         ),
         ("Long answers (2025-11-25 clients)", {"fields": ("stream_poll_seconds", "stream_poll_retry_ms")}),
+        ("Single sign-on members (AMB-213)", {"fields": ("sso_email_domains", "sso_groups", "sso_role")}),
         ("State", {"fields": ("definitions_version", "created_at", "updated_at")}),
     )
 
@@ -283,8 +284,8 @@ class MembershipAdmin(TenantScopedAdmin):
 
     form = MembershipForm
     edit_roles = frozenset({Role.OWNER})
-    list_display = ("user", "tenant", "role")
-    list_filter = ("role",)
+    list_display = ("user", "tenant", "role", "granted_by")
+    list_filter = ("role", "granted_by")
     search_fields = ("user__username", "tenant__slug")
 
     def get_queryset(self, request: HttpRequest) -> models.QuerySet:

@@ -24,7 +24,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from tenants import wall
-from tenants.models import EDIT_ROLES, Invitation, Membership, Tenant
+from tenants.models import EDIT_ROLES, GrantedBy, Invitation, Membership, Tenant
 
 logger = logging.getLogger("tenants.invitations")
 
@@ -194,8 +194,12 @@ def accept(invitation: Invitation, user: Any) -> tuple[Membership, bool]:
         if not same_address(getattr(user, "email", ""), locked.email):
             raise WrongAccount(f"This invitation is for {locked.email}.")
         membership, created = Membership.objects.get_or_create(
-            user=user, tenant=locked.tenant, defaults={"role": locked.role}
+            user=user, tenant=locked.tenant, defaults={"role": locked.role, "granted_by": GrantedBy.INVITATION}
         )
+        if not created and membership.granted_by == GrantedBy.SSO:
+            # Accepted by hand now: single sign-on no longer takes it away (AMB-213).
+            membership.granted_by = GrantedBy.INVITATION
+            membership.save(update_fields=["granted_by"])
         locked.accepted_at = timezone.now()
         locked.accepted_by = user
         locked.save(update_fields=["accepted_at", "accepted_by"])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Self
+from typing import Any, Self
 
 from django.conf import settings
 from django.core.validators import MaxValueValidator, RegexValidator
@@ -12,6 +12,7 @@ from django.utils import timezone
 from oauth2_provider.settings import oauth2_settings
 
 from tenants import identity as identity_rules
+from tenants.sso_rules import validate_domains, validate_groups
 
 
 class Role(models.TextChoices):
@@ -31,6 +32,21 @@ class CacheScope(models.TextChoices):
     PRIVATE = "private", "Private (cached per access token only)"
 
 
+class SsoRole(models.TextChoices):
+    """The roles single sign-on may give: never owner (AMB-213)."""
+
+    EDITOR = Role.EDITOR.value, "Editor"
+    VIEWER = Role.VIEWER.value, "Viewer"
+
+
+class GrantedBy(models.TextChoices):
+    """How a membership came to be; only single sign-on's own are ever taken away by it (AMB-213)."""
+
+    HAND = "hand", "By an owner or an administrator"
+    INVITATION = "invitation", "By invitation"
+    SSO = "sso", "By single sign-on"
+
+
 # Roles that may change a tenant's definitions.
 EDIT_ROLES = frozenset({Role.OWNER, Role.EDITOR})
 
@@ -46,11 +62,15 @@ class Tenant(models.Model):
     slug = models.CharField(max_length=63, unique=True, validators=[slug_validator])
     name = models.CharField(max_length=200, help_text="serverInfo.name sent to clients.")
     title = models.CharField(max_length=200, blank=True, help_text="serverInfo.title (human-readable).")
-    description = models.TextField(blank=True, help_text="serverInfo.description (2025-11-25 and later clients).")
+    description = models.TextField(
+        blank=True, help_text="serverInfo.description (2025-11-25 and later clients)."
+    )
     server_version = models.CharField(max_length=50, default="1.0.0", help_text="serverInfo.version.")
     website_url = models.URLField(blank=True)
     icons = models.JSONField(default=list, blank=True, help_text="List of MCP Icon objects.")
-    instructions = models.TextField(blank=True, help_text="Sent in the initialize and server/discover results.")
+    instructions = models.TextField(
+        blank=True, help_text="Sent in the initialize and server/discover results."
+    )
     allowed_origins = models.TextField(
         blank=True,
         help_text="Browser origins allowed to call this endpoint, one per line (e.g. https://app.example.com).",
@@ -149,6 +169,28 @@ class Tenant(models.Model):
     )
     # Fernet-encrypted secret of the introspection client (mcp_app/handlers/secrets.py); never shown.
     identity_client_secret = models.TextField(blank=True, default="", editable=False)
+    # Single sign-on (tenants/sso.py, AMB-213): who the platform's identity provider makes a member here.
+    sso_email_domains = models.JSONField(
+        default=list,
+        blank=True,
+        validators=[validate_domains],
+        help_text='E-mail domains (e.g. ["example.com"]) whose people, signed in with the platform\'s '
+        "single sign-on and a verified address, become members with the role below.",
+    )
+    sso_groups = models.JSONField(
+        default=list,
+        blank=True,
+        validators=[validate_groups],
+        help_text="Group names the identity provider asserts (its groups claim) whose people become members "
+        "with the role below.",
+    )
+    sso_role = models.CharField(
+        max_length=10,
+        choices=SsoRole.choices,
+        default=SsoRole.VIEWER,
+        help_text="The role single sign-on gives (never owner). A membership it gave goes when the rule no "
+        "longer matches at the person's next sign-in; one given by hand or by invitation stays.",
+    )
     # Bumped on every change to the tenant's definitions; drives caches and list_changed.
     definitions_version = models.PositiveBigIntegerField(default=1, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -178,12 +220,23 @@ class Membership(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=10, choices=Role.choices, default=Role.VIEWER)
+    granted_by = models.CharField(max_length=10, choices=GrantedBy.choices, default=GrantedBy.HAND)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["user", "tenant"], name="unique_membership")]
 
     def __str__(self) -> str:
         return f"{self.user} → {self.tenant} ({self.role})"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self.pk and self.granted_by == GrantedBy.SSO:
+            before = Membership.objects.filter(pk=self.pk).values_list("role", flat=True).first()
+            if before is not None and before != self.role:
+                # Single sign-on never changes a role: someone did, and the membership is theirs now (AMB-213).
+                self.granted_by = GrantedBy.HAND
+                if kwargs.get("update_fields") is not None:
+                    kwargs["update_fields"] = {*kwargs["update_fields"], "granted_by"}
+        super().save(*args, **kwargs)
 
 
 class TenantQuerySet(models.QuerySet):

@@ -161,8 +161,9 @@ class MembershipSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Membership
-        fields = ("id", "username", "role")
-        read_only_fields = ("id",)
+        fields = ("id", "username", "role", "granted_by")
+        # How it came to be (AMB-213): single sign-on takes back only its own.
+        read_only_fields = ("id", "granted_by")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         tenant = self.context["tenant"]

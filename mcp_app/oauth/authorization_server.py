@@ -28,10 +28,32 @@ from oauth2_provider.http import OAuth2ResponseRedirect
 from oauth2_provider.models import get_access_token_model, get_application_model
 from oauth2_provider.views import AuthorizationView, IntrospectTokenView, OAuthServerMetadataView, TokenView
 from oauthlib.oauth2 import Server
+from oauthlib.openid import Server as OpenIDServer
 
 from mcp_app.models import Tool
-from mcp_app.oauth import dot_compat, events, ratelimit, registration, resources, scopes, tokens, validators
+from mcp_app.oauth import (
+    dot_compat,
+    events,
+    identity,
+    ratelimit,
+    registration,
+    resources,
+    scopes,
+    tokens,
+    validators,
+)
 from tenants.models import Tenant
+
+
+def _harden(server: Server | OpenIDServer, request_validator: Any) -> None:
+    code_grants = [server.auth_grant]
+    if isinstance(server, OpenIDServer):
+        # The OpenID Connect code grant runs a code grant of its own underneath (oauthlib's proxy_target).
+        code_grants.append(server.openid_connect_auth.proxy_target)
+    for grant in code_grants:
+        dot_compat.allow_only_s256(grant)
+        grant.custom_validators.pre_auth.append(request_validator.validate_authorization_extras)
+    server.credentials_grant.custom_validators.post_token.append(request_validator.validate_service_client)
 
 
 class McpOAuthServer(Server):
@@ -39,9 +61,15 @@ class McpOAuthServer(Server):
 
     def __init__(self, request_validator: Any, *args: Any, **kwargs: Any) -> None:
         super().__init__(request_validator, *args, **kwargs)
-        dot_compat.allow_only_s256(self.auth_grant)
-        self.auth_grant.custom_validators.pre_auth.append(request_validator.validate_authorization_extras)
-        self.credentials_grant.custom_validators.post_token.append(request_validator.validate_service_client)
+        _harden(self, request_validator)
+
+
+class McpOpenIDServer(OpenIDServer):
+    """The same, able to answer `openid` requests with an id_token: the provider is on (AMB-214)."""
+
+    def __init__(self, request_validator: Any, *args: Any, **kwargs: Any) -> None:
+        super().__init__(request_validator, *args, **kwargs)
+        _harden(self, request_validator)
 
 
 class ServerMetadataView(OAuthServerMetadataView):
@@ -60,6 +88,12 @@ class ServerMetadataView(OAuthServerMetadataView):
         data["scopes_supported"] = list(scopes.BASE_SCOPES)
         data["authorization_response_iss_parameter_supported"] = True
         data["code_challenge_methods_supported"] = ["S256"]
+        if identity.provider_enabled():
+            # OpenID Connect discovery for sign-in clients (AMB-214): their scopes and the signing key.
+            data["scopes_supported"] += list(identity.IDENTITY_SCOPES)
+            data["id_token_signing_alg_values_supported"] = ["RS256"]
+            data["subject_types_supported"] = ["public"]
+            data["claims_supported"] = ["sub", "email", "email_verified", "preferred_username", "groups"]
         out = JsonResponse(data)
         out["Access-Control-Allow-Origin"] = "*"
         out["Cache-Control"] = "public, max-age=300"
@@ -194,6 +228,10 @@ class AuthorizeView(AuthorizationView):
             "tenant_url": resources.canonical_uri(tenant.slug) if tenant else "",
             "scope_lines": _scope_lines(scope_names, tenant),
         }
+        if identity.is_identity_request(scope_names, application, values):
+            context["scope_lines"] = identity.scope_lines(scope_names)
+            context["sign_in_only"] = True
+            return render(request, self.template_name, context)
         if tenant is not None:
             if not validators.is_member(request.user, tenant):
                 return render(request, "oauth/not_member.html", context, status=403)
@@ -215,6 +253,9 @@ class AuthorizeView(AuthorizationView):
         if application is None:
             return self._page_error("The application is unknown.")
         given = (data.get("resource") or "").split()
+        if identity.is_identity_request((data.get("scope") or "").split(), application, given):
+            data["resource"] = ""
+            return super().form_valid(form)
         if len(given) > 1:
             return self._page_error("Ask for one MCP server per authorization.")
         tenant = (

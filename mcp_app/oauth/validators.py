@@ -20,7 +20,7 @@ from oauthlib.common import Request
 from oauthlib.oauth2.rfc6749 import errors
 
 from mcp_app.models import Tool
-from mcp_app.oauth import resources, scopes, service_clients, tokens
+from mcp_app.oauth import identity, resources, scopes, service_clients, tokens
 from tenants import access, wall
 from tenants.models import AuthMode, Tenant
 
@@ -114,8 +114,19 @@ def tenant_for_request(request: Request) -> Tenant | None:
     return tenant
 
 
+def is_identity_request(request: Request) -> bool:
+    """A sign-in client's request for who the person is, naming no tenant (AMB-214)."""
+    return identity.is_identity_request(request.scopes or [], request.client, requested_resources(request))
+
+
 class McpOAuth2Validator(OAuth2Validator):
     """DOT's validator with tenant audiences, tenant scopes and membership checks."""
+
+    # The id_token's claims and the scope each needs (DOT's table, plus the account's groups).
+    oidc_claim_scope = {**OAuth2Validator.oidc_claim_scope, "groups": identity.OPENID}
+
+    def get_additional_claims(self, request: Request) -> dict[str, Any]:
+        return identity.claims(request.user)
 
     def validate_authorization_extras(self, request: Request) -> dict[str, Any]:
         """Pre-authorization checks oauthlib lacks: one known resource, a well-formed PKCE challenge."""
@@ -138,6 +149,9 @@ class McpOAuth2Validator(OAuth2Validator):
             return False
         if request.grant_type == service_clients.GRANT:
             return True  # against the client's own tenant and scope: validate_service_client
+        if identity.asks_identity(scopes):
+            # Identity scopes come alone, from a sign-in client, for no MCP server (AMB-214).
+            return identity.is_identity_request(scopes, client, requested_resources(request))
         # Called only for authorization requests (the code, implicit and password flows; the last two are off).
         tenant = tenant_for_request(request)
         if tenant is None:
@@ -165,6 +179,9 @@ class McpOAuth2Validator(OAuth2Validator):
     def save_authorization_code(
         self, client_id: str, code: dict, request: Request, *args: Any, **kwargs: Any
     ) -> None:
+        if is_identity_request(request):
+            super().save_authorization_code(client_id, code, request, *args, **kwargs)
+            return
         # The last gate before a grant exists: one tenant, named canonically, approved by its member.
         tenant = tenant_for_request(request)
         if tenant is None:
@@ -233,6 +250,9 @@ class McpOAuth2Validator(OAuth2Validator):
         # Compared with the grant's (canonical) resource by DOT: a different tenant is invalid_target.
         request.resource = canonical
         super()._check_and_set_request_resource(request)
+        if not request.resource and is_identity_request(request):
+            # A sign-in client's token: bound to the provider itself, which no MCP endpoint or API accepts.
+            request.resource = [resources.issuer()]
         if not request.resource:
             # Tokens without an audience are never issued (the resource server would refuse them anyway).
             raise _invalid_target(request, "This grant is not bound to an MCP endpoint.")

@@ -56,8 +56,19 @@ KINDS: tuple[Kind, ...] = (
         Upstream,
         "name",
         (
-            "name", "url", "transport", "prefix", "mode", "timeout_seconds", "enabled", "publish_new",
-            "publish_prompts", "publish_resources", "oauth_client_id", "oauth_token_url", "oauth_scope",
+            "name",
+            "url",
+            "transport",
+            "prefix",
+            "mode",
+            "timeout_seconds",
+            "enabled",
+            "publish_new",
+            "publish_prompts",
+            "publish_resources",
+            "oauth_client_id",
+            "oauth_token_url",
+            "oauth_scope",
         ),  # fmt: skip
     ),
     # Connected accounts' providers (AMB-207): the client secret by name only, the connections never.
@@ -66,8 +77,15 @@ KINDS: tuple[Kind, ...] = (
         Provider,
         "name",
         (
-            "name", "display_name", "discovery_url", "authorize_url", "token_url", "revocation_url", "client_id",
-            "scopes", "resource",
+            "name",
+            "display_name",
+            "discovery_url",
+            "authorize_url",
+            "token_url",
+            "revocation_url",
+            "client_id",
+            "scopes",
+            "resource",
         ),  # fmt: skip
     ),
     Kind(
@@ -137,6 +155,8 @@ SETTINGS_FIELDS = (
     "stream_poll_seconds", "stream_poll_retry_ms",
     # Its own identity provider (AMB-203); the introspection client's secret is never carried.
     "identity",
+    # Who single sign-on makes a member, and as what (tenants/sso.py, AMB-213).
+    "sso_email_domains", "sso_groups", "sso_role",
 )  # fmt: skip
 
 

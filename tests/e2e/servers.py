@@ -265,12 +265,19 @@ def start_celery_worker(name: str, env: dict[str, str], log_dir: Path) -> Server
 
 
 def start_daphne(
-    name: str, env: dict[str, str], log_dir: Path, uvicorn: bool = False, proxy_headers: bool = False
+    name: str,
+    env: dict[str, str],
+    log_dir: Path,
+    uvicorn: bool = False,
+    proxy_headers: bool = False,
+    public_host: str = "127.0.0.1",
 ) -> DaphneServer:
     """Start Daphne (or uvicorn with uvloop and httptools) on a free port; return once it serves the admin.
-    `proxy_headers`: Daphne takes the client's address from X-Forwarded-For (MCP_PROXY_HEADERS=1)."""
+    `proxy_headers`: Daphne takes the client's address from X-Forwarded-For (MCP_PROXY_HEADERS=1).
+    `public_host`: the host of its MCP_PUBLIC_URL (`localhost` keeps a browser's cookies for it apart from
+    another server's on 127.0.0.1: cookies are per host, whatever the port)."""
     port = free_port()
-    server_env = {**env, "MCP_PUBLIC_URL": f"http://127.0.0.1:{port}"}
+    server_env = {**env, "MCP_PUBLIC_URL": f"http://{public_host}:{port}"}
     log_path = log_dir / f"{name}.log"
     if uvicorn:  # the documented alternative to Daphne (docs/operations.md)
         command = [

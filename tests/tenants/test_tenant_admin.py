@@ -45,6 +45,9 @@ def tenant_form_data(tenant: Tenant, **overrides) -> dict:
         "stream_poll_seconds": 0,
         "stream_poll_retry_ms": 1000,
         "identity": "{}",
+        "sso_email_domains": "[]",
+        "sso_groups": "[]",
+        "sso_role": "viewer",
         "_save": "Save",
     }
     data.update(overrides)
@@ -146,11 +149,16 @@ def test_deleting_a_tenant_with_definitions_does_not_fail_on_the_notifications(
     assert not Tenant.objects.filter(pk=tenant_a.pk).exists()
 
 
-def test_the_owner_invites_by_address_where_the_membership_add_form_was(client, alice, tenant_a, django_user_model):
+def test_the_owner_invites_by_address_where_the_membership_add_form_was(
+    client, alice, tenant_a, django_user_model
+):
     dave = django_user_model.objects.create_user("dave", "d@example.com", "pw", is_staff=True)
     client.force_login(alice)
     data = {"tenant": tenant_a.pk, "user": "dave", "role": Role.EDITOR, "_save": "Save"}
-    for response in (client.get(reverse("admin:tenants_membership_add")), client.post(reverse("admin:tenants_membership_add"), data)):
+    for response in (
+        client.get(reverse("admin:tenants_membership_add")),
+        client.post(reverse("admin:tenants_membership_add"), data),
+    ):
         assert (response.status_code, response["Location"]) == (302, reverse("admin:tenants_invitation_add"))
     assert not Membership.objects.filter(user=dave).exists()
     answers = []
@@ -174,12 +182,16 @@ def test_a_superuser_still_attaches_an_account_by_username(client, admin_user, t
     assert "No user with that username." in str(response.context["adminform"].form.errors)
 
 
-def test_an_owner_cannot_move_a_membership_to_another_person_or_tenant(client, alice, bob, charlie, tenant_a, tenant_b):
+def test_an_owner_cannot_move_a_membership_to_another_person_or_tenant(
+    client, alice, bob, charlie, tenant_a, tenant_b
+):
     Membership.objects.create(user=alice, tenant=tenant_b, role=Role.OWNER)
     membership = Membership.objects.get(user=bob, tenant=tenant_a)
     client.force_login(alice)
     data = {"tenant": tenant_b.pk, "user": "charlie", "role": Role.EDITOR, "_save": "Save"}
-    assert client.post(reverse("admin:tenants_membership_change", args=[membership.pk]), data).status_code == 302
+    assert (
+        client.post(reverse("admin:tenants_membership_change", args=[membership.pk]), data).status_code == 302
+    )
     membership.refresh_from_db()
     assert (membership.user, membership.tenant, membership.role) == (bob, tenant_a, Role.EDITOR)
 
@@ -197,21 +209,36 @@ def test_only_owners_see_invitations_and_revoke_them(client, alice, bob, tenant_
     client.post(changelist, {"action": "revoke", "_selected_action": [invitation.pk]})
     invitation.refresh_from_db()
     assert invitation.status == Invitation.Status.REVOKED
-    assert client.post(reverse("admin:tenants_invitation_delete", args=[invitation.pk]), {"post": "yes"}).status_code == 403
+    assert (
+        client.post(
+            reverse("admin:tenants_invitation_delete", args=[invitation.pk]), {"post": "yes"}
+        ).status_code
+        == 403
+    )
     assert Invitation.objects.filter(pk=invitation.pk).exists()
 
 
-def test_charlie_sees_nothing_of_tenant_a_invitations_and_cannot_invite_there(client, alice, charlie, tenant_a, tenant_b):
+def test_charlie_sees_nothing_of_tenant_a_invitations_and_cannot_invite_there(
+    client, alice, charlie, tenant_a, tenant_b
+):
     invitation = invitations.invite(tenant_a, "dana@example.com", Role.VIEWER, alice)
     client.force_login(charlie)
-    assert "dana@example.com" not in client.get(reverse("admin:tenants_invitation_changelist")).content.decode()
+    assert (
+        "dana@example.com" not in client.get(reverse("admin:tenants_invitation_changelist")).content.decode()
+    )
     hidden = client.get(reverse("admin:tenants_invitation_change", args=[invitation.pk]))
     missing = client.get(reverse("admin:tenants_invitation_change", args=[999999]))
     assert hidden.status_code == missing.status_code == 404
-    client.post(reverse("admin:tenants_invitation_changelist"), {"action": "revoke", "_selected_action": [invitation.pk]})
+    client.post(
+        reverse("admin:tenants_invitation_changelist"),
+        {"action": "revoke", "_selected_action": [invitation.pk]},
+    )
     invitation.refresh_from_db()
     assert invitation.status == Invitation.Status.PENDING
-    response = client.post(reverse("admin:tenants_invitation_add"), {"tenant": tenant_a.pk, "email": "x@example.com", "role": Role.OWNER})
+    response = client.post(
+        reverse("admin:tenants_invitation_add"),
+        {"tenant": tenant_a.pk, "email": "x@example.com", "role": Role.OWNER},
+    )
     assert response.status_code == 200 and "tenant" in response.context["adminform"].form.errors
     assert not Invitation.objects.filter(email="x@example.com").exists()
 
@@ -220,7 +247,10 @@ def test_the_admin_says_when_the_invitation_limit_is_reached(client, settings, a
     settings.MCP_INVITATIONS_PER_HOUR = 1
     client.force_login(alice)
     for email in ("a@example.com", "b@example.com"):
-        response = client.post(reverse("admin:tenants_invitation_add"), {"tenant": tenant_a.pk, "email": email, "role": Role.VIEWER})
+        response = client.post(
+            reverse("admin:tenants_invitation_add"),
+            {"tenant": tenant_a.pk, "email": email, "role": Role.VIEWER},
+        )
     assert "Too many invitations: at most 1 an hour" in str(response.context["adminform"].form.errors)
     assert list(Invitation.objects.values_list("email", flat=True)) == ["a@example.com"]
 
@@ -279,7 +309,9 @@ def test_the_owner_sets_the_identity_provider_and_its_secret_write_only(client, 
     refused = client.post(url, tenant_form_data(tenant_a, auth_mode="oauth", identity=identity))
     assert refused.status_code == 200
     assert "The introspection client&#x27;s secret is required." in refused.content.decode()
-    with_secret = tenant_form_data(tenant_a, auth_mode="oauth", identity=identity, new_identity_client_secret="s3cret-rs")
+    with_secret = tenant_form_data(
+        tenant_a, auth_mode="oauth", identity=identity, new_identity_client_secret="s3cret-rs"
+    )
     saved = client.post(url, with_secret)
     assert saved.status_code == 302, saved.content.decode()[:3000]
     tenant_a.refresh_from_db()
@@ -292,4 +324,7 @@ def test_the_owner_sets_the_identity_provider_and_its_secret_write_only(client, 
     assert bad.status_code == 200 and "audience is required" in bad.content.decode()
     private = json.dumps({**INTROSPECTED, "introspection_url": "https://192.168.1.10/introspect"})
     refused_url = client.post(url, tenant_form_data(tenant_a, auth_mode="oauth", identity=private))
-    assert refused_url.status_code == 200 and "introspection_url: The URL points to" in refused_url.content.decode()
+    assert (
+        refused_url.status_code == 200
+        and "introspection_url: The URL points to" in refused_url.content.decode()
+    )
