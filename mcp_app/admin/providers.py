@@ -16,7 +16,7 @@ from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.db import models
 from django.http import HttpRequest
-from django.utils.html import format_html_join
+from django.utils.html import format_html, format_html_join
 
 from mcp_app.handlers.secrets import encrypt_secrets
 from mcp_app.identity import vault
@@ -78,16 +78,27 @@ class ProviderAdmin(OwnersOnly):
     form = ProviderForm
     list_display = ("name", "display_name", "tenant", "client_id", "connected_count")
     search_fields = ("name", "display_name")
-    readonly_fields = ("stored_secret", "connected")
+    readonly_fields = ("stored_secret", "connected", "redirect_uri")
 
     def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
         if isinstance(db_field, models.URLField):
             kwargs["assume_scheme"] = "https"
-        return super().formfield_for_dbfield(db_field, request, **kwargs)
+        field = super().formfield_for_dbfield(db_field, request, **kwargs)
+        if db_field.name == "name" and field is not None:
+            field.help_text += " Once saved, this page shows the redirect URI to register at the provider."
+        return field
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         fields = [*ProviderForm.Meta.fields, "stored_secret", "new_client_secret", "clear_client_secret"]
-        return fields if obj is None else [*fields, "connected"]
+        return fields if obj is None else [*fields, "redirect_uri", "connected"]
+
+    @admin.display(description="redirect URI")
+    def redirect_uri(self, obj: Provider) -> str:
+        return format_html(
+            "<code id='redirect-uri'>{}</code><div class='help'>Register it at the provider as this "
+            "client's redirect (callback) URI.</div>",
+            obj.callback_url(),
+        )
 
     @admin.display(description="stored client secret")
     def stored_secret(self, obj: Provider) -> str:

@@ -27,16 +27,22 @@ class ProviderSerializer(CleanedModelSerializer):
         allow_blank=True,
         trim_whitespace=False,
         max_length=4096,
-        help_text="Stored encrypted and never returned: a value replaces it, \"\" removes it (a public "
+        help_text='Stored encrypted and never returned: a value replaces it, "" removes it (a public '
         "client), absent or null keeps it.",
     )
     client_secret_set = serializers.SerializerMethodField(help_text="Whether a client secret is stored.")
     connected = serializers.SerializerMethodField(help_text="How many people have connected an account.")
+    redirect_uri = serializers.SerializerMethodField(
+        help_text="The redirect URI to register at the provider."
+    )
 
     class Meta:
         model = Provider
         exclude = ("tenant",)
         read_only_fields = ("id", "created_at")
+
+    def get_redirect_uri(self, row: Provider) -> str:
+        return row.callback_url()
 
     def get_client_secret_set(self, row: Provider) -> bool:
         return bool(row.client_secret)

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
+from django.urls import reverse
 
 from mcp_app.handlers.secrets import decrypt_secrets
 from tenants.models import Tenant, TenantQuerySet
@@ -72,6 +73,11 @@ class Provider(models.Model):
             raise ValidationError(
                 "Give the provider's discovery URL, or both its authorization and token endpoints."
             )
+
+    def callback_url(self) -> str:
+        """The redirect URI to register at the provider: the public URL, not a request's Host, which
+        the provider compares with the registered one."""
+        return settings.MCP_PUBLIC_URL + reverse("connection-callback", args=[self.tenant.slug, self.name])
 
     @property
     def client_secret_set(self) -> bool:

@@ -18,7 +18,6 @@ from typing import Any
 from urllib.parse import urlencode
 
 from asgiref.sync import async_to_sync
-from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -51,13 +50,6 @@ def _provider(slug: str, name: str) -> Provider:
     if provider is None:
         raise Http404("No such provider.")
     return provider
-
-
-def _callback_url(request: HttpRequest, provider: Provider) -> str:
-    # The public URL, not the request's Host: the provider compares it with the registered one.
-    return settings.MCP_PUBLIC_URL + reverse(
-        "connection-callback", args=[provider.tenant.slug, provider.name]
-    )
 
 
 def _intended(tenant: Tenant, mark: str) -> str:
@@ -101,7 +93,7 @@ def start(request: HttpRequest, slug: str, provider_name: str) -> HttpResponse:
         verifier = secrets.token_urlsafe(64)
         challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
         target = async_to_sync(provider_http.authorize_url)(
-            client, redirect_uri=_callback_url(request, provider), state=state, challenge=challenge
+            client, redirect_uri=provider.callback_url(), state=state, challenge=challenge
         )
     except (provider_http.ProviderRefused, SecretsError) as exc:
         problem = getattr(exc, "message", f"{provider}: its client secret must be entered again by an owner.")
@@ -146,7 +138,7 @@ def callback(request: HttpRequest, slug: str, provider_name: str) -> HttpRespons
         tokens = async_to_sync(provider_http.exchange_code)(
             client,
             code=request.GET["code"],
-            redirect_uri=_callback_url(request, provider),
+            redirect_uri=provider.callback_url(),
             verifier=flow["verifier"],
         )
     except (provider_http.ProviderRefused, SecretsError) as exc:

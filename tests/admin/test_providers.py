@@ -32,7 +32,9 @@ def connected(tenant_a, bob) -> Connection:
     )
 
 
-def test_an_owner_adds_a_provider_whose_secret_is_stored_sealed_and_never_shown(client, alice, tenant_a) -> None:
+def test_an_owner_adds_a_provider_whose_secret_is_stored_sealed_and_never_shown(
+    client, alice, tenant_a
+) -> None:
     client.force_login(alice)
     data = {
         "tenant": tenant_a.pk, "name": "github", "display_name": "GitHub",
@@ -71,3 +73,17 @@ def test_viewers_see_neither_and_another_tenants_owner_gets_a_404(client, bob, c
     assert client.get(url("connection", "change", connected.pk)).status_code == 404
     assert client.post(url("connection", "delete", connected.pk), {"post": "yes"}).status_code == 404
     assert Connection.objects.exists()
+
+
+def test_the_providers_page_shows_the_redirect_uri_to_register_there(
+    client, alice, tenant_a, settings
+) -> None:
+    provider = Provider.objects.create(
+        tenant=tenant_a, name="gh", display_name="GH", discovery_url="https://gh.example", client_id="c"
+    )
+    client.force_login(alice)
+    page = client.get(reverse("admin:mcp_app_provider_change", args=[provider.pk])).content.decode()
+    assert (
+        f"<code id='redirect-uri'>{settings.MCP_PUBLIC_URL}/t/tenant-a/connections/gh/callback</code>" in page
+    )
+    assert "shows the redirect URI" in client.get(reverse("admin:mcp_app_provider_add")).content.decode()

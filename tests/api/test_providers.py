@@ -28,6 +28,7 @@ def test_an_owner_adds_a_provider_whose_secret_is_never_returned(as_alice) -> No
     assert made.status_code == 201, made.json()
     body = made.json()
     assert body["client_secret_set"] is True and "client_secret" not in body and body["connected"] == 0
+    assert body["redirect_uri"].endswith("/t/tenant-a/connections/github/callback")
     row = Provider.objects.get(pk=body["id"])
     assert "s3cret" not in row.client_secret and decrypt_secrets(row.client_secret) == {
         "client_secret": "s3cret-value-of-github"
