@@ -19,14 +19,13 @@ from django.db import models
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
-from mcp_app.oauth import api_keys, resources, scopes
-from tenants.admin import TenantScopedAdmin, editable_tenant_ids
-from tenants.models import ApiKey, Role
+from mcp_app.admin.minting import OWNERS, SCOPE_HELP, MintAdmin, MintForm, chosen_scope
+from mcp_app.oauth import api_keys, resources
+from tenants.admin import editable_tenant_ids
+from tenants.models import ApiKey
 
-OWNERS = frozenset({Role.OWNER})
 
-
-class ApiKeyForm(forms.ModelForm):
+class ApiKeyForm(MintForm):
     """A new key: its tenant, who it acts as, a name, its scope, how long it lasts and where from."""
 
     acts_as = forms.ModelChoiceField(
@@ -45,26 +44,13 @@ class ApiKeyForm(forms.ModelForm):
     class Meta:
         model = ApiKey
         fields = ("tenant", "name", "scope", "allowed_addresses")
-        help_texts = {
-            "scope": "Space-separated: " + " ".join(scopes.BASE_SCOPES) + " and any of the tenant's tool "
-            "scopes. Blank: the base scopes."
-        }
-
-    def __init__(self, *args: Any, tenant_ids: set[int] | None = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        if "scope" not in self.fields:
-            return  # a minted key's read-only page
-        self.fields["scope"].required = False
-        members = get_user_model().objects.filter(is_active=True, memberships__isnull=False)
-        if tenant_ids is not None:
-            members = members.filter(memberships__tenant_id__in=tenant_ids)
-        self.fields["acts_as"].queryset = members.distinct().order_by("username")
+        help_texts = {"scope": SCOPE_HELP}
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         tenant, days = data.get("tenant"), data.get("days")
         if tenant is not None and days is not None:
-            data["scope"] = " ".join(sorted(set((data.get("scope") or "").split()) or scopes.BASE_SCOPES))
+            data["scope"] = chosen_scope(data)
             why = api_keys.problem(
                 tenant, data.get("acts_as"), data["scope"], days, data.get("allowed_addresses", "")
             )
@@ -74,9 +60,9 @@ class ApiKeyForm(forms.ModelForm):
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(TenantScopedAdmin):
-    edit_roles = OWNERS
+class ApiKeyAdmin(MintAdmin):
     form = ApiKeyForm
+    add_fields = ("tenant", "name", "acts_as", "scope", "days", "allowed_addresses")
     list_display = ("prefix", "name", "tenant", "acts_as", "scope", "status", "expires_at", "last_used_at")
     list_filter = ("revoked_at",)
     readonly_fields = (
@@ -88,33 +74,12 @@ class ApiKeyAdmin(TenantScopedAdmin):
     def get_queryset(self, request: HttpRequest) -> models.QuerySet:
         return super().get_queryset(request).select_related("user", "tenant")
 
-    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
-        form = super().get_form(request, obj, change=change, **kwargs)
-        tenant_ids = editable_tenant_ids(request, OWNERS)
-
-        class Scoped(form):  # type: ignore[misc,valid-type]
-            def __init__(self, *args: Any, **more: Any) -> None:
-                super().__init__(*args, tenant_ids=tenant_ids, **more)
-
-        return Scoped
-
-    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        if obj is None:
-            return ("tenant", "name", "acts_as", "scope", "days", "allowed_addresses")
-        return ("tenant", *self.readonly_fields)
-
-    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        return () if obj is None else ("tenant", *self.readonly_fields)
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return obj is None and super().has_change_permission(request, obj)
-
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # revoked, not deleted: the row keeps who made it and when it was last used
 
     def get_actions(self, request: HttpRequest) -> dict[str, Any]:
         actions = super().get_actions(request)
-        if not super().has_change_permission(request):
+        if not self.owns(request):
             actions.pop("revoke_keys", None)
         return actions
 

@@ -118,7 +118,7 @@ class ToolAdmin(TryPages, DefinitionAdmin):
         if offered_to_legacy(obj.output_schema or None):
             return "every revision"
         return (
-            "2026-07-28 clients only: before 2026-07-28 an output schema must have \"type\": \"object\" "
+            '2026-07-28 clients only: before 2026-07-28 an output schema must have "type": "object" '
             "at its root, so legacy clients do not see this tool"
         )
 

@@ -19,14 +19,13 @@ from django.db import models
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
-from mcp_app.oauth import resources, scopes, service_clients
-from tenants.admin import TenantScopedAdmin, editable_tenant_ids
-from tenants.models import Role, ServiceClient
+from mcp_app.admin.minting import OWNERS, SCOPE_HELP, MintAdmin, MintForm, chosen_scope
+from mcp_app.oauth import resources, service_clients
+from tenants.admin import editable_tenant_ids
+from tenants.models import ServiceClient
 
-OWNERS = frozenset({Role.OWNER})
 
-
-class ServiceClientForm(forms.ModelForm):
+class ServiceClientForm(MintForm):
     """A new client: its tenant, the member it acts as, a name and the most scope its tokens carry."""
 
     name = forms.CharField(max_length=255, help_text="Say which program uses it, e.g. 'Nightly CI'.")
@@ -38,64 +37,30 @@ class ServiceClientForm(forms.ModelForm):
     class Meta:
         model = ServiceClient
         fields = ("tenant", "scope")
-        help_texts = {
-            "scope": "Space-separated: " + " ".join(scopes.BASE_SCOPES) + " and any of the tenant's tool "
-            "scopes. Blank: the base scopes."
-        }
-
-    def __init__(self, *args: Any, tenant_ids: set[int] | None = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        if "scope" not in self.fields:
-            return  # a made client's read-only page
-        self.fields["scope"].required = False
-        members = get_user_model().objects.filter(is_active=True, memberships__isnull=False)
-        if tenant_ids is not None:
-            members = members.filter(memberships__tenant_id__in=tenant_ids)
-        self.fields["acts_as"].queryset = members.distinct().order_by("username")
+        help_texts = {"scope": SCOPE_HELP}
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         tenant, user = data.get("tenant"), data.get("acts_as")
         if tenant is not None and user is not None:
-            data["scope"] = " ".join(sorted(set((data.get("scope") or "").split()) or scopes.BASE_SCOPES))
+            data["scope"] = chosen_scope(data)
             if (why := service_clients.problem(tenant, user, data["scope"])) is not None:
                 raise forms.ValidationError(why)
         return data
 
 
 @admin.register(ServiceClient)
-class ServiceClientAdmin(TenantScopedAdmin):
-    edit_roles = OWNERS
+class ServiceClientAdmin(MintAdmin):
     form = ServiceClientForm
+    add_fields = ("tenant", "name", "acts_as", "scope")
     list_display = ("name", "tenant", "acts_as", "scope", "client_id", "created_at")
     readonly_fields = ("name", "acts_as", "client_id", "scope", "audience", "created_by", "created_at")
 
     def get_queryset(self, request: HttpRequest) -> models.QuerySet:
         return super().get_queryset(request).select_related("application__user")
 
-    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
-        form = super().get_form(request, obj, change=change, **kwargs)
-        tenant_ids = editable_tenant_ids(request, OWNERS)
-
-        class Scoped(form):  # type: ignore[misc,valid-type]
-            def __init__(self, *args: Any, **more: Any) -> None:
-                super().__init__(*args, tenant_ids=tenant_ids, **more)
-
-        return Scoped
-
-    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        if obj is None:
-            return ("tenant", "name", "acts_as", "scope")
-        return ("tenant", *self.readonly_fields)
-
-    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        return () if obj is None else ("tenant", *self.readonly_fields)
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return obj is None and super().has_change_permission(request, obj)
-
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return super().has_change_permission(request, obj)
+        return self.owns(request, obj)
 
     @admin.display(description="name")
     def name(self, obj: ServiceClient) -> str:

@@ -73,7 +73,10 @@ class UpstreamAdmin(TenantScopedAdmin):
         return [
             *fieldsets[:2],
             ("Secret headers", {"fields": ("stored_secrets",)}),
-            ("OAuth client credentials (AMB-198)", {"fields": ("oauth_client_id", "stored_oauth_secret", "oauth_token_url", "oauth_scope")}),
+            (
+                "OAuth client credentials (AMB-198)",
+                {"fields": ("oauth_client_id", "stored_oauth_secret", "oauth_token_url", "oauth_scope")},
+            ),
             *fieldsets[4:],
         ]
 
