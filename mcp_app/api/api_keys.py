@@ -44,7 +44,7 @@ class ApiKeySerializer(serializers.ModelSerializer):
         return row.allowed_addresses.split()
 
 
-class MadeSerializer(ApiKeySerializer):
+class MintedKeySerializer(ApiKeySerializer):
     key = serializers.CharField(read_only=True, help_text="Shown in this answer only.")
     endpoint = serializers.CharField(read_only=True, help_text="Send the key there as Authorization: Bearer.")
 
@@ -76,7 +76,7 @@ class MintSerializer(serializers.Serializer):
 
 @extend_schema_view(
     list=extend_schema(parameters=[SLUG]),
-    create=extend_schema(parameters=[SLUG], request=MintSerializer, responses={201: MadeSerializer}),
+    create=extend_schema(parameters=[SLUG], request=MintSerializer, responses={201: MintedKeySerializer}),
     retrieve=extend_schema(parameters=[SLUG, ID]),
     destroy=extend_schema(parameters=[SLUG, ID]),
 )
@@ -121,7 +121,7 @@ class ApiKeyViewSet(
             addresses,
             created_by=request.user,
         )
-        out = MadeSerializer(made.row).data
+        out = MintedKeySerializer(made.row).data
         out |= {"key": made.key, "endpoint": resources.canonical_uri(tenant.slug)}
         return Response(out, status=status.HTTP_201_CREATED)
 
