@@ -680,7 +680,7 @@ def _provider_key() -> str:
     return key
 
 
-# This platform as an OpenID Connect provider for sign-in clients (mcp_app/oauth/identity.py, AMB-214):
+# This platform as an OpenID Connect provider for sign-in clients (mcp_app/oauth/sign_in.py, AMB-214):
 # on only with its RS256 signing key. Another deployment's single sign-on (MCP_OIDC_ISSUER) may point here.
 MCP_OIDC_PROVIDER_KEY = _provider_key()
 if MCP_OIDC_PROVIDER_KEY:

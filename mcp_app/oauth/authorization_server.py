@@ -34,11 +34,11 @@ from mcp_app.models import Tool
 from mcp_app.oauth import (
     dot_compat,
     events,
-    identity,
     ratelimit,
     registration,
     resources,
     scopes,
+    sign_in,
     tokens,
     validators,
 )
@@ -88,9 +88,9 @@ class ServerMetadataView(OAuthServerMetadataView):
         data["scopes_supported"] = list(scopes.BASE_SCOPES)
         data["authorization_response_iss_parameter_supported"] = True
         data["code_challenge_methods_supported"] = ["S256"]
-        if identity.provider_enabled():
+        if sign_in.provider_enabled():
             # OpenID Connect discovery for sign-in clients (AMB-214): their scopes and the signing key.
-            data["scopes_supported"] += list(identity.IDENTITY_SCOPES)
+            data["scopes_supported"] += list(sign_in.IDENTITY_SCOPES)
             data["id_token_signing_alg_values_supported"] = ["RS256"]
             data["subject_types_supported"] = ["public"]
             data["claims_supported"] = ["sub", "email", "email_verified", "preferred_username", "groups"]
@@ -228,8 +228,8 @@ class AuthorizeView(AuthorizationView):
             "tenant_url": resources.canonical_uri(tenant.slug) if tenant else "",
             "scope_lines": _scope_lines(scope_names, tenant),
         }
-        if identity.is_identity_request(scope_names, application, values):
-            context["scope_lines"] = identity.scope_lines(scope_names)
+        if sign_in.is_identity_request(scope_names, application, values):
+            context["scope_lines"] = sign_in.scope_lines(scope_names)
             context["sign_in_only"] = True
             return render(request, self.template_name, context)
         if tenant is not None:
@@ -253,7 +253,7 @@ class AuthorizeView(AuthorizationView):
         if application is None:
             return self._page_error("The application is unknown.")
         given = (data.get("resource") or "").split()
-        if identity.is_identity_request((data.get("scope") or "").split(), application, given):
+        if sign_in.is_identity_request((data.get("scope") or "").split(), application, given):
             data["resource"] = ""
             return super().form_valid(form)
         if len(given) > 1:

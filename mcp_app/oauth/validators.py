@@ -20,7 +20,7 @@ from oauthlib.common import Request
 from oauthlib.oauth2.rfc6749 import errors
 
 from mcp_app.models import Tool
-from mcp_app.oauth import identity, resources, scopes, service_clients, tokens
+from mcp_app.oauth import resources, scopes, service_clients, sign_in, tokens
 from tenants import access, wall
 from tenants.models import AuthMode, Tenant
 
@@ -116,17 +116,17 @@ def tenant_for_request(request: Request) -> Tenant | None:
 
 def is_identity_request(request: Request) -> bool:
     """A sign-in client's request for who the person is, naming no tenant (AMB-214)."""
-    return identity.is_identity_request(request.scopes or [], request.client, requested_resources(request))
+    return sign_in.is_identity_request(request.scopes or [], request.client, requested_resources(request))
 
 
 class McpOAuth2Validator(OAuth2Validator):
     """DOT's validator with tenant audiences, tenant scopes and membership checks."""
 
     # The id_token's claims and the scope each needs (DOT's table, plus the account's groups).
-    oidc_claim_scope = {**OAuth2Validator.oidc_claim_scope, "groups": identity.OPENID}
+    oidc_claim_scope = {**OAuth2Validator.oidc_claim_scope, "groups": sign_in.OPENID}
 
     def get_additional_claims(self, request: Request) -> dict[str, Any]:
-        return identity.claims(request.user)
+        return sign_in.claims(request.user)
 
     def validate_authorization_extras(self, request: Request) -> dict[str, Any]:
         """Pre-authorization checks oauthlib lacks: one known resource, a well-formed PKCE challenge."""
@@ -149,9 +149,9 @@ class McpOAuth2Validator(OAuth2Validator):
             return False
         if request.grant_type == service_clients.GRANT:
             return True  # against the client's own tenant and scope: validate_service_client
-        if identity.asks_identity(scopes):
+        if sign_in.asks_identity(scopes):
             # Identity scopes come alone, from a sign-in client, for no MCP server (AMB-214).
-            return identity.is_identity_request(scopes, client, requested_resources(request))
+            return sign_in.is_identity_request(scopes, client, requested_resources(request))
         # Called only for authorization requests (the code, implicit and password flows; the last two are off).
         tenant = tenant_for_request(request)
         if tenant is None:
