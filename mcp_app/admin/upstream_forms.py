@@ -51,6 +51,7 @@ class UpstreamAdminForm(forms.ModelForm):
             "oauth_client_id",
             "oauth_token_url",
             "oauth_scope",
+            "connection",
         )
 
     def clean_new_secret_headers(self) -> dict[str, str] | None:

@@ -56,6 +56,7 @@ class UpstreamAdmin(TenantScopedAdmin):
         ("Prompts and resources", {"fields": ("publish_prompts", "publish_resources")}),
         ("Secret headers", {"fields": ("stored_secrets", "new_secret_headers", "clear_secrets")}),
         ("OAuth client credentials (AMB-198)", {"fields": ("oauth_client_id", "stored_oauth_secret", "new_oauth_client_secret", "oauth_token_url", "oauth_scope")}),
+        ("Calls as the caller (AMB-216)", {"fields": ("connection",)}),
         ("What it offered when last asked", {"fields": ("status", "last_seen", "remote_tools", "prompts_and_resources")}),
         ("Health across the deployment, last hour (every serving and worker process's flushes)",
          {"fields": ("deployment_circuits", "deployment_calls")}),
@@ -68,7 +69,7 @@ class UpstreamAdmin(TenantScopedAdmin):
         if obj is not None and self.has_change_permission(request, obj):
             return fieldsets
         if obj is None:
-            return fieldsets[:4]  # nothing was seen before it exists
+            return fieldsets[:5]  # nothing was seen before it exists
         # A viewer's read-only page cannot show the form's write-only fields.
         return [
             *fieldsets[:2],

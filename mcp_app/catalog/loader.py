@@ -275,6 +275,7 @@ def _resolved(tool: ToolDef, upstream: Upstream, task: str = "forbidden", automa
         "timeout_seconds": upstream.timeout_seconds,
         "upstream_id": upstream.pk,
         "oauth": upstream.oauth(),
+        "connection": upstream.connection,
     }
     return dataclasses.replace(
         tool,

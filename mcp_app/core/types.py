@@ -74,6 +74,8 @@ class UpstreamRef:
     secrets: str = field(default="", repr=False)
     # Its OAuth client credentials as `Upstream.oauth()` gives them (the secret still encrypted): AMB-198.
     oauth: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    # A provider of the tenant whose caller's token each request carries (AMB-216); "" for none.
+    connection: str = ""
     # The upstream declared `completions`: completion/complete is passed to it.
     completions: bool = False
     # A resource's `size` as the upstream listed it (its contents are never stored here).

@@ -133,14 +133,17 @@ def upstream_target(
     timeout_seconds: float,
     headers: str,
     oauth: dict[str, str] | None = None,
+    bearer: str = "",
 ) -> federation.Target:
     """The federation target of an upstream: its secret headers and OAuth client secret decrypted for
     this call only (``headers`` and ``oauth["secret"]`` as stored; ``oauth`` as `Upstream.oauth()` gives it).
 
+    ``bearer``: the caller's own token at the upstream's connection (AMB-216), sent as Authorization
+    over any secret one and instead of the upstream's own OAuth client's; it enters the pool key with the other headers, so no two people share a session.
     Raises SecretsError when a stored secret cannot be decrypted.
     """
     credentials = None
-    if oauth and oauth.get("client_id"):
+    if oauth and oauth.get("client_id") and not bearer:  # the caller's token replaces the client's own
         credentials = federation.ClientCredentials(
             client_id=oauth["client_id"],
             client_secret=decrypt_secrets(oauth.get("secret", "")).get("client_secret", ""),
@@ -151,9 +154,16 @@ def upstream_target(
         tenant_id=tenant_id,
         upstream_id=upstream_id,
         url=url,
-        headers=tuple(sorted(decrypt_secrets(headers).items())),
+        headers=tuple(sorted(_with_bearer(decrypt_secrets(headers), bearer).items())),
         timeout_seconds=timeout_seconds,
         mode=mode,
         transport=transport,
         oauth=credentials,
     )
+
+
+def _with_bearer(headers: dict[str, str], bearer: str) -> dict[str, str]:
+    if not bearer:
+        return headers
+    kept = {name: value for name, value in headers.items() if name.lower() != "authorization"}
+    return {**kept, "Authorization": f"Bearer {bearer}"}

@@ -3,8 +3,9 @@
 The row's configuration names the upstream and its remote tool, and the arguments the owner fixed
 (``{"upstream", "tool", "fixed"}``, schema ``handler.upstream``). The catalog loader adds what a call
 needs from the Upstream row (``url``, ``mode``, ``timeout_seconds``, ``upstream_id``) and hands the
-upstream's encrypted secret headers as the tool's ``handler_secrets``; the caller's own credentials
-never go upstream. The call's progress and log messages reach our client as the upstream sends
+upstream's encrypted secret headers as the tool's ``handler_secrets``; the caller's own MCP token
+never goes upstream. An upstream that acts as the caller (``connection``, AMB-216) gets the person's
+token at that provider of the tenant instead (handlers/accounts.py asks them to connect first). The call's progress and log messages reach our client as the upstream sends
 them; our client's cancellation cancels the upstream call. An upstream that cannot be reached, or
 fails, gives an error result naming the upstream, never its secrets or internals.
 
@@ -36,7 +37,7 @@ from mcp_app.core import notifications
 from mcp_app.core.context import RequestContext
 from mcp_app.core.errors import ToolError
 from mcp_app.core.types import ToolDef
-from mcp_app.handlers import secrets
+from mcp_app.handlers import accounts, secrets
 
 CANCELLED = "The call was cancelled; the upstream call was cancelled too."
 # Our key of an upstream question: `upstream/` + the federation's name of it (hashed when long, as
@@ -63,8 +64,9 @@ def config_problems(config: dict[str, Any]) -> list[str]:
     return []
 
 
-def target_of(ctx: RequestContext, tool: ToolDef) -> federation.Target:
-    """The federation target of a published tool, as the catalog loader resolved it."""
+def target_of(ctx: RequestContext, tool: ToolDef, bearer: str = "") -> federation.Target:
+    """The federation target of a published tool, as the catalog loader resolved it (``bearer``: the
+    caller's own token when the upstream acts as the caller, AMB-216)."""
     config = tool.handler_config
     if not all(key in config for key in RESOLVED_KEYS):
         # Only the catalog loader resolves the upstream: a row read some other way cannot call it.
@@ -79,6 +81,7 @@ def target_of(ctx: RequestContext, tool: ToolDef) -> federation.Target:
             timeout_seconds=float(config["timeout_seconds"]),
             headers=tool.handler_secrets,
             oauth=config.get("oauth"),
+            bearer=bearer,
         )
     except secrets.SecretsError as exc:
         raise ToolError(f"The upstream {config['upstream']!r} cannot be called: {exc}") from None
@@ -87,7 +90,9 @@ def target_of(ctx: RequestContext, tool: ToolDef) -> federation.Target:
 async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> dict[str, Any]:
     """Call the remote tool with the client's arguments and the fixed ones; pass its result through."""
     config = tool.handler_config
-    target = target_of(ctx, tool)
+    provider = config.get("connection")
+    # The caller's own account first (AMB-216): a person who must connect does so before the upstream hears of it.
+    target = target_of(ctx, tool, await accounts.access_token(ctx, provider) if provider else "")
     sent = {**arguments, **(config.get("fixed") or {})}
 
     # Bounded: an upstream that floods its call with messages must not keep the event loop every

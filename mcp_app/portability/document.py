@@ -69,6 +69,7 @@ KINDS: tuple[Kind, ...] = (
             "oauth_client_id",
             "oauth_token_url",
             "oauth_scope",
+            "connection",
         ),  # fmt: skip
     ),
     # Connected accounts' providers (AMB-207): the client secret by name only, the connections never.

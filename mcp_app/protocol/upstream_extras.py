@@ -16,8 +16,9 @@ from typing import Any
 from mcp_app import federation
 from mcp_app.core import upstream_uris
 from mcp_app.core.context import RequestContext
+from mcp_app.core.errors import ToolError
 from mcp_app.core.types import UpstreamRef
-from mcp_app.handlers import secrets
+from mcp_app.handlers import accounts, secrets
 from mcp_app.protocol.jsonrpc import (
     INVALID_PARAMS,
     RESOURCE_NOT_FOUND,
@@ -31,8 +32,15 @@ from mcp_app.protocol.jsonrpc import (
 _REFUSED = (INVALID_PARAMS, RESOURCE_NOT_FOUND)
 
 
-def target(ctx: RequestContext, ref: UpstreamRef) -> federation.Target:
-    """The federation target of a published definition, as the catalog loader resolved it."""
+async def target(ctx: RequestContext, ref: UpstreamRef) -> federation.Target:
+    """The federation target of a published definition, as the catalog loader resolved it; with the
+    caller's own token when the upstream acts as the caller (AMB-216), who is asked to connect first."""
+    bearer = ""
+    if ref.connection:
+        try:
+            bearer = await accounts.access_token(ctx, ref.connection)
+        except ToolError as exc:
+            raise InternalError(truncate(f"Upstream {ref.name!r}: {exc.message}")) from None
     try:
         return secrets.upstream_target(
             tenant_id=ctx.tenant.id,
@@ -43,6 +51,7 @@ def target(ctx: RequestContext, ref: UpstreamRef) -> federation.Target:
             timeout_seconds=float(ref.timeout_seconds),
             headers=ref.secrets,
             oauth=dict(ref.oauth),
+            bearer=bearer,
         )
     except secrets.SecretsError as exc:
         raise InternalError(truncate(f"Upstream {ref.name!r} cannot be called: {exc}")) from None
@@ -62,7 +71,7 @@ def error(ref: UpstreamRef, exc: federation.UpstreamError) -> JsonRpcError:
 async def get_prompt(ctx: RequestContext, ref: UpstreamRef, arguments: dict[str, str]) -> dict[str, Any]:
     """The upstream's prompt, its messages' resource links and embedded resources under published URIs."""
     try:
-        result = await federation.get_prompt(target(ctx, ref), ref.remote, arguments)
+        result = await federation.get_prompt(await target(ctx, ref), ref.remote, arguments)
     except federation.UpstreamError as exc:
         raise error(ref, exc) from None
     messages = []
@@ -87,7 +96,7 @@ async def read(
     if remote is None:
         raise not_found
     try:
-        result = await federation.read_resource(target(ctx, ref), remote)
+        result = await federation.read_resource(await target(ctx, ref), remote)
     except federation.UpstreamError as exc:
         if exc.code in _REFUSED:
             raise not_found from None
@@ -113,7 +122,7 @@ async def complete(
     remote_ref = {"type": wire_ref["type"], key: ref.remote}
     try:
         sent = {"name": argument["name"], "value": argument["value"]}
-        result = await federation.complete(target(ctx, ref), remote_ref, sent, context or None)
+        result = await federation.complete(await target(ctx, ref), remote_ref, sent, context or None)
     except federation.UpstreamError as exc:
         raise error(ref, exc) from None
     completion = result.get("completion") if isinstance(result.get("completion"), dict) else {}

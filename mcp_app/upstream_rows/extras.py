@@ -75,6 +75,7 @@ def published(upstream: Upstream, taken: Taken = Taken()) -> Published:
             remote=remote,
             secrets=upstream.secret_headers,
             oauth=tuple(sorted(upstream.oauth().items())),
+            connection=upstream.connection,
             completions=completions,
             size=size if isinstance(size, int) and not isinstance(size, bool) else None,
         )

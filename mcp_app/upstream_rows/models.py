@@ -108,6 +108,17 @@ class Upstream(models.Model):
     )
     # Fernet-encrypted {"client_secret": ...} (handlers/secrets.py); never shown again.
     oauth_client_secret = models.TextField(blank=True, default="", editable=False)
+    # Connected accounts (AMB-216): each call carries its caller's own token at this provider of the
+    # tenant; discovery, sync and the watcher keep using the upstream's own credentials above.
+    connection = models.CharField(
+        "act as the caller through",
+        max_length=63,
+        blank=True,
+        validators=[RegexValidator(r"^[a-z0-9][a-z0-9_-]{0,62}$", "Name one of this tenant's providers.")],
+        help_text="A provider of this tenant (its name): every call sends the calling person's own token "
+        "there as Authorization: Bearer, asking them to connect first. Test connection, Sync and the "
+        "watcher use the credentials above. Blank: calls use those too.",
+    )
     timeout_seconds = models.PositiveIntegerField(
         default=30,
         validators=[MinValueValidator(1), MaxValueValidator(UPSTREAM_TIMEOUT_MAX_SECONDS)],

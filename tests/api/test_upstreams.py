@@ -90,7 +90,16 @@ def test_an_upstream_is_validated_by_its_model_field_by_field(as_alice, tenant_a
         {"name": "other", "url": "https://mcp.example.com/mcp", "secrets": {"Bad Header": "x"}},
     )
     assert bad_secrets.status_code == 400 and "secrets" in bad_secrets.json()["error"]["fields"]
+    bad_connection = as_alice.call(
+        "POST", UPSTREAMS, {"name": "other", "url": "https://mcp.example.com/mcp", "connection": "Git Hub"}
+    )
+    assert bad_connection.status_code == 400
+    assert "Name one of this tenant's providers." in bad_connection.json()["error"]["fields"]["connection"]
     assert Upstream.objects.filter(tenant=tenant_a).count() == 1
+    acting = as_alice.call(
+        "POST", UPSTREAMS, {"name": "as-you", "url": "https://mcp.example.com/mcp", "connection": "github"}
+    )
+    assert acting.status_code == 201 and acting.json()["connection"] == "github"
 
 
 def test_test_connection_shows_what_the_upstream_offers_without_publishing(

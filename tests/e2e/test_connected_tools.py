@@ -156,3 +156,60 @@ async def test_a_person_is_asked_to_connect_connects_and_the_call_goes_on_with_t
     assert (
         "Open this link in your browser" in text and f"/t/{names['acct']}/connections/gh/start?link=" in text
     )
+
+
+def federate_as_the_caller(server: DaphneServer, server_b: DaphneServer, names: dict[str, str]) -> None:
+    """B's tenant `prov` gets `plan`, which needs `prov:read`; A's `acct` federates it as `b_plan`,
+    discovered with a service client of `prov` that has only `mcp:tools`, called as the person through
+    provider `gh`, now asking for `prov:read` too. Only the person's token can call it."""
+    django_shell(
+        server.env,
+        "from django.contrib.auth import get_user_model\n"
+        "from mcp_app.handlers.secrets import encrypt_secrets\n"
+        "from mcp_app.models import Provider, Tool, Upstream, UpstreamTool\nfrom mcp_app.oauth import service_clients\n"
+        "from mcp_app.upstreams import service\nfrom tenants.models import Tenant\n"
+        f"n = {names!r}\n"
+        "prov, acct = Tenant.objects.get(slug=n['prov']), Tenant.objects.get(slug=n['acct'])\n"
+        "person = get_user_model().objects.get(username=n['person'])\n"
+        "Tool.objects.create(tenant=prov, name='plan', handler='template', required_scope='prov:read',"
+        " handler_config={'text': 'The plan, for your eyes only.'})\n"
+        "Provider.objects.filter(tenant=acct, name='gh').update(scopes='mcp:tools prov:read')\n"
+        "made = service_clients.create(prov, person, 'discovery by A', 'mcp:tools')\n"
+        f"up = Upstream(tenant=acct, name='provb', url={server_b.mcp_url(names['prov'])!r}, prefix='b_',"
+        " timeout_seconds=15, connection='gh', oauth_client_id=made.client_id,"
+        " oauth_client_secret=encrypt_secrets({'client_secret': made.client_secret}))\n"
+        "up.full_clean(); up.save(); service.sync(up)\n"
+        "for row in UpstreamTool.objects.filter(upstream=up):\n"
+        "    service.publish(row)\n",
+    )
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_an_upstream_server_is_called_as_the_person_who_is_asked_to_connect_first(
+    server: DaphneServer, server_b: DaphneServer, page: Page, mode: str, request: pytest.FixtureRequest
+) -> None:
+    names = await asyncio.to_thread(setup, server, server_b)
+    await asyncio.to_thread(federate_as_the_caller, server, server_b, names)
+    out = await asyncio.to_thread(
+        manage, server.env, "mcp_key", names["acct"], "--user", names["person"], "--scope", "mcp:tools"
+    )
+    key = used_secret(out.strip().splitlines()[-1])
+    shots = Screenshots(request.node.name)
+    asked: list[Any] = []
+
+    async def person(context: Any, params: Any) -> ElicitResult:
+        asked.append(params)
+        await connect_in_browser(page, params.url, names, shots)
+        return ElicitResult(action="accept")
+
+    async with person_client(server.mcp_url(names["acct"]), key, mode, elicitation_callback=person) as (
+        client,
+        _,
+    ):
+        assert "b_plan" in {tool.name for tool in (await client.list_tools()).tools}
+        first = await client.call_tool("b_plan", {})
+        assert not first.is_error, first
+        assert first.content[0].text == "The plan, for your eyes only."
+        assert len(asked) == 1 and asked[0].mode == "url"
+        again = await client.call_tool("b_plan", {})
+        assert again.content[0].text == "The plan, for your eyes only." and len(asked) == 1

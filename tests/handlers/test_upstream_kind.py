@@ -81,7 +81,7 @@ async def test_the_catalog_gives_the_handler_the_upstream_and_leaves_out_a_disab
     assert echo.handler_config | {} == {
         "upstream": "docs", "tool": "echo", "fixed": {},
         "url": remote.url, "mode": "auto", "transport": "streamable-http", "timeout_seconds": 5, "upstream_id": row.pk,
-        "oauth": {}, "upstream_task": "forbidden",
+        "oauth": {}, "connection": "", "upstream_task": "forbidden",
     }  # fmt: skip
     assert echo.handler_secrets == row.secret_headers
     row.enabled = False
