@@ -11,6 +11,7 @@ checks here need no network: the fetches themselves go through the SSRF guard wh
 from __future__ import annotations
 
 import ipaddress
+import re
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -29,6 +30,7 @@ FIELDS = frozenset(
         "client_id",
         "audience",
         "scope_claim",
+        "scope_map",
         "algorithms",
         "keep_platform_tokens",
     }
@@ -105,6 +107,8 @@ def problems(identity: Any) -> dict[str, str]:
         not isinstance(identity.get("client_id"), str) or not identity.get("client_id")
     ):
         found["client_id"] = "client_id is required with introspection_url (its client secret too)."
+    if (problem := scope_map_problem(identity.get("scope_map", {}))) is not None:
+        found["scope_map"] = problem
     claim = identity.get("scope_claim", "scope")
     if claim not in SCOPE_CLAIMS:
         found["scope_claim"] = f"scope_claim must be one of {', '.join(SCOPE_CLAIMS)}."
@@ -120,6 +124,26 @@ def problems(identity: Any) -> dict[str, str]:
     if not isinstance(identity.get("keep_platform_tokens", False), bool):
         found["keep_platform_tokens"] = "keep_platform_tokens must be true or false."
     return found
+
+
+MAX_MAPPED = 100
+_SCOPE_TOKEN = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]{1,200}")  # RFC 6749 §3.3 scope-token
+
+
+def scope_map_problem(value: Any) -> str | None:
+    """Why a `scope_map` (the provider's scope -> our scopes, space-separated) does not do; None if it does."""
+    if not isinstance(value, dict):
+        return 'scope_map must be an object: {"their scope": "our scopes, space-separated"}.'
+    if len(value) > MAX_MAPPED:
+        return f"scope_map maps at most {MAX_MAPPED} scopes."
+    for theirs, ours in value.items():
+        if not _SCOPE_TOKEN.fullmatch(theirs):
+            return f"scope_map: {theirs[:64]!r} is not a scope (no spaces or quotes, at most 200 characters)."
+        if not isinstance(ours, str) or not ours.split() or len(ours) > 1000:
+            return f'scope_map: {theirs[:64]!r} must map to our scopes, space-separated (e.g. "mcp:tools").'
+        if not all(_SCOPE_TOKEN.fullmatch(scope) for scope in ours.split()):
+            return f"scope_map: what {theirs[:64]!r} maps to is not a list of scopes."
+    return None
 
 
 def check(identity: Any) -> None:

@@ -124,6 +124,10 @@ def external_identity(tenant: Tenant) -> ExternalIdentity | None:
         client_id=str(config.get("client_id") or ""),
         client_secret=tenant.identity_client_secret,
         scope_claim=str(config.get("scope_claim") or "scope"),
+        scope_map=tuple(
+            (str(theirs), tuple(str(ours).split()))
+            for theirs, ours in (config.get("scope_map") or {}).items()
+        ),
         algorithms=tuple(config.get("algorithms") or ("RS256",)),
         keep_platform_tokens=bool(config.get("keep_platform_tokens")),
     )

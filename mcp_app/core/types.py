@@ -167,6 +167,8 @@ class ExternalIdentity:
     client_id: str = ""  # the introspection client
     client_secret: str = ""  # still Fernet-encrypted (handlers/secrets.py)
     scope_claim: str = "scope"  # "scope" (space-separated) or "scp" (a list)
+    # The provider's scope -> ours it grants too (AMB-217): Entra's "api://x/Tools.Use" -> ("mcp:tools",).
+    scope_map: tuple[tuple[str, tuple[str, ...]], ...] = ()
     algorithms: tuple[str, ...] = ("RS256",)
     keep_platform_tokens: bool = False  # our own authorization server's tokens too
 

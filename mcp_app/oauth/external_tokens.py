@@ -359,10 +359,19 @@ def _caller(claims: dict[str, Any], identity: ExternalIdentity) -> tuple[Caller,
     caller = Caller(
         user_id=None,
         client_id=client if isinstance(client, str) and client else None,
-        scopes=_scopes(claims.get(identity.scope_claim)),
+        scopes=mapped(identity, _scopes(claims.get(identity.scope_claim))),
         subject=f"{identity.issuer}#{subject}",
     )
     return caller, float(expires) + leeway
+
+
+def mapped(identity: ExternalIdentity, theirs: frozenset[str]) -> frozenset[str]:
+    """The token's scopes and ours that its provider's scopes grant by the tenant's `scope_map` (AMB-217)."""
+    granted = set(theirs)
+    for scope, ours in identity.scope_map:
+        if scope in theirs:
+            granted.update(ours)
+    return frozenset(granted)
 
 
 def _scopes(value: Any) -> frozenset[str]:

@@ -405,3 +405,40 @@ async def test_the_client_comes_from_client_id_or_else_azp(jwt_tenant, idp):
     other.session_id, other.version = alice.session_id, alice.version
     assert (await alice.request("tools/list")).status == 200
     assert (await other.request("tools/list")).status == 404
+
+
+async def test_the_providers_own_scopes_map_to_ours(jwt_tenant, idp):
+    await sync_to_async(configure)(
+        jwt_tenant,
+        {
+            "issuer": idp.url, "jwks_uri": idp.jwks_uri, "audience": AUD_A, "scope_claim": "scp",
+            "scope_map": {"api://mcp/Tools.Use": TOOLS, "Payroll.Read": "payroll:read"},
+        },
+    )  # fmt: skip
+    theirs = idp.mint(idp.claims(AUD_A, scope="", scp=["api://mcp/Tools.Use"]))
+    assert (await call(theirs)).status == 200
+    stepped = await call(theirs, "payroll")
+    assert stepped.status == 403 and "payroll:read" in stepped.headers["www-authenticate"]
+    both = idp.mint(idp.claims(AUD_A, scope="", scp=["api://mcp/Tools.Use", "Payroll.Read"]))
+    assert (await call(both, "payroll")).json()["result"]["content"][0]["text"] == "salaries"
+    unmapped = idp.mint(idp.claims(AUD_A, scope="", scp=["Something.Else"]))
+    assert (await call(unmapped)).status == 403
+
+
+@pytest.mark.parametrize(
+    ("scope_map", "says"),
+    [
+        (["mcp:tools"], "scope_map must be an object"),
+        ({"has space": "mcp:tools"}, "is not a scope"),
+        ({"Tools.Use": ""}, "must map to our scopes"),
+        ({"Tools.Use": 'mcp:tools "quoted"'}, "is not a list of scopes"),
+    ],
+)
+def test_a_bad_scope_map_is_refused_on_save(tenant_a, scope_map, says):
+    identity = {
+        "issuer": "https://idp.example.com",
+        "jwks_uri": "https://idp.example.com/jwks",
+        "audience": "a",
+    }
+    with pytest.raises(ValidationError, match=says):
+        configure(tenant_a, {**identity, "scope_map": scope_map})
