@@ -91,10 +91,11 @@ async def other_tenants_latency_while(
 
 
 def within_twice_idle(idle: float, during: float) -> None:
-    # The other tenant's median stays within 2x its idle median, with a floor of 25 ms: on a slow 2-core
+    # The other tenant's median stays within 2x its idle median, with a floor of 40 ms: on a slow 2-core
     # machine the attack's own processes (the upstream flooding, its clients) and the suite's other
-    # workers share the cores with Daphne; a flood parsed without its budget costs seconds, not this.
-    assert during <= 2 * max(idle, 0.025), f"idle p50 {idle * 1000:.1f} ms, during {during * 1000:.1f} ms"
+    # workers share the cores with Daphne (a run with other tests beside it saw 19 ms idle, 64 ms during:
+    # 25 ms was too tight a floor); a flood parsed without its budget costs seconds, not this.
+    assert during <= 2 * max(idle, 0.040), f"idle p50 {idle * 1000:.1f} ms, during {during * 1000:.1f} ms"
 
 
 async def test_an_upstream_that_hangs_slows_no_other_tenant(
