@@ -19,14 +19,18 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import json
+import logging
 import secrets
 import time
+from collections import OrderedDict
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core import signing
 from django.db import transaction
+from django.db.models.signals import post_delete, post_save
 from django.utils import timezone
 
 from audit.models import Action
@@ -36,6 +40,7 @@ from mcp_app.handlers.accounts import ConnectionUnavailable, NotConnected
 from mcp_app.handlers.secrets import SecretsError, encrypt_secrets
 from mcp_app.identity import provider_http
 from mcp_app.identity.models import Connection, Provider
+from mcp_app.infra import pubsub, redis_client
 from mcp_app.infra.lease import Lease
 from tenants import wall
 from tenants.models import Tenant
@@ -43,6 +48,8 @@ from tenants.models import Tenant
 # The ORM is reached through asgiref's sync_to_async, not channels' database_sync_to_async: the pages and
 # the admin call the vault from inside a request (the admin's delete inside its transaction), whose
 # connection the latter would close under it.
+logger = logging.getLogger(__name__)
+
 SALT = "mcp.connection-start"
 # A token this close to its expiry is refreshed before it is handed out.
 EARLY_SECONDS = 30.0
@@ -137,6 +144,7 @@ def _not_connected(
 
 
 def _drop(connection: Connection, reason: str) -> None:
+    _handed.pop((connection.tenant_id, connection.user_id, connection.provider.name), None)
     with wall.tenant(connection.tenant_id):
         connection.drop_reason = reason  # type: ignore[attr-defined]  # read by the audit receiver
         connection.delete()
@@ -149,23 +157,94 @@ def _store_refreshed(connection: Connection, tokens: provider_http.Tokens) -> No
         )
 
 
+# Tokens handed out lately, per (tenant, user, provider): a tool called again and again reads no row and
+# decrypts nothing for MCP_TOKEN_CACHE_SECONDS, as bearer tokens are cached at the endpoint. A saved or
+# deleted connection (a refresh, a Disconnect, invalid_grant) forgets its entry here at once and, with
+# Redis, in every other process within milliseconds (published after the commit, as token evictions are).
+_handed: OrderedDict[tuple[int, int, str], tuple[str, float]] = OrderedDict()
+MAX_HANDED = 10_000
+EVICT_CHANNEL = "mcp:connections:evict"
+
+
+def _evict_message(raw: Any) -> None:
+    try:
+        message = json.loads(raw)
+    except (TypeError, ValueError):
+        return
+    if isinstance(message, list) and len(message) == 3:
+        _handed.pop((message[0], message[1], message[2]), None)
+
+
+_eviction = pubsub.Subscriber(EVICT_CHANNEL, _evict_message, lambda: _handed.clear(), "connection eviction")
+
+
+def on_connection_changed(sender: Any, instance: Connection, **kwargs: Any) -> None:
+    """A saved or deleted Connection is forgotten here and, after the commit, in every other process."""
+    provider = Provider.objects.filter(pk=instance.provider_id).values_list("name", flat=True).first()
+    name = provider or getattr(getattr(instance, "provider", None), "name", "")
+    key = [instance.tenant_id, instance.user_id, name]
+    _handed.pop((key[0], key[1], key[2]), None)
+    if kwargs.get("created") or not redis_client.enabled():
+        return
+
+    def send() -> None:
+        try:
+            redis_client.sync_client().publish(redis_client.channel(EVICT_CHANNEL), json.dumps(key))
+        except Exception:  # the others still forget it when its few seconds are up
+            logger.warning("could not publish a connection eviction", exc_info=True)
+
+    transaction.on_commit(send)
+
+
+for _signal, _uid in ((post_save, "mcp-connection-save"), (post_delete, "mcp-connection-delete")):
+    _signal.connect(on_connection_changed, sender=Connection, dispatch_uid=_uid)
+
+
+def _remember(key: tuple[int, int, str], token: str, expires_at: float | None) -> str:
+    ttl = float(settings.MCP_TOKEN_CACHE_SECONDS)
+    until = time.monotonic() + ttl
+    if expires_at is not None:  # never past the moment it would be refreshed
+        until = min(until, time.monotonic() + expires_at - time.time() - EARLY_SECONDS)
+    if ttl > 0 and until > time.monotonic():
+        _handed[key] = (token, until)
+        _handed.move_to_end(key)
+        while len(_handed) > MAX_HANDED:
+            _handed.popitem(last=False)
+    return token
+
+
 async def access_token(
     tenant_id: int, user_id: int, provider_name: str, elicitation_id: str | None = None
 ) -> str:
     """The person's access token at the provider; raises NotConnected (send them to its start_url) or
     ConnectionUnavailable (its message says why: the provider unreachable, or no such provider here)."""
+    if float(settings.MCP_TOKEN_CACHE_SECONDS) > 0 and settings.MCP_TOKEN_EVICTION_SUBSCRIBER:
+        _eviction.ensure()
+    key = (tenant_id, user_id, provider_name)
+    handed = _handed.get(key)
+    if handed is not None and handed[1] > time.monotonic():
+        return handed[0]
+    _handed.pop(key, None)
     connection = await sync_to_async(_load)(tenant_id, user_id, provider_name)
     if connection is not None and _fresh(connection):
         try:
-            return str(connection.token_set()["access_token"])
+            token = str(connection.token_set()["access_token"])
         except (SecretsError, KeyError):
             await sync_to_async(_drop)(connection, "unreadable")
             connection = None
+        else:
+            expires = connection.expires_at.timestamp() if connection.expires_at else None
+            return _remember(key, token, expires)
     if connection is not None:
         token = await _refreshed(tenant_id, user_id, provider_name, connection.pk)
         if token is not None:
             return token
     raise await sync_to_async(_not_connected)(tenant_id, user_id, provider_name, elicitation_id)
+
+
+def forget() -> None:
+    """Forget the tokens handed out lately (tests)."""
+    _handed.clear()
 
 
 async def _refreshed(tenant_id: int, user_id: int, provider_name: str, connection_id: int) -> str | None:
