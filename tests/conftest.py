@@ -15,6 +15,7 @@ from django.test import TransactionTestCase
 
 from mcp_app import catalog
 from mcp_app.content import render_pool, rendering
+from mcp_app.identity import vault
 from mcp_app.models import Tool
 from mcp_app.oauth import ratelimit as oauth_ratelimit
 from mcp_app.protocol import quotas, ratelimit
@@ -155,6 +156,7 @@ def _fresh_rate_limits() -> None:
     ratelimit.reset()
     oauth_ratelimit.reset()
     quotas.reset()
+    vault.forget()  # connected accounts' tokens handed out, by (tenant, user, provider) ids that repeat too
 
 
 @pytest.fixture(autouse=True)

@@ -144,7 +144,6 @@ def _not_connected(
 
 
 def _drop(connection: Connection, reason: str) -> None:
-    _handed.pop((connection.tenant_id, connection.user_id, connection.provider.name), None)
     with wall.tenant(connection.tenant_id):
         connection.drop_reason = reason  # type: ignore[attr-defined]  # read by the audit receiver
         connection.delete()
@@ -163,6 +162,8 @@ def _store_refreshed(connection: Connection, tokens: provider_http.Tokens) -> No
 # Redis, in every other process within milliseconds (published after the commit, as token evictions are).
 _handed: OrderedDict[tuple[int, int, str], tuple[str, float]] = OrderedDict()
 MAX_HANDED = 10_000
+# Counts forgettings: a read that overlapped one must not keep what it read (it may be the old token).
+_forgotten = [0]
 EVICT_CHANNEL = "mcp:connections:evict"
 
 
@@ -172,19 +173,33 @@ def _evict_message(raw: Any) -> None:
     except (TypeError, ValueError):
         return
     if isinstance(message, list) and len(message) == 3:
-        _handed.pop((message[0], message[1], message[2]), None)
+        _forget((message[0], message[1], message[2]))
 
 
-_eviction = pubsub.Subscriber(EVICT_CHANNEL, _evict_message, lambda: _handed.clear(), "connection eviction")
+def _forget(key: tuple[int, int, str] | None = None) -> None:
+    _forgotten[0] += 1
+    if key is None:
+        _handed.clear()
+    else:
+        _handed.pop(key, None)
+
+
+_eviction = pubsub.Subscriber(EVICT_CHANNEL, _evict_message, _forget, "connection eviction")
 
 
 def on_connection_changed(sender: Any, instance: Connection, **kwargs: Any) -> None:
     """A saved or deleted Connection is forgotten here and, after the commit, in every other process."""
-    provider = Provider.objects.filter(pk=instance.provider_id).values_list("name", flat=True).first()
-    name = provider or getattr(getattr(instance, "provider", None), "name", "")
+    if kwargs.get("created"):
+        return  # nobody was handed a token of a connection that did not exist
+    cached = instance._state.fields_cache.get("provider")
+    name = (
+        cached.name
+        if cached is not None
+        else (Provider.objects.filter(pk=instance.provider_id).values_list("name", flat=True).first() or "")
+    )
     key = [instance.tenant_id, instance.user_id, name]
-    _handed.pop((key[0], key[1], key[2]), None)
-    if kwargs.get("created") or not redis_client.enabled():
+    _forget((key[0], key[1], key[2]))
+    if not redis_client.enabled():
         return
 
     def send() -> None:
@@ -200,8 +215,10 @@ for _signal, _uid in ((post_save, "mcp-connection-save"), (post_delete, "mcp-con
     _signal.connect(on_connection_changed, sender=Connection, dispatch_uid=_uid)
 
 
-def _remember(key: tuple[int, int, str], token: str, expires_at: float | None) -> str:
+def _remember(key: tuple[int, int, str], token: str, expires_at: float | None, seen: int) -> str:
     ttl = float(settings.MCP_TOKEN_CACHE_SECONDS)
+    if seen != _forgotten[0]:
+        return token
     until = time.monotonic() + ttl
     if expires_at is not None:  # never past the moment it would be refreshed
         until = min(until, time.monotonic() + expires_at - time.time() - EARLY_SECONDS)
@@ -225,6 +242,7 @@ async def access_token(
     if handed is not None and handed[1] > time.monotonic():
         return handed[0]
     _handed.pop(key, None)
+    seen = _forgotten[0]
     connection = await sync_to_async(_load)(tenant_id, user_id, provider_name)
     if connection is not None and _fresh(connection):
         try:
@@ -234,7 +252,7 @@ async def access_token(
             connection = None
         else:
             expires = connection.expires_at.timestamp() if connection.expires_at else None
-            return _remember(key, token, expires)
+            return _remember(key, token, expires, seen)
     if connection is not None:
         token = await _refreshed(tenant_id, user_id, provider_name, connection.pk)
         if token is not None:
@@ -244,7 +262,7 @@ async def access_token(
 
 def forget() -> None:
     """Forget the tokens handed out lately (tests)."""
-    _handed.clear()
+    _forget()
 
 
 async def _refreshed(tenant_id: int, user_id: int, provider_name: str, connection_id: int) -> str | None:
