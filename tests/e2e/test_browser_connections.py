@@ -171,11 +171,14 @@ def connection_row(server: DaphneServer, names: dict[str, str]) -> dict[str, Any
 
 
 def expire(server: DaphneServer, names: dict[str, str]) -> None:
+    """Expire the connection behind the vault's back (no signal); the shell process, which calls the
+    vault here, forgets the token it handed out, as it would within MCP_TOKEN_CACHE_SECONDS."""
     django_shell(
         server.env,
-        "import datetime\nfrom django.utils import timezone\nfrom mcp_app.models import Connection\n"
+        "import datetime\nfrom django.utils import timezone\nfrom mcp_app.identity import vault\n"
+        "from mcp_app.models import Connection\n"
         f"Connection.objects.filter(tenant__slug={names['acct']!r}).update("
-        "expires_at=timezone.now() - datetime.timedelta(seconds=5))\n",
+        "expires_at=timezone.now() - datetime.timedelta(seconds=5))\nvault.forget()\n",
     )
 
 
