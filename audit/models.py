@@ -48,6 +48,8 @@ class Action(models.TextChoices):
     CONNECTION_MADE = "connection_made", "Account connected"
     CONNECTION_REMOVED = "connection_removed", "Account disconnected"
     CONNECTION_REFRESH_FAILED = "connection_refresh_failed", "Connected account's refresh failed"
+    DEFINITIONS_PUBLISHED = "definitions_published", "Drafts published"
+    DEFINITION_ROLLED_BACK = "definition_rolled_back", "Definition rolled back"
 
 
 # The only update the application may make: deleting a user or tenant sets these to NULL (SET_NULL).

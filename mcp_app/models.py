@@ -7,7 +7,7 @@ The upstream servers' models live in upstream_rows/models.py (imported here, so 
 from __future__ import annotations
 
 import datetime
-from typing import Self
+from typing import Any, Self
 
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
@@ -45,6 +45,12 @@ scope_token_validator = RegexValidator(
 )
 
 
+class DefinitionQuerySet(TenantQuerySet):
+    def published(self) -> Self:
+        """Rows clients may see (published at least once; `enabled` is the caller's own filter)."""
+        return self.filter(version__gt=0)
+
+
 def default_input_schema() -> dict:
     return {"type": "object", "properties": {}}
 
@@ -61,11 +67,35 @@ class Definition(models.Model):
     meta = models.JSONField(default=dict, blank=True, help_text="Extra _meta keys sent with the definition.")
     enabled = models.BooleanField(default=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # Drafts and versions (AMB-218): the row's fields are what clients get, its published version
+    # `version` (0: never published, the row is a draft nobody sees); `draft` holds an editor's
+    # pending changes of a published row ({field: value}), applied only when published (mcp_app/drafts).
+    version = models.PositiveIntegerField(default=0, editable=False)
+    draft = models.JSONField(null=True, blank=True, editable=False)
 
-    objects = TenantQuerySet.as_manager()
+    objects = DefinitionQuerySet.as_manager()
 
     class Meta:
         abstract = True
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """Every save is a published version, numbered, unless it only stages (`_keep_version`)."""
+        if getattr(self, "_keep_version", False):
+            # A draft, or a secret's new value: not a version (django-simple-history reads this).
+            self.skip_history_when_saving = True
+        else:
+            self.version += 1
+            if kwargs.get("update_fields") is not None:
+                kwargs["update_fields"] = {*kwargs["update_fields"], "version"}
+        try:
+            super().save(*args, **kwargs)
+        except BaseException:
+            if not getattr(self, "_keep_version", False):
+                self.version -= 1
+            raise
+        finally:
+            self.__dict__.pop("skip_history_when_saving", None)
+            self.__dict__.pop("_keep_version", None)
 
 
 class Execution(models.TextChoices):
@@ -92,11 +122,11 @@ class WithoutElicitation(models.TextChoices):
     RUN = "run", "Run it without asking"
 
 
-class ToolQuerySet(TenantQuerySet):
+class ToolQuerySet(DefinitionQuerySet):
     def needing_scopes(self, tenant: Tenant | int) -> ToolQuerySet:
         """The tenant's tools that need a scope of their own. Enabled ones only: a disabled tool cannot
         be called, so its scope is neither offered, granted, nor checked (one rule for all three)."""
-        return self.for_tenant(tenant).filter(enabled=True).exclude(required_scope="")
+        return self.for_tenant(tenant).published().filter(enabled=True).exclude(required_scope="")
 
 
 # The longest a call may wait for a worker (Tool.worker_wait_seconds): a day.
@@ -169,7 +199,7 @@ class Tool(Definition):
 
     objects = ToolQuerySet.as_manager()
     # Secrets stay out of history: a revert keeps today's secret values (never stored twice).
-    history = HistoricalRecords(excluded_fields=["handler_secrets", "updated_at"])
+    history = HistoricalRecords(excluded_fields=["handler_secrets", "updated_at", "draft"])
 
     class Meta:
         ordering = ["name"]
@@ -226,7 +256,7 @@ class Prompt(Definition):
         default=list,
         help_text='List of {"role": "user"|"assistant", "content": {content block; text is a Django template}}.',
     )
-    history = HistoricalRecords(excluded_fields=["updated_at"])
+    history = HistoricalRecords(excluded_fields=["updated_at", "draft"])
 
     class Meta:
         ordering = ["name"]
@@ -265,7 +295,7 @@ class Resource(Definition):
     text = models.TextField(blank=True, help_text="Text content; leave empty for a binary resource.")
     blob = models.BinaryField(null=True, blank=True, editable=False, help_text="Binary content (uploaded).")
     annotations = models.JSONField(default=dict, blank=True, help_text="audience, priority, lastModified.")
-    history = HistoricalRecords(excluded_fields=["updated_at"])
+    history = HistoricalRecords(excluded_fields=["updated_at", "draft"])
 
     class Meta:
         ordering = ["uri"]
@@ -315,7 +345,7 @@ class ResourceTemplate(Definition):
         default=dict, blank=True, help_text='Values offered per variable: {"id": ["1", "2"]}.'
     )
     annotations = models.JSONField(default=dict, blank=True)
-    history = HistoricalRecords(excluded_fields=["updated_at"])
+    history = HistoricalRecords(excluded_fields=["updated_at", "draft"])
 
     class Meta:
         ordering = ["uri_template"]

@@ -116,9 +116,13 @@ class TenantScopedAdmin(MembershipPermissionsMixin, admin.ModelAdmin):
         # RelatedOnlyFieldListFilter lists only tenants present in the scoped queryset.
         return [("tenant", admin.RelatedOnlyFieldListFilter), *super().get_list_filter(request)]
 
-    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+    def ensure_may_edit(self, request: HttpRequest, obj: Any) -> None:
+        """Refuse (403) a write to a row of a tenant the user may not edit."""
         if not _allowed(editable_tenant_ids(request, self.edit_roles), self.tenant_id_of(obj)):
             raise PermissionDenied
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        self.ensure_may_edit(request, obj)
         super().save_model(request, obj, form, change)
 
     def delete_model(self, request: HttpRequest, obj: Any) -> None:

@@ -77,7 +77,9 @@ FORBIDDEN = {
     "mcp_app.usage": ("mcp_app.transport", "mcp_app.protocol", "mcp_app.admin", "mcp_app.background"),
     # Cross-process session and stream state: the transport's consumers use it, never the other way.
     "mcp_app.streams": ("mcp_app.transport", "mcp_app.admin", "mcp_app.api", "django.http"),
-    "mcp_app.history": ("mcp_app.transport", "mcp_app.protocol", "mcp_app.admin", "mcp_app.api"),
+    "mcp_app.history": ("mcp_app.transport", "mcp_app.protocol", "mcp_app.admin", "mcp_app.api", "mcp_app.drafts"),
+    # Drafts and publishing (AMB-218): over history, under the admin, the API and portability's import.
+    "mcp_app.drafts": ("mcp_app.transport", "mcp_app.protocol", "mcp_app.admin", "mcp_app.api", "mcp_app.portability"),
     # Upstream servers: their rows sit with the models; the service that syncs and pins them beside history.
     "mcp_app.upstream_rows": (
         "mcp_app.catalog",

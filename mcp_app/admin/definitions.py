@@ -22,17 +22,17 @@ from mcp_app.admin.forms import (
     ToolAdminForm,
     secret_summary,
 )
-from mcp_app.admin.history import HistoryAdminMixin
+from mcp_app.admin.publishing import DraftFilter, PublishingAdminMixin
 from mcp_app.admin.try_page import TryPages
 from mcp_app.core.types import offered_to_legacy
 from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool
 from tenants.admin import TenantScopedAdmin
 
 
-class DefinitionAdmin(HistoryAdminMixin, TenantScopedAdmin):
-    """Shared by every definition: JSON textareas, the tenant filter, enabled toggles, history."""
+class DefinitionAdmin(PublishingAdminMixin, TenantScopedAdmin):
+    """Shared by every definition: JSON textareas, the tenant filter, enabled toggles, drafts, history."""
 
-    list_filter = ("enabled",)
+    list_filter = ("enabled", DraftFilter)
     readonly_fields = ("updated_at",)
     save_on_top = True
     # Fields declared on the form only (no model attribute): a read-only view cannot show them.
@@ -82,8 +82,8 @@ class ToolAdmin(TryPages, DefinitionAdmin):
     form_only_fields = ("python_callable", "secret_headers", "clear_secrets")
     readonly_fields = ("stored_secrets", "revisions", "updated_at")
     # The columns a person scans, each one short line (AMB-73).
-    list_display = ("name", "tenant", "short_description", "kind", "runs", "enabled", "updated")
-    list_filter = ("enabled", "handler", "execution")
+    list_display = ("name", "tenant", "short_description", "kind", "runs", "enabled", "publishing", "updated")
+    list_filter = ("enabled", DraftFilter, "handler", "execution")
     search_fields = ("name", "title", "description")
     fieldsets = (
         (None, {"fields": ("tenant", "name", "title", "description", "enabled")}),
@@ -145,7 +145,7 @@ class ToolAdmin(TryPages, DefinitionAdmin):
 
 @admin.register(Prompt)
 class PromptAdmin(DefinitionAdmin):
-    list_display = ("name", "tenant", "title", "enabled", "updated")
+    list_display = ("name", "tenant", "title", "enabled", "publishing", "updated")
     search_fields = ("name", "title", "description")
     fieldsets = (
         (None, {"fields": ("tenant", "name", "title", "description", "enabled")}),
@@ -159,7 +159,7 @@ class PromptAdmin(DefinitionAdmin):
 class ResourceAdmin(DefinitionAdmin):
     form = ResourceAdminForm
     form_only_fields = ("upload", "clear_blob")
-    list_display = ("uri", "tenant", "name", "mime_type", "size_display", "enabled", "updated")
+    list_display = ("uri", "tenant", "name", "mime_type", "size_display", "enabled", "publishing", "updated")
     search_fields = ("uri", "name", "title", "description")
     readonly_fields = ("contents_summary", "updated_at")
     fieldsets = (
@@ -185,7 +185,7 @@ class ResourceAdmin(DefinitionAdmin):
 @admin.register(ResourceTemplate)
 class ResourceTemplateAdmin(DefinitionAdmin):
     form = ResourceTemplateAdminForm
-    list_display = ("uri_template", "tenant", "name", "mime_type", "handler", "enabled", "updated")
+    list_display = ("uri_template", "tenant", "name", "mime_type", "handler", "enabled", "publishing", "updated")
     search_fields = ("uri_template", "name", "title", "description")
     fieldsets = (
         (

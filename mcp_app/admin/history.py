@@ -17,6 +17,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.views.decorators.http import require_POST
 
+from mcp_app.drafts import service as drafts
 from mcp_app.history import service
 from tenants.admin import editable_tenant_ids, viewable_tenant_ids
 
@@ -35,6 +36,11 @@ class HistoryAdminMixin:
                 "<path:object_id>/history/<int:history_id>/revert/",
                 wrap(require_POST(self.revert_view)),
                 name=self._name("revert"),
+            ),
+            path(
+                "<path:object_id>/history/compare/",
+                wrap(self.compare_view),
+                name=self._name("compare"),
             ),
             path("deleted/", wrap(self.deleted_view), name=self._name("deleted")),
             path(
@@ -71,14 +77,41 @@ class HistoryAdminMixin:
             raise PermissionDenied
         back = reverse(f"admin:{self._name('history')}", args=[obj.pk])
         try:
-            service.revert(obj, history_id, request.user)
+            row = drafts.rollback(obj, history_id, request.user)
         except service.NoSuchVersion:
             raise Http404("No such version.") from None
         except service.HistoryError as exc:
             messages.error(request, str(exc))
             return HttpResponseRedirect(back)
-        messages.success(request, f"{obj} is back to that version; the revert is the newest entry below.")
+        messages.success(
+            request,
+            f"{row} is rolled back: that version is published again as version {row.version}, "
+            "the newest entry below. Connected clients are told.",
+        )
         return HttpResponseRedirect(back)
+
+    def compare_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """Any two versions of one definition, side by side as a diff (?from=<history id>&to=<history id>)."""
+        obj = self.get_object(request, object_id)  # another tenant's: 404 like a missing one
+        if not self.has_view_permission(request, obj):
+            raise PermissionDenied
+        try:
+            older, newer = int(request.GET.get("from", "")), int(request.GET.get("to", ""))
+        except ValueError:
+            messages.error(request, "Pick two versions to compare.")
+            return HttpResponseRedirect(reverse(f"admin:{self._name('history')}", args=[obj.pk]))
+        try:
+            changes = service.between(self.model, obj.pk, older, newer)
+        except service.NoSuchVersion:
+            raise Http404("No such version.") from None
+        numbers = dict(self.model.history.filter(id=obj.pk).values_list("history_id", "version"))
+        context = self._context(
+            request,
+            f"{obj}: version {numbers[older] or '(unnumbered)'} against {numbers[newer] or '(unnumbered)'}",
+            original=obj,
+            changes=changes,
+        )
+        return TemplateResponse(request, "admin/mcp_app/compare.html", context)
 
     def deleted_view(self, request: HttpRequest) -> HttpResponse:
         if not self.has_view_permission(request):

@@ -21,6 +21,7 @@ from rest_framework.views import APIView
 from mcp_app.api.errors import NOT_FOUND, ErrorSerializer, error_response
 from mcp_app.api.permissions import TenantRole, tenant_of
 from mcp_app.api.views import SLUG
+from mcp_app.drafts import service as drafts
 from mcp_app.history import service
 
 KIND = OpenApiParameter(
@@ -49,14 +50,21 @@ class VersionSerializer(serializers.Serializer):
     date = serializers.DateTimeField()
     user = serializers.CharField(allow_blank=True, help_text="Who saved it (blank: unknown, e.g. a command).")
     type = serializers.ChoiceField(choices=["created", "changed", "deleted"])
-    reason = serializers.CharField(allow_blank=True, help_text='E.g. "Reverted to version of ... by alice".')
+    reason = serializers.CharField(allow_blank=True, help_text='E.g. "Rolled back to version 2 (...) by alice".')
     label = serializers.CharField(help_text="The definition's name at this version.")
+    number = serializers.IntegerField(
+        help_text="The published version it is (AMB-218); 0: recorded before versions were numbered."
+    )
     changes = FieldChangeSerializer(many=True, help_text="What changed since the version before.")
 
 
 class RevertedSerializer(serializers.Serializer):
     object_id = serializers.IntegerField()
-    version = VersionSerializer(help_text="The new version the revert recorded.")
+    version = VersionSerializer(help_text="The new version the roll back published.")
+
+
+class ComparedSerializer(serializers.Serializer):
+    changes = FieldChangeSerializer(many=True, help_text="What changed from `from` to `to`.")
 
 
 def _definition(request: Request, slug: str, kind: str, pk: int) -> Any:
@@ -90,14 +98,15 @@ class HistoryView(generics.ListAPIView):
     responses={200: RevertedSerializer, 409: ErrorSerializer},
 )
 class RevertView(APIView):
-    """Make one version current again (owners and editors): checked like any edit, and recorded."""
+    """Roll back (owners and editors): publish one version again as the next version, checked like any
+    edit, recorded, announced; a draft in progress stays a draft."""
 
     permission_classes = [IsAuthenticated, TenantRole]
 
     def post(self, request: Request, slug: str, kind: str, pk: int, history_id: int) -> Response:
         obj = _definition(request, slug, kind, pk)
         try:
-            service.revert(obj, history_id, request.user)
+            drafts.rollback(obj, history_id, request.user)
         except service.NoSuchVersion:
             return error_response(404, "not_found", NOT_FOUND)
         except service.HistoryError as exc:
@@ -105,3 +114,26 @@ class RevertView(APIView):
         newest = service.versions(type(obj), obj.pk)[0]
         body = RevertedSerializer({"object_id": obj.pk, "version": newest}).data
         return Response(body, status=status.HTTP_200_OK)
+
+
+FROM = OpenApiParameter("from", int, OpenApiParameter.QUERY, required=True, description="A version's history id.")
+TO = OpenApiParameter("to", int, OpenApiParameter.QUERY, required=True, description="Another version's history id.")
+
+
+@extend_schema(parameters=[SLUG, KIND, ID, FROM, TO], responses={200: ComparedSerializer, 400: ErrorSerializer})
+class CompareView(APIView):
+    """What changed between any two versions of one definition (either order)."""
+
+    permission_classes = [IsAuthenticated, TenantRole]
+
+    def get(self, request: Request, slug: str, kind: str, pk: int) -> Response:
+        obj = _definition(request, slug, kind, pk)
+        try:
+            older, newer = int(request.query_params["from"]), int(request.query_params["to"])
+        except (KeyError, ValueError):
+            return error_response(400, "invalid", 'Give two versions: ?from=<history id>&to=<history id>.')
+        try:
+            changes = service.between(type(obj), obj.pk, older, newer)
+        except service.NoSuchVersion:
+            return error_response(404, "not_found", NOT_FOUND)
+        return Response(ComparedSerializer({"changes": changes}).data)

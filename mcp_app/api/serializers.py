@@ -22,9 +22,11 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from mcp_app.api.errors import django_errors
+from mcp_app.drafts import service as drafts
 from mcp_app.handlers.secrets import check_secret_headers, encrypt_secrets, secret_names
 from mcp_app.models import MAX_UPLOAD_BYTES, Prompt, Resource, ResourceTemplate, Tool
 
+# `version` (0: never published) and `draft` (pending changes) are read-only too: not editable fields.
 READ_ONLY = ("id", "updated_at")
 
 
@@ -53,6 +55,20 @@ class CleanedModelSerializer(serializers.ModelSerializer):
         except DjangoValidationError as error:
             raise serializers.ValidationError(django_errors(error)) from None
         return attrs
+
+    def create(self, validated: dict[str, Any]) -> models.Model:
+        if not self.context.get("stage"):
+            return super().create(validated)
+        row = self.Meta.model(**validated)
+        return drafts.stage(row, self.context["request"].user)
+
+    def update(self, instance: models.Model, validated: dict[str, Any]) -> models.Model:
+        if not self.context.get("stage"):
+            return super().update(instance, validated)
+        # `instance` has its draft applied (the view's get_object): a PATCH edits the draft.
+        for name, value in validated.items():
+            setattr(instance, name, value)
+        return drafts.stage(instance, self.context["request"].user)
 
 
 class SecretHeadersMixin(serializers.Serializer):

@@ -53,6 +53,12 @@ urlpatterns = [
     ),
     path("tenants/<str:slug>/<str:kind>/<int:pk>/history/", history.HistoryView.as_view(), name="history"),
     path(
+        "tenants/<str:slug>/<str:kind>/<int:pk>/history/compare/",
+        history.CompareView.as_view(),
+        name="history-compare",
+    ),
+    path("tenants/<str:slug>/publish/", views.PublishAllView.as_view(), name="tenant-publish"),
+    path(
         "tenants/<str:slug>/<str:kind>/<int:pk>/history/<int:history_id>/revert/",
         history.RevertView.as_view(),
         name="history-revert",

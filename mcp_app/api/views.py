@@ -13,7 +13,7 @@ from typing import Any
 from django.db import models
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
-from rest_framework import filters, mixins, serializers, status, viewsets
+from rest_framework import filters, generics, mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import IsAuthenticated
@@ -24,6 +24,7 @@ from mcp_app.api import serializers as defs
 from mcp_app.api.errors import ErrorSerializer, error_response
 from mcp_app.api.parsers import BoundedJSONParser
 from mcp_app.api.permissions import TenantRole, tenant_of
+from mcp_app.drafts import service as drafts
 from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool, ToolRun
 from mcp_app.protocol import tasks
 from tenants.models import Tenant
@@ -58,21 +59,90 @@ class TenantScoped:
         return context
 
 
+class PublishedSerializer(serializers.Serializer):
+    published = serializers.ListField(
+        child=serializers.DictField(),
+        help_text='What was published, each {"kind", "name", "version", "id"}; empty: there was no draft.',
+    )
+
+
+class DiscardedSerializer(serializers.Serializer):
+    discarded = serializers.BooleanField(help_text="False: there was no draft to discard.")
+
+
+def _published(done: list[drafts.Published]) -> Response:
+    items = [{"kind": d.kind, "name": d.label, "version": d.version, "id": d.pk} for d in done]
+    return Response(PublishedSerializer({"published": items}).data)
+
+
+DRAFT = OpenApiParameter(
+    "draft",
+    bool,
+    OpenApiParameter.QUERY,
+    description="Writes: stage the change as a draft (clients keep the published version until it is "
+    "published). Reads: the definition with its draft applied, as Try runs it.",
+)
+
+
 class DefinitionViewSet(TenantScoped, viewsets.ModelViewSet):
-    """Create, read, update, delete one kind of definition; owners and editors write, viewers read."""
+    """Create, read, update, delete one kind of definition; owners and editors write, viewers read.
+
+    A write publishes at once unless `?draft=true` stages it (AMB-222); `publish/` and `discard/` act
+    on one definition's draft, `/tenants/<slug>/publish/` on all of them."""
 
     filter_backends = [DjangoFilterBackend, filters.SearchFilter, filters.OrderingFilter]
     search_fields = ["name", "title", "description"]
     ordering = ["id"]
     ordering_fields = ["id", "name", "updated_at"]
 
+    def staged(self) -> bool:
+        return self.request.query_params.get("draft", "").lower() in ("1", "true", "yes")
+
+    def get_object(self) -> models.Model:
+        obj = super().get_object()
+        return drafts.apply_draft(obj) if self.staged() else obj
+
+    def get_serializer_context(self) -> dict[str, Any]:
+        return {**super().get_serializer_context(), "stage": self.staged()}
+
     def perform_create(self, serializer: serializers.ModelSerializer) -> None:
         serializer.save(tenant=self.tenant())
 
+    @extend_schema(parameters=[SLUG, ID], request=None, responses={200: PublishedSerializer, 409: ErrorSerializer})
+    @action(detail=True, methods=["post"])
+    def publish(self, request: Request, slug: str, pk: str) -> Response:
+        """Publish this definition's draft as its next version (connected clients are told)."""
+        try:
+            done = drafts.publish(self.get_object(), request.user)
+        except drafts.PublishError as exc:
+            return error_response(409, "conflict", str(exc))
+        return _published([done] if done else [])
 
-@extend_schema_view(**{a: extend_schema(parameters=[SLUG]) for a in ("list", "create")})
+    @extend_schema(parameters=[SLUG, ID], request=None, responses={200: DiscardedSerializer})
+    @action(detail=True, methods=["post"])
+    def discard(self, request: Request, slug: str, pk: str) -> Response:
+        """Drop the draft: clients keep the published version (a never-published draft is deleted)."""
+        return Response(DiscardedSerializer({"discarded": drafts.discard(self.get_object())}).data)
+
+
+@extend_schema(parameters=[SLUG], request=None, responses={200: PublishedSerializer, 409: ErrorSerializer})
+class PublishAllView(TenantScoped, generics.GenericAPIView):
+    """Publish every draft of the tenant as one change: all or none, one list_changed per list."""
+
+    serializer_class = PublishedSerializer
+
+    def post(self, request: Request, slug: str) -> Response:
+        try:
+            done = drafts.publish_all(self.tenant(), request.user)
+        except drafts.PublishError as exc:
+            return error_response(409, "conflict", f"{exc} Nothing was published.")
+        return _published(done)
+
+
+@extend_schema_view(list=extend_schema(parameters=[SLUG]), create=extend_schema(parameters=[SLUG, DRAFT]))
 @extend_schema_view(
-    **{a: extend_schema(parameters=[SLUG, ID]) for a in ("retrieve", "update", "partial_update", "destroy")}
+    **{a: extend_schema(parameters=[SLUG, ID, DRAFT]) for a in ("retrieve", "update", "partial_update")},
+    destroy=extend_schema(parameters=[SLUG, ID]),
 )
 class ToolViewSet(DefinitionViewSet):
     model = Tool
@@ -80,9 +150,10 @@ class ToolViewSet(DefinitionViewSet):
     filterset_fields = {"name": ["exact"], "enabled": ["exact"], "handler": ["exact"], "execution": ["exact"]}
 
 
-@extend_schema_view(**{a: extend_schema(parameters=[SLUG]) for a in ("list", "create")})
+@extend_schema_view(list=extend_schema(parameters=[SLUG]), create=extend_schema(parameters=[SLUG, DRAFT]))
 @extend_schema_view(
-    **{a: extend_schema(parameters=[SLUG, ID]) for a in ("retrieve", "update", "partial_update", "destroy")}
+    **{a: extend_schema(parameters=[SLUG, ID, DRAFT]) for a in ("retrieve", "update", "partial_update")},
+    destroy=extend_schema(parameters=[SLUG, ID]),
 )
 class PromptViewSet(DefinitionViewSet):
     model = Prompt
@@ -90,9 +161,10 @@ class PromptViewSet(DefinitionViewSet):
     filterset_fields = {"name": ["exact"], "enabled": ["exact"]}
 
 
-@extend_schema_view(**{a: extend_schema(parameters=[SLUG]) for a in ("list", "create")})
+@extend_schema_view(list=extend_schema(parameters=[SLUG]), create=extend_schema(parameters=[SLUG, DRAFT]))
 @extend_schema_view(
-    **{a: extend_schema(parameters=[SLUG, ID]) for a in ("retrieve", "update", "partial_update", "destroy")}
+    **{a: extend_schema(parameters=[SLUG, ID, DRAFT]) for a in ("retrieve", "update", "partial_update")},
+    destroy=extend_schema(parameters=[SLUG, ID]),
 )
 class ResourceViewSet(DefinitionViewSet):
     model = Resource
@@ -105,9 +177,10 @@ class ResourceViewSet(DefinitionViewSet):
         return defs.ResourceListSerializer if self.action == "list" else defs.ResourceSerializer
 
 
-@extend_schema_view(**{a: extend_schema(parameters=[SLUG]) for a in ("list", "create")})
+@extend_schema_view(list=extend_schema(parameters=[SLUG]), create=extend_schema(parameters=[SLUG, DRAFT]))
 @extend_schema_view(
-    **{a: extend_schema(parameters=[SLUG, ID]) for a in ("retrieve", "update", "partial_update", "destroy")}
+    **{a: extend_schema(parameters=[SLUG, ID, DRAFT]) for a in ("retrieve", "update", "partial_update")},
+    destroy=extend_schema(parameters=[SLUG, ID]),
 )
 class ResourceTemplateViewSet(DefinitionViewSet):
     model = ResourceTemplate

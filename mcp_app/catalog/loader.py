@@ -8,6 +8,7 @@ commit.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from channels.db import database_sync_to_async
 from django.db.models import Q
@@ -72,7 +73,7 @@ def _has_task_tools(tenant_id: int) -> bool:
     # A published upstream tool its upstream runs as a task is optional here too (AMB-200).
     upstream_tasks = ("required", "optional")
     may |= Q(task_support=TaskSupport.AUTO, upstream_tool__pinned__execution__taskSupport__in=upstream_tasks)
-    return Tool.objects.for_tenant(tenant_id).filter(may, enabled=True).exists()
+    return Tool.objects.for_tenant(tenant_id).published().filter(may, enabled=True).exists()
 
 
 def tenant_info(
@@ -184,16 +185,19 @@ def _load_catalog(tenant_id: int) -> Catalog:
         return _read_catalog(tenant_id)
 
 
+def _served(model: type[Prompt | Resource | ResourceTemplate], tenant_id: int) -> Any:
+    """What clients get: published and enabled (a draft waits for its publish, AMB-218)."""
+    return model.objects.for_tenant(tenant_id).published().filter(enabled=True)
+
+
 def _read_catalog(tenant_id: int) -> Catalog:
     # The version is read before the rows: an edit landing in between makes the rows newer than
     # the version, and the next check reloads; the reverse order could pin stale rows.
     version = tokens.db_version(tenant_id)
     tools = _tools(tenant_id)
-    prompts = tuple(row.to_def() for row in Prompt.objects.for_tenant(tenant_id).filter(enabled=True))
-    resources = tuple(row.to_def() for row in Resource.objects.for_tenant(tenant_id).filter(enabled=True))
-    templates = tuple(
-        row.to_def() for row in ResourceTemplate.objects.for_tenant(tenant_id).filter(enabled=True)
-    )
+    prompts = tuple(row.to_def() for row in _served(Prompt, tenant_id))
+    resources = tuple(row.to_def() for row in _served(Resource, tenant_id))
+    templates = tuple(row.to_def() for row in _served(ResourceTemplate, tenant_id))
     prompts, resources, templates = _with_upstream_extras(tenant_id, prompts, resources, templates)
     # Sorted here, not by the database: pagination compares keys with Python's ordering, and a
     # PostgreSQL locale collation orders "B" and "a" differently.
@@ -216,7 +220,7 @@ def _read_catalog(tenant_id: int) -> Catalog:
 
 def _tools(tenant_id: int) -> tuple[ToolDef, ...]:
     """The enabled tools; an upstream tool only while its upstream exists and is enabled."""
-    found = list(Tool.objects.for_tenant(tenant_id).filter(enabled=True))
+    found = list(Tool.objects.for_tenant(tenant_id).published().filter(enabled=True))
     rows = [row.to_def() for row in found]
     if not any(row.handler == "upstream" for row in rows):
         return tuple(rows)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_app.core.errors import ToolError
-from mcp_app.core.types import ResourceDef, TenantInfo
+from mcp_app.core.types import ResourceDef, TenantInfo, ToolDef
 from mcp_app.core.versions import DEFAULT_NEGOTIATED
 
 # Sends one JSON-RPC notification related to the current request (progress, log message).
@@ -142,6 +142,9 @@ class RequestContext:
     # (JSON values; small: the state travels with every round). A handler reads it on its next run
     # and may continue from there; a legacy call runs once, so it starts empty and nobody reads it.
     carried: dict[str, Any] = field(default_factory=dict)
+    # The admin's Try of a draft (AMB-221): tools/call of this name runs this definition, not the
+    # published one of the catalog. Never set for a client's request.
+    draft_tool: ToolDef | None = None
 
     async def ask_together(self, requests: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
         """Ask several questions at once, named (ASK_TOGETHER); returns the results by name."""

@@ -33,7 +33,9 @@ KINDS: dict[str, type[models.Model]] = {
     "resource-templates": ResourceTemplate,
 }
 # A revert never moves a definition to another tenant (AMB-61); `id` is the row itself.
-NOT_REVERTED = frozenset({"id", "tenant"})
+NOT_REVERTED = frozenset({"id", "tenant", "version"})
+# Bookkeeping every version has: its number is shown beside it, never as a change.
+NOT_DIFFED = frozenset({"id", "version"})
 TYPE_LABELS = {"+": "created", "~": "changed", "-": "deleted"}
 REASON_LENGTH = 100  # history_change_reason is a CharField(100)
 
@@ -65,6 +67,7 @@ class Version:
     type: str  # created / changed / deleted
     reason: str
     label: str  # the definition's name at that version
+    number: int  # the published version it is (AMB-218); 0: recorded before versions were numbered
     tenant_id: int | None
     changes: list[FieldChange]
     record: Any = field(repr=False, compare=False)
@@ -75,7 +78,7 @@ def is_definition(model: type[models.Model]) -> bool:
 
 
 def _fields(record: Any) -> list[models.Field]:
-    return [f for f in record.tracked_fields if f.name != "id"]
+    return [f for f in record.tracked_fields if f.name not in NOT_DIFFED]
 
 
 def _text(value: Any, fld: models.Field, tenants: dict[int, str]) -> str:
@@ -108,9 +111,16 @@ def _line_diff(old: str, new: str) -> list[tuple[str, str]]:
 
 def diff(older: Any | None, newer: Any, tenants: dict[int, str] | None = None) -> list[FieldChange]:
     """What changed from `older` to `newer` (two history records; None: everything `newer` has)."""
+    return compare(older, newer, _fields(newer), tenants)
+
+
+def compare(
+    older: Any | None, newer: Any, fields: list[models.Field], tenants: dict[int, str] | None = None
+) -> list[FieldChange]:
+    """What changed in `fields` from `older` to `newer` (history records or rows alike)."""
     tenants = tenants or {}
     changes = []
-    for fld in _fields(newer):
+    for fld in fields:
         new = _text(getattr(newer, fld.attname), fld, tenants)
         old = _text(getattr(older, fld.attname), fld, tenants) if older is not None else ""
         if old != new:
@@ -149,6 +159,7 @@ def _versions(records: list[Any]) -> list[Version]:
                 type=TYPE_LABELS.get(record.history_type, record.history_type),
                 reason=record.history_change_reason or "",
                 label=_label(record),
+                number=getattr(record, "version", 0) or 0,
                 tenant_id=record.tenant_id,
                 changes=changes,
                 record=record,
@@ -167,7 +178,8 @@ def when(date: datetime) -> str:
     return date.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def _describe(exc: ValidationError) -> str:
+def describe(exc: ValidationError) -> str:
+    """A refusal of full_clean in one line, each field named."""
     if not hasattr(exc, "error_dict"):
         return " ".join(exc.messages)
     parts = []
@@ -186,7 +198,7 @@ def _save_checked(obj: models.Model, reason: str, user: Any, *, insert: bool) ->
         with transaction.atomic():
             obj.save(force_insert=insert)
     except ValidationError as exc:
-        raise HistoryError(f"This version cannot be used as it is now: {_describe(exc)}") from None
+        raise HistoryError(f"This version cannot be used as it is now: {describe(exc)}") from None
     except IntegrityError:
         # A concurrent save took the name between the check and the write.
         raise HistoryError(
@@ -206,10 +218,22 @@ def revert(obj: models.Model, history_id: int, user: Any) -> models.Model:
         if fld.name not in NOT_REVERTED:
             setattr(current, fld.attname, getattr(record, fld.attname))
     name = user.get_username() if user is not None else "someone"
-    _save_checked(
-        current, f"Reverted to version of {when(record.history_date)} by {name}", user, insert=False
-    )
+    number = getattr(record, "version", 0)
+    which = f"version {number} ({when(record.history_date)})" if number else f"version of {when(record.history_date)}"
+    _save_checked(current, f"Rolled back to {which} by {name}", user, insert=False)
     return current
+
+
+def between(model: type[models.Model], object_id: int, older_id: int, newer_id: int) -> list[FieldChange]:
+    """What changed from one recorded version of a definition to another (any two, either order)."""
+    records = {
+        r.history_id: r
+        for r in model.history.filter(id=object_id, history_id__in=(older_id, newer_id))
+    }
+    if older_id not in records or newer_id not in records:
+        raise NoSuchVersion("No such version of this definition.")
+    older, newer = records[older_id], records[newer_id]
+    return diff(older, newer, _tenant_slugs([older, newer]))
 
 
 def deleted(model: type[models.Model], tenant_ids: set[int] | None) -> list[Version]:

@@ -146,6 +146,9 @@ NOT_CARRIED = frozenset(
         "last_server_info", "last_capabilities", "last_synced_at", "last_error",
         # An upstream's prompts and resources as offered and pinned: the first sync after an import pins (AMB-194).
         "offered_extras", "pinned_extras",
+        # A definition's published version number and its pending draft (AMB-218): the document is
+        # what clients get; an import makes its own versions (or drafts, with --draft).
+        "version", "draft",
     }
 )  # fmt: skip
 SETTINGS_FIELDS = (
@@ -284,6 +287,9 @@ def export_tenant(tenant: Tenant) -> dict[str, Any]:
     }
     for kind in KINDS:
         rows = kind.model.objects.filter(tenant=tenant).order_by(kind.natural_key)
+        if hasattr(kind.model, "draft"):
+            # What clients get: published versions; drafts stay behind (AMB-220).
+            rows = rows.filter(version__gt=0)
         document[kind.key] = [export_item(kind, row) for row in rows]
     return document
 

@@ -22,6 +22,7 @@ from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import models, transaction
 from django.utils import timezone
 
+from mcp_app.drafts import service as drafts
 from mcp_app.models import Provider, Tool, Upstream, UpstreamTool
 from mcp_app.oauth import external_tokens
 from mcp_app.portability.document import (
@@ -296,12 +297,21 @@ def _check_upstream_count(tenant: Tenant, plan: Plan, problems: list[tuple[str, 
         problems.append(("upstreams", f"{too_many_upstreams(cap)} This document would give it {after}."))
 
 
-def apply(plan: Plan, document: dict[str, Any], user: Any = None) -> None:
-    """Carry out a plan made in the same transaction: only rows that differ are saved or deleted."""
+def apply(plan: Plan, document: dict[str, Any], user: Any = None, *, draft: bool = False) -> None:
+    """Carry out a plan made in the same transaction: only rows that differ are saved or deleted.
+
+    With `draft`, a definition's change is staged as its draft (clients keep the published version
+    until it is published, AMB-220); upstreams, providers and settings apply at once as always."""
+    if draft and plan.of("delete"):
+        raise ValueError("Deleting definitions cannot be staged as drafts: import without pruning.")
     for change in plan.of("delete"):
         _tag(change.obj, user).delete()
     for change in plan.changes:
-        if change.action in ("create", "change"):
+        if change.action not in ("create", "change"):
+            continue
+        if draft and drafts.is_drafted(change.obj):
+            drafts.stage(_tag(change.obj, user), user)
+        else:
             _tag(change.obj, user).save()
     _pin(plan, document)
     if plan.settings_changed:
@@ -362,6 +372,7 @@ def import_document(
     user: Any = None,
     may_change_settings: bool = True,
     keep_existing: bool = False,
+    draft: bool = False,
 ) -> Plan:
     """Plan and (unless dry_run) apply, all in one transaction holding the tenant's row."""
     with transaction.atomic():
@@ -375,5 +386,5 @@ def import_document(
             keep_existing=keep_existing,
         )
         if not dry_run:
-            apply(result, document, user)
+            apply(result, document, user, draft=draft)
     return result

@@ -190,7 +190,8 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
     if not isinstance(arguments, dict):
         raise InvalidParams('"arguments" must be a JSON object.')
     catalog = await catalogs.get_catalog(ctx.tenant.id)
-    tool = catalog.tools_by_name.get(name)
+    draft = ctx.draft_tool
+    tool = draft if draft is not None and draft.name == name else catalog.tools_by_name.get(name)
     if tool is None or not (tool.legacy or is_modern(ctx.protocol_version)):
         raise InvalidParams(truncate(f"Unknown tool: {name}", 200))
     if tool.mirrors_headers and ctx.param_headers is not None:

@@ -123,6 +123,8 @@ def _remember_previous(instance: Any) -> None:
 
 
 def _definition_saved_or_deleted(instance: Any, using: str, deleted: bool) -> None:
+    if instance.version == 0:
+        return  # a draft never published: no client saw it or sees it (AMB-218)
     try:
         kind = LIST_KIND[type(instance)]
         is_resource = isinstance(instance, Resource)

@@ -40,7 +40,7 @@ def tool_form_data(tool: Tool, **overrides: Any) -> dict[str, Any]:
         "annotations": _json(tool.annotations),
         "icons": _json(tool.icons),
         "meta": _json(tool.meta),
-        "_save": "Save",
+        "_publish": "Save and publish",
     }
     if tool.enabled:
         data["enabled"] = "on"
@@ -61,7 +61,7 @@ def resource_form_data(resource: Resource | None, tenant_id: int, **overrides: A
         "annotations": "{}",
         "icons": "[]",
         "meta": "{}",
-        "_save": "Save",
+        "_publish": "Save and publish",
     }
     data.update(overrides)
     return data

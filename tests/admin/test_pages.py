@@ -55,7 +55,7 @@ def test_prompt_admin_reports_invalid_messages_as_a_form_error(client, alice, pr
         "icons": "[]",
         "meta": "{}",
         "enabled": "on",
-        "_save": "Save",
+        "_publish": "Save and publish",
     }
     response = client.post(reverse("admin:mcp_app_prompt_change", args=[prompt_a.pk]), data)
     assert response.status_code == 200
@@ -83,7 +83,7 @@ def test_resource_template_admin_offers_only_kinds_that_produce_contents(client,
         "icons": "[]",
         "meta": "{}",
         "enabled": "on",
-        "_save": "Save",
+        "_publish": "Save and publish",
     }
     url = reverse("admin:mcp_app_resourcetemplate_change", args=[template_a.pk])
     assert client.post(url, data).status_code == 302

@@ -339,12 +339,15 @@ class AdminBrowser:
             f"admin login failed (HTTP {response.status_code}): {response.text[:2000]}"
         )
 
-    async def change(self, path: str, form_id: str, updates: dict[str, str]) -> None:
-        """Open a change form, replace some fields, and save it as a browser would."""
+    async def change(
+        self, path: str, form_id: str, updates: dict[str, str], button: tuple[str, str] = ("_publish", "Save and publish")
+    ) -> None:
+        """Open a change form, replace some fields, and save it as a browser would (a definition's form:
+        published, unless `button` is ("_save", "Save draft"))."""
         page = await self.http.get(path)
         assert page.status_code == 200, f"GET {path}: HTTP {page.status_code}: {page.text[:500]}"
         fields = [(name, value) for name, value in form_fields(page.text, form_id) if name not in updates]
-        fields += list(updates.items()) + [("_save", "Save")]
+        fields += [*updates.items(), button]
         # Encoded by hand: httpx's `data=` takes a dict, and a form may repeat a name (multi-selects).
         response = await self.http.post(
             path,

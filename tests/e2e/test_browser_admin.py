@@ -44,7 +44,7 @@ async def test_an_editor_adds_a_tool_in_the_browser_tries_it_and_a_client_can_ca
     await type_json(page, "handler_config", {"text": "HELLO, {{ who }}!"})
     await shots.take(page, "add-tool")
     async with page.expect_navigation():
-        await page.click("input[name=_continue]")
+        await page.click("input[name=_publish]")
     text = await body_text(page)
     assert "was added successfully" in text, text[:2000]
     await shots.take(page, "tool-saved")
@@ -122,7 +122,7 @@ async def test_an_editor_defines_a_form_and_an_approval_in_the_browser_and_clien
     }
     await type_json(page, "handler_config", form)
     async with page.expect_navigation():
-        await page.click("input[name=_save]")
+        await page.click("input[name=_publish]")
     assert "was added successfully" in await body_text(page)
 
     # An approval on an existing tool: it asks every time from now on.
@@ -132,7 +132,7 @@ async def test_an_editor_defines_a_form_and_an_approval_in_the_browser_and_clien
     await page.select_option("#id_approval", "every_time")
     await shots.take(page, "approval")
     async with page.expect_navigation():
-        await page.click("input[name=_save]")
+        await page.click("input[name=_publish]")
     assert "was changed successfully" in await body_text(page)
 
     for mode in ("legacy", "auto"):

@@ -56,7 +56,7 @@ async def test_an_editor_reverts_an_edit_from_the_history_page_and_copies_a_conf
     await page.goto(f"{server.url}/admin/mcp_app/tool/{history_tool}/change/")
     await page.fill("#id_description", "Greets, version two.")
     async with page.expect_navigation():
-        await page.click("input[name=_continue]")
+        await page.click("input[name=_publish]")
     assert "was changed successfully" in await body_text(page)
     assert await description_seen_by_a_client(server) == "Greets, version two."
 
@@ -69,11 +69,11 @@ async def test_an_editor_reverts_an_edit_from_the_history_page_and_copies_a_conf
     async with page.expect_navigation():
         await (
             page.locator("section.hist-version")
-            .last.get_by_role("button", name="Revert to this version")
+            .last.get_by_role("button", name="Roll back to version 1")
             .click()
         )
     text = await body_text(page)
-    assert "is back to that version" in text and "Reverted to version of" in text, text[:2000]
+    assert "is rolled back" in text and "Rolled back to version 1 (" in text, text[:2000]
     await shots.take(page, "reverted")
     await page.goto(f"{server.url}/admin/mcp_app/tool/{history_tool}/change/")
     assert await page.input_value("#id_description") == "Greets, version one."

@@ -87,7 +87,7 @@ async def test_a_new_user_creates_tries_reverts_a_tool_connects_and_sees_its_cal
         await type_json(page, "handler_config", {"text": "{{ days }} days of sun in {{ city }}."})
         await shots.take(page, "add-tool")
         async with page.expect_navigation():
-            await page.click("input[name=_continue]")
+            await page.click("input[name=_publish]")
         assert "was added successfully" in await body_text(page)
         await expect(json_editor(page, "input_schema").locator("div.jsoneditor-tree")).to_be_visible()
         change_url = page.url
@@ -109,7 +109,7 @@ async def test_a_new_user_creates_tries_reverts_a_tool_connects_and_sees_its_cal
         await page.goto(change_url)
         await page.fill("#id_description", "Forecast, an edit to undo.")
         async with page.expect_navigation():
-            await page.click("input[name=_continue]")
+            await page.click("input[name=_publish]")
         assert "was changed successfully" in await body_text(page)
         async with page.expect_navigation():
             await page.get_by_role("link", name="History", exact=True).click()
@@ -117,8 +117,8 @@ async def test_a_new_user_creates_tries_reverts_a_tool_connects_and_sees_its_cal
         assert "- Forecast, first version." in text and "+ Forecast, an edit to undo." in text, text[:2000]
         first = page.locator("section.hist-version").last  # newest first
         async with page.expect_navigation():
-            await first.get_by_role("button", name="Revert to this version").click()
-        assert "is back to that version" in await body_text(page)
+            await first.get_by_role("button", name="Roll back to version 1").click()
+        assert "is rolled back" in await body_text(page)
         await shots.take(page, "reverted")
         await page.goto(change_url)
         assert await page.input_value("#id_description") == "Forecast, first version."

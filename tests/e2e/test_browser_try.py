@@ -70,7 +70,7 @@ async def test_an_editor_writes_a_schema_in_the_structured_editor_and_runs_the_t
     await type_json(page, "handler_config", {"text": text})
     await shots.take(page, "schema-accepted")
     async with page.expect_navigation():
-        await page.click("input[name=_continue]")
+        await page.click("input[name=_publish]")
     assert "was added successfully" in await page.inner_text("body")
     # Saved, the editor shows the schema as a tree.
     await expect(json_editor(page, "input_schema").locator("div.jsoneditor-tree")).to_be_visible()

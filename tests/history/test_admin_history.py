@@ -34,7 +34,7 @@ def test_alice_sees_who_changed_what_as_a_diff_with_revert_buttons(client, alice
     assert '<span class="del">- Say hello.</span>' in html
     assert '<span class="add">+ Say hello loudly.</span>' in html
     assert "HELLO, {{ name }}!" in html
-    assert html.count('value="Revert to this version"') == 1  # not on the current version
+    assert html.count('value="Roll back to version 1"') == 1  # not on the current version
     assert "Deleted tools" in client.get(reverse("admin:mcp_app_tool_changelist")).content.decode()
 
 
@@ -47,7 +47,7 @@ def test_the_change_forms_history_link_opens_the_versions(client, alice, edited_
 def test_bob_the_viewer_reads_the_history_but_cannot_revert(client, bob, edited_tool):
     client.force_login(bob)
     html = client.get(history_url(edited_tool)).content.decode()
-    assert "Say hello loudly." in html and "Revert to this version" not in html
+    assert "Say hello loudly." in html and "Roll back to" not in html
     response = client.post(revert_url(edited_tool, oldest(edited_tool)))
     assert response.status_code == 403
     edited_tool.refresh_from_db()
@@ -89,8 +89,8 @@ def test_alice_reverts_an_edit_it_is_recorded_and_announced_as_list_changed(
     version = Tenant.objects.get(pk=tenant_a.pk).definitions_version
     assert listener.collect() == [{"type": "mcp.list_changed", "kind": "tools", "version": version}]
     html = client.get(history_url(edited_tool)).content.decode()
-    assert "Reverted to version of" in html and "by alice" in html
-    assert "is back to that version" in html
+    assert "Rolled back to version 1 (" in html and "by alice" in html
+    assert "is rolled back: that version is published again as version 3" in html
 
 
 def test_a_revert_to_a_version_that_no_longer_validates_shows_why_and_changes_nothing(
@@ -147,7 +147,7 @@ def test_every_definition_kind_has_history_and_revert(client, alice, tenant_a, m
     assert '<span class="add">+ second</span>' in html
     first = service.versions(model, obj.pk)[-1].history_id
     response = client.post(reverse(f"admin:mcp_app_{name}_revert", args=[obj.pk, first]), follow=True)
-    assert "is back to that version" in response.content.decode()
+    assert "is rolled back: that version is published again as version 3" in response.content.decode()
     obj.refresh_from_db()
     assert obj.title == ""
 

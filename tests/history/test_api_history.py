@@ -57,7 +57,8 @@ def test_alice_reverts_with_a_manage_token_and_the_revert_is_announced(
     assert response.status_code == 200, response.content
     body = response.json()
     assert body["object_id"] == edited_tool.pk
-    assert body["version"]["reason"].startswith("Reverted to version of ")
+    assert body["version"]["reason"].startswith("Rolled back to version 1 (")
+    assert body["version"]["number"] == 3
     assert body["version"]["user"] == "alice"
     edited_tool.refresh_from_db()
     assert edited_tool.description == "Say hello."

@@ -43,7 +43,7 @@ def test_revert_brings_back_the_old_values_and_records_why(alice, edited_tool):
     assert edited_tool.handler_config == {"text": "Hello, {{ name }}!"}
     newest = service.versions(Tool, edited_tool.pk)[0]
     assert newest.user == "alice"
-    assert newest.reason.startswith("Reverted to version of ") and newest.reason.endswith(" by alice")
+    assert newest.reason.startswith("Rolled back to version 1 (") and newest.reason.endswith(" by alice")
     assert service.when(oldest.date) in newest.reason
 
 

@@ -414,7 +414,7 @@ def test_bob_can_view_but_not_change_tenant_a_tool(client, bob, rows_a):
             "handler_config": json.dumps(tool.handler_config),
             "timeout_seconds": tool.timeout_seconds,
             "enabled": "on",
-            "_save": "Save",
+            "_publish": "Save and publish",
         },
     )
     assert response.status_code == 403

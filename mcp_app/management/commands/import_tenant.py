@@ -40,9 +40,23 @@ class Command(BaseCommand):
         parser.add_argument(
             "--prune", action="store_true", help="Delete definitions the document does not have."
         )
+        parser.add_argument(
+            "--draft",
+            action="store_true",
+            help="Stage the document's definitions as drafts: clients keep the published versions until "
+            "`manage.py publish_tenant` (or Publish in the admin or the API).",
+        )
 
     def handle(
-        self, *args: Any, file: str, tenant: str, create: bool, dry_run: bool, prune: bool, **options: Any
+        self,
+        *args: Any,
+        file: str,
+        tenant: str,
+        create: bool,
+        dry_run: bool,
+        prune: bool,
+        draft: bool,
+        **options: Any,
     ) -> None:
         try:
             raw = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
@@ -53,6 +67,10 @@ class Command(BaseCommand):
             servers = mcp_servers.servers_of(document) is not None
             if servers and prune:
                 raise CommandError("--prune applies to a tenant document, not to an mcpServers file.")
+            if servers and draft:
+                raise CommandError("--draft applies to a tenant document: an mcpServers file makes upstreams.")
+            if draft and prune:
+                raise CommandError("--draft cannot stage deletions: import with --prune, or without --draft.")
             with transaction.atomic():
                 target = self._tenant(tenant, create)
                 if servers:
@@ -60,7 +78,7 @@ class Command(BaseCommand):
                     if not dry_run:
                         mcp_servers.apply(plan)
                 else:
-                    plan = import_document(target, document, prune=prune, dry_run=dry_run)
+                    plan = import_document(target, document, prune=prune, dry_run=dry_run, draft=draft)
                 if dry_run:
                     transaction.set_rollback(True)  # a tenant made by --create is not kept either
         except DocumentError as exc:
@@ -74,6 +92,10 @@ class Command(BaseCommand):
             self.stdout.write("Dry run: nothing was changed.")
         elif not plan.has_changes:
             self.stdout.write("Already up to date: nothing was changed.")
+        elif draft:
+            self.stdout.write(
+                f"Staged as drafts: clients see no change until `manage.py publish_tenant {tenant}`."
+            )
 
     def _tenant(self, slug: str, create: bool) -> Tenant:
         found = Tenant.objects.filter(slug=slug).first()
