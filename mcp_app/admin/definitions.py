@@ -23,13 +23,14 @@ from mcp_app.admin.forms import (
     secret_summary,
 )
 from mcp_app.admin.history import HistoryAdminMixin
+from mcp_app.admin.self_check import SelfCheckOnSave
 from mcp_app.admin.try_page import TryPages
 from mcp_app.core.types import offered_to_legacy
 from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool
 from tenants.admin import TenantScopedAdmin
 
 
-class DefinitionAdmin(HistoryAdminMixin, TenantScopedAdmin):
+class DefinitionAdmin(SelfCheckOnSave, HistoryAdminMixin, TenantScopedAdmin):
     """Shared by every definition: JSON textareas, the tenant filter, enabled toggles, history."""
 
     list_filter = ("enabled",)
