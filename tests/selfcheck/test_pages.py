@@ -97,3 +97,18 @@ def test_the_api_answers_another_tenant_as_missing_and_a_viewer_403(alice, bob, 
     assert missing.json() == nowhere.json()
     viewer = ApiClient(bob).call("POST", f"{API}/{tenant_a.slug}/check/")
     assert viewer.status_code == 403 and "editor" in json.dumps(viewer.json())
+
+
+
+def test_an_http_tool_saved_with_an_address_the_guard_refuses_is_saved_with_a_warning(client, alice, tool_a):
+    client.force_login(alice)
+    config = {"url": "https://10.0.0.5/hook"}
+    response = client.post(
+        reverse("admin:mcp_app_tool_change", args=[tool_a.pk]),
+        tool_form_data(tool_a, handler="http", handler_config=json.dumps(config)),
+    )
+    assert response.status_code == 302, response.content[:2000]
+    tool_a.refresh_from_db()
+    assert tool_a.handler_config == config
+    warnings = [str(m) for m in get_messages(response.wsgi_request) if m.level_tag == "warning"]
+    assert any("SSRF policy refuses https://10.0.0.5/hook" in text for text in warnings), warnings
