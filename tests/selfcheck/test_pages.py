@@ -99,7 +99,6 @@ def test_the_api_answers_another_tenant_as_missing_and_a_viewer_403(alice, bob, 
     assert viewer.status_code == 403 and "editor" in json.dumps(viewer.json())
 
 
-
 def test_an_http_tool_saved_with_an_address_the_guard_refuses_is_saved_with_a_warning(client, alice, tool_a):
     client.force_login(alice)
     config = {"url": "https://10.0.0.5/hook"}
