@@ -75,7 +75,9 @@ async def listings(tenant: TenantInfo) -> dict[str, dict[str, Listing]]:
     return found
 
 
-def listing_findings(listed: dict[str, dict[str, Listing]], cat: Catalog) -> list[Finding]:
+def listing_findings(
+    listed: dict[str, dict[str, Listing]], cat: Catalog, tenant_id: int = 0
+) -> list[Finding]:
     """What the lists show a client: a list that fails, a tool a revision should see and does not."""
     found: list[Finding] = []
     for version, methods in listed.items():
@@ -83,7 +85,8 @@ def listing_findings(listed: dict[str, dict[str, Listing]], cat: Catalog) -> lis
             if listing.error is not None:
                 found.append(Finding(ERROR, "tenant", "", "listing",
                                      f"{method} answers {version} clients an error: "
-                                     f"{listing.error.get('message', listing.error)}."))  # fmt: skip
+                                     f"{listing.error.get('message', listing.error)}.",
+                                     fix_url("tenant", tenant_id)))  # fmt: skip
     for tool in cat.tools:
         wanted = [v for v in ALL_VERSIONS if tool.legacy or is_modern(v)]
         missing = [v for v in wanted if tool.name not in listed[v]["tools/list"].names]
@@ -226,7 +229,7 @@ async def run(slug: str, network: bool = True) -> Report:
     report.findings += await sync_to_async(checks.check_definitions)(
         cat.tools, cat.prompts, cat.resources, cat.templates
     )
-    report.findings += listing_findings(listed, cat)
+    report.findings += listing_findings(listed, cat, tenant.id)
     if network:
         report.findings += await resolved_ssrf(cat.tools)
         for tool in cat.tools:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from mcp_app.connect.page import Listing
 from mcp_app.core.schema_examples import sample_arguments
+from mcp_app.core.types import Catalog
+from mcp_app.core.versions import ALL_VERSIONS, V2024_11_05, V2025_03_26, V2026_07_28
 from mcp_app.selfcheck import checks
 from mcp_app.selfcheck.report import ERROR, INFO, WARNING, Finding, Report
-from mcp_app.selfcheck.runner import safe_to_call
+from mcp_app.selfcheck.runner import listing_findings, safe_to_call
 from tests.selfcheck.support import prompt, template, tool
 
 
@@ -189,3 +192,37 @@ def test_the_report_groups_findings_worst_first():
     assert body["ok"] is False and body["counts"] == {"error": 1, "warning": 1, "info": 1}
     assert body["definitions"][0]["fix_url"] == "/fix/a"
     assert "1 error" in report.summary()
+
+
+def listings(tools_by_version: dict[str, list[dict]], error: dict | None = None) -> dict:
+    listed = {}
+    for version in ALL_VERSIONS:
+        tools = Listing("tools/list", pages=[{"tools": tools_by_version.get(version, [])}])
+        prompts = Listing(
+            "prompts/list", pages=[{"prompts": []}], error=error if version == V2024_11_05 else None
+        )
+        listed[version] = {"tools/list": tools, "prompts/list": prompts}
+    return listed
+
+
+def test_what_each_revision_lists_against_the_catalog():
+    greet, modern_only = tool(), tool(id=8, name="table", output_schema={"type": "array"})
+    cat = Catalog(tenant_id=1, version=1, tools=(greet, modern_only))
+    listed_greet = {"name": "greet", "inputSchema": {"type": "object"}}
+    listed_table = {"name": "table", "inputSchema": {"type": "object"}}
+    everywhere = {v: [listed_greet] for v in ALL_VERSIONS} | {V2026_07_28: [listed_greet, listed_table]}
+    assert listing_findings(listings(everywhere), cat, 1) == []
+
+    missing = {**everywhere, V2024_11_05: []}
+    (finding,) = listing_findings(listings(missing), cat, 1)
+    assert (finding.severity, finding.name) == (ERROR, "greet") and "2024-11-05" in finding.message
+
+    failing = listing_findings(listings(everywhere, error={"code": -32603, "message": "boom"}), cat, 1)
+    assert [(f.kind, f.message) for f in failing] == [
+        ("tenant", "prompts/list answers 2024-11-05 clients an error: boom.")
+    ]
+    assert failing[0].fix_url == "/admin/tenants/tenant/1/change/"
+
+    shapeless = {**everywhere, V2025_03_26: [{"name": "greet"}]}
+    (finding,) = listing_findings(listings(shapeless), cat, 1)
+    assert "2025-03-26 clients get no object input schema" in finding.message

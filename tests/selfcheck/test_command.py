@@ -12,6 +12,7 @@ from mcp_app.demo.seed import DEMO_SLUG, SECURE_SLUG, seed_tenant
 from mcp_app.models import Tool, Upstream
 from mcp_app.portability.openapi_tools import Settings, import_operations, read
 from tests.portability.support import FIXTURES, TOKEN, running_petstore
+from tests.upstreams.running import make_upstream, running_upstream
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -122,3 +123,18 @@ def test_an_imported_openapi_tenant_comes_back_clean(fixture, tenant_a, capsys):
     assert report["checked"]["tool"] == len(keys)
     problems = [f["message"] for d in report["definitions"] for f in d["findings"] if f["severity"] != "info"]
     assert problems == []
+
+
+def test_an_upstream_server_is_checked_while_it_answers_and_named_once_it_does_not(
+    tenant_a, tmp_path, capsys
+):
+    with running_upstream(tmp_path) as remote:
+        make_upstream(tenant_a, remote.url, publish_new=True)
+        call_command("sync_upstreams", tenant_a.slug)
+        capsys.readouterr()
+        report = report_of(tenant_a.slug, capsys)
+        assert report["checked"]["upstream"] == 1 and report["checked"]["tool"] > 0  # its published tools
+        assert report["ok"] is True, report["definitions"]
+    with pytest.raises(CommandError, match="upstream docs"):
+        call_command("check_tenant", tenant_a.slug)
+    assert "Unreachable" in capsys.readouterr().out
