@@ -83,6 +83,8 @@ class Report:
     listed: dict[str, list[str]] = field(default_factory=dict)
     # The checks that reach out (DNS, dry runs, upstream servers) ran: False on save.
     network: bool = True
+    # The tools the dry run called (AMB-244), so the person knows what ran.
+    dry_runs: list[str] = field(default_factory=list)
 
     def count(self, severity: str) -> int:
         return sum(1 for f in self.findings if f.severity == severity)
@@ -126,6 +128,7 @@ class Report:
             "checked": self.checked,
             "listed": self.listed,
             "network": self.network,
+            "dry_runs": self.dry_runs,
             "definitions": [
                 {
                     "kind": g.kind,

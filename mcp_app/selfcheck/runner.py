@@ -232,9 +232,10 @@ async def run(slug: str, network: bool = True) -> Report:
     report.findings += listing_findings(listed, cat, tenant.id)
     if network:
         report.findings += await resolved_ssrf(cat.tools)
-        for tool in cat.tools:
-            if safe_to_call(tool) and (outcome := await dry_run(tenant, tool)) is not None:
+        for tool in filter(safe_to_call, cat.tools):
+            if (outcome := await dry_run(tenant, tool)) is not None:
                 report.findings.append(outcome)
+            report.dry_runs.append(tool.name)
         report.checked["upstream"], unreachable = await upstream_findings(tenant.id)
         report.findings += unreachable
     return report

@@ -37,6 +37,9 @@ def test_the_demo_tenants_have_nothing_a_client_would_fail_on(slug, capsys):
     report = report_of(slug, capsys)
     assert report["ok"] is True and report["counts"]["error"] == 0
     assert set(report["listed"]) == {"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"}
+    if slug == DEMO_SLUG:  # called: what says it only reads a closed world; never what changes things
+        assert {"echo", "add", "greet", "count_slowly"} <= set(report["dry_runs"])
+        assert not {"fetch_json", "delete_note", "count_in_background", "ask_user"} & set(report["dry_runs"])
 
 
 def test_the_demo_says_what_needs_a_client_capability(capsys):
