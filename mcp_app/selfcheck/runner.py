@@ -190,21 +190,26 @@ def _upstream_targets(tenant_id: int) -> list[tuple[Upstream, federation.Target 
     return targets
 
 
+async def _unreachable(target: federation.Target | str) -> str | None:
+    """Why the upstream cannot be reached (its secrets unreadable, no answer, an error), or None."""
+    if isinstance(target, str):
+        return target
+    try:
+        async with asyncio.timeout(UPSTREAM_SECONDS + 1):
+            await federation.discover(target)
+    except federation.UpstreamError as exc:
+        return exc.message
+    except TimeoutError:
+        return f"no answer within {UPSTREAM_SECONDS:g} s"
+    return None
+
+
 async def upstream_findings(tenant_id: int) -> tuple[int, list[Finding]]:
     """Each enabled upstream server asked what it offers; (how many, the unreachable ones)."""
     targets = await sync_to_async(_upstream_targets)(tenant_id)
     found = []
     for upstream, target in targets:
-        problem = target if isinstance(target, str) else None
-        if problem is None:
-            try:
-                async with asyncio.timeout(UPSTREAM_SECONDS + 1):
-                    await federation.discover(target)  # type: ignore[arg-type]
-            except federation.UpstreamError as exc:
-                problem = exc.message
-            except TimeoutError:
-                problem = f"no answer within {UPSTREAM_SECONDS:g} s"
-        if problem is not None:
+        if (problem := await _unreachable(target)) is not None:
             found.append(Finding(ERROR, "upstream", upstream.name, "upstream",
                                  f"Unreachable ({problem}): its published tools, prompts and resources "
                                  "fail for every client.", fix_url("upstream", upstream.pk)))  # fmt: skip
