@@ -4,6 +4,7 @@ from django.urls import include, path, re_path
 from oauth2_provider.views import JwksInfoView
 
 from mcp_app.admin import portability as portability_admin
+from mcp_app.admin import self_check as self_check_admin
 from mcp_app.api.token_page import api_tokens
 from mcp_app.connect.page import connect_page
 from mcp_app.demo import views as demo_views
@@ -44,6 +45,8 @@ urlpatterns = [
     path("", front, name="front"),
     # A tenant's Export, Import and OpenAPI import pages, beside its admin page (mcp_app/admin/portability.py).
     path("admin/tenants/tenant/<int:tenant_id>/", include((portability_admin.urls(), "admin-portability"))),
+    # Its "Check this tenant" page (mcp_app/admin/self_check.py).
+    path("admin/tenants/tenant/<int:tenant_id>/", include((self_check_admin.urls(), "admin-self-check"))),
     path("admin/", admin.site.urls),
     # The REST management API (mcp_app/api/): definitions, runs, clients, members, settings; OpenAPI.
     path("api/v1/", include("mcp_app.api.urls")),

@@ -94,6 +94,8 @@ FORBIDDEN = {
     # Connected accounts: the vault, its provider client and pages sit beside upstreams, under admin and api.
     "mcp_app.identity": ("mcp_app.transport", "mcp_app.protocol", "mcp_app.admin", "mcp_app.api"),
     "mcp_app.connect": ("mcp_app.transport", "mcp_app.admin", "mcp_app.api"),
+    # The self-check reads the endpoint as the connect page does, beside it; the admin, API and command show it.
+    "mcp_app.selfcheck": ("mcp_app.transport", "mcp_app.admin", "mcp_app.api", "django.http"),
     "mcp_app.operations": ("mcp_app.transport", "mcp_app.admin", "mcp_app.api"),
     "mcp_app.signals": ("mcp_app.transport", "mcp_app.protocol", "mcp_app.admin", "mcp_app.api"),
     "mcp_app.api": ("mcp_app.admin",),

@@ -23,14 +23,16 @@ from mcp_app.admin.forms import (
     secret_summary,
 )
 from mcp_app.admin.publishing import DraftFilter, PublishingAdminMixin
+from mcp_app.admin.self_check import SelfCheckOnSave
 from mcp_app.admin.try_page import TryPages
 from mcp_app.core.types import offered_to_legacy
 from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool
 from tenants.admin import TenantScopedAdmin
 
 
-class DefinitionAdmin(PublishingAdminMixin, TenantScopedAdmin):
-    """Shared by every definition: JSON textareas, the tenant filter, enabled toggles, drafts, history."""
+class DefinitionAdmin(SelfCheckOnSave, PublishingAdminMixin, TenantScopedAdmin):
+    """Shared by every definition: JSON textareas, the tenant filter, enabled toggles, drafts, history,
+    the self-check's warnings after a save (of the draft)."""
 
     list_filter = ("enabled", DraftFilter)
     readonly_fields = ("updated_at",)

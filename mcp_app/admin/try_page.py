@@ -31,6 +31,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
 from mcp_app.admin import try_tool
+from mcp_app.core.schema_examples import example_arguments
 from mcp_app.models import Tool
 from mcp_app.oauth.resources import canonical_uri
 
@@ -68,7 +69,7 @@ class TryPages:
             "tool": tool,
             "version": try_tool.LATEST,
             "mcp_url": canonical_uri(tool.tenant.slug),
-            "arguments": json.dumps(try_tool.example_arguments(tool.input_schema), indent=2),
+            "arguments": json.dumps(example_arguments(tool.input_schema), indent=2),
             "schema": tool.input_schema if isinstance(tool.input_schema, dict) else {},
             "stream_url": reverse("admin:mcp_app_tool_try_stream", args=[tool.pk]),
             "cancel_url": reverse("admin:mcp_app_tool_try_cancel", args=[tool.pk]),

@@ -58,26 +58,6 @@ class Outcome:
         return "\n".join(json.dumps(n, ensure_ascii=False) for n in self.notifications)
 
 
-_PLACEHOLDERS = {"string": "", "integer": 0, "number": 0, "boolean": False, "array": [], "object": {}}
-
-
-def example_arguments(schema: Any) -> dict[str, Any]:
-    """Arguments to start from: each property's default, and a blank value for required ones without."""
-    properties = schema.get("properties") if isinstance(schema, dict) else None
-    if not isinstance(properties, dict):
-        return {}
-    required = schema.get("required") if isinstance(schema.get("required"), list) else []
-    example: dict[str, Any] = {}
-    for name, spec in properties.items():
-        spec = spec if isinstance(spec, dict) else {}
-        if "default" in spec:
-            example[name] = spec["default"]
-        elif name in required:
-            kind = spec.get("type")
-            example[name] = _PLACEHOLDERS.get(kind if isinstance(kind, str) else "string", "")
-    return example
-
-
 def parse_arguments(raw: str) -> dict[str, Any]:
     try:
         value = nesting.loads(raw or "{}")

@@ -10,6 +10,7 @@ from mcp_app.api import (
     invitations,
     portability,
     providers,
+    self_check,
     service_clients,
     tenancy,
     upstreams,
@@ -51,6 +52,7 @@ urlpatterns = [
         portability.ImportOpenApiView.as_view(),
         name="tenant-import-openapi",
     ),
+    path("tenants/<str:slug>/check/", self_check.SelfCheckView.as_view(), name="tenant-check"),
     path("tenants/<str:slug>/<str:kind>/<int:pk>/history/", history.HistoryView.as_view(), name="history"),
     path(
         "tenants/<str:slug>/<str:kind>/<int:pk>/history/compare/",

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from mcp_app.admin.try_tool import example_arguments
+from mcp_app.core.schema_examples import example_arguments
 from mcp_app.handlers.python import register
 from mcp_app.models import Tool
 

@@ -7,6 +7,7 @@ operation) so the whole file runs in well under a minute on two cores.
 
 from __future__ import annotations
 
+import channels.db
 import pytest
 import schemathesis
 from django.core.signals import request_finished, request_started
@@ -40,9 +41,12 @@ schema.config.phases.update(phases=["examples", "fuzzing"])
 
 
 @pytest.fixture(autouse=True)
-def _keep_the_test_transaction():
+def _keep_the_test_transaction(monkeypatch):
     # The WSGI handler closes the database connection after each request; the test's transaction
-    # lives on it (Django's own test client disconnects these signals the same way).
+    # lives on it (Django's own test client disconnects these signals the same way). A view that asks
+    # the catalog (the self-check: channels' database_sync_to_async, in the request's thread) closes
+    # it around each read as well.
+    monkeypatch.setattr(channels.db, "close_old_connections", lambda: None)
     request_started.disconnect(close_old_connections)
     request_finished.disconnect(close_old_connections)
     yield
