@@ -5,6 +5,7 @@ Saving any of them announces the change to connected clients (mcp_app/signals/de
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 from django.contrib import admin
@@ -12,11 +13,13 @@ from django.db import models
 from django.http import HttpRequest, HttpResponse
 from django.template.defaultfilters import truncatechars
 from django.urls import path, reverse
+from django.utils.html import format_html
 from django.utils.timezone import localtime
 
 from formfields import json_formfield
 from mcp_app.admin import json_check
 from mcp_app.admin.forms import (
+    PromptAdminForm,
     ResourceAdminForm,
     ResourceTemplateAdminForm,
     ToolAdminForm,
@@ -74,6 +77,10 @@ class DefinitionAdmin(HistoryAdminMixin, TenantScopedAdmin):
     def updated(self, obj: Any) -> str:
         """Day and minute, in the site's time zone: one short line instead of "Nov. 25, 2026, 9:22 a.m."."""
         return localtime(obj.updated_at).strftime("%Y-%m-%d %H:%M") if obj.updated_at else "—"
+
+
+# An uploaded image larger than this is not inlined into the page as a preview.
+PREVIEW_BYTES = 2 * 1024 * 1024
 
 
 @admin.register(Tool)
@@ -145,6 +152,7 @@ class ToolAdmin(TryPages, DefinitionAdmin):
 
 @admin.register(Prompt)
 class PromptAdmin(DefinitionAdmin):
+    form = PromptAdminForm
     list_display = ("name", "tenant", "title", "enabled", "updated")
     search_fields = ("name", "title", "description")
     fieldsets = (
@@ -161,10 +169,10 @@ class ResourceAdmin(DefinitionAdmin):
     form_only_fields = ("upload", "clear_blob")
     list_display = ("uri", "tenant", "name", "mime_type", "size_display", "enabled", "updated")
     search_fields = ("uri", "name", "title", "description")
-    readonly_fields = ("contents_summary", "updated_at")
+    readonly_fields = ("contents_summary", "preview", "updated_at")
     fieldsets = (
         (None, {"fields": ("tenant", "uri", "name", "title", "description", "mime_type", "enabled")}),
-        ("Contents", {"fields": ("text", "upload", "clear_blob", "contents_summary")}),
+        ("Contents", {"fields": ("text", "upload", "clear_blob", "contents_summary", "preview")}),
         ("Presentation", {"fields": ("annotations", "icons", "meta"), "classes": ("collapse",)}),
         ("State", {"fields": ("updated_at",)}),
     )
@@ -180,6 +188,23 @@ class ResourceAdmin(DefinitionAdmin):
         if obj.blob is not None:
             return f"uploaded file, {len(obj.blob)} bytes ({obj.mime_type or 'no MIME type'})"
         return f"text, {len(obj.text.encode())} bytes"
+
+    @admin.display(description="preview")
+    def preview(self, obj: Resource) -> str:
+        """What a client shows of the saved contents: the text, or the image rendered (AMB-261)."""
+        if obj.pk is None:
+            return "Saved contents are shown here."
+        if obj.blob is not None:
+            if (obj.mime_type or "").startswith("image/") and len(obj.blob) <= PREVIEW_BYTES:
+                data = base64.b64encode(obj.blob).decode("ascii")
+                return format_html(
+                    '<div class="resource-preview"><img src="data:{};base64,{}" alt="{}"></div>',
+                    obj.mime_type, data, obj.name or obj.uri,
+                )  # fmt: skip
+            return "A binary file: clients receive it as a blob."
+        return format_html(
+            '<div class="resource-preview"><pre>{}</pre></div>', truncatechars(obj.text, 20000)
+        )
 
 
 @admin.register(ResourceTemplate)
