@@ -56,7 +56,13 @@ class ToolAdminForm(forms.ModelForm):
 
     class Media:
         css = {"all": ("mcpsite/kind_form.css",)}
-        js = ("mcpsite/schema_table.js", "mcpsite/kind_form.js")
+        # After the JSON editors' own script (formfields), whose roots they build on.
+        js = (
+            "dist/jsoneditor.min.js",
+            "mcpsite/json_editor.js",
+            "mcpsite/schema_table.js",
+            "mcpsite/kind_form.js",
+        )
 
     class Meta:
         model = Tool
@@ -150,7 +156,12 @@ class PromptAdminForm(forms.ModelForm):
 
     class Media:
         css = {"all": ("mcpsite/kind_form.css",)}
-        js = ("mcpsite/prompt_editor.js", "mcpsite/schema_table.js")
+        js = (
+            "dist/jsoneditor.min.js",
+            "mcpsite/json_editor.js",
+            "mcpsite/prompt_editor.js",
+            "mcpsite/schema_table.js",
+        )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -135,6 +135,9 @@
   }
 
   function setUpAll() {
+    // Ace's syntax worker loads from a data: URI, which the site's CSP (rightly) refuses: a page
+    // error on every editor. It is not needed: this script checks the syntax, then the server.
+    if (window.ace && window.ace.config) window.ace.config.setDefaultValue("session", "useWorker", false);
     document.querySelectorAll("[data-json-editor]").forEach(function (root) {
       root.getJSON = function () {
         var text = root.querySelector("textarea").value;

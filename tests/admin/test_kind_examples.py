@@ -71,7 +71,11 @@ def test_the_python_callables_are_offered_with_their_docstrings():
 def person(ask: dict[str, Any]) -> dict[str, Any]:
     """The client's part: a model's reply to sampling, a person's answers to a form."""
     if ask["method"] == "sampling/createMessage":
-        return {"role": "assistant", "content": {"type": "text", "text": "MCP describes tools."}, "model": "m"}
+        return {
+            "role": "assistant",
+            "content": {"type": "text", "text": "MCP describes tools."},
+            "model": "m",
+        }
     assert ask["method"] == "elicitation/create", ask
     return {"action": "accept", "content": {"mood": "good", "score": 4}}
 

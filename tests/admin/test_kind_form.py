@@ -26,7 +26,9 @@ def test_a_new_tool_starts_as_the_template_example_and_carries_every_kinds_examp
     assert form.initial["input_schema"] == example.input_schema
     examples = re.search(r'data-kind-examples="([^"]*)"', html)
     assert examples is not None
-    carried = json.loads(examples.group(1).replace("&quot;", '"').replace("&#x27;", "'").replace("&amp;", "&"))
+    carried = json.loads(
+        examples.group(1).replace("&quot;", '"').replace("&#x27;", "'").replace("&amp;", "&")
+    )
     assert set(carried) == {"template", "http", "form", "llm", "python"}
     assert 'data-structured="schema"' in html and 'data-structured="form_fields"' in html
 
@@ -37,7 +39,9 @@ def test_an_existing_tool_keeps_its_settings_and_gets_no_examples(client, alice,
     assert "data-kind-examples" not in html and "data-kind-rows" in html
 
 
-@pytest.mark.parametrize("form_class", [ToolAdminForm, PromptAdminForm, ResourceAdminForm, ResourceTemplateAdminForm])
+@pytest.mark.parametrize(
+    "form_class", [ToolAdminForm, PromptAdminForm, ResourceAdminForm, ResourceTemplateAdminForm]
+)
 def test_every_field_explains_itself_in_one_line(form_class):
     form = form_class()
     for name, field in form.fields.items():
@@ -74,10 +78,20 @@ def test_every_problem_is_shown_once_next_to_its_own_field(client, alice, tool_a
     html = response.content.decode()
     assert set(form.errors) == {"input_schema", "output_schema", "handler_config", "icons"}, form.errors
     for field, messages in form.errors.items():
-        row = re.search(rf'<div class="form-row[^"]*field-{field}.*?</fieldset>|<div class="form-row[^"]*field-{field}.*', html, re.S)
+        row = re.search(
+            rf'<div class="form-row[^"]*field-{field}.*?</fieldset>|<div class="form-row[^"]*field-{field}.*',
+            html,
+            re.S,
+        )
         assert row is not None, field
         for message in messages:
-            escaped = message.replace("&", "&amp;").replace("'", "&#x27;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
+            escaped = (
+                message.replace("&", "&amp;")
+                .replace("'", "&#x27;")
+                .replace('"', "&quot;")
+                .replace("<", "&lt;")
+                .replace(">", "&gt;")
+            )
             assert html.count(escaped) == 1, (field, message)
             assert escaped in row.group(0), (field, message)
     assert len(form.errors["handler_config"]) >= 3  # all of them: the scheme, the method, the header
