@@ -130,6 +130,7 @@
       root.dispatchEvent(new CustomEvent("json-editor:set"));
     };
     textarea.addEventListener("input", function () {
+      root.dataset.touched = "1";
       root.dispatchEvent(new CustomEvent("json-editor:change", {detail: {text: textarea.value}}));
     });
   }

@@ -65,8 +65,10 @@
       if (configHelp && help[kind]) configHelp.textContent = "Settings of the kind: " + help[kind];
     }
 
-    // Whether a field still holds no work of the person's: empty, or one of the examples.
-    function untouched(name, value) {
+    // Whether a field still holds no work of the person's: never edited on this page (json_editor.js
+    // marks an edit), and empty or one of the examples (a form sent back with errors holds their work).
+    function untouched(name, root, value) {
+      if (root.dataset.touched) return false;
       if (value === null || canonical(value) === "{}") return true;
       if (name === "input_schema" && canonical(value) === canonical({type: "object", properties: {}})) return true;
       return Object.keys(examples).some(function (kind) {
@@ -83,7 +85,7 @@
         if (!root || !root.setJSON) return;
         var current;
         try { current = root.getJSON(); } catch (err) { return; }  // text being typed: the person's
-        if (untouched(name, current)) root.setJSON(example[name], true);
+        if (untouched(name, root, current)) root.setJSON(example[name], true);
       });
       var callable = document.getElementById("id_python_callable");
       if (kind === "python" && callable && !callable.value) callable.value = example.handler_config.callable;
