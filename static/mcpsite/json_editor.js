@@ -36,7 +36,7 @@
   function setUp(root) {
     if (root.dataset.ready) return;
     root.dataset.ready = "1";
-    var textarea = root.querySelector("textarea");
+    var textarea = root.querySelector(":scope > textarea");
     var box = root.querySelector(".json-editor-box");
     var status = root.querySelector(".json-editor-status");
     var checkUrl = root.dataset.checkUrl;
@@ -124,7 +124,7 @@
 
   // Without the editor (no script of its), the plain textarea is the value.
   function plainAccess(root) {
-    var textarea = root.querySelector("textarea");
+    var textarea = root.querySelector(":scope > textarea");
     root.setJSON = function (value) {
       textarea.value = value === null || value === undefined ? "" : JSON.stringify(value, null, 2);
       root.dispatchEvent(new CustomEvent("json-editor:set"));
@@ -141,7 +141,7 @@
     if (window.ace && window.ace.config) window.ace.config.setDefaultValue("session", "useWorker", false);
     document.querySelectorAll("[data-json-editor]").forEach(function (root) {
       root.getJSON = function () {
-        var text = root.querySelector("textarea").value;
+        var text = root.querySelector(":scope > textarea").value;
         if (!text.trim()) return null;
         return JSON.parse(text);  // throws on text that is not JSON: the caller says so
       };

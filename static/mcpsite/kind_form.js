@@ -40,7 +40,8 @@
       note = document.createElement("p");
       note.className = "kind-example-note";
       note.setAttribute("role", "status");
-      select.parentNode.appendChild(note);
+      var row = select.closest(".form-row");
+      (row || select.parentNode).appendChild(note);  // under the kind's help, not beside the select
     }
 
     function show(kind) {

@@ -18,7 +18,7 @@
     var toggle = el("button", {type: "button", "class": "button structured-toggle", text: "Edit as JSON"});
     var note = el("p", {"class": "structured-note", role: "note"});
     [list, add, toggle, note].forEach(function (n) { wrap.appendChild(n); });
-    root.parentNode.insertBefore(wrap, root);
+    root.insertBefore(wrap, root.firstChild);  // inside the field, above its JSON view
 
     function shown(messages) {
       if (messages === null) return {items: []};

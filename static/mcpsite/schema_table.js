@@ -147,7 +147,7 @@
     var note = el("p", {"class": "structured-note", role: "note"});
     var table = el("table", {"class": "structured-rows"});
     var add = el("button", {type: "button", "class": "button structured-add",
-      text: mode === "form_fields" ? "Add a field" : "Add an argument"});
+      text: mode === "form_fields" ? "Add a field" : (field === "output_schema" ? "Add a property" : "Add an argument")});
     var toggle = el("button", {type: "button", "class": "button structured-toggle", "aria-pressed": "false",
       text: "Edit as JSON"});
     var columns = COLUMNS[mode];
@@ -160,7 +160,7 @@
     wrap.appendChild(add);
     if (!embedded) wrap.appendChild(toggle);
     wrap.appendChild(note);
-    root.parentNode.insertBefore(wrap, root);
+    root.insertBefore(wrap, root.firstChild);  // inside the field, above its JSON view
     if (embedded) wrap.dataset.kinds = JSON.stringify(["form"]);
 
     function value() {
@@ -235,6 +235,9 @@
       writing = false;
     }
 
+    // No rows, no headings: an empty output schema reads as "none".
+    function headings() { table.tHead.hidden = !body.rows.length; }
+
     function addRow(row) {
       var tr = el("tr");
       columns.forEach(function (c) {
@@ -259,9 +262,10 @@
       });
       var remove = el("button", {type: "button", "class": "button structured-remove", text: "Remove",
         "aria-label": "Remove this row"});
-      remove.addEventListener("click", function () { tr.remove(); write(); });
+      remove.addEventListener("click", function () { tr.remove(); headings(); write(); });
       tr.appendChild(el("td", {}, [remove]));
       body.appendChild(tr);
+      headings();
       return tr;
     }
 
@@ -286,6 +290,7 @@
       base = json;
       body.textContent = "";
       shown.rows.forEach(addRow);
+      headings();
       if (!embedded && root.classList.contains("table-mode") === false && toggle.dataset.chosen === "json") {
         return true;  // the person asked for the JSON view: keep it
       }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 
@@ -10,8 +11,9 @@ from django.urls import reverse
 
 from mcp_app.admin import kind_examples
 from mcp_app.admin.forms import PromptAdminForm, ResourceAdminForm, ResourceTemplateAdminForm, ToolAdminForm
-from mcp_app.models import Tool
+from mcp_app.models import Resource, Tool
 from tests.admin.support import tool_form_data
+from tests.handlers.support import PNG
 
 pytestmark = pytest.mark.django_db
 
@@ -95,3 +97,16 @@ def test_every_problem_is_shown_once_next_to_its_own_field(client, alice, tool_a
             assert html.count(escaped) == 1, (field, message)
             assert escaped in row.group(0), (field, message)
     assert len(form.errors["handler_config"]) >= 3  # all of them: the scheme, the method, the header
+
+
+def test_a_resource_page_previews_its_text_and_renders_its_image(client, alice, tenant_a):
+    client.force_login(alice)
+    text = Resource.objects.create(tenant=tenant_a, uri="docs://readme", name="readme", text="# <Hello>")
+    image = Resource.objects.create(
+        tenant=tenant_a, uri="docs://logo", name="logo", mime_type="image/png", text="", blob=PNG
+    )
+    page = client.get(reverse("admin:mcp_app_resource_change", args=[text.pk])).content.decode()
+    assert '<div class="resource-preview"><pre># &lt;Hello&gt;</pre></div>' in page
+    page = client.get(reverse("admin:mcp_app_resource_change", args=[image.pk])).content.decode()
+    encoded = base64.b64encode(PNG).decode()
+    assert f'<img src="data:image/png;base64,{encoded}" alt="logo">' in page
