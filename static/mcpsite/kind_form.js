@@ -81,7 +81,9 @@
       var example = examples[kind];
       if (note) note.textContent = example && example.note ? "Example: " + example.note : "";
       if (!example) return;
-      ["handler_config", "input_schema"].forEach(function (name) {
+      // A python tool's settings are its callable's select (the settings box is hidden, the server
+      // takes the select): the example goes there only, so an emptied select is seen as such.
+      (kind === "python" ? ["input_schema"] : ["handler_config", "input_schema"]).forEach(function (name) {
         var root = editorOf(name);
         if (!root || !root.setJSON) return;
         var current;
