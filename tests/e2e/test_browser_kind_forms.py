@@ -12,7 +12,7 @@ import pytest
 from mcp_types import CreateMessageRequestParams, CreateMessageResult, ElicitResult, TextContent
 from playwright.async_api import ConsoleMessage, Page, expect
 
-from tests.e2e.admin_pages import body_text, signed_in
+from tests.e2e.admin_pages import body_text, signed_in, type_json
 from tests.e2e.browser import Screenshots, chromium
 from tests.e2e.helpers import sdk_client
 from tests.e2e.servers import DaphneServer, django_shell
@@ -131,6 +131,16 @@ async def test_typed_settings_survive_a_change_of_kind(server: DaphneServer, pag
     schema = await config_of(page, "input_schema")
     assert schema["properties"]["name"]["description"] == "The person to greet."  # typed: kept
     assert (await config_of(page, "handler_config"))["method"] == "POST"  # untouched: replaced
+    # A schema the table cannot show stays in the JSON view, with a note saying why.
+    limited = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}}
+    await type_json(page, "output_schema", limited)
+    table = page.locator("[data-table-for=output_schema]")
+    await table.locator("button.structured-toggle").click()
+    await expect(table.locator(".structured-note")).to_contain_text("The table cannot show this value")
+    await expect(
+        page.locator("[data-json-editor][data-field=output_schema] .json-editor-box")
+    ).to_be_visible()
+    assert await config_of(page, "output_schema") == limited
     assert errors == [], errors
 
 
