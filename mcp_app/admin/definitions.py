@@ -26,6 +26,7 @@ from mcp_app.admin.forms import (
     secret_summary,
 )
 from mcp_app.admin.history import HistoryAdminMixin
+from mcp_app.admin.previews import template_preview
 from mcp_app.admin.try_page import TryPages
 from mcp_app.core.types import offered_to_legacy
 from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool
@@ -217,7 +218,13 @@ class ResourceTemplateAdmin(DefinitionAdmin):
             None,
             {"fields": ("tenant", "uri_template", "name", "title", "description", "mime_type", "enabled")},
         ),
-        ("Handler", {"fields": ("handler", "handler_config", "completions")}),
+        ("Handler", {"fields": ("handler", "handler_config", "completions", "preview")}),
         ("Presentation", {"fields": ("annotations", "icons", "meta"), "classes": ("collapse",)}),
         ("State", {"fields": ("updated_at",)}),
     )
+    readonly_fields = ("preview", "updated_at")
+
+    @admin.display(description="preview")
+    def preview(self, obj: ResourceTemplate) -> str:
+        """One URI of the template read as a client reads it (AMB-261)."""
+        return template_preview(obj)

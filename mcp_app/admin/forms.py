@@ -236,6 +236,9 @@ class ResourceTemplateAdminForm(forms.ModelForm):
 
     handler = forms.ChoiceField(help_text="What produces the contents of an expanded URI.")
 
+    class Media:
+        css = {"all": ("mcpsite/kind_form.css",)}
+
     class Meta:
         model = ResourceTemplate
         fields = (

@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from mcp_app.admin import kind_examples
 from mcp_app.admin.forms import PromptAdminForm, ResourceAdminForm, ResourceTemplateAdminForm, ToolAdminForm
-from mcp_app.models import Resource, Tool
+from mcp_app.models import Resource, ResourceTemplate, Tool
 from tests.admin.support import tool_form_data
 from tests.handlers.support import PNG
 
@@ -110,3 +110,21 @@ def test_a_resource_page_previews_its_text_and_renders_its_image(client, alice, 
     page = client.get(reverse("admin:mcp_app_resource_change", args=[image.pk])).content.decode()
     encoded = base64.b64encode(PNG).decode()
     assert f'<img src="data:image/png;base64,{encoded}" alt="logo">' in page
+
+
+def test_a_resource_template_page_previews_one_uri_read_as_a_client_reads_it(client, alice, tenant_a):
+    client.force_login(alice)
+    template = ResourceTemplate.objects.create(
+        tenant=tenant_a,
+        uri_template="users://{id}/profile",
+        name="profile",
+        handler="template",
+        handler_config={"text": "Profile of <{{ id }}>"},
+        completions={"id": ["42", "7"]},
+    )
+    page = client.get(reverse("admin:mcp_app_resourcetemplate_change", args=[template.pk])).content.decode()
+    assert "<p><code>users://42/profile</code></p><pre>Profile of &lt;42&gt;</pre>" in page
+    template.handler, template.handler_config = "python", {"callable": "user_profile"}
+    template.save()
+    page = client.get(reverse("admin:mcp_app_resourcetemplate_change", args=[template.pk])).content.decode()
+    assert "read them from a client" in page
