@@ -35,6 +35,8 @@ class JSONEditorWidget(JSONTextarea):
 
     Without JavaScript it stays the plain textarea. `check_url`, when given, is where the script
     POSTs the value to hear the server's own validation of this field (mcp_app.admin.json_check).
+    `structured`, when set by a form, names the table or editor a script builds over the JSON
+    (static/mcpsite/schema_table.js: "schema", "form_fields", "prompt_arguments", "messages"; AMB-261).
     """
 
     class Media:
@@ -45,6 +47,7 @@ class JSONEditorWidget(JSONTextarea):
         super().__init__(attrs)
         self.check_url = check_url
         self.field = field
+        self.structured = ""
 
     def render(
         self, name: str, value: Any, attrs: dict[str, Any] | None = None, renderer: Any = None
@@ -53,11 +56,12 @@ class JSONEditorWidget(JSONTextarea):
         # tenant admin (which may not depend on mcp_app) uses this widget too.
         textarea = super().render(name, value, attrs, renderer)
         return format_html(
-            '<div class="json-editor" data-json-editor data-field="{}" data-check-url="{}">{}'
+            '<div class="json-editor" data-json-editor data-field="{}" data-check-url="{}" data-structured="{}">{}'
             '<div class="json-editor-box" hidden></div>'
             '<p class="json-editor-status" role="status" aria-live="polite"></p></div>',
             self.field or name,
             self.check_url,
+            self.structured,
             textarea,
         )
 

@@ -5,6 +5,7 @@ Saving any of them announces the change to connected clients (mcp_app/signals/de
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 from django.contrib import admin
@@ -12,16 +13,19 @@ from django.db import models
 from django.http import HttpRequest, HttpResponse
 from django.template.defaultfilters import truncatechars
 from django.urls import path, reverse
+from django.utils.html import format_html
 from django.utils.timezone import localtime
 
 from formfields import json_formfield
 from mcp_app.admin import json_check
 from mcp_app.admin.forms import (
+    PromptAdminForm,
     ResourceAdminForm,
     ResourceTemplateAdminForm,
     ToolAdminForm,
     secret_summary,
 )
+from mcp_app.admin.previews import template_preview
 from mcp_app.admin.publishing import DraftFilter, PublishingAdminMixin
 from mcp_app.admin.self_check import SelfCheckOnSave
 from mcp_app.admin.try_page import TryPages
@@ -76,6 +80,10 @@ class DefinitionAdmin(SelfCheckOnSave, PublishingAdminMixin, TenantScopedAdmin):
     def updated(self, obj: Any) -> str:
         """Day and minute, in the site's time zone: one short line instead of "Nov. 25, 2026, 9:22 a.m."."""
         return localtime(obj.updated_at).strftime("%Y-%m-%d %H:%M") if obj.updated_at else "—"
+
+
+# An uploaded image larger than this is not inlined into the page as a preview.
+PREVIEW_BYTES = 2 * 1024 * 1024
 
 
 @admin.register(Tool)
@@ -147,6 +155,7 @@ class ToolAdmin(TryPages, DefinitionAdmin):
 
 @admin.register(Prompt)
 class PromptAdmin(DefinitionAdmin):
+    form = PromptAdminForm
     list_display = ("name", "tenant", "title", "enabled", "publishing", "updated")
     search_fields = ("name", "title", "description")
     fieldsets = (
@@ -163,10 +172,10 @@ class ResourceAdmin(DefinitionAdmin):
     form_only_fields = ("upload", "clear_blob")
     list_display = ("uri", "tenant", "name", "mime_type", "size_display", "enabled", "publishing", "updated")
     search_fields = ("uri", "name", "title", "description")
-    readonly_fields = ("contents_summary", "updated_at")
+    readonly_fields = ("contents_summary", "preview", "updated_at")
     fieldsets = (
         (None, {"fields": ("tenant", "uri", "name", "title", "description", "mime_type", "enabled")}),
-        ("Contents", {"fields": ("text", "upload", "clear_blob", "contents_summary")}),
+        ("Contents", {"fields": ("text", "upload", "clear_blob", "contents_summary", "preview")}),
         ("Presentation", {"fields": ("annotations", "icons", "meta"), "classes": ("collapse",)}),
         ("State", {"fields": ("updated_at",)}),
     )
@@ -183,6 +192,23 @@ class ResourceAdmin(DefinitionAdmin):
             return f"uploaded file, {len(obj.blob)} bytes ({obj.mime_type or 'no MIME type'})"
         return f"text, {len(obj.text.encode())} bytes"
 
+    @admin.display(description="preview")
+    def preview(self, obj: Resource) -> str:
+        """What a client shows of the saved contents: the text, or the image rendered (AMB-261)."""
+        if obj.pk is None:
+            return "Saved contents are shown here."
+        if obj.blob is not None:
+            if (obj.mime_type or "").startswith("image/") and len(obj.blob) <= PREVIEW_BYTES:
+                data = base64.b64encode(obj.blob).decode("ascii")
+                return format_html(
+                    '<div class="resource-preview"><img src="data:{};base64,{}" alt="{}"></div>',
+                    obj.mime_type, data, obj.name or obj.uri,
+                )  # fmt: skip
+            return "A binary file: clients receive it as a blob."
+        return format_html(
+            '<div class="resource-preview"><pre>{}</pre></div>', truncatechars(obj.text, 20000)
+        )
+
 
 @admin.register(ResourceTemplate)
 class ResourceTemplateAdmin(DefinitionAdmin):
@@ -194,7 +220,13 @@ class ResourceTemplateAdmin(DefinitionAdmin):
             None,
             {"fields": ("tenant", "uri_template", "name", "title", "description", "mime_type", "enabled")},
         ),
-        ("Handler", {"fields": ("handler", "handler_config", "completions")}),
+        ("Handler", {"fields": ("handler", "handler_config", "completions", "preview")}),
         ("Presentation", {"fields": ("annotations", "icons", "meta"), "classes": ("collapse",)}),
         ("State", {"fields": ("updated_at",)}),
     )
+    readonly_fields = ("preview", "updated_at")
+
+    @admin.display(description="preview")
+    def preview(self, obj: ResourceTemplate) -> str:
+        """One URI of the template read as a client reads it (AMB-261)."""
+        return template_preview(obj)

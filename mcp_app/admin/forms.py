@@ -11,9 +11,10 @@ from django.core.exceptions import ValidationError
 from django.utils.html import format_html_join
 
 from formfields import WriteOnlyTextarea
+from mcp_app.admin import kind_examples, kind_form
 from mcp_app.handlers import python, registry
 from mcp_app.handlers.secrets import check_secret_headers, encrypt_secrets, secret_names
-from mcp_app.models import MAX_UPLOAD_BYTES, Resource, ResourceTemplate, Tool
+from mcp_app.models import MAX_UPLOAD_BYTES, Prompt, Resource, ResourceTemplate, Tool
 from mcpsite import nesting
 
 # Key of handler_config naming the registered callable of a `python` tool.
@@ -43,20 +44,25 @@ def secret_summary(tool: Tool) -> str:
 class ToolAdminForm(forms.ModelForm):
     """Tool form: handler kind select, python callable select, write-only secret headers."""
 
-    handler = forms.ChoiceField(help_text="What runs when the tool is called.")
-    python_callable = forms.ChoiceField(
-        required=False,
-        label="Python callable",
-        help_text=f"For the python handler: the registered callable (stored as handler settings '{PYTHON_CALLABLE_KEY}').",
-    )
+    handler = forms.ChoiceField(label="Kind", help_text=kind_form.HELP["handler"])
+    python_callable = forms.ChoiceField(required=False, label="Python callable")
     secret_headers = forms.CharField(
         required=False,
         widget=WriteOnlyTextarea(attrs={"rows": 4, "autocomplete": "off"}),
-        help_text="Headers the http kind sends to its URL, and an llm tool to its endpoint: a JSON object "
-        'of header → value, e.g. {"Authorization": "Bearer sk-…"}. Stored encrypted and never shown again; '
-        "replaces the stored set. Leave blank to keep the current secrets.",
+        help_text="Headers sent to the URL or endpoint, stored encrypted and never shown again, e.g. "
+        '{"Authorization": "Bearer sk-…"}; blank keeps the current ones.',
     )
     clear_secrets = forms.BooleanField(required=False, help_text="Remove every stored secret header.")
+
+    class Media:
+        css = {"all": ("mcpsite/kind_form.css",)}
+        # After the JSON editors' own script (formfields), whose roots they build on.
+        js = (
+            "dist/jsoneditor.min.js",
+            "mcpsite/json_editor.js",
+            "mcpsite/schema_table.js",
+            "mcpsite/kind_form.js",
+        )
 
     class Meta:
         model = Tool
@@ -69,16 +75,24 @@ class ToolAdminForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         if "handler_config" not in self.fields:
             return  # read-only view: the admin renders no editable fields
-        self.fields["handler"].choices = _kind_choices()
-        names = _python_names()
-        self.fields["python_callable"].choices = [("", "---------"), *[(name, name) for name in names]]
-        self.fields["handler_config"].help_text = (
-            "Settings of the handler kind (JSON object). Python callables registered: "
-            + (", ".join(names) or "none")
-            + "."
+        new = self.instance.pk is None
+        kind_form.structured(
+            self, {"input_schema": "schema", "output_schema": "schema", "handler_config": "form_fields"}
         )
-        config = self.instance.handler_config if isinstance(self.instance.handler_config, dict) else {}
-        if self.instance.handler == "python" and config.get(PYTHON_CALLABLE_KEY) in names:
+        self.fields["handler"].choices = _kind_choices()
+        kind_form.apply_help(self)
+        docs = kind_examples.callable_docs()
+        self.fields["python_callable"].choices = [("", "---------"), *[(name, name) for name in docs]]
+        self.fields["python_callable"].help_text = kind_form.callables_help(docs)
+        self.fields["handler_config"].help_text = "Settings of the kind: " + kind_form.CONFIG_HELP.get(
+            self.instance.handler or "template", "a JSON object."
+        )
+        self.fields["handler"].widget.attrs.update(kind_form.kind_select_attrs(new))
+        if new and not self.is_bound:
+            kind_form.new_tool_initial(self)
+        config = self.initial.get("handler_config")
+        config = config if isinstance(config, dict) else {}
+        if self.initial.get("handler") == "python" and config.get(PYTHON_CALLABLE_KEY) in docs:
             self.fields["python_callable"].initial = config[PYTHON_CALLABLE_KEY]
 
     def clean_secret_headers(self) -> dict[str, str] | None:
@@ -100,11 +114,19 @@ class ToolAdminForm(forms.ModelForm):
         if data.get("secret_headers") and data.get("clear_secrets"):
             self.add_error("clear_secrets", "Either enter new secret headers or clear them, not both.")
         callable_name = data.get("python_callable")
-        config = data.get("handler_config")
-        if data.get("handler") == "python" and callable_name and isinstance(config, dict):
-            # The select wins over a hand-edited config so the two never disagree.
-            data["handler_config"] = {**config, PYTHON_CALLABLE_KEY: callable_name}
-            self.instance.handler_config = data["handler_config"]
+        if data.get("handler") == "python":
+            if callable_name:
+                # The select is the python kind's whole configuration (its schema allows nothing else):
+                # it wins over the settings box, hidden for this kind, so an earlier kind's example
+                # left there cannot make the tool invalid.
+                data["handler_config"] = {PYTHON_CALLABLE_KEY: callable_name}
+                self.instance.handler_config = data["handler_config"]
+                self.errors.pop("handler_config", None)
+            elif not (
+                isinstance(data.get("handler_config"), dict)
+                and data["handler_config"].get(PYTHON_CALLABLE_KEY)
+            ):
+                self.add_error("python_callable", "Choose the registered callable this tool runs.")
         return data
 
     def save(self, commit: bool = True) -> Tool:
@@ -115,8 +137,43 @@ class ToolAdminForm(forms.ModelForm):
         return super().save(commit=commit)
 
 
+class PromptAdminForm(forms.ModelForm):
+    """Prompt form: its arguments as a table and its messages in an editor over the JSON (AMB-261)."""
+
+    class Meta:
+        model = Prompt
+        fields = (
+            "tenant",
+            "name",
+            "title",
+            "description",
+            "enabled",
+            "arguments",
+            "messages",
+            "icons",
+            "meta",
+        )
+
+    class Media:
+        css = {"all": ("mcpsite/kind_form.css",)}
+        js = (
+            "dist/jsoneditor.min.js",
+            "mcpsite/json_editor.js",
+            "mcpsite/prompt_editor.js",
+            "mcpsite/schema_table.js",
+        )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        kind_form.apply_help(self)
+        kind_form.structured(self, {"arguments": "prompt_arguments", "messages": "messages"})
+
+
 class ResourceAdminForm(forms.ModelForm):
     """Resource form: text, or an uploaded file that becomes the binary blob."""
+
+    class Media:
+        css = {"all": ("mcpsite/kind_form.css",)}
 
     upload = forms.FileField(
         required=False,
@@ -132,6 +189,10 @@ class ResourceAdminForm(forms.ModelForm):
             "tenant", "uri", "name", "title", "description", "mime_type", "enabled", "text",
             "annotations", "icons", "meta",
         )  # fmt: skip
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        kind_form.apply_help(self)
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
@@ -175,6 +236,9 @@ class ResourceTemplateAdminForm(forms.ModelForm):
 
     handler = forms.ChoiceField(help_text="What produces the contents of an expanded URI.")
 
+    class Media:
+        css = {"all": ("mcpsite/kind_form.css",)}
+
     class Meta:
         model = ResourceTemplate
         fields = (
@@ -186,6 +250,7 @@ class ResourceTemplateAdminForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         if "handler_config" not in self.fields:
             return  # read-only view
+        kind_form.apply_help(self)
         self.fields["handler"].choices = _template_kind_choices()
         self.fields["handler"].initial = self.instance.handler or "template"
         names = ", ".join(_python_names()) or "none"

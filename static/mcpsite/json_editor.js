@@ -4,7 +4,9 @@
  * script puts a JSONEditor (tree, code and text modes; served from our static files) in the box, hides
  * the textarea and copies the editor's exact text back into it on every change, so the server still
  * judges what was typed. As you type: the JSON syntax here, then, after a pause, the server's own check
- * of this field (its data-check-url), shown under the editor. */
+ * of this field (its data-check-url), shown under the editor. Other scripts (schema_table.js,
+ * kind_form.js) read and write the value through root.getJSON / root.setJSON and hear each edit typed
+ * here as a "json-editor:change" event on the root (AMB-261). */
 (function () {
   "use strict";
   var PAUSE_MS = 400;
@@ -34,7 +36,7 @@
   function setUp(root) {
     if (root.dataset.ready) return;
     root.dataset.ready = "1";
-    var textarea = root.querySelector("textarea");
+    var textarea = root.querySelector(":scope > textarea");
     var box = root.querySelector(".json-editor-box");
     var status = root.querySelector(".json-editor-status");
     var checkUrl = root.dataset.checkUrl;
@@ -98,6 +100,7 @@
         root.dataset.touched = "1";
         textarea.value = changed;
         check(changed);
+        root.dispatchEvent(new CustomEvent("json-editor:change", {detail: {text: changed}}));
       },
       onModeChange: function () { check(textarea.value); }
     });
@@ -107,12 +110,44 @@
     textarea.hidden = true;
     box.hidden = false;
     root.jsonEditor = editor;
+    // A value set by another script (a table, an example) is the person's to check, as if typed.
+    root.setJSON = function (value, quiet) {
+      var pretty = value === null || value === undefined ? "" : JSON.stringify(value, null, 2);
+      textarea.value = pretty;
+      if (value !== null && typeof value === "object") { editor.set(value); editor.expandAll(); }
+      else editor.setText(pretty);
+      if (!quiet) { root.dataset.touched = "1"; check(pretty); }
+      root.dispatchEvent(new CustomEvent("json-editor:set"));
+    };
     // Nothing is judged before the person edits: a new tool's empty settings are not an error yet.
   }
 
+  // Without the editor (no script of its), the plain textarea is the value.
+  function plainAccess(root) {
+    var textarea = root.querySelector(":scope > textarea");
+    root.setJSON = function (value) {
+      textarea.value = value === null || value === undefined ? "" : JSON.stringify(value, null, 2);
+      root.dispatchEvent(new CustomEvent("json-editor:set"));
+    };
+    textarea.addEventListener("input", function () {
+      root.dataset.touched = "1";
+      root.dispatchEvent(new CustomEvent("json-editor:change", {detail: {text: textarea.value}}));
+    });
+  }
+
   function setUpAll() {
-    if (typeof JSONEditor === "undefined") return;  // the plain textareas stay
-    document.querySelectorAll("[data-json-editor]").forEach(setUp);
+    // Ace's syntax worker loads from a data: URI, which the site's CSP (rightly) refuses: a page
+    // error on every editor. It is not needed: this script checks the syntax, then the server.
+    if (window.ace && window.ace.config) window.ace.config.setDefaultValue("session", "useWorker", false);
+    document.querySelectorAll("[data-json-editor]").forEach(function (root) {
+      root.getJSON = function () {
+        var text = root.querySelector(":scope > textarea").value;
+        if (!text.trim()) return null;
+        return JSON.parse(text);  // throws on text that is not JSON: the caller says so
+      };
+      if (typeof JSONEditor === "undefined") plainAccess(root);  // the plain textareas stay
+      else setUp(root);
+    });
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", setUpAll);

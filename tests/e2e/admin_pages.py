@@ -34,8 +34,11 @@ def json_editor(page: Page, field: str) -> Locator:
 
 
 async def type_json(page: Page, field: str, value: Any) -> None:
-    """Switch the field's editor to its plain text mode (its menu) and type the document there."""
+    """Switch the field's editor to its plain text mode (its menu) and type the document there (from
+    the JSON view, one click away when a table or message editor shows the field: AMB-261)."""
     root = json_editor(page, field)
+    if "table-mode" in (await root.get_attribute("class") or ""):  # a table over the JSON: its JSON view
+        await page.locator(f"[data-table-for={field}] button.structured-toggle").click()
     await root.locator("button.jsoneditor-modes").click()
     await page.locator(".jsoneditor-contextmenu button.jsoneditor-type-modes", has_text="Text").click()
     text = value if isinstance(value, str) else json.dumps(value, indent=2)
