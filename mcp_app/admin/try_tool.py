@@ -5,6 +5,9 @@ background worker, result checks, shaping for the newest revision), so what an e
 what a client gets. Notifications the call emits (progress, log messages) are shown beside it:
 `stream` yields them as they arrive, for the page that shows them live (AMB-71), and registers the call
 with the in-flight table (streams/inflight.py), so a cancel reaches it the way `notifications/cancelled` does.
+The live page plays the client (try_client.py, AMB-250): the era and capabilities the person chose, and
+their answers to the tool's questions; a 2026-07-28 call's rounds are answered and retried here.
+`definition_for` is the one place that says which definition of the tool is tried.
 """
 
 from __future__ import annotations
@@ -18,11 +21,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_app import catalog
+from mcp_app.admin import try_render
+from mcp_app.admin.try_client import DEFAULT_CAPABILITIES, Client
 from mcp_app.core.context import Emit, RequestContext, SessionState
-from mcp_app.core.types import TenantInfo
-from mcp_app.core.versions import LATEST, LATEST_MODERN
+from mcp_app.core.errors import ToolError
+from mcp_app.core.types import TenantInfo, ToolDef
+from mcp_app.core.versions import LATEST, LATEST_MODERN, is_modern
+from mcp_app.models import Tool
 from mcp_app.protocol import asking
 from mcp_app.protocol.dispatch import dispatch
+from mcp_app.protocol.tasks import FORBIDDEN
 from mcp_app.streams import inflight
 from mcpsite import nesting
 
@@ -35,10 +43,8 @@ REQUEST_ID = "admin-try"
 RUN_ID = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
 # A question's id, as protocol.asking names the questions it sends on a legacy call's stream.
 QUESTION_ID = re.compile(r"^ask-[A-Za-z0-9_-]{8,64}$")
-# The live page can show a form and send the person's answer back (AMB-71): it declares form-mode
-# elicitation, as a client would. Without script nothing can answer, so that page declares nothing.
-LIVE_CAPABILITIES: dict[str, Any] = {"elicitation": {}}
-ANSWER_ACTIONS = frozenset({"accept", "decline", "cancel"})
+# A 2026-07-28 call asks round after round until answered; the page stops after this many.
+MAX_ROUNDS = 20
 
 
 class TryError(Exception):
@@ -52,6 +58,8 @@ class Outcome:
     is_error: bool = False
     protocol_error: bool = False
     notifications: list[dict[str, Any]] = field(default_factory=list)
+    # The answer as a client shows it (try_render.view).
+    view: dict[str, Any] = field(default_factory=dict)
 
     @property
     def notifications_text(self) -> str:
@@ -93,19 +101,40 @@ def session_id(user_id: int, run_id: str = "") -> str:
     return f"admin-try-{user_id}-{run_id}" if run_id else f"admin-try-{user_id}"
 
 
-async def _resolve(tenant_slug: str, tool_name: str) -> tuple[TenantInfo, str]:
-    tenant = await catalog.get_tenant(tenant_slug)
+async def definition_for(tool_row: Tool) -> tuple[TenantInfo, ToolDef]:
+    """The tenant and the definition of `tool_row` that Try runs: the one its clients are served.
+
+    The one place that decides it (`tool_row.tenant` is loaded already, the row is not read again).
+    """
+    tenant = await catalog.get_tenant(tool_row.tenant.slug)
     if tenant is None:
         raise TryError("The tenant is inactive: its endpoint serves nothing, so there is nothing to try.")
-    tool = (await catalog.get_catalog(tenant.id)).tools_by_name.get(tool_name)
+    tool = (await catalog.get_catalog(tenant.id)).tools_by_name.get(tool_row.name)
     if tool is None:
         raise TryError("The tool is disabled: clients cannot call it. Enable it and save first.")
-    # As the newest client able to see it: a tool only 2026-07-28 can describe is tried as one.
-    return tenant, LATEST if tool.legacy else LATEST_MODERN
+    return tenant, tool
+
+
+def default_era(tool: ToolDef) -> str:
+    """The revision Try speaks unless told: the newest a client seeing the tool would (a tool only
+    2026-07-28 can describe is tried as one of its clients)."""
+    return LATEST if tool.legacy else LATEST_MODERN
+
+
+def default_client(tool: ToolDef) -> Client:
+    return Client(default_era(tool), frozenset(DEFAULT_CAPABILITIES))
+
+
+def _visible(tool: ToolDef, version: str) -> None:
+    if not (tool.legacy or is_modern(version)):
+        raise TryError(
+            f"A client on {version} does not see this tool: its output schema is not an object, which only "
+            f"2026-07-28 can describe. Choose {LATEST_MODERN} to try it."
+        )
 
 
 def _call(
-    tenant: TenantInfo, version: str, user_id: int, session: str, tool_name: str, arguments: dict[str, Any],
+    tenant: TenantInfo, version: str, user_id: int, session: str, tool: ToolDef, arguments: dict[str, Any],
     emit: Emit, capabilities: dict[str, Any] | None = None,
 ) -> tuple[RequestContext, dict[str, Any]]:  # fmt: skip
     state = SessionState(
@@ -133,30 +162,35 @@ def _call(
         "jsonrpc": "2.0",
         "id": REQUEST_ID,
         "method": "tools/call",
-        "params": {"name": tool_name, "arguments": arguments, "_meta": {"progressToken": REQUEST_ID}},
+        "params": {"name": tool.name, "arguments": arguments, "_meta": {"progressToken": REQUEST_ID}},
     }
+    if "tasks" in (capabilities or {}) and tool.task_support != FORBIDDEN:
+        # A 2025-11-25 client with tasks calls a tool that supports them as a task.
+        message["params"]["task"] = {}
     return ctx, message
 
 
 def _outcome(response: dict[str, Any] | None, elapsed_ms: int, notes: list[dict[str, Any]]) -> Outcome:
     assert response is not None
+    view = try_render.view(response)
     if "error" in response:
         body = json.dumps(response["error"], indent=2, ensure_ascii=False)
-        return Outcome(body, elapsed_ms, protocol_error=True, notifications=notes)
+        return Outcome(body, elapsed_ms, protocol_error=True, notifications=notes, view=view)
     result = response["result"]
     body = json.dumps(result, indent=2, ensure_ascii=False)
-    return Outcome(body, elapsed_ms, is_error=bool(result.get("isError")), notifications=notes)
+    return Outcome(body, elapsed_ms, is_error=bool(result.get("isError")), notifications=notes, view=view)
 
 
-async def run(tenant_slug: str, tool_name: str, user_id: int, arguments: dict[str, Any]) -> Outcome:
-    """Call the tool as a client of its tenant would, and report the answer (the page without script)."""
-    tenant, version = await _resolve(tenant_slug, tool_name)
+async def run(tool_row: Tool, user_id: int, arguments: dict[str, Any]) -> Outcome:
+    """Call the tool as a client of its tenant would, and report the answer (the page without script:
+    its client declares nothing, since nothing could answer a question)."""
+    tenant, tool = await definition_for(tool_row)
     notifications: list[dict[str, Any]] = []
 
     async def emit(message: dict[str, Any]) -> None:
         notifications.append(message)
 
-    ctx, message = _call(tenant, version, user_id, session_id(user_id), tool_name, arguments, emit)
+    ctx, message = _call(tenant, default_era(tool), user_id, session_id(user_id), tool, arguments, emit)
     started = time.monotonic()
     try:
         async with asyncio.timeout(TRY_SECONDS):
@@ -168,13 +202,37 @@ async def run(tenant_slug: str, tool_name: str, user_id: int, arguments: dict[st
     return _outcome(response, round((time.monotonic() - started) * 1000), notifications)
 
 
+async def _play(ctx: RequestContext, message: dict[str, Any]) -> dict[str, Any] | None:
+    """The call, played as a client plays it: a 2026-07-28 InputRequiredResult's questions are put to
+    the person (as a legacy session's are, through protocol.asking) and the call is sent again with
+    their answers and the round's requestState, until it ends."""
+    ask = asking.session_asker(ctx)
+    for _ in range(MAX_ROUNDS):
+        response = await dispatch(ctx, message)
+        result = (response or {}).get("result")
+        if not isinstance(result, dict) or result.get("resultType") != "input_required":
+            return response
+        answers: dict[str, Any] = {}
+        for key, request in (result.get("inputRequests") or {}).items():
+            try:
+                answers[key] = await ask(request)
+            except ToolError as exc:  # the person declined, or did not answer in time
+                raise TryError(f"The page's client stopped the call: {exc}") from None
+        params = {**message["params"], "inputResponses": answers, "requestState": result.get("requestState")}
+        message = {**message, "params": params}
+    raise TryError(f"The tool asked {MAX_ROUNDS} rounds of questions without finishing; the page stopped.")
+
+
 async def stream(
-    tenant_slug: str, tool_name: str, user_id: int, arguments: dict[str, Any], run_id: str
+    tool_row: Tool, user_id: int, arguments: dict[str, Any], run_id: str, client: Client | None = None
 ) -> AsyncIterator[dict[str, Any]]:
-    """The call as events, each as soon as it happens: started, notification..., then one of result,
-    problem or cancelled. Closing the iterator early (the page went away) cancels the call."""
+    """The call as events, each as soon as it happens: started, notification and question..., then one of
+    result, problem or cancelled. Closing the iterator early (the page went away) cancels the call.
+    `client` is the one the page plays (its default: the tool's newest era, a capable client)."""
     try:
-        tenant, version = await _resolve(tenant_slug, tool_name)
+        tenant, tool = await definition_for(tool_row)
+        client = client or default_client(tool)
+        _visible(tool, client.version)
     except TryError as exc:
         yield {"event": "problem", "message": str(exc)}
         return
@@ -184,19 +242,20 @@ async def stream(
         queue.put_nowait(message)
 
     session = session_id(user_id, run_id)
-    ctx, message = _call(tenant, version, user_id, session, tool_name, arguments, emit, LIVE_CAPABILITIES)
+    capabilities = client.capabilities()
+    ctx, message = _call(tenant, client.version, user_id, session, tool, arguments, emit, capabilities)
     started = time.monotonic()
 
     async def call() -> dict[str, Any] | None:
         async with asyncio.timeout(LIVE_SECONDS):
-            return await dispatch(ctx, message)
+            return await _play(ctx, message)
 
     task = asyncio.get_running_loop().create_task(call())
     task.add_done_callback(lambda _task: queue.put_nowait(None))
     # The same table notifications/cancelled goes through: a cancel from any process stops it.
     inflight.register(session, REQUEST_ID, task, ctx.cancelled)
     try:
-        yield {"event": "started", "run": run_id, "version": version}
+        yield {"event": "started", "run": run_id, "version": client.version, "capabilities": capabilities}
         while (note := await queue.get()) is not None:
             if "id" in note and "method" in note:  # a question for the person (protocol.asking)
                 yield {"event": "question", "ms": _ms(started), "id": note["id"], "method": note["method"],
@@ -207,6 +266,8 @@ async def stream(
             yield {"event": "cancelled", "elapsed_ms": _ms(started)}
         elif isinstance(task.exception(), TimeoutError):
             yield {"event": "problem", "message": f"The tool did not answer within {LIVE_SECONDS:g} s."}
+        elif isinstance(task.exception(), TryError):
+            yield {"event": "problem", "message": str(task.exception())}
         elif task.exception() is not None:
             yield {"event": "problem", "message": f"The call failed: {task.exception()!r}"}
         else:
@@ -217,6 +278,7 @@ async def stream(
                 "elapsed_ms": outcome.elapsed_ms,
                 "is_error": outcome.is_error,
                 "protocol_error": outcome.protocol_error,
+                "view": outcome.view,
             }
     finally:
         inflight.unregister(session, REQUEST_ID, task)
@@ -229,25 +291,11 @@ def _ms(started: float) -> int:
     return round((time.monotonic() - started) * 1000)
 
 
-async def answer(user_id: int, run_id: str, question_id: str, result: dict[str, Any]) -> None:
-    """The person's answer to a question of their live call, delivered as a client's response is."""
-    response = {"jsonrpc": "2.0", "id": question_id, "result": result}
+async def answer(user_id: int, run_id: str, question_id: str, body: dict[str, Any]) -> None:
+    """The person's answer to a question of their live call (try_client.answer_body: a result or an
+    error), delivered as a client's response is."""
+    response = {"jsonrpc": "2.0", "id": question_id, **body}
     await asking.deliver(session_id(user_id, run_id), response)
-
-
-def answer_result(action: str, raw_content: str) -> dict[str, Any]:
-    """An ElicitResult from the page's form: the action, and for accept the content object."""
-    if action not in ANSWER_ACTIONS:
-        raise TryError(f"The answer's action must be one of {', '.join(sorted(ANSWER_ACTIONS))}.")
-    if action != "accept":
-        return {"action": action}
-    try:
-        content = nesting.loads(raw_content or "{}")
-    except ValueError as exc:
-        raise TryError(f"The answer is not valid JSON: {exc}.") from None
-    if not isinstance(content, dict):
-        raise TryError("The answer must be a JSON object of the form's fields.")
-    return {"action": "accept", "content": content}
 
 
 async def cancel(user_id: int, run_id: str, reason: str) -> None:
