@@ -20,6 +20,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from channels.layers import get_channel_layer
+
 from mcp_app import catalog
 from mcp_app.admin import try_render
 from mcp_app.admin.try_client import DEFAULT_CAPABILITIES, Client
@@ -27,6 +29,7 @@ from mcp_app.core.context import Emit, RequestContext, SessionState
 from mcp_app.core.errors import ToolError
 from mcp_app.core.types import TenantInfo, ToolDef
 from mcp_app.core.versions import LATEST, LATEST_MODERN, is_modern
+from mcp_app.infra import notify
 from mcp_app.models import Tool
 from mcp_app.protocol import asking
 from mcp_app.protocol.dispatch import dispatch
@@ -206,21 +209,70 @@ async def _play(ctx: RequestContext, message: dict[str, Any]) -> dict[str, Any] 
     """The call, played as a client plays it: a 2026-07-28 InputRequiredResult's questions are put to
     the person (as a legacy session's are, through protocol.asking) and the call is sent again with
     their answers and the round's requestState, until it ends."""
-    ask = asking.session_asker(ctx)
     for _ in range(MAX_ROUNDS):
         response = await dispatch(ctx, message)
         result = (response or {}).get("result")
+        if isinstance(result, dict) and isinstance(result.get("task"), dict):  # 2025-11-25's handle
+            return await _follow_task(ctx, result["task"])
+        if isinstance(result, dict) and result.get("resultType") == "task":  # the tasks extension's
+            return await _follow_task(ctx, result)
         if not isinstance(result, dict) or result.get("resultType") != "input_required":
             return response
-        answers: dict[str, Any] = {}
-        for key, request in (result.get("inputRequests") or {}).items():
-            try:
-                answers[key] = await ask(request)
-            except ToolError as exc:  # the person declined, or did not answer in time
-                raise TryError(f"The page's client stopped the call: {exc}") from None
+        answers = await _answers(ctx, result.get("inputRequests") or {})
         params = {**message["params"], "inputResponses": answers, "requestState": result.get("requestState")}
         message = {**message, "params": params}
     raise TryError(f"The tool asked {MAX_ROUNDS} rounds of questions without finishing; the page stopped.")
+
+
+async def _answers(ctx: RequestContext, requests: dict[str, Any]) -> dict[str, Any]:
+    """The person's answers to a round's (or a task's) questions, asked one after the other."""
+    ask = asking.session_asker(ctx)
+    answers: dict[str, Any] = {}
+    for key, request in requests.items():
+        try:
+            answers[key] = await ask(request)
+        except ToolError as exc:  # the person declined, or did not answer in time
+            raise TryError(f"The page's client stopped the call: {exc}") from None
+    return answers
+
+
+async def _follow_task(ctx: RequestContext, task: dict[str, Any]) -> dict[str, Any] | None:
+    """A call answered with a task (the client declared tasks), followed as such a client follows it:
+    2025-11-25 waits on tasks/result (its questions come on the call's stream); 2026-07-28 polls
+    tasks/get and answers an input_required task with tasks/update. Stopping the call cancels the task."""
+    task_id = task.get("taskId")
+    await ctx.emit({"jsonrpc": "2.0", "method": "notifications/tasks/status", "params": task})
+
+    def request(method: str, **params: Any) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": REQUEST_ID, "method": method, "params": {"taskId": task_id, **params}}
+
+    try:
+        if not is_modern(ctx.protocol_version):
+            return await dispatch(ctx, request("tasks/result"))
+        answered: set[str] = set()
+        status = task.get("status")
+        while True:
+            response = await dispatch(ctx, request("tasks/get"))
+            state = (response or {}).get("result")
+            if not isinstance(state, dict):
+                return response
+            if state.get("status") != status:  # shown in the log as a client would see it change
+                status = state.get("status")
+                shown = {k: v for k, v in state.items() if k not in ("result", "error", "inputRequests")}
+                await ctx.emit({"jsonrpc": "2.0", "method": "notifications/tasks/status", "params": shown})
+            if state.get("status") in ("completed", "failed", "cancelled"):
+                if "result" in state or "error" in state:
+                    return {"jsonrpc": "2.0", "id": REQUEST_ID, **{k: state[k] for k in ("result", "error") if k in state}}
+                raise TryError(f"The task ended {state.get('status')} without a result.")
+            waiting = {k: v for k, v in (state.get("inputRequests") or {}).items() if k not in answered}
+            if state.get("status") == "input_required" and waiting:
+                answers = await _answers(ctx, waiting)
+                answered.update(answers)
+                await dispatch(ctx, request("tasks/update", inputResponses=answers))
+            await asyncio.sleep(max(0.1, int(state.get("pollIntervalMs") or 500) / 1000))
+    except asyncio.CancelledError:
+        await asyncio.shield(dispatch(ctx, request("tasks/cancel")))
+        raise
 
 
 async def stream(
@@ -252,6 +304,8 @@ async def stream(
 
     task = asyncio.get_running_loop().create_task(call())
     task.add_done_callback(lambda _task: queue.put_nowait(None))
+    # A 2025-11-25 task speaks on its session's stream once the call has its handle: listen as one.
+    listening = _listen(session, queue) if "tasks" in capabilities else None
     # The same table notifications/cancelled goes through: a cancel from any process stops it.
     inflight.register(session, REQUEST_ID, task, ctx.cancelled)
     try:
@@ -281,10 +335,33 @@ async def stream(
                 "view": outcome.view,
             }
     finally:
+        if listening is not None:
+            listening.cancel()
         inflight.unregister(session, REQUEST_ID, task)
         if not task.done():  # the page closed its request: stop the call as a disconnect does
             ctx.cancelled.set()
             task.cancel()
+
+
+def _listen(session: str, queue: asyncio.Queue[dict[str, Any] | None]) -> asyncio.Task[None] | None:
+    """What the session's stream would carry (a task's progress, log messages and questions), into
+    `queue`, until cancelled; None without a channel layer."""
+    layer = get_channel_layer()
+    if layer is None:
+        return None
+
+    async def listen() -> None:
+        channel = await layer.new_channel()
+        await layer.group_add(notify.session_group(session), channel)
+        try:
+            while True:
+                event = await layer.receive(channel)
+                if event.get("type") == "mcp.session_message" and isinstance(event.get("message"), dict):
+                    queue.put_nowait(event["message"])
+        finally:
+            await asyncio.shield(layer.group_discard(notify.session_group(session), channel))
+
+    return asyncio.get_running_loop().create_task(listen())
 
 
 def _ms(started: float) -> int:

@@ -382,6 +382,8 @@
         } else if (message.method === "notifications/message") {
           var data = typeof params.data === "string" ? params.data : JSON.stringify(params.data);
           note(at + " [" + params.level + "]" + (params.logger ? " " + params.logger : "") + ": " + data, "log " + params.level);
+        } else if (message.method === "notifications/tasks/status") {
+          note(at + " task " + params.taskId + ": " + params.status + (params.statusMessage ? " (" + params.statusMessage + ")" : ""), "task");
         } else {
           note(at + " " + JSON.stringify(message), "other");
         }

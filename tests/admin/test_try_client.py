@@ -153,3 +153,37 @@ async def test_a_bad_era_and_a_tool_the_era_cannot_see_are_problems_not_calls(al
         lines = (await browser.post(stream, {"arguments": "{}", "era": era})).streaming_content.__aiter__()
         event = await next_event(lines)
         assert event["event"] == "problem" and event["message"].startswith(problem), event
+
+
+@register("test_admin_ask_in_a_task")
+async def ask_in_a_task(ctx: Any, arguments: dict[str, Any]) -> dict[str, Any]:
+    roots = (await ctx.list_roots())["roots"]
+    return {"content": [{"type": "text", "text": f"task saw {roots[0]['uri']}"}]}
+
+
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+async def test_with_tasks_ticked_the_page_follows_the_task_and_answers_its_question(
+    alice, tenant_a, close_connections, era
+):
+    tool = await Tool.objects.acreate(
+        tenant=tenant_a, name="tasked", handler="python", task_support="required",
+        handler_config={"callable": "test_admin_ask_in_a_task"},
+    )  # fmt: skip
+    browser = AsyncClient()
+    await browser.aforce_login(alice)
+    stream = await sync_to_async(reverse)("admin:mcp_app_tool_try_stream", args=[tool.pk])
+    answer = await sync_to_async(reverse)("admin:mcp_app_tool_try_answer", args=[tool.pk])
+    posted = {"arguments": "{}", "era": era, "capability": ["tasks", "roots"]}
+    lines = (await browser.post(stream, posted)).streaming_content.__aiter__()
+    started = await next_event(lines)
+    event = await next_event(lines)
+    assert event["message"]["method"] == "notifications/tasks/status", event  # the handle, shown
+    while event["event"] == "notification":  # the task's status changes
+        event = await next_event(lines)
+    assert event["event"] == "question" and event["method"] == "roots/list", event
+    fields = {"run": started["run"], "question": event["id"], "method": "roots/list", "action": "accept"}
+    answered = await browser.post(answer, {**fields, "content": '{"roots": [{"uri": "file:///t"}]}'})
+    assert answered.status_code == 200
+    while (event := await next_event(lines))["event"] == "notification":
+        pass
+    assert event["event"] == "result" and event["view"]["blocks"][0]["text"] == "task saw file:///t", event
