@@ -418,3 +418,20 @@ async def test_results_are_drawn_as_a_client_shows_them_with_the_raw_json_one_cl
     color = await page.locator("#try-view .try-text").evaluate("node => getComputedStyle(node).color")
     assert color == "rgb(186, 33, 33)", color  # the admin's error red
     await shots.take(page, "is-error")
+
+
+async def test_an_approval_is_asked_on_the_page_and_the_tool_runs_once_approved(
+    server: DaphneServer, page: Page, console_errors: list[str], request: pytest.FixtureRequest
+) -> None:
+    shots = Screenshots(request.node.name)
+    await signed_in(page, server)
+    await open_try(page, server, "delete_note")
+    await page.locator("[data-path=note] input").fill("groceries")
+    await choose_client(page, "2026-07-28")
+    await page.click("#try-run")
+    question = page.locator(".try-question .try-question-message")
+    await expect(question).to_contain_text("Allow the tool Delete a note (delete_note) to run", timeout=PAGE_MS)
+    await shots.take(page, "approval-asked")
+    await page.locator(".try-question").get_by_role("button", name="Accept").click()
+    assert (await finished(page)).startswith("Result (")
+    await expect(page.locator("#try-view .try-text")).to_have_text("Deleted groceries.")
