@@ -11,7 +11,15 @@ from collections.abc import Iterator
 import pytest
 from playwright.async_api import ConsoleMessage, Page, expect
 
-from tests.e2e.admin_pages import FINISHED, json_editor, json_status, run_try, signed_in, type_json
+from tests.e2e.admin_pages import (
+    FINISHED,
+    json_editor,
+    json_status,
+    raw_arguments,
+    run_try,
+    signed_in,
+    type_json,
+)
 from tests.e2e.browser import PAGE_MS, Screenshots, sign_in
 from tests.e2e.servers import ADMIN_PASSWORD, ADMIN_USERNAME, DaphneServer, ServerProcess, django_shell
 
@@ -435,3 +443,47 @@ async def test_an_approval_is_asked_on_the_page_and_the_tool_runs_once_approved(
     await page.locator(".try-question").get_by_role("button", name="Accept").click()
     assert (await finished(page)).startswith("Result (")
     await expect(page.locator("#try-view .try-text")).to_have_text("Deleted groceries.")
+
+
+SENSITIVE = {
+    "message": "Your key for {{ service }}",
+    "sensitive": True,
+    "fields": {"type": "object", "properties": {"api_key": {"type": "string", "title": "API key"}}, "required": ["api_key"]},
+    "text": "Got a key for {{ service }}.",
+}
+
+
+@pytest.fixture
+def sensitive_tool(server: DaphneServer) -> Iterator[str]:
+    django_shell(
+        server.env,
+        "from mcp_app.models import Tool\nfrom tenants.models import Tenant\n"
+        "Tool.objects.update_or_create(tenant=Tenant.objects.get(slug='demo'), name='browser_key', "
+        f"defaults=dict(handler='form', handler_config={SENSITIVE!r}, timeout_seconds=60))\n",
+    )
+    yield "browser_key"
+    django_shell(server.env, "from mcp_app.models import Tool\nTool.objects.filter(name='browser_key').delete()\n")
+
+
+async def test_a_url_mode_question_offers_its_link_and_the_form_filled_there_ends_the_call(
+    server: DaphneServer, sensitive_tool: str, page: Page, console_errors: list[str], request: pytest.FixtureRequest
+) -> None:
+    shots = Screenshots(request.node.name)
+    await signed_in(page, server)
+    await open_try(page, server, sensitive_tool)
+    await raw_arguments(page, {"service": "Acme"})
+    await choose_client(page, elicitation_url=True)
+    await page.click("#try-run")
+    link = page.locator(".try-question .try-question-url a")
+    await expect(link).to_have_attribute("href", re.compile(rf"^{re.escape(server.url)}/t/demo/form/"), timeout=PAGE_MS)
+    await shots.take(page, "url-offered")
+    await page.locator(".try-question").get_by_role("button", name="Accept").click()
+    async with page.context.expect_page() as opened:
+        await link.click()
+    form_page = await opened.value
+    await form_page.get_by_label("API key").fill("sk-live-123456")
+    await form_page.get_by_role("button", name="Send").click()
+    await form_page.get_by_role("status").wait_for()
+    await form_page.close()
+    assert (await finished(page)).startswith("Result (")
+    await expect(page.locator("#try-view .try-text")).to_have_text("Got a key for Acme.")
