@@ -1,7 +1,7 @@
 """The admin's "Try this tool": one `tools/call` through the protocol core, made as a client makes it.
 
 The same path a client's call takes after the transport (argument validation, the handler or a
-background worker, result checks, shaping for the newest revision), so what an editor sees here is
+background worker, result checks, shaping for the revision tried), so what an editor sees here is
 what a client gets. Notifications the call emits (progress, log messages) are shown beside it:
 `stream` yields them as they arrive, for the page that shows them live (AMB-71), and registers the call
 with the in-flight table (streams/inflight.py), so a cancel reaches it the way `notifications/cancelled` does.
@@ -108,6 +108,8 @@ async def definition_for(tool_row: Tool) -> tuple[TenantInfo, ToolDef]:
     """The tenant and the definition of `tool_row` that Try runs: the one its clients are served.
 
     The one place that decides it (`tool_row.tenant` is loaded already, the row is not read again).
+    The page's era, kind sentence and task choice follow what it returns; the call itself names the
+    tool (`tools/call` by name), so trying another definition (a draft) also hands it to the dispatch.
     """
     tenant = await catalog.get_tenant(tool_row.tenant.slug)
     if tenant is None:
