@@ -92,8 +92,10 @@ class TryPages:
             context["arguments"] = request.POST.get("arguments", "")
             try:
                 arguments = try_tool.parse_arguments(context["arguments"])
-                context["outcome"] = async_to_sync(try_tool.run)(tool, request.user.pk, arguments)
-            except try_tool.TryError as exc:
+                era = try_client.client_from(request.POST["era"], []).version if "era" in request.POST else ""
+                context["outcome"] = async_to_sync(try_tool.run)(tool, request.user.pk, arguments, era)
+                context["version"] = era or context["version"]
+            except (try_tool.TryError, try_client.AnswerError) as exc:
                 context["problem"] = str(exc)
         return TemplateResponse(request, "admin/mcp_app/tool/try_tool.html", context)
 

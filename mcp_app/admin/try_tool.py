@@ -186,16 +186,18 @@ def _outcome(response: dict[str, Any] | None, elapsed_ms: int, notes: list[dict[
     return Outcome(body, elapsed_ms, is_error=bool(result.get("isError")), notifications=notes, view=view)
 
 
-async def run(tool_row: Tool, user_id: int, arguments: dict[str, Any]) -> Outcome:
+async def run(tool_row: Tool, user_id: int, arguments: dict[str, Any], era: str = "") -> Outcome:
     """Call the tool as a client of its tenant would, and report the answer (the page without script:
-    its client declares nothing, since nothing could answer a question)."""
+    its client speaks `era`, or the default, and declares nothing, since nothing could answer)."""
     tenant, tool = await definition_for(tool_row)
+    version = era or default_era(tool)
+    _visible(tool, version)
     notifications: list[dict[str, Any]] = []
 
     async def emit(message: dict[str, Any]) -> None:
         notifications.append(message)
 
-    ctx, message = _call(tenant, default_era(tool), user_id, session_id(user_id), tool, arguments, emit)
+    ctx, message = _call(tenant, version, user_id, session_id(user_id), tool, arguments, emit)
     started = time.monotonic()
     try:
         async with asyncio.timeout(TRY_SECONDS):

@@ -187,3 +187,16 @@ async def test_with_tasks_ticked_the_page_follows_the_task_and_answers_its_quest
     while (event := await next_event(lines))["event"] == "notification":
         pass
     assert event["event"] == "result" and event["view"]["blocks"][0]["text"] == "task saw file:///t", event
+
+
+def test_the_page_without_script_speaks_the_era_chosen_and_declares_nothing(client, alice, asker_a):
+    client.force_login(alice)
+    url = reverse("admin:mcp_app_tool_try", args=[asker_a.pk])
+    legacy = client.post(url, {"arguments": "{}", "era": "2025-06-18"}).context
+    assert legacy["outcome"].is_error and legacy["version"] == "2025-06-18"
+    assert legacy["outcome"].view["blocks"][0]["text"].startswith(
+        "This tool needs the list of folders or places the client shares (roots), and this client did not"
+    )
+    modern = client.post(url, {"arguments": "{}", "era": "2026-07-28"}).context["outcome"]
+    assert modern.protocol_error and json.loads(modern.body)["code"] == -32021
+    assert "problem" in client.post(url, {"arguments": "{}", "era": "1.0"}).context
