@@ -97,6 +97,8 @@ CONTENT_SECURITY_POLICY = {
         "style-src": [_csp.SELF, _csp.UNSAFE_INLINE],
         "img-src": [_csp.SELF, "data:", "blob:", "https:"],
         "font-src": [_csp.SELF, "data:"],
+        # The Try page plays audio a tool returned, as a data: URL (AMB-251).
+        "media-src": [_csp.SELF, "data:"],
         "connect-src": [_csp.SELF],
         "worker-src": [_csp.SELF, "blob:"],
         "frame-ancestors": [_csp.NONE],

@@ -4,7 +4,8 @@ The page renders a form from the tool's input schema in the browser (static/mcps
 POSTs the arguments to `try/stream/`, which answers newline-delimited JSON events as the call makes
 them (try_tool.stream). `try/cancel/` cancels the user's own running call through the transport's
 in-flight table, like `notifications/cancelled`; `try/answer/` answers a question the call asked
-(elicitation, approval), as a client's response does. Without script the form posts to the page itself
+(elicitation, approval, sampling, roots), as a client's response does. The stream's POST also names
+the era and the capabilities of the client the page plays (try_client.py, AMB-250). Without script the form posts to the page itself
 and gets the whole outcome at once. Every URL is the tool's: another tenant's tool is a 404, a viewer
 gets 403 (the tool really runs), and each POST needs the CSRF token.
 """
@@ -30,7 +31,7 @@ from django.http import (
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
-from mcp_app.admin import try_tool
+from mcp_app.admin import try_client, try_render, try_tool
 from mcp_app.core.schema_examples import example_arguments
 from mcp_app.models import Tool
 from mcp_app.oauth.resources import canonical_uri
@@ -56,6 +57,7 @@ class TryPages:
             raise Http404("No such tool.")
         if not self.has_change_permission(request, tool):  # type: ignore[attr-defined]
             raise PermissionDenied
+        tool.tenant  # noqa: B018 -- loaded here: the async call reads it without a query
         return tool
 
     def try_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
@@ -67,22 +69,34 @@ class TryPages:
             "opts": opts,
             "title": f"Try {tool.name}",
             "tool": tool,
-            "version": try_tool.LATEST,
             "mcp_url": canonical_uri(tool.tenant.slug),
             "arguments": json.dumps(example_arguments(tool.input_schema), indent=2),
             "schema": tool.input_schema if isinstance(tool.input_schema, dict) else {},
             "stream_url": reverse("admin:mcp_app_tool_try_stream", args=[tool.pk]),
             "cancel_url": reverse("admin:mcp_app_tool_try_cancel", args=[tool.pk]),
             "answer_url": reverse("admin:mcp_app_tool_try_answer", args=[tool.pk]),
+            "eras": try_client.ERAS,
+            "capabilities": [
+                (name, label, name in try_client.DEFAULT_CAPABILITIES)
+                for name, label in try_client.CAPABILITIES.items()
+            ],
         }
+        try:
+            definition = async_to_sync(try_tool.definition_for)(tool)[1]
+        except try_tool.TryError as exc:
+            context["problem"] = str(exc)
+            context["version"] = try_tool.LATEST
+        else:
+            context["version"] = try_tool.default_era(definition)
+            context["what_happens"] = try_render.what_happens(definition)
         if request.method == "POST":
             context["arguments"] = request.POST.get("arguments", "")
             try:
                 arguments = try_tool.parse_arguments(context["arguments"])
-                context["outcome"] = async_to_sync(try_tool.run)(
-                    tool.tenant.slug, tool.name, request.user.pk, arguments
-                )
-            except try_tool.TryError as exc:
+                era = try_client.client_from(request.POST["era"], []).version if "era" in request.POST else ""
+                context["outcome"] = async_to_sync(try_tool.run)(tool, request.user.pk, arguments, era)
+                context["version"] = era or context["version"]
+            except (try_tool.TryError, try_client.AnswerError) as exc:
                 context["problem"] = str(exc)
         return TemplateResponse(request, "admin/mcp_app/tool/try_tool.html", context)
 
@@ -93,11 +107,14 @@ class TryPages:
         tool = self._tool_to_try(request, object_id)
         try:
             arguments = try_tool.parse_arguments(request.POST.get("arguments", ""))
-        except try_tool.TryError as exc:
+            client = None
+            if "era" in request.POST:  # the page names its client; a bare POST gets the default one
+                client = try_client.client_from(request.POST["era"], request.POST.getlist("capability"))
+        except (try_tool.TryError, try_client.AnswerError) as exc:
             events: AsyncIterator[dict[str, Any]] = _one({"event": "problem", "message": str(exc)})
         else:
             run_id = secrets.token_urlsafe(12)
-            events = try_tool.stream(tool.tenant.slug, tool.name, request.user.pk, arguments, run_id)
+            events = try_tool.stream(tool, request.user.pk, arguments, run_id, client)
         response = StreamingHttpResponse(_lines(events), content_type="application/x-ndjson")
         response["Cache-Control"] = "no-cache"
         response["X-Accel-Buffering"] = "no"  # a proxy in front must pass each line at once
@@ -116,8 +133,8 @@ class TryPages:
         return JsonResponse({"cancelling": run_id})
 
     def try_answer_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        """The person's answer to a question their running call asked (`run`, `question`, `action`,
-        `content`): delivered as a client's response to that question is."""
+        """The person's answer to a question their running call asked (`run`, `question`, `method`,
+        `action`, `content`): delivered as a client's response to that question is."""
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])
         self._tool_to_try(request, object_id)
@@ -125,10 +142,12 @@ class TryPages:
         if not try_tool.RUN_ID.match(run_id) or not try_tool.QUESTION_ID.match(question):
             return HttpResponseBadRequest("Which question? The page sends the ids the stream gave it.")
         try:
-            result = try_tool.answer_result(request.POST.get("action", ""), request.POST.get("content", ""))
-        except try_tool.TryError as exc:
+            body = try_client.answer_body(
+                request.POST.get("method", ""), request.POST.get("action", ""), request.POST.get("content", "")
+            )
+        except try_client.AnswerError as exc:
             return HttpResponseBadRequest(str(exc))
-        async_to_sync(try_tool.answer)(request.user.pk, run_id, question, result)
+        async_to_sync(try_tool.answer)(request.user.pk, run_id, question, body)
         return JsonResponse({"answered": question})
 
 

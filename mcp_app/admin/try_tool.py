@@ -1,15 +1,19 @@
 """The admin's "Try this tool": one `tools/call` through the protocol core, made as a client makes it.
 
 The same path a client's call takes after the transport (argument validation, the handler or a
-background worker, result checks, shaping for the newest revision), so what an editor sees here is
+background worker, result checks, shaping for the revision tried), so what an editor sees here is
 what a client gets. Notifications the call emits (progress, log messages) are shown beside it:
 `stream` yields them as they arrive, for the page that shows them live (AMB-71), and registers the call
 with the in-flight table (streams/inflight.py), so a cancel reaches it the way `notifications/cancelled` does.
+The live page plays the client (try_client.py, AMB-250): the era and capabilities the person chose, and
+their answers to the tool's questions; a 2026-07-28 call's rounds are answered and retried here.
+`definition_for` is the one place that says which definition of the tool is tried.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import re
 import time
@@ -17,12 +21,21 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from channels.layers import get_channel_layer
+
 from mcp_app import catalog
+from mcp_app.admin import try_render
+from mcp_app.admin.try_client import DEFAULT_CAPABILITIES, Client
 from mcp_app.core.context import Emit, RequestContext, SessionState
-from mcp_app.core.types import TenantInfo
-from mcp_app.core.versions import LATEST, LATEST_MODERN
+from mcp_app.core.errors import ToolError
+from mcp_app.core.types import TenantInfo, ToolDef
+from mcp_app.core.versions import LATEST, LATEST_MODERN, is_modern
+from mcp_app.drafts import service as drafts
+from mcp_app.infra import notify
+from mcp_app.models import Tool
 from mcp_app.protocol import asking
 from mcp_app.protocol.dispatch import dispatch
+from mcp_app.protocol.tasks import FORBIDDEN
 from mcp_app.streams import inflight
 from mcpsite import nesting
 
@@ -35,10 +48,8 @@ REQUEST_ID = "admin-try"
 RUN_ID = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
 # A question's id, as protocol.asking names the questions it sends on a legacy call's stream.
 QUESTION_ID = re.compile(r"^ask-[A-Za-z0-9_-]{8,64}$")
-# The live page can show a form and send the person's answer back (AMB-71): it declares form-mode
-# elicitation, as a client would. Without script nothing can answer, so that page declares nothing.
-LIVE_CAPABILITIES: dict[str, Any] = {"elicitation": {}}
-ANSWER_ACTIONS = frozenset({"accept", "decline", "cancel"})
+# A 2026-07-28 call asks round after round until answered; the page stops after this many.
+MAX_ROUNDS = 20
 
 
 class TryError(Exception):
@@ -52,6 +63,8 @@ class Outcome:
     is_error: bool = False
     protocol_error: bool = False
     notifications: list[dict[str, Any]] = field(default_factory=list)
+    # The answer as a client shows it (try_render.view).
+    view: dict[str, Any] = field(default_factory=dict)
 
     @property
     def notifications_text(self) -> str:
@@ -73,19 +86,49 @@ def session_id(user_id: int, run_id: str = "") -> str:
     return f"admin-try-{user_id}-{run_id}" if run_id else f"admin-try-{user_id}"
 
 
-async def _resolve(tenant_slug: str, tool_name: str) -> tuple[TenantInfo, str]:
-    tenant = await catalog.get_tenant(tenant_slug)
+async def definition_for(tool_row: Tool) -> tuple[TenantInfo, ToolDef]:
+    """The tenant and the definition of `tool_row` that Try runs: its draft when it has one (AMB-221),
+    else the one its clients are served.
+
+    The one place that decides it (`tool_row` comes from the admin with its draft applied and its
+    tenant loaded; nothing is read again). The call names the tool, and the definition rides in the
+    request context (`RequestContext.draft_tool`), so the dispatch runs this one. A draft of a
+    background tool runs here, inline: workers run published versions only.
+    """
+    tenant = await catalog.get_tenant(tool_row.tenant.slug)
     if tenant is None:
         raise TryError("The tenant is inactive: its endpoint serves nothing, so there is nothing to try.")
-    tool = (await catalog.get_catalog(tenant.id)).tools_by_name.get(tool_name)
+    if drafts.has_draft(tool_row) and tool_row.handler != "upstream":
+        if not tool_row.enabled:
+            raise TryError("The draft disables the tool: clients could not call it. Enable it to try the draft.")
+        draft = tool_row.to_def()
+        return tenant, dataclasses.replace(draft, execution="inline") if draft.execution != "inline" else draft
+    tool = (await catalog.get_catalog(tenant.id)).tools_by_name.get(tool_row.name)
     if tool is None:
         raise TryError("The tool is disabled: clients cannot call it. Enable it and save first.")
-    # As the newest client able to see it: a tool only 2026-07-28 can describe is tried as one.
-    return tenant, LATEST if tool.legacy else LATEST_MODERN
+    return tenant, tool
+
+
+def default_era(tool: ToolDef) -> str:
+    """The revision Try speaks unless told: the newest a client seeing the tool would (a tool only
+    2026-07-28 can describe is tried as one of its clients)."""
+    return LATEST if tool.legacy else LATEST_MODERN
+
+
+def default_client(tool: ToolDef) -> Client:
+    return Client(default_era(tool), frozenset(DEFAULT_CAPABILITIES))
+
+
+def _visible(tool: ToolDef, version: str) -> None:
+    if not (tool.legacy or is_modern(version)):
+        raise TryError(
+            f"A client on {version} does not see this tool: its output schema is not an object, which only "
+            f"2026-07-28 can describe. Choose {LATEST_MODERN} to try it."
+        )
 
 
 def _call(
-    tenant: TenantInfo, version: str, user_id: int, session: str, tool_name: str, arguments: dict[str, Any],
+    tenant: TenantInfo, version: str, user_id: int, session: str, tool: ToolDef, arguments: dict[str, Any],
     emit: Emit, capabilities: dict[str, Any] | None = None,
 ) -> tuple[RequestContext, dict[str, Any]]:  # fmt: skip
     state = SessionState(
@@ -108,35 +151,43 @@ def _call(
         progress_token=REQUEST_ID,
         emit=emit,
         cancelled=asyncio.Event(),
+        draft_tool=tool,  # what definition_for chose: the draft, or the published one itself
     )
     message = {
         "jsonrpc": "2.0",
         "id": REQUEST_ID,
         "method": "tools/call",
-        "params": {"name": tool_name, "arguments": arguments, "_meta": {"progressToken": REQUEST_ID}},
+        "params": {"name": tool.name, "arguments": arguments, "_meta": {"progressToken": REQUEST_ID}},
     }
+    if "tasks" in (capabilities or {}) and tool.task_support != FORBIDDEN:
+        # A 2025-11-25 client with tasks calls a tool that supports them as a task.
+        message["params"]["task"] = {}
     return ctx, message
 
 
 def _outcome(response: dict[str, Any] | None, elapsed_ms: int, notes: list[dict[str, Any]]) -> Outcome:
     assert response is not None
+    view = try_render.view(response)
     if "error" in response:
         body = json.dumps(response["error"], indent=2, ensure_ascii=False)
-        return Outcome(body, elapsed_ms, protocol_error=True, notifications=notes)
+        return Outcome(body, elapsed_ms, protocol_error=True, notifications=notes, view=view)
     result = response["result"]
     body = json.dumps(result, indent=2, ensure_ascii=False)
-    return Outcome(body, elapsed_ms, is_error=bool(result.get("isError")), notifications=notes)
+    return Outcome(body, elapsed_ms, is_error=bool(result.get("isError")), notifications=notes, view=view)
 
 
-async def run(tenant_slug: str, tool_name: str, user_id: int, arguments: dict[str, Any]) -> Outcome:
-    """Call the tool as a client of its tenant would, and report the answer (the page without script)."""
-    tenant, version = await _resolve(tenant_slug, tool_name)
+async def run(tool_row: Tool, user_id: int, arguments: dict[str, Any], era: str = "") -> Outcome:
+    """Call the tool as a client of its tenant would, and report the answer (the page without script:
+    its client speaks `era`, or the default, and declares nothing, since nothing could answer)."""
+    tenant, tool = await definition_for(tool_row)
+    version = era or default_era(tool)
+    _visible(tool, version)
     notifications: list[dict[str, Any]] = []
 
     async def emit(message: dict[str, Any]) -> None:
         notifications.append(message)
 
-    ctx, message = _call(tenant, version, user_id, session_id(user_id), tool_name, arguments, emit)
+    ctx, message = _call(tenant, version, user_id, session_id(user_id), tool, arguments, emit)
     started = time.monotonic()
     try:
         async with asyncio.timeout(TRY_SECONDS):
@@ -148,13 +199,86 @@ async def run(tenant_slug: str, tool_name: str, user_id: int, arguments: dict[st
     return _outcome(response, round((time.monotonic() - started) * 1000), notifications)
 
 
-async def stream(
-    tenant_slug: str, tool_name: str, user_id: int, arguments: dict[str, Any], run_id: str
-) -> AsyncIterator[dict[str, Any]]:
-    """The call as events, each as soon as it happens: started, notification..., then one of result,
-    problem or cancelled. Closing the iterator early (the page went away) cancels the call."""
+async def _play(ctx: RequestContext, message: dict[str, Any]) -> dict[str, Any] | None:
+    """The call, played as a client plays it: a 2026-07-28 InputRequiredResult's questions are put to
+    the person (as a legacy session's are, through protocol.asking) and the call is sent again with
+    their answers and the round's requestState, until it ends."""
+    for _ in range(MAX_ROUNDS):
+        response = await dispatch(ctx, message)
+        result = (response or {}).get("result")
+        if isinstance(result, dict) and isinstance(result.get("task"), dict):  # 2025-11-25's handle
+            return await _follow_task(ctx, result["task"])
+        if isinstance(result, dict) and result.get("resultType") == "task":  # the tasks extension's
+            return await _follow_task(ctx, result)
+        if not isinstance(result, dict) or result.get("resultType") != "input_required":
+            return response
+        answers = await _answers(ctx, result.get("inputRequests") or {})
+        params = {**message["params"], "inputResponses": answers, "requestState": result.get("requestState")}
+        message = {**message, "params": params}
+    raise TryError(f"The tool asked {MAX_ROUNDS} rounds of questions without finishing; the page stopped.")
+
+
+async def _answers(ctx: RequestContext, requests: dict[str, Any]) -> dict[str, Any]:
+    """The person's answers to a round's (or a task's) questions, asked one after the other."""
+    ask = asking.session_asker(ctx)
+    answers: dict[str, Any] = {}
+    for key, request in requests.items():
+        try:
+            answers[key] = await ask(request)
+        except ToolError as exc:  # the person declined, or did not answer in time
+            raise TryError(f"The page's client stopped the call: {exc}") from None
+    return answers
+
+
+async def _follow_task(ctx: RequestContext, task: dict[str, Any]) -> dict[str, Any] | None:
+    """A call answered with a task (the client declared tasks), followed as such a client follows it:
+    2025-11-25 waits on tasks/result (its questions come on the call's stream); 2026-07-28 polls
+    tasks/get and answers an input_required task with tasks/update. Stopping the call cancels the task."""
+    task_id = task.get("taskId")
+    await ctx.emit({"jsonrpc": "2.0", "method": "notifications/tasks/status", "params": task})
+
+    def request(method: str, **params: Any) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": REQUEST_ID, "method": method, "params": {"taskId": task_id, **params}}
+
     try:
-        tenant, version = await _resolve(tenant_slug, tool_name)
+        if not is_modern(ctx.protocol_version):
+            return await dispatch(ctx, request("tasks/result"))
+        answered: set[str] = set()
+        status = task.get("status")
+        while True:
+            response = await dispatch(ctx, request("tasks/get"))
+            state = (response or {}).get("result")
+            if not isinstance(state, dict):
+                return response
+            if state.get("status") != status:  # shown in the log as a client would see it change
+                status = state.get("status")
+                shown = {k: v for k, v in state.items() if k not in ("result", "error", "inputRequests")}
+                await ctx.emit({"jsonrpc": "2.0", "method": "notifications/tasks/status", "params": shown})
+            if state.get("status") in ("completed", "failed", "cancelled"):
+                if "result" in state or "error" in state:
+                    return {"jsonrpc": "2.0", "id": REQUEST_ID, **{k: state[k] for k in ("result", "error") if k in state}}
+                raise TryError(f"The task ended {state.get('status')} without a result.")
+            waiting = {k: v for k, v in (state.get("inputRequests") or {}).items() if k not in answered}
+            if state.get("status") == "input_required" and waiting:
+                answers = await _answers(ctx, waiting)
+                answered.update(answers)
+                await dispatch(ctx, request("tasks/update", inputResponses=answers))
+            await asyncio.sleep(max(0.1, int(state.get("pollIntervalMs") or 500) / 1000))
+    except asyncio.CancelledError:
+        await asyncio.shield(dispatch(ctx, request("tasks/cancel")))
+        raise
+
+
+async def stream(
+    tool_row: Tool, user_id: int, arguments: dict[str, Any], run_id: str, client: Client | None = None
+) -> AsyncIterator[dict[str, Any]]:
+    """The call as events, each as soon as it happens: started, notification and question..., then one of
+    result, problem or cancelled. Closing the iterator early (the page went away) cancels the call.
+    `client` is the one the page plays (its default: the tool's newest era, a capable client)."""
+    try:
+        tenant, tool = await definition_for(tool_row)
+        client = client or default_client(tool)
+        _visible(tool, client.version)
     except TryError as exc:
         yield {"event": "problem", "message": str(exc)}
         return
@@ -164,19 +288,22 @@ async def stream(
         queue.put_nowait(message)
 
     session = session_id(user_id, run_id)
-    ctx, message = _call(tenant, version, user_id, session, tool_name, arguments, emit, LIVE_CAPABILITIES)
+    capabilities = client.capabilities()
+    ctx, message = _call(tenant, client.version, user_id, session, tool, arguments, emit, capabilities)
     started = time.monotonic()
 
     async def call() -> dict[str, Any] | None:
         async with asyncio.timeout(LIVE_SECONDS):
-            return await dispatch(ctx, message)
+            return await _play(ctx, message)
 
     task = asyncio.get_running_loop().create_task(call())
     task.add_done_callback(lambda _task: queue.put_nowait(None))
+    # A 2025-11-25 task speaks on its session's stream once the call has its handle: listen as one.
+    listening = _listen(session, queue) if "tasks" in capabilities else None
     # The same table notifications/cancelled goes through: a cancel from any process stops it.
     inflight.register(session, REQUEST_ID, task, ctx.cancelled)
     try:
-        yield {"event": "started", "run": run_id, "version": version}
+        yield {"event": "started", "run": run_id, "version": client.version, "capabilities": capabilities}
         while (note := await queue.get()) is not None:
             if "id" in note and "method" in note:  # a question for the person (protocol.asking)
                 yield {"event": "question", "ms": _ms(started), "id": note["id"], "method": note["method"],
@@ -187,6 +314,8 @@ async def stream(
             yield {"event": "cancelled", "elapsed_ms": _ms(started)}
         elif isinstance(task.exception(), TimeoutError):
             yield {"event": "problem", "message": f"The tool did not answer within {LIVE_SECONDS:g} s."}
+        elif isinstance(task.exception(), TryError):
+            yield {"event": "problem", "message": str(task.exception())}
         elif task.exception() is not None:
             yield {"event": "problem", "message": f"The call failed: {task.exception()!r}"}
         else:
@@ -197,37 +326,47 @@ async def stream(
                 "elapsed_ms": outcome.elapsed_ms,
                 "is_error": outcome.is_error,
                 "protocol_error": outcome.protocol_error,
+                "view": outcome.view,
             }
     finally:
+        if listening is not None:
+            listening.cancel()
         inflight.unregister(session, REQUEST_ID, task)
         if not task.done():  # the page closed its request: stop the call as a disconnect does
             ctx.cancelled.set()
             task.cancel()
 
 
+def _listen(session: str, queue: asyncio.Queue[dict[str, Any] | None]) -> asyncio.Task[None] | None:
+    """What the session's stream would carry (a task's progress, log messages and questions), into
+    `queue`, until cancelled; None without a channel layer."""
+    layer = get_channel_layer()
+    if layer is None:
+        return None
+
+    async def listen() -> None:
+        channel = await layer.new_channel()
+        await layer.group_add(notify.session_group(session), channel)
+        try:
+            while True:
+                event = await layer.receive(channel)
+                if event.get("type") == "mcp.session_message" and isinstance(event.get("message"), dict):
+                    queue.put_nowait(event["message"])
+        finally:
+            await asyncio.shield(layer.group_discard(notify.session_group(session), channel))
+
+    return asyncio.get_running_loop().create_task(listen())
+
+
 def _ms(started: float) -> int:
     return round((time.monotonic() - started) * 1000)
 
 
-async def answer(user_id: int, run_id: str, question_id: str, result: dict[str, Any]) -> None:
-    """The person's answer to a question of their live call, delivered as a client's response is."""
-    response = {"jsonrpc": "2.0", "id": question_id, "result": result}
+async def answer(user_id: int, run_id: str, question_id: str, body: dict[str, Any]) -> None:
+    """The person's answer to a question of their live call (try_client.answer_body: a result or an
+    error), delivered as a client's response is."""
+    response = {"jsonrpc": "2.0", "id": question_id, **body}
     await asking.deliver(session_id(user_id, run_id), response)
-
-
-def answer_result(action: str, raw_content: str) -> dict[str, Any]:
-    """An ElicitResult from the page's form: the action, and for accept the content object."""
-    if action not in ANSWER_ACTIONS:
-        raise TryError(f"The answer's action must be one of {', '.join(sorted(ANSWER_ACTIONS))}.")
-    if action != "accept":
-        return {"action": action}
-    try:
-        content = nesting.loads(raw_content or "{}")
-    except ValueError as exc:
-        raise TryError(f"The answer is not valid JSON: {exc}.") from None
-    if not isinstance(content, dict):
-        raise TryError("The answer must be a JSON object of the form's fields.")
-    return {"action": "accept", "content": content}
 
 
 async def cancel(user_id: int, run_id: str, reason: str) -> None:

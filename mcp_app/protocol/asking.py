@@ -40,6 +40,7 @@ from mcp_app.core.context import ASK_TOGETHER, RequestContext
 from mcp_app.core.errors import InputRequired, MissingCapability, ToolError
 from mcp_app.core.versions import V2025_06_18, V2025_11_25, is_modern
 from mcp_app.infra import redis_client
+from mcp_app.protocol import capability_words
 from mcp_app.protocol.jsonrpc import InvalidParams, MissingRequiredClientCapability
 
 logger = logging.getLogger(__name__)
@@ -244,8 +245,9 @@ def missing_capability(exc: MissingCapability) -> MissingRequiredClientCapabilit
     required: dict[str, Any] = {}
     for part in reversed(exc.capability.split(".")):  # "elicitation.url" -> {"elicitation": {"url": {}}}
         required = {part: required}
+    needs, fix = capability_words.plain(exc.capability)
     return MissingRequiredClientCapability(
-        f"This needs the client capability {exc.capability!r}, which the request did not declare.",
+        f"This needs {needs}, and the request did not declare the client capability {exc.capability!r}. {fix}",
         data={"requiredCapabilities": required},
     )
 
@@ -307,10 +309,8 @@ async def _ask_on_stream(ctx: RequestContext, request: dict[str, Any]) -> dict[s
     method = request["method"]
     missing = _needs(ctx, request)
     if session is None or missing is not None or ctx.protocol_version < _since(request):
-        raise ToolError(
-            f"This needs to ask the client ({method}), and this client did not declare "
-            f"{missing or CAPABILITY[method]!r} support (protocol revision {ctx.protocol_version})."
-        )
+        old = _since(request) if missing is None and ctx.protocol_version < _since(request) else ""
+        raise ToolError(capability_words.refusal(missing or CAPABILITY[method], ctx.protocol_version, old))
     shaped = _shaped(request, ctx.protocol_version)
     request_id = f"ask-{secrets.token_urlsafe(12)}"
     key = (session.id, request_id)

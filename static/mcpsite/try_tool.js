@@ -3,8 +3,13 @@
  *
  * The call is a POST to the page's stream URL, answered with one JSON event per line (started,
  * notification..., then result, problem or cancelled); the cancel button POSTs the run id the stream
- * started with. A question the tool asks the person (elicitation, approval) is shown as a form built
- * from its requestedSchema; the answer is POSTed to the answer URL. Without script, the form posts to the page and the whole outcome comes back at once. */
+ * started with. The page plays the client (AMB-250): the stream's POST names the era and capabilities
+ * chosen, and each question the tool asks is answered here: a form built from an elicitation's
+ * requestedSchema (or a link, in URL mode), the model's reply typed for a sampling request (shown with
+ * its messages, system prompt, preferences and token limit), the roots entered as URIs with names; the
+ * answer is POSTed to the answer URL. The result is drawn as a client shows it (the blocks of
+ * try_render.view, AMB-251), the raw JSON one click away. Without script, the form posts to the page
+ * and the whole outcome comes back at once. */
 (function () {
   "use strict";
   var SIMPLE = {string: 1, number: 1, integer: 1, boolean: 1};
@@ -176,6 +181,114 @@
     };
   }
 
+  /* A result as a client shows it: the blocks of try_render.view (media already checked to be data:
+   * URLs of their type), then structured content as a table. */
+  function drawView(view, box) {
+    box.textContent = "";
+    (view.blocks || []).forEach(function (block) {
+      var node;
+      if (block.kind === "text") node = el("div", {"class": "try-block try-text"}, block.text);
+      else if (block.kind === "image") node = el("img", {"class": "try-block try-image", "src": block.src, "alt": "An image the tool returned (" + block.mime + ")"});
+      else if (block.kind === "audio") node = el("audio", {"class": "try-block try-audio", "controls": "controls", "src": block.src});
+      else if (block.kind === "resource_link") {
+        node = el("div", {"class": "try-block try-resource-link"}, "Link to a resource: ");
+        node.appendChild(el("strong", {}, block.name));
+        node.appendChild(document.createTextNode(" "));
+        node.appendChild(el("code", {}, block.uri));
+        if (block.mime) node.appendChild(document.createTextNode(" (" + block.mime + ")"));
+      } else if (block.kind === "resource") {
+        node = el("figure", {"class": "try-block try-resource"});
+        var caption = el("figcaption", {}, "Embedded resource ");
+        caption.appendChild(el("code", {}, block.uri));
+        if (block.mime) caption.appendChild(document.createTextNode(" (" + block.mime + ")"));
+        node.appendChild(caption);
+        node.appendChild(block.binary ? el("p", {}, "Binary content.") : el("pre", {}, block.text));
+      } else if (block.kind === "note") node = el("p", {"class": "try-block try-note"}, block.text);
+      else if (block.kind === "error") node = el("p", {"class": "try-block try-error errornote"}, block.text);
+      else node = el("pre", {"class": "try-block try-json"}, block.text);
+      box.appendChild(node);
+    });
+    if (view.explain) box.appendChild(el("p", {"class": "try-block try-explain"}, view.explain));
+    if (view.table) {
+      var table = el("table", {"class": "try-block try-table"});
+      table.appendChild(el("caption", {}, "Structured content"));
+      var head = el("tr");
+      view.table.columns.forEach(function (column) { head.appendChild(el("th", {"scope": "col"}, column)); });
+      table.appendChild(el("thead")).appendChild(head);
+      var body = table.appendChild(el("tbody"));
+      view.table.rows.forEach(function (row) {
+        var line = body.appendChild(el("tr"));
+        row.forEach(function (cell) { line.appendChild(el("td", {}, cell)); });
+      });
+      box.appendChild(table);
+    }
+  }
+
+  /* What a sampling request asks the model: system prompt, messages, preferences, token limit. */
+  function samplingRequest(params, box) {
+    var list = el("dl", {"class": "try-sampling"});
+    function item(term, value) {
+      if (value === undefined || value === null || value === "") return;
+      list.appendChild(el("dt", {}, term));
+      list.appendChild(typeof value === "string" ? el("dd", {}, value) : value);
+    }
+    item("System prompt", params.systemPrompt);
+    var messages = el("dd");
+    (params.messages || []).forEach(function (message) {
+      var content = Array.isArray(message.content) ? message.content : [message.content || {}];
+      content.forEach(function (part) {
+        var line = el("div", {"class": "try-message"});
+        line.appendChild(el("strong", {}, (message.role || "user") + ": "));
+        line.appendChild(document.createTextNode(part.type === "text" ? part.text : "[" + part.type + "]"));
+        messages.appendChild(line);
+      });
+    });
+    item("Messages", messages);
+    var prefs = params.modelPreferences;
+    if (prefs) {
+      var said = [];
+      if (Array.isArray(prefs.hints) && prefs.hints.length) {
+        said.push("models like " + prefs.hints.map(function (h) { return h.name; }).join(", "));
+      }
+      ["cost", "speed", "intelligence"].forEach(function (what) {
+        if (prefs[what + "Priority"] !== undefined) said.push(what + " priority " + prefs[what + "Priority"]);
+      });
+      item("Model preferences", said.join("; "));
+    }
+    item("Max tokens", params.maxTokens !== undefined ? String(params.maxTokens) : "");
+    item("Temperature", params.temperature !== undefined ? String(params.temperature) : "");
+    box.appendChild(list);
+  }
+
+  /* Rows of roots (URI and name) with a button that adds one; read() -> {roots: [...]}. */
+  function rootsEditor(box) {
+    var table = el("table", {"class": "try-roots"});
+    var head = el("tr");
+    head.appendChild(el("th", {"scope": "col"}, "URI"));
+    head.appendChild(el("th", {"scope": "col"}, "Name"));
+    table.appendChild(el("thead")).appendChild(head);
+    var body = table.appendChild(el("tbody"));
+    var rows = [];
+    function add() {
+      var n = rows.length + 1;
+      var line = body.appendChild(el("tr"));
+      var uri = el("input", {"type": "text", "class": "vTextField", "aria-label": "Root " + n + " URI", "placeholder": "file:///home/me/project"});
+      var name = el("input", {"type": "text", "class": "vTextField", "aria-label": "Root " + n + " name", "placeholder": "Project"});
+      line.appendChild(el("td")).appendChild(uri);
+      line.appendChild(el("td")).appendChild(name);
+      rows.push([uri, name]);
+    }
+    add();
+    box.appendChild(table);
+    var more = el("button", {"type": "button", "class": "button"}, "Add a root");
+    more.addEventListener("click", add);
+    box.appendChild(more);
+    return {read: function () {
+      return {roots: rows.filter(function (r) { return r[0].value.trim() !== ""; })
+        .map(function (r) { return {uri: r[0].value.trim(), name: r[1].value.trim()}; })};
+    }};
+  }
+
   function start() {
     var form = document.getElementById("try-form");
     if (!form || !window.fetch || !window.TextDecoder) return;
@@ -194,9 +307,20 @@
     var progress = document.getElementById("try-progress");
     var progressText = document.getElementById("try-progress-text");
     var questions = document.getElementById("try-questions");
+    var viewBox = document.getElementById("try-view");
+    var rawToggle = document.getElementById("try-raw-toggle");
+    var era = document.getElementById("try-era");
     var mode = "raw";
     var generated = null;
     var runId = null;
+
+    function showRaw(shown) {
+      result.hidden = !shown;
+      rawToggle.setAttribute("aria-expanded", shown ? "true" : "false");
+      rawToggle.textContent = shown ? "Hide the raw JSON" : "Show the raw JSON";
+    }
+    rawToggle.addEventListener("click", function () { showRaw(result.hidden); });
+    if (result.textContent.trim()) { rawToggle.hidden = false; showRaw(false); }
 
     if (formable(schema)) {
       if (!Object.keys(schema.properties).length) {
@@ -242,7 +366,8 @@
     function show(event) {
       if (event.event === "started") {
         runId = event.run;
-        status.textContent = "Running… (protocol " + event.version + ")";
+        status.textContent = "Running… (protocol " + event.version + ", the client declares " +
+          (Object.keys(event.capabilities || {}).join(", ") || "nothing") + ")";
       } else if (event.event === "notification") {
         var message = event.message || {};
         var params = message.params || {};
@@ -257,6 +382,8 @@
         } else if (message.method === "notifications/message") {
           var data = typeof params.data === "string" ? params.data : JSON.stringify(params.data);
           note(at + " [" + params.level + "]" + (params.logger ? " " + params.logger : "") + ": " + data, "log " + params.level);
+        } else if (message.method === "notifications/tasks/status") {
+          note(at + " task " + params.taskId + ": " + params.status + (params.statusMessage ? " (" + params.statusMessage + ")" : ""), "task");
         } else {
           note(at + " " + JSON.stringify(message), "other");
         }
@@ -267,6 +394,10 @@
           " (" + event.elapsed_ms + " ms)";
         status.className = event.is_error || event.protocol_error ? "errors" : "ok";
         result.textContent = event.body;
+        drawView(event.view || {}, viewBox);
+        viewBox.className = "try-view" + (event.is_error || event.protocol_error ? " try-is-error" : "");
+        rawToggle.hidden = false;
+        showRaw(false);
       } else if (event.event === "cancelled") {
         status.textContent = "Cancelled after " + event.elapsed_ms + " ms: the call was stopped as a client's notifications/cancelled stops it.";
         status.className = "cancelled";
@@ -283,43 +414,76 @@
       return fetch(url, {method: "POST", body: body, credentials: "same-origin"});
     }
 
-    /* A question of the call: its message, a form from its requestedSchema, and the three answers. */
+    /* A question of the call, answered as a client would: an elicitation's form (or its link, in URL
+     * mode), the model's reply to a sampling request, the roots to share. */
     function ask(event) {
       var params = event.params || {};
-      var box = el("fieldset", {"class": "module try-question", "data-question": event.id});
-      box.appendChild(el("legend", {}, "The tool asks"));
-      box.appendChild(el("p", {"class": "try-question-message"}, params.message || event.method));
-      var schema = params.requestedSchema;
-      var answerForm = formable(schema) ? build(schema, box, "answer") : null;
-      if (answerForm) {
-        // The form starts at the defaults its fields name (2025-11-25 allows one on every field).
-        var defaults = {};
-        Object.keys(schema.properties).forEach(function (name) {
-          var spec = schema.properties[name];
-          if (spec && typeof spec === "object" && spec.default !== undefined) defaults[name] = spec.default;
-        });
-        answerForm.write(defaults);
+      var method = event.method;
+      var box = el("fieldset", {"class": "module try-question", "data-question": event.id, "data-method": method});
+      var legends = {"sampling/createMessage": "The tool asks the client's model", "roots/list": "The tool asks for the client's roots"};
+      box.appendChild(el("legend", {}, legends[method] || "The tool asks"));
+      var choices = [["accept", "Accept", "button default"], ["decline", "Decline", "button"], ["cancel", "Cancel", "button"]];
+      var read = function () { return {}; };
+      var said = params.message || method;
+      if (method === "sampling/createMessage") {
+        said = "A reply from the model to this request: type it as the model would answer.";
+        box.appendChild(el("p", {"class": "try-question-message"}, said));
+        samplingRequest(params, box);
+        var replyId = "try-reply-" + (++counter), modelId = "try-model-" + (++counter);
+        var replyRow = box.appendChild(el("div", {"class": "form-row"}));
+        replyRow.appendChild(el("label", {"for": replyId}, "The model's reply"));
+        var reply = replyRow.appendChild(el("textarea", {"id": replyId, "rows": 4, "class": "vLargeTextField"}));
+        var modelRow = box.appendChild(el("div", {"class": "form-row"}));
+        modelRow.appendChild(el("label", {"for": modelId}, "Model name"));
+        var model = modelRow.appendChild(el("input", {"id": modelId, "type": "text", "class": "vTextField", "placeholder": "typed-in-the-admin"}));
+        read = function () { return {text: reply.value, model: model.value.trim()}; };
+        choices = [["accept", "Send the reply", "button default"], ["decline", "Decline", "button"]];
+      } else if (method === "roots/list") {
+        said = "The folders or places the client shares with the server.";
+        box.appendChild(el("p", {"class": "try-question-message"}, said));
+        read = rootsEditor(box).read;
+        choices = [["accept", "Share these roots", "button default"], ["decline", "Decline", "button"]];
+      } else {
+        box.appendChild(el("p", {"class": "try-question-message"}, params.message || method));
+        if (params.mode === "url" && typeof params.url === "string" && /^https?:\/\//.test(params.url)) {
+          var link = box.appendChild(el("p", {"class": "try-question-url"}, "The client would offer this page: "));
+          link.appendChild(el("a", {"href": params.url, "target": "_blank", "rel": "noopener noreferrer"}, params.url));
+        }
+        var schema = params.requestedSchema;
+        var answerForm = formable(schema) ? build(schema, box, "answer") : null;
+        if (answerForm) {
+          // The form starts at the defaults its fields name (2025-11-25 allows one on every field).
+          var defaults = {};
+          Object.keys(schema.properties).forEach(function (name) {
+            var spec = schema.properties[name];
+            if (spec && typeof spec === "object" && spec.default !== undefined) defaults[name] = spec.default;
+          });
+          answerForm.write(defaults);
+          read = answerForm.read;
+        }
       }
       var row = el("div", {"class": "submit-row try-actions"});
       var run = runId;
-      [["accept", "Accept", "button default"], ["decline", "Decline", "button"], ["cancel", "Cancel", "button"]]
-        .forEach(function (choice) {
-          var button = el("button", {"type": "button", "class": choice[2]}, choice[1]);
-          button.addEventListener("click", function () {
-            var content = answerForm && choice[0] === "accept" ? answerForm.read() : {};
-            box.disabled = true;
-            post(form.dataset.answerUrl, {
-              run: run, question: event.id, action: choice[0], content: JSON.stringify(content)
-            }).then(function (response) {
+      choices.forEach(function (choice) {
+        var button = el("button", {"type": "button", "class": choice[2]}, choice[1]);
+        button.addEventListener("click", function () {
+          var content = choice[0] === "accept" ? read() : {};
+          post(form.dataset.answerUrl, {
+            run: run, question: event.id, method: method, action: choice[0], content: JSON.stringify(content)
+          }).then(function (response) {
+            return response.text().then(function (text) {
+              // A refused answer (a root without a URI, an empty reply) can be fixed and sent again.
+              box.disabled = response.ok;
               box.appendChild(el("p", {"class": response.ok ? "help" : "errornote"},
-                response.ok ? "Answered: " + choice[0] + "." : "The answer was refused (" + response.status + ")."));
+                response.ok ? "Answered: " + choice[0] + "." : "The answer was refused: " + text));
             });
           });
-          row.appendChild(button);
         });
+        row.appendChild(button);
+      });
       box.appendChild(row);
       questions.appendChild(box);
-      note((event.ms / 1000).toFixed(1) + " s asked: " + (params.message || event.method), "question");
+      note((event.ms / 1000).toFixed(1) + " s asked: " + said, "question");
     }
 
     function finish() {
@@ -336,12 +500,19 @@
       var body = new FormData();
       body.append("csrfmiddlewaretoken", form.querySelector("input[name=csrfmiddlewaretoken]").value);
       body.append("arguments", text);
+      body.append("era", era.value);
+      form.querySelectorAll("input[name=capability]:checked").forEach(function (box) {
+        body.append("capability", box.value);
+      });
       live.hidden = false;
       status.textContent = "Starting…";
       status.className = "";
       log.textContent = "";
       questions.textContent = "";
       result.textContent = "";
+      viewBox.textContent = "";
+      viewBox.className = "try-view";
+      rawToggle.hidden = true;
       progressRow.hidden = true;
       runButton.disabled = true;
       cancelButton.hidden = false;

@@ -181,8 +181,8 @@ async def test_the_cancel_button_stops_the_running_call_like_notifications_cance
 
 
 async def test_leaving_the_page_mid_call_cancels_the_call(alice, waiter_a, close_connections):
-    tenant_slug = await sync_to_async(lambda: waiter_a.tenant.slug)()
-    events_of_call = try_tool.stream(tenant_slug, "waiter", alice.pk, {}, "leaving-the-page")
+    await sync_to_async(lambda: waiter_a.tenant)()  # loaded, as the page loads it
+    events_of_call = try_tool.stream(waiter_a, alice.pk, {}, "leaving-the-page")
     assert (await anext(events_of_call))["event"] == "started"
     assert (await anext(events_of_call))["event"] == "notification"
     await events_of_call.aclose()  # what the server does when the browser drops the request

@@ -1,5 +1,6 @@
 """The admin people see, in a real browser: structured JSON editors, the Try page's form, live progress
-and cancel (AMB-70, AMB-71), and the front page (AMB-72)."""
+and cancel (AMB-70, AMB-71), the client it plays and the results drawn as a client shows them (AMB-250,
+AMB-251), and the front page (AMB-72)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,17 @@ import re
 from collections.abc import Iterator
 
 import pytest
-from playwright.async_api import Page, expect
+from playwright.async_api import ConsoleMessage, Page, expect
 
-from tests.e2e.admin_pages import json_editor, json_status, run_try, signed_in, type_json
+from tests.e2e.admin_pages import (
+    FINISHED,
+    json_editor,
+    json_status,
+    raw_arguments,
+    run_try,
+    signed_in,
+    type_json,
+)
 from tests.e2e.browser import PAGE_MS, Screenshots, sign_in
 from tests.e2e.servers import ADMIN_PASSWORD, ADMIN_USERNAME, DaphneServer, ServerProcess, django_shell
 
@@ -262,3 +271,219 @@ async def test_a_question_with_choices_shows_their_titles_starts_at_its_defaults
     answered = json.loads(await page.inner_text("#try-result"))["structuredContent"]
     assert answered == {"plan": "p2", "bank": "b2", "scopes": ["r", "w"]}
     await shots.take(page, "answered")
+
+
+# --- The Try page plays every client part (AMB-250), and shows results as a client does (AMB-251) ---
+
+
+@pytest.fixture
+def console_errors(page: Page) -> Iterator[list[str]]:
+    """Every console error and uncaught exception of the Try page; the test ends with none. (The
+    change page on the way there, its JSON editor and the missing favicon are issue 24's polish.)"""
+    errors: list[str] = []
+
+    def on_console(message: ConsoleMessage) -> None:
+        if message.type == "error" and "/try/" in page.url and not message.location.get("url", "").endswith(
+            "/favicon.ico"
+        ):
+            errors.append(f"{message.text} at {message.location.get('url')}")
+
+    page.on("console", on_console)
+    page.on("pageerror", lambda error: errors.append(str(error)) if "/try/" in page.url else None)
+    yield errors
+    assert errors == []
+
+
+async def choose_client(page: Page, era: str | None = None, **capabilities: bool) -> None:
+    """Pick the revision and tick or untick capabilities (`sampling=False`, `elicitation_form=True`)."""
+    if era is not None:
+        await page.select_option("#try-era", era)
+    for name, on in capabilities.items():
+        await page.locator(f"input[name=capability][value='{name.replace('_', '.')}']").set_checked(on)
+
+
+async def finished(page: Page) -> str:
+    await expect(page.locator("#try-status")).to_have_class(FINISHED, timeout=PAGE_MS)
+    return await page.inner_text("#try-status")
+
+
+@pytest.mark.parametrize("era", ["2025-06-18", "2026-07-28"])
+async def test_an_llm_tool_is_answered_by_typing_the_models_reply_in_either_era(
+    server: DaphneServer, page: Page, console_errors: list[str], request: pytest.FixtureRequest, era: str
+) -> None:
+    shots = Screenshots(request.node.name)
+    await signed_in(page, server)
+    await open_try(page, server, "summarize")
+    await expect(page.locator(".try-what-happens")).to_contain_text("An llm tool asks the client's own model")
+    await page.locator("[data-path=text] textarea, [data-path=text] input").fill("Cats sleep a lot. Dogs bark.")
+    await choose_client(page, era)
+    await page.click("#try-run")
+    question = page.locator(".try-question[data-method='sampling/createMessage']")
+    await expect(question).to_be_visible(timeout=PAGE_MS)
+    assert f"protocol {era}" in await page.inner_text("#try-status")
+    shown = await question.locator(".try-sampling").inner_text()
+    assert "You summarise texts faithfully" in shown and "Cats sleep a lot. Dogs bark." in shown, shown
+    assert "Max tokens\n300" in shown, shown
+    await question.get_by_label("The model's reply").fill("Cats sleep; dogs bark.")
+    await shots.take(page, "sampling-asked")
+    await question.get_by_role("button", name="Send the reply").click()
+    heading = await finished(page)
+    assert heading.startswith("Result ("), heading
+    await expect(page.locator("#try-view .try-text")).to_have_text("Cats sleep; dogs bark.")
+    await shots.take(page, "sampling-answered")
+
+
+async def test_a_tool_asking_for_roots_gets_the_roots_entered_on_the_page(
+    server: DaphneServer, page: Page, console_errors: list[str], request: pytest.FixtureRequest
+) -> None:
+    shots = Screenshots(request.node.name)
+    await signed_in(page, server)
+    await open_try(page, server, "show_roots")
+    await expect(page.locator(".try-what-happens")).to_contain_text("runs the callable 'show_roots'")
+    await choose_client(page, "2026-07-28")  # a round trip: the page answers and calls again
+    await page.click("#try-run")
+    question = page.locator(".try-question[data-method='roots/list']")
+    await question.get_by_label("Root 1 URI").fill("file:///home/ada/project", timeout=PAGE_MS)
+    await question.get_by_label("Root 1 name").fill("Project")
+    await question.get_by_role("button", name="Add a root").click()
+    await question.get_by_label("Root 2 URI").fill("file:///srv/notes")
+    await shots.take(page, "roots-asked")
+    await question.get_by_role("button", name="Share these roots").click()
+    assert (await finished(page)).startswith("Result (")
+    await expect(page.locator("#try-view .try-text")).to_have_text(
+        "The client shares 2 root(s):\n- file:///home/ada/project (Project)\n- file:///srv/notes"
+    )
+    await shots.take(page, "roots-answered")
+
+
+async def test_a_capability_left_off_gets_the_plain_refusal_such_a_client_gets_in_each_era(
+    server: DaphneServer, page: Page, console_errors: list[str], request: pytest.FixtureRequest
+) -> None:
+    shots = Screenshots(request.node.name)
+    await signed_in(page, server)
+    await open_try(page, server, "summarize")
+    await page.locator("[data-path=text] textarea, [data-path=text] input").fill("Anything.")
+    await choose_client(page, "2025-11-25", sampling=False)
+    heading = await finished_run(page)
+    assert heading.startswith("Result: error"), heading
+    said = await page.inner_text("#try-view")
+    assert said.startswith("This tool needs a reply from the client's own language model (sampling)"), said
+    assert "Use a client that supports sampling" in said and "protocol revision" not in said, said
+    await expect(page.locator("#try-view")).to_have_class(re.compile(r"\btry-is-error\b"))
+    await shots.take(page, "legacy-without-sampling")
+    await choose_client(page, "2026-07-28")
+    heading = await finished_run(page)
+    assert heading.startswith("Protocol error"), heading
+    said = await page.inner_text("#try-view")
+    assert "This needs a reply from the client's own language model (sampling)" in said, said
+    assert "Every client that does not declare sampling gets this same answer" in said, said
+    await shots.take(page, "modern-without-sampling")
+    # An older revision has no elicitation at all: the same form tool is refused there, saying why.
+    await open_try(page, server, "ask_user")
+    await choose_client(page, "2025-03-26")
+    assert (await finished_run(page)).startswith("Result: error")
+    said = await page.inner_text("#try-view")
+    assert "a client on protocol revision 2025-03-26 cannot give (it came with 2025-06-18)" in said, said
+
+
+async def finished_run(page: Page) -> str:
+    await page.click("#try-run")
+    return await finished(page)
+
+
+async def test_results_are_drawn_as_a_client_shows_them_with_the_raw_json_one_click_away(
+    server: DaphneServer, page: Page, console_errors: list[str], request: pytest.FixtureRequest
+) -> None:
+    shots = Screenshots(request.node.name)
+    await signed_in(page, server)
+    await open_try(page, server, "show_logo")
+    await expect(page.locator(".try-what-happens")).to_contain_text("A template tool fills its text")
+    await finished_run(page)
+    view = page.locator("#try-view")
+    await expect(view.locator(".try-text")).to_have_text("Here is the demo logo.")
+    image = view.locator("img.try-image")
+    assert (await image.get_attribute("src") or "").startswith("data:image/png;base64,")
+    assert await image.evaluate("img => img.complete && img.naturalWidth") == 16  # really decoded
+    await expect(view.locator(".try-resource-link code")).to_have_text("demo://readme")
+    await expect(view.locator(".try-resource figcaption code")).to_have_text("demo://readme")
+    assert await page.is_hidden("#try-result")
+    await page.get_by_role("button", name="Show the raw JSON").click()
+    assert json.loads(await page.inner_text("#try-result"))["content"][1]["type"] == "image"
+    await shots.take(page, "media")
+
+    await open_try(page, server, "add")
+    await page.locator("[data-path=a] input").fill("2")
+    await page.locator("[data-path=b] input").fill("40")
+    await finished_run(page)
+    table = page.locator("#try-view table.try-table")
+    await expect(table.locator("th")).to_have_text(["sum"])
+    await expect(table.locator("td")).to_have_text(["42"])
+    await shots.take(page, "table")
+    await page.locator("#try-toggle").click()
+    await page.fill("#id_arguments", '{"a": "two", "b": 1}')
+    assert (await finished_run(page)).startswith("Result: error")
+    await expect(page.locator("#try-view")).to_have_class(re.compile(r"\btry-is-error\b"))
+    color = await page.locator("#try-view .try-text").evaluate("node => getComputedStyle(node).color")
+    assert color == "rgb(186, 33, 33)", color  # the admin's error red
+    await shots.take(page, "is-error")
+
+
+async def test_an_approval_is_asked_on_the_page_and_the_tool_runs_once_approved(
+    server: DaphneServer, page: Page, console_errors: list[str], request: pytest.FixtureRequest
+) -> None:
+    shots = Screenshots(request.node.name)
+    await signed_in(page, server)
+    await open_try(page, server, "delete_note")
+    await page.locator("[data-path=note] input").fill("groceries")
+    await choose_client(page, "2026-07-28")
+    await page.click("#try-run")
+    question = page.locator(".try-question .try-question-message")
+    await expect(question).to_contain_text("Allow the tool Delete a note (delete_note) to run", timeout=PAGE_MS)
+    await shots.take(page, "approval-asked")
+    await page.locator(".try-question").get_by_role("button", name="Accept").click()
+    assert (await finished(page)).startswith("Result (")
+    await expect(page.locator("#try-view .try-text")).to_have_text("Deleted groceries.")
+
+
+SENSITIVE = {
+    "message": "Your key for {{ service }}",
+    "sensitive": True,
+    "fields": {"type": "object", "properties": {"api_key": {"type": "string", "title": "API key"}}, "required": ["api_key"]},
+    "text": "Got a key for {{ service }}.",
+}
+
+
+@pytest.fixture
+def sensitive_tool(server: DaphneServer) -> Iterator[str]:
+    django_shell(
+        server.env,
+        "from mcp_app.models import Tool\nfrom tenants.models import Tenant\n"
+        "Tool.objects.update_or_create(tenant=Tenant.objects.get(slug='demo'), name='browser_key', "
+        f"defaults=dict(handler='form', handler_config={SENSITIVE!r}, timeout_seconds=60))\n",
+    )
+    yield "browser_key"
+    django_shell(server.env, "from mcp_app.models import Tool\nTool.objects.filter(name='browser_key').delete()\n")
+
+
+async def test_a_url_mode_question_offers_its_link_and_the_form_filled_there_ends_the_call(
+    server: DaphneServer, sensitive_tool: str, page: Page, console_errors: list[str], request: pytest.FixtureRequest
+) -> None:
+    shots = Screenshots(request.node.name)
+    await signed_in(page, server)
+    await open_try(page, server, sensitive_tool)
+    await raw_arguments(page, {"service": "Acme"})
+    await choose_client(page, elicitation_url=True)
+    await page.click("#try-run")
+    link = page.locator(".try-question .try-question-url a")
+    await expect(link).to_have_attribute("href", re.compile(rf"^{re.escape(server.url)}/t/demo/form/"), timeout=PAGE_MS)
+    await shots.take(page, "url-offered")
+    await page.locator(".try-question").get_by_role("button", name="Accept").click()
+    async with page.context.expect_page() as opened:
+        await link.click()
+    form_page = await opened.value
+    await form_page.get_by_label("API key").fill("sk-live-123456")
+    await form_page.get_by_role("button", name="Send").click()
+    await form_page.get_by_role("status").wait_for()
+    await form_page.close()
+    assert (await finished(page)).startswith("Result (")
+    await expect(page.locator("#try-view .try-text")).to_have_text("Got a key for Acme.")

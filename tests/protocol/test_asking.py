@@ -201,14 +201,21 @@ async def test_a_legacy_call_asks_on_its_stream_and_continues_with_the_answer(as
     assert result["content"] == [{"type": "text", "text": "Hello, Ada!"}]
 
 
-@pytest.mark.parametrize(("version", "capabilities"), [("2025-11-25", {}), ("2025-03-26", CAN_ELICIT)])
+@pytest.mark.parametrize(
+    ("version", "capabilities", "why"),
+    [
+        ("2025-11-25", {}, "did not declare 'elicitation' support, so it was not asked. Use a client that"),
+        ("2025-03-26", CAN_ELICIT, "a client on protocol revision 2025-03-26 cannot give (it came with 2025-06-18)"),
+    ],
+)
 async def test_a_legacy_client_that_cannot_answer_gets_an_is_error_result_saying_so(
-    askers, version, capabilities
+    askers, version, capabilities, why
 ):
     ctx = make_ctx(askers, version=version, client_capabilities=capabilities)
     result = await result_of(ctx, "tools/call", {"name": "ask", "arguments": {}})
     assert result["isError"] is True
-    assert "did not declare 'elicitation' support" in result["content"][0]["text"]
+    text = result["content"][0]["text"]
+    assert text.startswith("This tool needs to ask the person a question in a form (elicitation)") and why in text
 
 
 async def test_a_legacy_question_for_2025_06_18_has_no_mode_field(askers):
