@@ -44,7 +44,7 @@ class DraftFilter(admin.SimpleListFilter):
 
 def _published_message(done: list[drafts.Published]) -> str:
     if len(done) == 1:
-        return f"{done[0].label} is published as version {done[0].version}: connected clients are told."
+        return f"Published {done[0].label} as version {done[0].version}: connected clients are told."
     names = ", ".join(f"{d.label} (v{d.version})" for d in done)
     return f"Published {len(done)} drafts as one change: {names}. Connected clients are told once."
 
@@ -173,12 +173,12 @@ class PublishingAdminMixin(HistoryAdminMixin):
         self.ensure_may_edit(request, obj)
         gone = obj.version == 0
         if not drafts.discard(obj):
-            messages.info(request, f"{obj} has no draft: nothing to discard.")
+            messages.info(request, f"Nothing to discard: {obj} has no draft.")
         elif gone:
-            messages.success(request, f"The draft {obj} is discarded: it was never published, so it is gone.")
+            messages.success(request, f"Discarded the draft {obj}: it was never published, so it is gone.")
             return HttpResponseRedirect(reverse(f"admin:{self._name('changelist')}"))
         else:
-            messages.success(request, f"The draft of {obj} is discarded: clients keep version {obj.version}.")
+            messages.success(request, f"Discarded the draft of {obj}: clients keep version {obj.version}.")
         return HttpResponseRedirect(reverse(f"admin:{self._name('change')}", args=[obj.pk]))
 
     def drafts_view(self, request: HttpRequest) -> HttpResponse:

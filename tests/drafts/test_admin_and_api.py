@@ -52,7 +52,7 @@ def test_save_and_publish_makes_the_next_version_at_once(client: Client, alice, 
     client.force_login(alice)
     response = client.post(change_url(tool_a), tool_form_data(tool_a, description="Now."), follow=True)
     html = response.content.decode()
-    assert "greet is published as version 2" in html and "was changed successfully" in html
+    assert "Published greet as version 2" in html and "was changed successfully" in html
     assert served(tenant_a)["greet"] == "Now."
     assert Tool.objects.get(pk=tool_a.pk).version == 2
 
@@ -89,7 +89,7 @@ def test_the_drafts_page_publishes_a_tenants_drafts_and_hides_other_tenants(
     page = client.get(url).content.decode()
     assert "tenant-a · 1 draft" in page and "Publish all drafts of tenant-a" in page
     response = client.post(url, {"tenant": tenant_a.pk}, follow=True)
-    assert "greet is published as version 2" in response.content.decode()
+    assert "Published greet as version 2" in response.content.decode()
     assert served(tenant_a)["greet"] == "Waiting."
 
 
