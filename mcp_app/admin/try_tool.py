@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_app import catalog
+from mcp_app.core import ui_apps
 from mcp_app.core.context import Emit, RequestContext, SessionState
 from mcp_app.core.types import TenantInfo
 from mcp_app.core.versions import LATEST, LATEST_MODERN
@@ -108,6 +109,8 @@ def _call(
     tenant: TenantInfo, version: str, user_id: int, session: str, tool_name: str, arguments: dict[str, Any],
     emit: Emit, capabilities: dict[str, Any] | None = None,
 ) -> tuple[RequestContext, dict[str, Any]]:  # fmt: skip
+    # The admin plays a host with MCP Apps: a tool only its app calls is tried as the app calls it (AMB-273).
+    capabilities = ui_apps.with_support(capabilities)
     state = SessionState(
         id=session,
         tenant_id=tenant.id,

@@ -67,6 +67,15 @@ def client_supports(capabilities: Any) -> bool:
     return isinstance(mime_types, list) and any(is_app_mime_type(m) for m in mime_types)
 
 
+def with_support(capabilities: Mapping[str, Any] | None) -> dict[str, Any]:
+    """These client capabilities, declaring the extension too (a client that plays the host)."""
+    capabilities = dict(capabilities or {})
+    extensions = capabilities.get("extensions")
+    extensions = dict(extensions) if isinstance(extensions, Mapping) else {}
+    capabilities["extensions"] = {**extensions, EXTENSION: {"mimeTypes": [MIME_TYPE]}}
+    return capabilities
+
+
 def meta_problems(meta: Any) -> list[str]:
     """A tool's `_meta.ui` as the extension defines it; every problem in plain words."""
     if not isinstance(meta, Mapping):

@@ -131,3 +131,17 @@ def test_the_preview_serves_the_app_under_its_own_policy_to_members_only(client,
     assert client.get(reverse("admin:mcp_app_resource_app_preview", args=[notes.pk])).status_code == 404
     client.force_login(charlie)
     assert client.get(url).status_code == 404
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_try_page_plays_a_host_with_apps_so_an_app_only_tool_runs(client, alice, tenant_a):
+    app(tenant_a)
+    only_app = Tool.objects.create(
+        tenant=tenant_a, name="refresh", handler="template", handler_config={"text": "refreshed"},
+        meta={"ui": {"resourceUri": "ui://a/app.html", "visibility": ["app"]}},
+    )  # fmt: skip
+    client.force_login(alice)
+    page = client.post(reverse("admin:mcp_app_tool_try", args=[only_app.pk]), {"arguments": "{}"})
+    outcome = page.context["outcome"]
+    assert not outcome.protocol_error, outcome.body
+    assert "refreshed" in outcome.body
