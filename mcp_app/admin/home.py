@@ -22,12 +22,12 @@ from mcp_app.usage import queries
 from tenants import access
 from tenants.models import EDIT_ROLES, Role, Tenant
 
-# Each kind of definition: (key, plural label, model).
+# Each kind of definition: (key, label of one, model).
 DEFINITIONS: tuple[tuple[str, str, type[Model]], ...] = (
-    ("tools", "tools", Tool),
-    ("prompts", "prompts", Prompt),
-    ("resources", "resources", Resource),
-    ("templates", "resource templates", ResourceTemplate),
+    ("tools", "tool", Tool),
+    ("prompts", "prompt", Prompt),
+    ("resources", "resource", Resource),
+    ("templates", "resource template", ResourceTemplate),
 )
 # A superuser sees every tenant; past this many the home links to the tenant list instead.
 MAX_TENANTS = 12

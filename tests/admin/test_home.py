@@ -57,7 +57,7 @@ def test_an_owner_lands_on_her_tenant_with_its_url_counts_usage_and_links(client
     assert "Your MCP servers" in text and canonical_uri("tenant-a") in text
     assert 'data-copy="mcp-url-' in text and "connect/copy.js" in text
     assert "tenant-b" not in text and canonical_uri("tenant-b") not in text
-    assert ">1 tools</a>" in text
+    assert ">1 tool</a>" in text
     assert "7 calls" in text and "2 errors" in text and "99 calls" not in text
     for link in (
         reverse("tenant-connect", kwargs={"slug": "tenant-a"}),

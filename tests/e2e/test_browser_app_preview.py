@@ -45,4 +45,5 @@ async def test_the_dice_app_runs_in_its_sandboxed_preview_without_a_console_erro
     await expect(app.get_by_role("button", name="Roll again")).to_be_disabled()
     await page.wait_for_load_state("networkidle")
     await shots.take(page, "app-preview")
+    await frame.screenshot(path=str(shots.folder / "02-app-frame.png"))  # the frame alone, as rendered
     assert problems == [], problems

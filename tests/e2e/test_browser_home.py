@@ -54,7 +54,7 @@ async def test_an_owner_lands_on_her_tenant_copies_its_mcp_url_and_sees_no_other
     assert "Access attempts" not in text and "Grants" not in text and "Mcp sessions" not in text
     card = page.locator(f"article.tenant-card[data-slug={mine}]")
     assert (await card.locator("code.mcp-url").inner_text()).strip() == server.mcp_url(mine)
-    assert "1 tools" in await card.locator("dd.definitions").inner_text()
+    assert "1 tool ·" in await card.locator("dd.definitions").inner_text()
     assert "0 calls" in await card.locator("dd.usage").inner_text()
     await shots.take(page, "owner-home")
 
@@ -70,7 +70,7 @@ async def test_an_owner_lands_on_her_tenant_copies_its_mcp_url_and_sees_no_other
     assert page.url == f"{server.url}/t/{mine}/connect"
     await page.go_back()
     async with page.expect_navigation():
-        await card.get_by_role("link", name="1 tools").click()
+        await card.get_by_role("link", name="1 tool", exact=True).click()
     assert "hello" in await body_text(page)
 
     await page.emulate_media(color_scheme="dark")
