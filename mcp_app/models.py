@@ -15,6 +15,7 @@ from django.db import models
 from django.utils import timezone
 from simple_history.models import HistoricalRecords
 
+from mcp_app.core import ui_apps
 from mcp_app.core.mcp_headers import param_headers
 from mcp_app.core.types import PromptDef, ResourceDef, TemplateDef, ToolDef, offered_to_legacy
 from mcp_app.definitions import checks
@@ -241,6 +242,7 @@ class Tool(Definition):
             task_support=self.resolved_task_support,
             mirrors_headers=bool(param_headers(self.input_schema or {})),
             legacy=offered_to_legacy(self.output_schema or None),
+            app_only=ui_apps.app_only(self.meta),
         )
 
 

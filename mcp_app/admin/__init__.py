@@ -5,6 +5,7 @@ from django.contrib import admin
 from mcp_app.admin import (  # noqa: F401 - importing them registers the ModelAdmins
     api_keys,
     definitions,
+    infrastructure,
     providers,
     runs,
     service_clients,
@@ -18,3 +19,6 @@ admin.site.site_header = "MCP platform administration"
 admin.site.site_title = "MCP platform admin"
 admin.site.site_url = "/"
 admin.site.enable_nav_sidebar = False
+
+# AMB-271: after every registration above (and those of axes and oauth2_provider, earlier apps).
+infrastructure.gate()

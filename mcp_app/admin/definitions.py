@@ -18,6 +18,7 @@ from django.utils.timezone import localtime
 
 from formfields import json_formfield
 from mcp_app.admin import json_check
+from mcp_app.admin.app_preview import AppPreview
 from mcp_app.admin.forms import (
     PromptAdminForm,
     ResourceAdminForm,
@@ -115,7 +116,17 @@ class ToolAdmin(TryPages, DefinitionAdmin):
         ("Authorization", {"fields": ("required_scope",)}),
         ("Approval", {"fields": ("approval", "approval_without_elicitation")}),
         ("Secret headers", {"fields": ("stored_secrets", "secret_headers", "clear_secrets")}),
-        ("Presentation", {"fields": ("annotations", "icons", "meta"), "classes": ("collapse",)}),
+        (
+            "Presentation",
+            {
+                "fields": ("annotations", "icons", "meta"),
+                "classes": ("collapse",),
+                # MCP Apps (AMB-272): where an owner links a tool to its app.
+                "description": 'To show the result in an MCP App, set _meta to {"ui": {"resourceUri": '
+                '"ui://…"}} naming a ui:// resource of this tenant (text/html;profile=mcp-app); add '
+                '"visibility": ["app"] for a tool only its app calls (clients without apps never see it).',
+            },
+        ),
         ("State", {"fields": ("updated_at",)}),
     )
 
@@ -167,15 +178,15 @@ class PromptAdmin(DefinitionAdmin):
 
 
 @admin.register(Resource)
-class ResourceAdmin(DefinitionAdmin):
+class ResourceAdmin(AppPreview, DefinitionAdmin):
     form = ResourceAdminForm
     form_only_fields = ("upload", "clear_blob")
     list_display = ("uri", "tenant", "name", "mime_type", "size_display", "enabled", "publishing", "updated")
     search_fields = ("uri", "name", "title", "description")
-    readonly_fields = ("contents_summary", "preview", "updated_at")
+    readonly_fields = ("contents_summary", "preview", "app_preview", "updated_at")
     fieldsets = (
         (None, {"fields": ("tenant", "uri", "name", "title", "description", "mime_type", "enabled")}),
-        ("Contents", {"fields": ("text", "upload", "clear_blob", "contents_summary", "preview")}),
+        ("Contents", {"fields": ("text", "upload", "clear_blob", "contents_summary", "preview", "app_preview")}),
         ("Presentation", {"fields": ("annotations", "icons", "meta"), "classes": ("collapse",)}),
         ("State", {"fields": ("updated_at",)}),
     )
@@ -208,6 +219,9 @@ class ResourceAdmin(DefinitionAdmin):
         return format_html(
             '<div class="resource-preview"><pre>{}</pre></div>', truncatechars(obj.text, 20000)
         )
+
+    def get_urls(self) -> list[Any]:
+        return [*self.app_preview_urls(), *super().get_urls()]
 
 
 @admin.register(ResourceTemplate)

@@ -26,6 +26,7 @@ from channels.layers import get_channel_layer
 from mcp_app import catalog
 from mcp_app.admin import try_render
 from mcp_app.admin.try_client import DEFAULT_CAPABILITIES, Client
+from mcp_app.core import ui_apps
 from mcp_app.core.context import Emit, RequestContext, SessionState
 from mcp_app.core.errors import ToolError
 from mcp_app.core.types import TenantInfo, ToolDef
@@ -131,6 +132,8 @@ def _call(
     tenant: TenantInfo, version: str, user_id: int, session: str, tool: ToolDef, arguments: dict[str, Any],
     emit: Emit, capabilities: dict[str, Any] | None = None,
 ) -> tuple[RequestContext, dict[str, Any]]:  # fmt: skip
+    # The admin plays a host with MCP Apps: a tool only its app calls is tried as the app calls it (AMB-273).
+    capabilities = ui_apps.with_support(capabilities)
     state = SessionState(
         id=session,
         tenant_id=tenant.id,

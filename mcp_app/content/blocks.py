@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mcp_app.content import rendering
+from mcp_app.core import ui_apps
 from mcp_app.core.context import RequestContext
 from mcp_app.core.errors import ContentError
 from mcp_app.core.types import ResourceDef
@@ -61,6 +62,9 @@ def resource_contents(resource: ResourceDef, uri: str | None = None) -> dict[str
         contents["blob"] = base64.b64encode(resource.blob).decode("ascii")
     else:
         contents["text"] = resource.text
+    if resource.meta and ui_apps.is_app_uri(resource.uri):
+        # MCP Apps: the host builds the app's CSP from the contents' `_meta.ui.csp` (AMB-272).
+        contents["_meta"] = resource.meta
     return contents
 
 

@@ -43,6 +43,8 @@ class ToolDef:
     task_support: str = "forbidden"
     # False when only 2026-07-28 can describe it (see offered_to_legacy): legacy sessions never see it.
     legacy: bool = True
+    # MCP Apps: `_meta.ui.visibility` without "model", so only clients with the extension see it (AMB-273).
+    app_only: bool = False
 
 
 def offered_to_legacy(output_schema: Any) -> bool:

@@ -14,14 +14,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from mcp_app.core import ui_apps
+
 # RFC 3986's scheme; a template whose scheme is an expression (`{+base}...`) has none we can keep.
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*$")
 SEPARATOR = "://"
 # Where MCP Apps (modelcontextprotocol/ext-apps) names a tool's UI resource: `_meta.ui.resourceUri`,
-# and the older flat key the first hosts read.
-UI_KEY = "ui"
-UI_URI_KEY = "resourceUri"
-LEGACY_UI_KEY = "ui/resourceUri"
+# and the older flat key the first hosts read (core/ui_apps.py, AMB-272).
+UI_KEY, UI_URI_KEY, LEGACY_UI_KEY = ui_apps.UI_KEY, ui_apps.UI_URI_KEY, ui_apps.LEGACY_UI_KEY
 
 
 def _split(uri: str) -> tuple[str, str] | None:

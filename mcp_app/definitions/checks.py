@@ -10,9 +10,12 @@ written here with the reason. A check returns every problem it finds as a list o
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
+from django.apps import apps
 from django.core.exceptions import ValidationError
 from django.db import models
 from jsonschema import Draft202012Validator
@@ -21,6 +24,7 @@ from uritemplate import URITemplate
 
 from mcp_app.content import fields
 from mcp_app.content.schema_refs import validate_local_refs
+from mcp_app.core import ui_apps
 from mcp_app.core.mcp_headers import invalid_x_mcp_header
 from mcp_app.handlers import registry
 from mcpsite import nesting
@@ -225,6 +229,16 @@ def _template_handler(value: Any, row: Mapping[str, Any]) -> list[str]:
 
 _COMMON: dict[str, Check] = {"icons": _schema("icons"), "meta": _schema("meta")}
 
+
+def _tool_meta(value: Any, row: Mapping[str, Any]) -> list[str]:
+    """`_meta`'s keys, then its MCP Apps `ui` (AMB-272)."""
+    return fields.problems("meta", value) or ui_apps.meta_problems(value)
+
+
+def _resource_meta(value: Any, row: Mapping[str, Any]) -> list[str]:
+    return fields.problems("meta", value) or ui_apps.resource_meta_problems(value)
+
+
 # model name → JSON (or checked text) field → its one check.
 FIELDS: dict[str, dict[str, Check]] = {
     "tool": {
@@ -233,6 +247,7 @@ FIELDS: dict[str, dict[str, Check]] = {
         "annotations": _schema("tool_annotations"),
         "handler_config": _tool_handler,
         **_COMMON,
+        "meta": _tool_meta,
     },
     "prompt": {
         "arguments": prompt_arguments_problems,
@@ -244,6 +259,7 @@ FIELDS: dict[str, dict[str, Check]] = {
         "mime_type": _schema("mime_type"),
         "annotations": _schema("annotations"),
         **_COMMON,
+        "meta": _resource_meta,
     },
     "resourcetemplate": {
         "uri_template": lambda value, _row: _messages(lambda: validate_uri_template(value)),
@@ -305,7 +321,48 @@ def clean_tool(tool: Any) -> None:
             "A sensitive form never returns its answers as structured output: remove the "
             "output schema (its 'text' may name the answers the model should see)."
         )
+    if "meta" not in errors:
+        errors.update(app_link_problems(tool))
     _raise(errors)
+
+
+# The resource URIs an import saves with the tools it checks (portability/importer.py): a tool may
+# link an app the same document brings, planned (checked) before anything is saved.
+_SAVED_ALONGSIDE: ContextVar[frozenset[str]] = ContextVar("saved_alongside", default=frozenset())
+
+
+@contextmanager
+def resources_saved_alongside(uris: Iterable[str]) -> Iterator[None]:
+    token = _SAVED_ALONGSIDE.set(frozenset(uris))
+    try:
+        yield
+    finally:
+        _SAVED_ALONGSIDE.reset(token)
+
+
+def app_link_problems(tool: Any) -> dict[str, list[str]]:
+    """A tool's MCP App is an app resource of its own tenant (AMB-272), saved before the tool.
+
+    An upstream's tool is left alone: its app lives on the upstream, published with its resources.
+    """
+    uri = ui_apps.resource_uri(tool.meta)
+    if not isinstance(uri, str) or tool.handler == "upstream" or tool.tenant_id is None:
+        return {}
+    if uri in _SAVED_ALONGSIDE.get():
+        return {}  # a resource of the same import: its own check makes a ui:// resource an app
+    resource = (
+        apps.get_model("mcp_app", "Resource")
+        .objects.filter(tenant_id=tool.tenant_id, uri=uri)
+        .values_list("mime_type", flat=True)
+        .first()
+    )
+    if resource is None:
+        return {
+            "meta": [f"The app {uri} is not a resource of this tenant: add the resource first, then link it."]
+        }
+    if not ui_apps.is_app_mime_type(resource):
+        return {"meta": [f"The resource {uri} is not an app: its MIME type must be {ui_apps.MIME_TYPE}."]}
+    return {}
 
 
 def clean_prompt(prompt: Any) -> None:
@@ -314,8 +371,20 @@ def clean_prompt(prompt: Any) -> None:
 
 
 def clean_resource(resource: Any) -> None:
-    """Validate a Resource row's URI, MIME type, annotations, icons and _meta."""
-    _raise(_row_errors(resource))
+    """Validate a Resource row's URI, MIME type, annotations, icons and _meta; an app's URI and type go together."""
+    errors = _row_errors(resource)
+    app_uri, app_type = ui_apps.is_app_uri(resource.uri), ui_apps.is_app_mime_type(resource.mime_type)
+    if app_uri and not app_type:
+        errors.setdefault("mime_type", []).append(
+            f"A ui:// resource is an MCP App: its MIME type must be {ui_apps.MIME_TYPE} (an HTML document)."
+        )
+    elif app_type and not app_uri:
+        errors.setdefault("uri", []).append(
+            f"An MCP App ({ui_apps.MIME_TYPE}) lives at a ui:// URI, such as ui://{resource.name or 'app'}."
+        )
+    if app_uri and resource.blob is None and not (resource.text or "").strip():
+        errors.setdefault("text", []).append("An MCP App needs its HTML document here.")
+    _raise(errors)
 
 
 def clean_resource_template(template: Any) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import secrets
 from typing import Any
 
 from mcp_app.core.context import RequestContext
@@ -104,3 +105,16 @@ async def show_roots(ctx: RequestContext, arguments: dict[str, Any]) -> dict[str
     lines = [f"- {r['uri']}" + (f" ({r['name']})" if isinstance(r.get("name"), str) else "") for r in roots]
     text = f"The client shares {len(roots)} root(s):\n" + "\n".join(lines)
     return {"content": [{"type": "text", "text": text}]}
+
+
+@register("roll_dice")
+async def roll_dice(ctx: RequestContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Roll `dice` dice of `sides` sides: the rolls in words (any client) and as structuredContent (the app)."""
+    dice = int(_number(arguments, "dice", 2, 1, 10))
+    sides = int(_number(arguments, "sides", 6, 2, 100))
+    rolls = [secrets.randbelow(sides) + 1 for _ in range(dice)]
+    words = f"Rolled {dice} {sides}-sided dice: {', '.join(map(str, rolls))} (total {sum(rolls)})."
+    return {
+        "content": [{"type": "text", "text": words}],
+        "structuredContent": {"rolls": rolls, "total": sum(rolls), "sides": sides},
+    }

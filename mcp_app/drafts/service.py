@@ -32,6 +32,10 @@ NOT_DRAFTED = frozenset({"id", "tenant", "updated_at", "version", "draft", "hand
 REASON_LENGTH = history.REASON_LENGTH
 
 
+# The rows that wait to be published: a pending draft, or never published.
+WAITING = models.Q(version=0) | models.Q(draft__isnull=False)
+
+
 class PublishError(Exception):
     """Why a draft could not be staged or published, in words for the person who asked."""
 
@@ -180,8 +184,7 @@ def pending(tenant: Tenant | int) -> list[models.Model]:
     """The tenant's definitions with a draft, kind by kind, in each kind's order."""
     rows: list[models.Model] = []
     for model in MODELS:
-        qs = model.objects.for_tenant(tenant).filter(models.Q(version=0) | models.Q(draft__isnull=False))
-        rows.extend(qs)
+        rows.extend(model.objects.for_tenant(tenant).filter(WAITING))
     return rows
 
 

@@ -22,6 +22,7 @@ from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import models, transaction
 from django.utils import timezone
 
+from mcp_app.definitions import checks
 from mcp_app.drafts import service as drafts
 from mcp_app.models import Provider, Tool, Upstream, UpstreamTool
 from mcp_app.oauth import external_tokens
@@ -264,18 +265,24 @@ def plan(
     if not isinstance(document, dict):
         raise DocumentError(problems or [("(document)", "The document must be an object.")])
     result = Plan(tenant)
-    for kind in KINDS:
-        items = document.get(kind.key, [])
-        if not isinstance(items, list):
-            continue  # reported by the schema
-        # An item the schema refused is not built, unless every problem is inside a definition field
-        # (JSON, so any value fits the model): then full_clean adds what only it finds (AMB-144).
-        bad = {
-            int(p.split("]")[0].split("[")[1])
-            for p, _m in problems
-            if p.startswith(f"{kind.key}[") and not _in_definition_field(kind.key, p)
-        }
-        _plan_kind(kind, tenant, items, prune, keep_existing, result, problems, bad)
+    resources = document.get("resources")
+    # A tool may link an MCP App the document brings (AMB-272): its resource is saved with the tool.
+    alongside = (
+        [r.get("uri") for r in resources if isinstance(r, dict)] if isinstance(resources, list) else []
+    )
+    with checks.resources_saved_alongside(u for u in alongside if isinstance(u, str)):
+        for kind in KINDS:
+            items = document.get(kind.key, [])
+            if not isinstance(items, list):
+                continue  # reported by the schema
+            # An item the schema refused is not built, unless every problem is inside a definition field
+            # (JSON, so any value fits the model): then full_clean adds what only it finds (AMB-144).
+            bad = {
+                int(p.split("]")[0].split("[")[1])
+                for p, _m in problems
+                if p.startswith(f"{kind.key}[") and not _in_definition_field(kind.key, p)
+            }
+            _plan_kind(kind, tenant, items, prune, keep_existing, result, problems, bad)
     _check_upstream_count(tenant, result, problems)
     settings = document.get("settings")
     if isinstance(settings, dict) and not any(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcp_app import catalog as catalogs
+from mcp_app.core import ui_apps
 from mcp_app.core.context import RequestContext
 from mcp_app.core.types import Catalog
 from mcp_app.core.versions import ALL_VERSIONS, V2025_03_26, V2025_11_25, negotiate
@@ -42,7 +43,21 @@ def modern_capabilities(catalog: Catalog) -> dict[str, Any]:
         caps["completions"] = {}
     if tasks.modern_extension(catalog):
         caps["extensions"] = {tasks.EXTENSION: {}}
+    if has_apps(catalog):
+        caps["extensions"] = {**caps.get("extensions", {}), **apps_extension()}
     return caps
+
+
+def has_apps(catalog: Catalog) -> bool:
+    """Whether the tenant serves an MCP App: a tool linked to a ui:// resource, or such a resource."""
+    return any(ui_apps.resource_uri(t.meta) for t in catalog.tools) or any(
+        ui_apps.is_app_uri(r.uri) for r in catalog.resources
+    )
+
+
+def apps_extension() -> dict[str, Any]:
+    """The MCP Apps extension as this server declares it (AMB-274): the app MIME type it serves."""
+    return {ui_apps.EXTENSION: {"mimeTypes": [ui_apps.MIME_TYPE]}}
 
 
 def server_info(ctx: RequestContext, version: str) -> dict[str, Any]:
@@ -83,6 +98,9 @@ async def handle_initialize(ctx: RequestContext, params: dict[str, Any]) -> dict
     # would otherwise send task-augmented calls that every tool refuses.
     if version == V2025_11_25 and ctx.tenant.has_task_tools:
         caps["tasks"] = tasks.legacy_capability()
+    # MCP Apps to a client that declared it (AMB-274); like the rest, whatever the tenant has today.
+    if ui_apps.client_supports(params["capabilities"]):
+        caps["extensions"] = apps_extension()
     result: dict[str, Any] = {
         "protocolVersion": version,
         "capabilities": caps,

@@ -10,6 +10,7 @@ from typing import Any
 
 from mcp_app import catalog as catalogs
 from mcp_app.background import relay as background
+from mcp_app.core import ui_apps
 from mcp_app.core.context import RequestContext, resources_of
 from mcp_app.core.errors import InputRequired, MissingCapability, error_result
 from mcp_app.core.mcp_headers import check_param_headers
@@ -40,10 +41,21 @@ def describe(tool: ToolDef) -> dict[str, Any]:
 
 
 def offered(ctx: RequestContext, catalog: Catalog) -> tuple[ToolDef, ...]:
-    """The tools this request's revision can describe: a legacy client never sees a 2026-only shape."""
-    if is_modern(ctx.protocol_version) or all(tool.legacy for tool in catalog.tools):
-        return catalog.tools
-    return tuple(tool for tool in catalog.tools if tool.legacy)
+    """The tools this request's client can be offered: a legacy client never sees a 2026-only shape,
+    and a client without MCP Apps never sees a tool only an app calls (AMB-273)."""
+    apps = ui_apps.client_supports(ctx.client_capabilities)
+    found = tuple(tool for tool in catalog.tools if is_offered(ctx, tool, apps))
+    return catalog.tools if len(found) == len(catalog.tools) else found
+
+
+def is_offered(ctx: RequestContext, tool: ToolDef, apps: bool | None = None) -> bool:
+    if not (tool.legacy or is_modern(ctx.protocol_version)):
+        return False
+    if apps is None:
+        apps = ui_apps.client_supports(ctx.client_capabilities)
+    # The extension: "Host MUST NOT include tools in the agent's tool list when their visibility
+    # does not include "model"". A client that declared no support has no app: its list is the model's.
+    return apps or not tool.app_only
 
 
 async def handle_list(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
@@ -192,7 +204,7 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
     catalog = await catalogs.get_catalog(ctx.tenant.id)
     draft = ctx.draft_tool
     tool = draft if draft is not None and draft.name == name else catalog.tools_by_name.get(name)
-    if tool is None or not (tool.legacy or is_modern(ctx.protocol_version)):
+    if tool is None or not is_offered(ctx, tool):
         raise InvalidParams(truncate(f"Unknown tool: {name}", 200))
     if tool.mirrors_headers and ctx.param_headers is not None:
         # 2026-07-28: the Mcp-Param-* headers mirror the arguments (x-mcp-header); an intermediary may

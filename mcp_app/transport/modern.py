@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from mcp_app import catalog
+from mcp_app.core import ui_apps
 from mcp_app.core.context import Caller, ParamHeaders, RequestContext
 from mcp_app.core.types import TenantInfo
 from mcp_app.protocol.jsonrpc import (
@@ -73,8 +74,9 @@ def context(
 
 
 # Methods whose handlers never emit (no progress, no log message) and whose results depend only on
-# the tenant's definitions, the page asked for and the caller's scopes: answered inline, and the
-# result's JSON kept per change token, so a warm list or discover is a dictionary lookup.
+# the tenant's definitions, the page asked for, the caller's scopes and whether the client declared
+# MCP Apps (tools/list, AMB-273): answered inline, and the result's JSON kept per change token, so a
+# warm list or discover is a dictionary lookup.
 QUIET_METHODS = frozenset(
     {"server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list"}
 )
@@ -87,7 +89,8 @@ async def answer_quietly(consumer: McpConsumer, ctx: RequestContext, message: di
     started = time.perf_counter()
     cursor = message["params"].get("cursor")
     token = await catalog.current_version(ctx.tenant.id)
-    key = (ctx.tenant.id, token, ctx.protocol_version, message["method"], json.dumps(cursor), ctx.scopes)
+    apps = ui_apps.client_supports(ctx.client_capabilities)
+    key = (ctx.tenant.id, token, ctx.protocol_version, message["method"], json.dumps(cursor), ctx.scopes, apps)
     result = _answers.get(key)
     if result is None:
         response = await runner.run_dispatch(ctx, message, "request")

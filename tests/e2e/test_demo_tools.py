@@ -26,6 +26,7 @@ ARGUMENTS = {
     "show_roots": {},
     "delete_note": {"note": "groceries"},
     "summarize": {"text": "A long text about MCP."},
+    "roll_dice": {"dice": 2},
 }
 
 

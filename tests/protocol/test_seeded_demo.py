@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
+from mcp_app.core import ui_apps
 from tenants.models import Tenant
 from tests.protocol.support import result_of
 from tests.support import make_ctx
@@ -31,6 +32,8 @@ ARGUMENTS: dict[str, dict[str, Any]] = {
     "show_roots": {},
     "delete_note": {"note": "groceries"},
     "summarize": {"text": "A long text."},
+    "roll_dice": {"dice": 2},
+    "roll_again": {"dice": 1, "sides": 20},  # only the dice app's client sees it (MCP Apps, AMB-273)
 }
 ROOTS = {"roots": [{"uri": "file:///home/ada/project", "name": "project"}]}
 
@@ -85,7 +88,8 @@ async def call_answering_forms(ctx: Any, name: str, arguments: dict[str, Any]) -
 # live_server is WSGI: it reads stream_count's streamed demo endpoint (an async iterator, for Daphne) at once.
 @pytest.mark.filterwarnings("ignore:StreamingHttpResponse must consume asynchronous iterators")
 async def test_every_seeded_demo_tool_answers_without_an_error_under_bin_serve_settings(served_demo):
-    capabilities = {"elicitation": {}, "roots": {}, "sampling": {}}
+    apps = {ui_apps.EXTENSION: {"mimeTypes": [ui_apps.MIME_TYPE]}}
+    capabilities = {"elicitation": {}, "roots": {}, "sampling": {}, "extensions": apps}
     ctx = make_ctx(served_demo, version="2026-07-28", session=None, client_capabilities=capabilities)
     listed = {tool["name"] for tool in (await result_of(ctx, "tools/list"))["tools"]}
     assert listed == set(ARGUMENTS)

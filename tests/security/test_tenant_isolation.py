@@ -328,12 +328,12 @@ def rows_a(defs_a, tenant_a, alice, bob) -> dict[str, Any]:
     }
 
 
+# MCP sessions are for superusers only (AMB-271): tests/admin/test_home.py refuses them to owners.
 ADMIN_MODELS = (
     "mcp_app_tool",
     "mcp_app_prompt",
     "mcp_app_resource",
     "mcp_app_resourcetemplate",
-    "mcp_app_mcpsession",
     "tenants_membership",
 )
 

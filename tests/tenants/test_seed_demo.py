@@ -52,6 +52,8 @@ def test_seed_demo_creates_the_demo_tenant_with_every_definition(monkeypatch):
         "summarize",
         "show_roots",
         "delete_note",
+        "roll_dice",
+        "roll_again",
     }
     assert {name for name, tool in tools.items() if tool.execution == "background"} == {
         "count_in_background",
@@ -83,7 +85,11 @@ def test_seed_demo_creates_the_demo_tenant_with_every_definition(monkeypatch):
     assert language["completions"] == ["python", "javascript", "typescript", "go", "rust"]
     assert [m["content"]["type"] for m in prompts["describe_logo"].messages] == ["image", "resource"]
     resources = {r.uri: r for r in Resource.objects.filter(tenant=tenant)}
-    assert set(resources) == {"demo://readme", "demo://logo.png", "demo://config.json"}
+    assert set(resources) == {"demo://readme", "demo://logo.png", "demo://config.json", "ui://demo/dice.html"}
+    # The demo's MCP App (AMB-272): roll_dice shows it, roll_again is its button's, for the app only.
+    assert resources["ui://demo/dice.html"].mime_type == "text/html;profile=mcp-app"
+    assert tools["roll_dice"].meta == {"ui": {"resourceUri": "ui://demo/dice.html"}}
+    assert tools["roll_again"].meta["ui"]["visibility"] == ["app"]
     assert bytes(resources["demo://logo.png"].blob) == logo()
     assert resources["demo://readme"].mime_type == "text/markdown"
     template = ResourceTemplate.objects.get(tenant=tenant)
@@ -114,7 +120,7 @@ def test_seed_demo_is_idempotent_and_a_second_run_changes_nothing(
         second = seed()
     assert "admin / demo-admin-pw" in first
     assert "Admin login" not in second  # printed only when the account is created
-    assert "kept 19" in second
+    assert "kept 22" in second
     assert [m.objects.count() for m in (Tenant, Tool, Prompt, Resource, ResourceTemplate)] == counts
     assert Tenant.objects.get(slug="demo").definitions_version == version
     assert history_count() == history
@@ -128,7 +134,7 @@ def test_seed_demo_reset_of_unedited_tenants_saves_nothing_and_records_no_histor
     version, history = Tenant.objects.get(slug="demo").definitions_version, history_count()
     with django_capture_on_commit_callbacks(execute=True):
         output = seed("--tenant-only", "--reset")
-    assert "Demo tenant 'demo': unchanged 19." in output
+    assert "Demo tenant 'demo': unchanged 22." in output
     assert "OAuth tenant 'secure': unchanged 4." in output
     assert (Tenant.objects.get(slug="demo").definitions_version, history_count()) == (version, history)
 
@@ -139,7 +145,7 @@ def test_seed_demo_keeps_the_users_edits_to_demo_definitions_on_restart(django_c
     Tool.objects.filter(name="add").delete()
     with django_capture_on_commit_callbacks(execute=True):
         output = seed("--tenant-only")
-    assert "created 1" in output and "kept 18" in output
+    assert "created 1" in output and "kept 21" in output
     assert Tool.objects.get(name="echo").description == "edited"
     assert Tool.objects.filter(name="add").exists()  # a missing demo row is recreated
 
