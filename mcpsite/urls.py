@@ -5,6 +5,7 @@ from oauth2_provider.views import JwksInfoView
 
 from mcp_app.admin import portability as portability_admin
 from mcp_app.api.token_page import api_tokens
+from mcp_app.connect import wayfinding
 from mcp_app.connect.page import connect_page
 from mcp_app.demo import views as demo_views
 from mcp_app.handlers.form_page import form_page
@@ -70,6 +71,10 @@ urlpatterns = [
     path("sso/callback", sso.SsoCallback.as_view(), name="sso-callback"),
     # An invitation's link: accept it signed in or with a new account (tenants/invitation_page.py, AMB-106).
     path("invitations/<str:token>", invitation_page, name="invitation"),
+    # A tenant's URLs a person gets slightly wrong (mcp_app/connect/wayfinding.py, AMB-230, AMB-231): a
+    # slug with capitals goes to the lower-case path; /t/<slug> alone goes to the connect page.
+    re_path(wayfinding.WRONG_CASE, wayfinding.wrong_case, name="tenant-wrong-case"),
+    re_path(r"^t/(?P<slug>[a-z0-9-]+)/?$", wayfinding.tenant_home, name="tenant-home"),
     # Usage dashboards (mcp_app/usage/): a tenant's, for its members; every tenant's, for superusers.
     path("t/<slug:slug>/dashboard", usage_views.dashboard, name="tenant-dashboard"),
     path("usage/", usage_views.overview, name="usage-overview"),
