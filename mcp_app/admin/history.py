@@ -15,6 +15,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils.text import capfirst
 from django.views.decorators.http import require_POST
 
 from mcp_app.history import service
@@ -77,7 +78,9 @@ class HistoryAdminMixin:
         except service.HistoryError as exc:
             messages.error(request, str(exc))
             return HttpResponseRedirect(back)
-        messages.success(request, f"{obj} is back to that version; the revert is the newest entry below.")
+        # The admin shows messages through `capfirst`: start with the kind, so the name stays as written.
+        kind = capfirst(self.model._meta.verbose_name)
+        messages.success(request, f"{kind} {obj} is back to that version; the revert is the newest entry below.")
         return HttpResponseRedirect(back)
 
     def deleted_view(self, request: HttpRequest) -> HttpResponse:
@@ -110,7 +113,7 @@ class HistoryAdminMixin:
             if hasattr(restored, "handler_secrets")
             else ""
         )
-        messages.success(request, f"{restored} is restored.{note}")
+        messages.success(request, f"{capfirst(self.model._meta.verbose_name)} {restored} is restored.{note}")
         return HttpResponseRedirect(reverse(f"admin:{self._name('change')}", args=[restored.pk]))
 
     def changelist_view(self, request: HttpRequest, extra_context: dict | None = None) -> HttpResponse:
