@@ -50,6 +50,7 @@ PAGES = (
     Swept("import", "/admin/tenants/tenant/{tenant}/import/", "Import"),
     Swept("import-openapi", "/admin/tenants/tenant/{tenant}/import-openapi/", "OpenAPI"),
     Swept("api-tokens", "/api-tokens", "API tokens"),
+    Swept("api-tokens-admin", "/admin/mcp_app/apitoken/", "Select API token to change"),
     Swept("my-connections", "/connections/", "connections"),
     Swept("not-found", "/t/no-such-tenant/mcp", "Nothing here"),
 )
