@@ -27,5 +27,5 @@ def connect_page_redirect(slug: str) -> tuple[int, Headers]:
 
 def not_found_page(path: str) -> tuple[bytes, Headers]:
     """The site's 404 page (templates/404.html, also Django's), for a path that serves nothing."""
-    body = render_to_string("404.html", {"request_path": path})
+    body = render_to_string("404.html", {"request_path": path})  # the page does not show it (no echo)
     return body.encode(), [HTML_CONTENT, (b"cache-control", b"no-store")]

@@ -39,7 +39,7 @@ async def test_an_unknown_tenant_is_a_readable_page_for_a_person_and_plain_text_
     assert page.status == 404
     assert page.headers["content-type"].startswith("text/html")
     text = page.body.decode()
-    assert "Nothing here" in text and "/t/nobody-here/mcp" in text
+    assert "Nothing here" in text and "/t/&lt;tenant&gt;/connect" in text
     client = await call("GET", "/t/nobody-here/mcp", headers={"accept": "text/event-stream"})
     assert client.status == 404 and client.headers["content-type"].startswith("text/plain")
 
@@ -83,7 +83,6 @@ async def test_any_missing_page_is_the_sites_readable_404(db):
     response = await call("GET", "/no/such/page", headers={"accept": BROWSER})
     assert response.status == 404
     assert "Nothing here" in response.body.decode()
-    assert "/no/such/page" in response.body.decode()
 
 
 async def test_the_api_root_lists_its_resources_and_links_the_docs(db):
