@@ -16,6 +16,7 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
@@ -56,12 +57,13 @@ class JSONEditorWidget(JSONTextarea):
         # tenant admin (which may not depend on mcp_app) uses this widget too.
         textarea = super().render(name, value, attrs, renderer)
         return format_html(
-            '<div class="json-editor" data-json-editor data-field="{}" data-check-url="{}" data-structured="{}">{}'
+            '<div class="json-editor" data-json-editor data-field="{}" data-check-url="{}" data-structured="{}" data-worker-url="{}">{}'
             '<div class="json-editor-box" hidden></div>'
             '<p class="json-editor-status" role="status" aria-live="polite"></p></div>',
             self.field or name,
             self.check_url,
             self.structured,
+            reverse("json-editor-worker"),  # formfields/ace_worker.py, AMB-233
             textarea,
         )
 

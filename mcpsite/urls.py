@@ -1,11 +1,15 @@
 from django.contrib import admin
 from django.contrib.auth.views import LogoutView
+from django.templatetags.static import static
 from django.urls import include, path, re_path
+from django.views.generic import RedirectView
 from oauth2_provider.views import JwksInfoView
 
+from formfields.ace_worker import json_worker
 from mcp_app.admin import portability as portability_admin
 from mcp_app.admin import self_check as self_check_admin
 from mcp_app.api.token_page import api_tokens
+from mcp_app.connect import wayfinding
 from mcp_app.connect.page import connect_page
 from mcp_app.demo import views as demo_views
 from mcp_app.handlers.form_page import form_page
@@ -43,6 +47,10 @@ oauth_urlpatterns = [
 urlpatterns = [
     # The platform's front page: sign in, your tenants and their pages, the admin for staff (AMB-72).
     path("", front, name="front"),
+    # The admin JSON editor's syntax worker, from our origin: the CSP allows it (formfields/ace_worker.py).
+    path("json-editor/json-worker.js", json_worker, name="json-editor-worker"),
+    # Browsers ask for /favicon.ico whatever the page says: the site's icon (every page links it too).
+    path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True), name="favicon"),
     # A tenant's Export, Import and OpenAPI import pages, beside its admin page (mcp_app/admin/portability.py).
     path("admin/tenants/tenant/<int:tenant_id>/", include((portability_admin.urls(), "admin-portability"))),
     # Its "Check this tenant" page (mcp_app/admin/self_check.py).
@@ -73,6 +81,10 @@ urlpatterns = [
     path("sso/callback", sso.SsoCallback.as_view(), name="sso-callback"),
     # An invitation's link: accept it signed in or with a new account (tenants/invitation_page.py, AMB-106).
     path("invitations/<str:token>", invitation_page, name="invitation"),
+    # A tenant's URLs a person gets slightly wrong (mcp_app/connect/wayfinding.py, AMB-230, AMB-231): a
+    # slug with capitals goes to the lower-case path; /t/<slug> alone goes to the connect page.
+    re_path(wayfinding.WRONG_CASE, wayfinding.wrong_case, name="tenant-wrong-case"),
+    re_path(r"^t/(?P<slug>[a-z0-9-]+)/?$", wayfinding.tenant_home, name="tenant-home"),
     # Usage dashboards (mcp_app/usage/): a tenant's, for its members; every tenant's, for superusers.
     path("t/<slug:slug>/dashboard", usage_views.dashboard, name="tenant-dashboard"),
     path("usage/", usage_views.overview, name="usage-overview"),

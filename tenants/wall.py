@@ -146,4 +146,9 @@ def _on_connect(sender: Any, connection: Any, **kwargs: Any) -> None:
 def install() -> None:
     connection_created.connect(_on_connect, dispatch_uid="tenants.wall")
     if _process_reason:  # said here, once logging is configured
-        logger.info("tenant wall bypassed for this process: %s", _process_reason)
+        # In words: an operator reading a command's output should not have to look the term up (AMB-236).
+        logger.info(
+            "tenant wall bypassed for this process: %s (a management command sees every tenant's rows; "
+            "requests and background jobs stay limited to their own tenant by PostgreSQL row-level security)",
+            _process_reason,
+        )

@@ -4,6 +4,7 @@ from django.contrib import admin
 
 from mcp_app.admin import (  # noqa: F401 - importing them registers the ModelAdmins
     api_keys,
+    api_tokens,
     definitions,
     infrastructure,
     providers,

@@ -15,6 +15,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils.text import capfirst
 from django.views.decorators.http import require_POST
 
 from mcp_app.drafts import service as drafts
@@ -83,9 +84,11 @@ class HistoryAdminMixin:
         except service.HistoryError as exc:
             messages.error(request, str(exc))
             return HttpResponseRedirect(back)
+        # The admin shows messages through `capfirst`: start with the kind, so the name stays as written.
+        kind = capfirst(self.model._meta.verbose_name)
         messages.success(
             request,
-            f"{row} is rolled back: that version is published again as version {row.version}, "
+            f"{kind} {row} is rolled back: that version is published again as version {row.version}, "
             "the newest entry below. Connected clients are told.",
         )
         return HttpResponseRedirect(back)
@@ -143,7 +146,7 @@ class HistoryAdminMixin:
             if hasattr(restored, "handler_secrets")
             else ""
         )
-        messages.success(request, f"{restored} is restored.{note}")
+        messages.success(request, f"{capfirst(self.model._meta.verbose_name)} {restored} is restored.{note}")
         return HttpResponseRedirect(reverse(f"admin:{self._name('change')}", args=[restored.pk]))
 
     def changelist_view(self, request: HttpRequest, extra_context: dict | None = None) -> HttpResponse:

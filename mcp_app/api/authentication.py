@@ -9,20 +9,26 @@ refuse an API token (their audience check, mcp_app/oauth/tokens.py).
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
 from oauth2_provider.contrib.rest_framework import OAuth2Authentication
 from rest_framework import exceptions
 from rest_framework.request import Request
 
+from mcp_app.models import ApiToken
 from mcp_app.oauth import resources, scopes
 from tenants import access, wall
 
 API_PATH = "/api/v1"
 
-NOT_FOR_API = "The access token was not issued for this API (it needs the 'manage' scope and the API audience)."
+NOT_FOR_API = (
+    "The access token was not issued for this API (it needs the 'manage' scope and the API audience)."
+)
 INVALID = "The access token is unknown, revoked, expired or malformed."
 
 
@@ -70,4 +76,17 @@ class ManageTokenAuthentication(OAuth2Authentication):
         # The page middleware saw no user (the token is read here): the rest of the request runs in
         # the token holder's tenants; the middleware's own scope is restored when the request ends.
         wall.enter(access.wall_scope(user))
+        mark_used(token)
         return user, token
+
+
+# A token's last use is written at most once a minute: a script's burst of requests costs one write.
+LAST_USED_STEP = timedelta(minutes=1)
+
+
+def mark_used(token: Any) -> None:
+    """Note that `token` opened a request now, for its owner's list (AMB-237)."""
+    now = timezone.now()
+    ApiToken.objects.filter(token_id=token.pk).filter(
+        Q(last_used__isnull=True) | Q(last_used__lt=now - LAST_USED_STEP)
+    ).update(last_used=now)

@@ -1,8 +1,9 @@
 """`/api-tokens`: a signed-in person makes and revokes their own `manage` tokens for /api/v1/.
 
 The same tokens `manage.py api_token` issues (api/tokens.py): the value is shown once, right after it
-is made, and only its hash is kept. A token acts with its owner's roles. Revoking deletes it at once
-(the resource server's cache follows the deletion). Both are in the audit trail.
+is made (with a copy button), and only its hash is kept. Each has a name, its expiry and its last use
+(AMB-237). A token acts with its owner's roles. Revoking deletes it at once (the resource server's
+cache follows the deletion). Both are in the audit trail.
 """
 
 from __future__ import annotations
@@ -18,14 +19,16 @@ from oauth2_provider.models import get_access_token_model
 
 from audit.models import Action
 from audit.trail import record
-from mcp_app.api.tokens import api_client, issue_manage_token
+from mcp_app.api.tokens import NAME_LENGTH, api_client, issue_manage_token
 
 DAYS = (7, 30, 90, 365)
 
 
 def _mine(user: Any) -> Any:
-    return get_access_token_model().objects.filter(
-        user=user, application=api_client(), expires__gt=timezone.now()
+    return (
+        get_access_token_model()
+        .objects.filter(user=user, application=api_client(), expires__gt=timezone.now())
+        .select_related("api_token")
     )
 
 
@@ -43,9 +46,13 @@ def api_tokens(request: HttpRequest) -> HttpResponse:
                 return HttpResponseBadRequest(
                     f"Choose how long the token lasts: {', '.join(map(str, DAYS))} days."
                 )
-            made = issue_manage_token(request.user, days)
+            name = request.POST.get("name", "").strip()[:NAME_LENGTH]
+            made = issue_manage_token(request.user, days, name)
             record(
-                Action.TOKEN_ISSUED, request=request, client_id=api_client().client_id, detail={"days": days}
+                Action.TOKEN_ISSUED,
+                request=request,
+                client_id=api_client().client_id,
+                detail={"days": days, "name": name},
             )
         elif action == "revoke":
             token = _mine(request.user).filter(pk=request.POST.get("token", "").strip() or 0).first()

@@ -10,6 +10,7 @@ from mcp_app.api import (
     invitations,
     portability,
     providers,
+    root,
     self_check,
     service_clients,
     tenancy,
@@ -36,6 +37,8 @@ tenant_router.register("service-clients", service_clients.ServiceClientViewSet, 
 tenant_router.register("providers", providers.ProviderViewSet, basename="provider")
 
 urlpatterns = [
+    # The API root: its resources as links and the docs page (mcp_app/api/root.py).
+    path("", root.ApiRoot.as_view(router=tenant_router), name="root"),
     # The OpenAPI 3 schema and its documentation page (Swagger UI from drf_spectacular_sidecar: offline).
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     # The split view serves its start-up script as a file: no inline script for the CSP to allow.

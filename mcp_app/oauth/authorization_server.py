@@ -32,6 +32,7 @@ from oauthlib.openid import Server as OpenIDServer
 
 from mcp_app.models import Tool
 from mcp_app.oauth import (
+    consent,
     dot_compat,
     events,
     ratelimit,
@@ -228,6 +229,10 @@ class AuthorizeView(AuthorizationView):
             "tenant_url": resources.canonical_uri(tenant.slug) if tenant else "",
             "scope_lines": _scope_lines(scope_names, tenant),
         }
+        if tenant is not None:
+            # A step-up: mark what this client has not been granted for this server before (AMB-235).
+            granted = consent.granted_scopes(request.user, application, resources.canonical_uri(tenant.slug))
+            context["step_up"] = any(line["new"] for line in consent.mark_new(context["scope_lines"], granted))
         if sign_in.is_identity_request(scope_names, application, values):
             context["scope_lines"] = sign_in.scope_lines(scope_names)
             context["sign_in_only"] = True

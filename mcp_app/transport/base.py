@@ -16,7 +16,7 @@ from mcp_app.core.types import TenantInfo
 from mcp_app.infra import redis_client
 from mcp_app.protocol import quotas
 from mcp_app.streams import drain
-from mcp_app.transport import origin, pump, sse
+from mcp_app.transport import browsers, origin, pump, sse
 from mcp_app.transport.wire import JSON_CONTENT, Headers, HttpError, Request
 from tenants import wall
 
@@ -102,6 +102,8 @@ class McpConsumer(AsyncHttpConsumer):
                 await self.send_body(b"")
             return
         body, headers = exc.body()
+        if exc.status == 404 and browsers.is_browser_visit(self.request):
+            body, headers = browsers.not_found_page(self.request.path)  # a person, not a client (AMB-230)
         await self.send_response(exc.status, body, headers=headers + exc.headers + self.extra_headers)
 
     async def send_json(self, body: bytes, headers: Headers | None = None, status: int = 200) -> None:

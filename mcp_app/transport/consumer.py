@@ -36,7 +36,7 @@ from mcp_app.protocol.jsonrpc import (
     usable_id,
 )
 from mcp_app.streams import events, inflight, polling, session_admission, sessions
-from mcp_app.transport import auth, envelope, listen, modern, origin, pump, refusals, runner, sse
+from mcp_app.transport import auth, browsers, envelope, listen, modern, origin, pump, refusals, runner, sse
 from mcp_app.transport.base import McpConsumer
 from mcp_app.transport.exchange import Exchange
 from mcp_app.transport.session_streams import SessionStreams
@@ -67,6 +67,11 @@ class StreamableHttpConsumer(SessionStreams, McpConsumer):
         if handler is not None and self.request.method != "OPTIONS" and not modern_header:
             await self.prefetch()  # a modern request reads no session
         self.tenant = await self.resolve_tenant()
+        if browsers.is_browser_visit(self.request):
+            # The MCP URL opened in a browser: the page that says how to connect (AMB-230).
+            status, headers = browsers.connect_page_redirect(self.tenant.slug)
+            await self.send_empty(status, headers)
+            return
         if handler is None:
             raise self.method_not_allowed()
         if modern_header and self.request.method in ("GET", "DELETE"):

@@ -51,18 +51,35 @@ ARGUMENTS_CHARS = 1000
 SECRET_NAME = re.compile(r"pass|secret|token|key|auth|credential|cookie|session", re.IGNORECASE)
 
 
+# Keys whose values are opaque to a person (a 2026-07-28 round's sealed state): their size only.
+OPAQUE_KEYS = frozenset({"requestState"})
+# A long run of base64 or hex is a blob (an image, a sealed token), not something to read on the dashboard.
+BLOB = re.compile(r"[A-Za-z0-9+/_=-]{120,}")
+
+
+def opaque(value: Any) -> str:
+    return f"<opaque, {len(value) if isinstance(value, str) else len(json.dumps(value, default=str))} characters>"
+
+
 def redacted(value: Any, depth: int = 0) -> Any:
-    """`value` with the values of secret-looking keys replaced, at any depth (bounded)."""
+    """`value` with the values of secret-looking keys replaced, opaque state and blobs shortened to their
+    size (AMB-234), at any depth (bounded)."""
     if depth > 8:
         return "…"
     if isinstance(value, dict):
         return {
-            str(k): "***" if SECRET_NAME.search(str(k)) else redacted(v, depth + 1)
+            str(k): "***"
+            if SECRET_NAME.search(str(k))
+            else opaque(v)
+            if k in OPAQUE_KEYS
+            else redacted(v, depth + 1)
             for k, v in value.items()
             if k != "_meta"
         }
     if isinstance(value, list):
         return [redacted(v, depth + 1) for v in value[:50]]
+    if isinstance(value, str) and BLOB.fullmatch(value):
+        return f"{value[:16]}… {opaque(value)}"
     return value
 
 

@@ -33,6 +33,22 @@
     });
   }
 
+  // Inputs the editor makes have no label: a boolean's checkbox in tree mode, the code and text modes'
+  // hidden textareas. Name them for screen readers (axe: label), the field's own label first.
+  function labelInputs(root, box) {
+    var fieldLabel = root.closest(".form-row, div.fieldBox, .flex-container");
+    fieldLabel = fieldLabel && fieldLabel.querySelector("label");
+    var name = fieldLabel ? fieldLabel.textContent.replace(/:\s*$/, "") : root.dataset.field;
+    box.querySelectorAll("textarea:not([aria-label])").forEach(function (input) {
+      input.setAttribute("aria-label", name + " (JSON)");
+    });
+    box.querySelectorAll("input[type=checkbox]:not([aria-label])").forEach(function (input) {
+      var row = input.closest("tr");
+      var field = row && row.querySelector(".jsoneditor-field");
+      input.setAttribute("aria-label", (field && field.textContent ? field.textContent + ": " : "") + "true or false");
+    });
+  }
+
   function setUp(root) {
     if (root.dataset.ready) return;
     root.dataset.ready = "1";
@@ -107,6 +123,8 @@
     if (structured) editor.set(parsed);
     else editor.setText(text);
     if (structured) editor.expandAll();
+    labelInputs(root, box);
+    new MutationObserver(function () { labelInputs(root, box); }).observe(box, {childList: true, subtree: true});
     textarea.hidden = true;
     box.hidden = false;
     root.jsonEditor = editor;
@@ -136,9 +154,12 @@
   }
 
   function setUpAll() {
-    // Ace's syntax worker loads from a data: URI, which the site's CSP (rightly) refuses: a page
-    // error on every editor. It is not needed: this script checks the syntax, then the server.
-    if (window.ace && window.ace.config) window.ace.config.setDefaultValue("session", "useWorker", false);
+    // Ace's JSON syntax worker from our own origin, not the build's data: URL that the CSP blocks
+    // (formfields/ace_worker.py, AMB-233).
+    var first = document.querySelector("[data-json-editor][data-worker-url]");
+    if (first && window.ace && window.ace.config) {
+      window.ace.config.setModuleUrl("ace/mode/json_worker", first.dataset.workerUrl);
+    }
     document.querySelectorAll("[data-json-editor]").forEach(function (root) {
       root.getJSON = function () {
         var text = root.querySelector(":scope > textarea").value;

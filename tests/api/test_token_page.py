@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
+from io import StringIO
 
 import pytest
 from asgiref.sync import sync_to_async
+from django.core.management import call_command
 from django.test import Client
+from django.utils import timezone
 
 from audit.models import Action, AuditEvent
+from mcp_app.api.tokens import issue_manage_token
+from mcp_app.models import ApiToken
 from tenants.models import Tenant
 from tests.api.conftest import ApiClient
 from tests.transport.support import BOTH, call
@@ -39,7 +45,8 @@ def test_a_token_made_on_the_page_opens_the_api_with_its_owners_roles_and_is_sho
     assert listed.status_code == 200
     assert [t["slug"] for t in listed.json()["results"]] == ["tenant-a"]
     again = browser.get("/api-tokens").content.decode()
-    assert token not in again and "valid until" in again
+    assert token not in again
+    assert "Expires" in again
     event = AuditEvent.objects.get(action=Action.TOKEN_ISSUED)
     assert event.actor_username == alice.username and token not in str(event.detail)
 
@@ -74,3 +81,49 @@ def test_a_lifetime_off_the_list_is_refused_in_words(alice):
     browser.force_login(alice)
     refused = browser.post("/api-tokens", {"action": "create", "days": "9999"})
     assert refused.status_code == 400 and b"Choose how long" in refused.content
+
+
+def test_a_token_has_a_name_its_expiry_its_last_use_and_a_copy_button(alice, tenant_a):
+    """AMB-237: named on the page, listed with its expiry and last use, revoked from the admin too."""
+    browser = Client()
+    browser.force_login(alice)
+    made = browser.post("/api-tokens", {"action": "create", "days": 7, "name": "nightly CI"})
+    html = made.content.decode()
+    assert 'data-copy="new-token"' in html and "connect/copy.js" in html
+    token = re.search(r'<code id="new-token">([^<]+)</code>', html).group(1)
+    listed = browser.get("/api-tokens").content.decode()
+    assert "nightly CI" in listed and "never" in listed
+    assert ApiClient(token=token).call("GET", "/api/v1/tenants/").status_code == 200
+    row = ApiToken.objects.get(name="nightly CI")
+    assert row.last_used is not None
+    assert row.token.expires.date() == (timezone.now() + timedelta(days=7)).date()
+    assert "never" not in browser.get("/api-tokens").content.decode()
+    event = AuditEvent.objects.filter(action=Action.TOKEN_ISSUED).latest("id")
+    assert event.detail["name"] == "nightly CI"
+
+    # The admin lists it (its owner sees their own) and revokes it.
+    admin_list = browser.get("/admin/mcp_app/apitoken/")
+    assert admin_list.status_code == 200 and "nightly CI" in admin_list.content.decode()
+    revoked = browser.post(
+        "/admin/mcp_app/apitoken/", {"action": "revoke", "_selected_action": [row.pk]}, follow=True
+    )
+    assert "1 token(s) revoked" in revoked.content.decode()
+    assert ApiClient(token=token).call("GET", "/api/v1/tenants/").status_code == 401
+    assert not ApiToken.objects.filter(pk=row.pk).exists()
+
+
+def test_the_admin_shows_a_person_only_their_own_tokens(alice, bob, tenant_a):
+    issue_manage_token(alice, name="alice's script")
+    issue_manage_token(bob, name="bob's script")
+    browser = Client()
+    browser.force_login(bob)
+    page = browser.get("/admin/mcp_app/apitoken/").content.decode()
+    assert "bob&#x27;s script" in page and "alice" not in page
+    other = ApiToken.objects.get(name="alice's script")
+    assert browser.get(f"/admin/mcp_app/apitoken/{other.pk}/change/").status_code in (302, 404)
+
+
+def test_the_command_names_its_token(alice):
+    out = StringIO()
+    call_command("api_token", "alice", "--name", "deploy", stdout=out)
+    assert ApiToken.objects.get(name="deploy").token.user == alice

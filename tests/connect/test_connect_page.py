@@ -64,7 +64,7 @@ def test_members_of_any_role_see_the_connect_page(client, request, served_a, per
     response = page(client)
     assert response.status_code == 200
     html = response.content.decode()
-    assert f'<pre class="url" id="mcp-url">{URL}</pre>' in html
+    assert f'<pre class="url" id="mcp-url" tabindex="0">{URL}</pre>' in html
     assert 'data-copy="mcp-url"' in html and "/static/connect/copy.js" in html
 
 

@@ -90,7 +90,8 @@ def test_alice_reverts_an_edit_it_is_recorded_and_announced_as_list_changed(
     assert listener.collect() == [{"type": "mcp.list_changed", "kind": "tools", "version": version}]
     html = client.get(history_url(edited_tool)).content.decode()
     assert "Rolled back to version 1 (" in html and "by alice" in html
-    assert "is rolled back: that version is published again as version 3" in html
+    # The name as written (the admin passes messages through capfirst: the kind leads the sentence).
+    assert f"Tool {edited_tool.name} is rolled back: that version is published again as version 3" in html
 
 
 def test_a_revert_to_a_version_that_no_longer_validates_shows_why_and_changes_nothing(

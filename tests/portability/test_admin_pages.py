@@ -6,6 +6,7 @@ import pytest
 import yaml
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
+from django.utils.html import escape
 
 from mcp_app.handlers.secrets import decrypt_secrets
 from mcp_app.models import Prompt, Tool
@@ -215,3 +216,20 @@ def test_the_openapi_page_refuses_a_document_that_is_not_openapi(client, alice, 
     client.force_login(alice)
     response = client.post(url("import-openapi", tenant_a), {"document": upload("swagger: '2.0'\n")})
     assert response.status_code == 400 and "Swagger 2.0" in response.content.decode()
+
+
+def test_a_malformed_import_says_each_problem_and_the_title_once(client, alice, tenant_a) -> None:
+    client.force_login(alice)
+    broken = (
+        "format: mcp-platform/tenant\nversion: 1\n"
+        "settings: {name: '', auth_mode: weird}\n"
+        "tools:\n  - {name: 'bad name!', handler: template, handler_config: {}}\n"
+    )
+    response = client.post(url("import", tenant_a), {"document": upload(broken)})
+    assert response.status_code == 400
+    page = response.content.decode()
+    problems = response.context["problems"]
+    assert len(problems) >= 3
+    for _where, message in problems:
+        assert page.count(str(escape(message))) == 1, message
+    assert page.count(f"<h1>{response.context['title']}</h1>") == 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import os
 import time
 
 import pytest
@@ -84,6 +86,18 @@ def test_recent_errors_are_stored_redacted_truncated_and_only_the_newest_kept(te
     kept = [e.message for e in queries.recent_errors(tenant_a.id)]
     assert len(kept) == RECENT_ERRORS
     assert kept[0] == f"e{RECENT_ERRORS + 4}"  # newest first
+
+
+def test_opaque_request_state_and_blobs_are_shortened_to_their_size():
+    """The dashboard's "Recent errors" shows what a person can read: no base64 requestState (AMB-234)."""
+    state = base64.urlsafe_b64encode(os.urandom(600)).decode()
+    image = base64.b64encode(os.urandom(300)).decode()
+    params = {"name": "ask", "arguments": {"photo": image, "city": "Paris"}, "requestState": state}
+    text = usage_flush.arguments_text(params)
+    assert state not in text and state[:16] not in text
+    assert f'"requestState": "<opaque, {len(state)} characters>"' in text
+    assert image not in text and f"{image[:16]}… <opaque, {len(image)} characters>" in text
+    assert '"city": "Paris"' in text
 
 
 @pytest.mark.django_db(transaction=True)

@@ -16,11 +16,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("username")
         parser.add_argument("--days", type=int, default=30, help="How long the token is valid (default 30).")
+        parser.add_argument("--name", default="", help="What the token is for, shown in its owner's list.")
 
-    def handle(self, *args: Any, username: str, days: int, **options: Any) -> None:
+    def handle(self, *args: Any, username: str, days: int, name: str, **options: Any) -> None:
         if not 1 <= days <= 366:
             raise CommandError("--days must be between 1 and 366.")
         user = get_user_model().objects.filter(username=username, is_active=True).first()
         if user is None:
             raise CommandError(f"No active user {username!r}.")
-        self.stdout.write(issue_manage_token(user, days))
+        self.stdout.write(issue_manage_token(user, days, name))

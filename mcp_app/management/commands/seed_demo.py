@@ -57,6 +57,12 @@ class Command(BaseCommand):
                     f"Admin login: {login[0]} / {login[1]}  ({settings.MCP_PUBLIC_URL}/admin/)"
                 )
             )
+        elif not tenant_only:
+            # Every start says how to sign in: the password itself is shown only when it is set (AMB-236).
+            self.stdout.write(
+                f"Admin login: {ADMIN_USERNAME} (password unchanged: `manage.py seed_demo --print-login` sets and "
+                f"prints a new one, or set MCP_ADMIN_PASSWORD)  ({settings.MCP_PUBLIC_URL}/admin/)"
+            )
         self.stdout.write(f"MCP URL: {settings.MCP_PUBLIC_URL}/t/{DEMO_SLUG}/mcp")
         secure_summary = ", ".join(f"{state} {n}" for state, n in sorted(secure_counts.items()))
         self.stdout.write(f"OAuth tenant '{SECURE_SLUG}': {secure_summary}.")

@@ -1,0 +1,193 @@
+"""Every page a person opens, in Chromium, in light and in dark mode: no console error, no failed request
+(the favicon's included), no serious or critical axe-core violation, and a full-page screenshot of each.
+
+PAGES is the one list: add a page there and it is swept. A path may name `{tool}`, `{prompt}`,
+`{resource}` (the demo tenant's first of each) and `{tenant}` (the demo tenant's id). The screenshots
+go to $MCP_SCREENSHOT_DIR (a temporary folder when unset; .ci/run sets one under its run and says where).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from axe_playwright_python.async_playwright import Axe
+from playwright.async_api import Browser, ConsoleMessage, Page, Request, Response, expect
+from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+from tests.e2e.admin_pages import body_text, signed_in
+from tests.e2e.browser import PAGE_MS, chromium, sign_in
+from tests.e2e.servers import ADMIN_PASSWORD, ADMIN_USERNAME, DaphneServer, django_shell
+
+pytestmark = [pytest.mark.e2e]
+
+
+@dataclass(frozen=True)
+class Swept:
+    name: str  # the screenshot's file name
+    path: str  # may name {tool}, {prompt}, {resource}, {tenant}
+    ready: str  # text the page shows once it is there
+
+
+PAGES = (
+    Swept("front", "/", "Your MCP servers"),
+    Swept("admin-home", "/admin/", "Site administration"),
+    Swept("tools", "/admin/mcp_app/tool/", "Select tool to change"),
+    Swept("tool", "/admin/mcp_app/tool/{tool}/change/", "Input schema"),
+    Swept("tool-add", "/admin/mcp_app/tool/add/", "Output schema"),
+    Swept("prompts", "/admin/mcp_app/prompt/", "Select prompt to change"),
+    Swept("prompt", "/admin/mcp_app/prompt/{prompt}/change/", "Messages"),
+    Swept("resources", "/admin/mcp_app/resource/", "Select resource to change"),
+    Swept("resource", "/admin/mcp_app/resource/{resource}/change/", "Uri"),
+    Swept("connect", "/t/demo/connect", "Claude"),
+    Swept("dashboard", "/t/demo/dashboard", "Calls per tool"),
+    Swept("tenant", "/admin/tenants/tenant/{tenant}/change/", "Export"),
+    Swept("import", "/admin/tenants/tenant/{tenant}/import/", "Import"),
+    Swept("import-openapi", "/admin/tenants/tenant/{tenant}/import-openapi/", "OpenAPI"),
+    Swept("api-tokens", "/api-tokens", "API tokens"),
+    Swept("api-tokens-admin", "/admin/mcp_app/apitoken/", "Select API token to change"),
+    Swept("my-connections", "/connections/", "connections"),
+    Swept("not-found", "/t/no-such-tenant/mcp", "Nothing here"),
+)
+
+# axe-core rules left out, each for markup of Django's own admin that our templates cannot change.
+AXE_EXCLUDED_RULES: dict[str, str] = {}
+SERIOUS = {"serious", "critical"}
+# No preload: axe then fetches every stylesheet itself and resolves the admin's `@import url('widgets.css')`
+# against the page's URL, a request of its own that 404s; only its css-orientation-lock rule needs it.
+AXE_OPTIONS = {"resultTypes": ["violations"], "preload": False}
+IDLE_MS = 3_000
+
+
+def screenshot_dir() -> Path:
+    folder = os.environ.get("MCP_SCREENSHOT_DIR") or tempfile.mkdtemp(prefix="mcp-sweep-")
+    path = Path(folder)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def demo_ids(server: DaphneServer) -> dict[str, int]:
+    out = django_shell(
+        server.env,
+        "from mcp_app.models import Prompt, Resource, Tool; from tenants.models import Tenant\n"
+        "t = Tenant.objects.get(slug='demo')\n"
+        "print(Tool.objects.filter(tenant=t, name='echo').first().pk, Prompt.objects.filter(tenant=t).first().pk,"
+        " Resource.objects.filter(tenant=t).first().pk, t.pk)",
+    )
+    tool, prompt, resource, tenant = (int(x) for x in out.strip().splitlines()[-1].split())
+    return {"tool": tool, "prompt": prompt, "resource": resource, "tenant": tenant}
+
+
+class Watch:
+    """What went wrong on the page since the last `take`: console errors, page errors, failed requests."""
+
+    def __init__(self, page: Page) -> None:
+        self.problems: list[str] = []
+        page.on("console", self.console)
+        page.on("pageerror", lambda error: self.problems.append(f"page error: {error}"))
+        page.on("requestfailed", self.failed)
+        page.on("response", self.response)
+        self.expected_status: dict[str, int] = {}
+
+    def console(self, message: ConsoleMessage) -> None:
+        # Chromium logs the expected 404 of the "not found" page itself as an error too.
+        if message.type == "error" and message.location.get("url") not in self.expected_status:
+            self.problems.append(f"console error: {message.text}")
+
+    def failed(self, request: Request) -> None:
+        self.problems.append(f"request failed: {request.method} {request.url} ({request.failure})")
+
+    def response(self, response: Response) -> None:
+        if response.status >= 400 and self.expected_status.get(response.url) != response.status:
+            self.problems.append(f"{response.status} on {response.request.method} {response.url}")
+
+    def take(self) -> list[str]:
+        taken, self.problems = self.problems, []
+        return taken
+
+
+async def settled(page: Page) -> None:
+    """Loaded, and its scripts' first requests answered (a page that keeps a stream open never idles)."""
+    await page.wait_for_load_state("load")
+    with contextlib.suppress(PlaywrightTimeout):
+        await page.wait_for_load_state("networkidle", timeout=IDLE_MS)
+
+
+async def sweep(browser: Browser, server: DaphneServer, scheme: str, ids: dict[str, int], shots: Path) -> list[str]:
+    context = await browser.new_context(color_scheme=scheme, viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(PAGE_MS)
+    page = await context.new_page()
+    watch = Watch(page)
+    axe = Axe()
+    found: list[str] = []
+    try:
+        await page.goto(f"{server.url}/admin/")
+        await sign_in(page, ADMIN_USERNAME, ADMIN_PASSWORD)
+        await page.wait_for_load_state("networkidle")
+        found += [f"[{scheme}] sign-in: {p}" for p in watch.take()]
+        for swept in PAGES:
+            url = f"{server.url}{swept.path.format(**ids)}"
+            if swept.name == "not-found":
+                watch.expected_status[url] = 404
+            await page.goto(url)
+            await settled(page)
+            where = f"[{scheme}] {swept.name} ({swept.path})"
+            text = await body_text(page)
+            if swept.ready.lower() not in text.lower():  # the admin's object tools are upper-cased
+                found.append(f"{where}: {swept.ready!r} not on the page")
+            results = await axe.run(page, options=AXE_OPTIONS)
+            for violation in results.response["violations"]:
+                if violation["impact"] in SERIOUS and violation["id"] not in AXE_EXCLUDED_RULES:
+                    targets = [", ".join(map(str, node["target"])) for node in violation["nodes"]][:5]
+                    found.append(f"{where}: axe {violation['id']} ({violation['impact']}): {targets}")
+            await page.screenshot(path=str(shots / f"{swept.name}-{scheme}.png"), full_page=True)
+            found += [f"{where}: {problem}" for problem in watch.take()]
+    finally:
+        await context.close()
+    return found
+
+
+# One browser per colour scheme: a test stays well under the suite's 90 s hang watchdog (tests/conftest.py).
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+async def test_every_page_is_clean(server: DaphneServer, scheme: str) -> None:
+    ids = demo_ids(server)
+    shots = screenshot_dir()
+    async with chromium() as browser:
+        problems = await sweep(browser, server, scheme, ids, shots)
+    assert len(list(shots.glob(f"*-{scheme}.png"))) >= len(PAGES)
+    assert not problems, f"{len(problems)} problems (screenshots in {shots}):\n" + "\n".join(
+        re.sub(r"\s+", " ", p)[:400] for p in problems
+    )
+
+
+def luminance(css_colour: str) -> float:
+    """Relative luminance (0 black .. 1 white) of an `rgb(r, g, b)` computed colour."""
+    red, green, blue = (int(x) / 255 for x in re.findall(r"\d+", css_colour)[:3])
+    return 0.2126 * red + 0.7152 * green + 0.0722 * blue
+
+
+async def test_the_code_editor_follows_dark_mode_and_its_syntax_worker_runs(server: DaphneServer) -> None:
+    """The output schema of a new tool opens in code mode (Ace): dark under a dark scheme, and its JSON
+    worker (served from our origin, formfields/ace_worker.py) marks a syntax error without a CSP error."""
+    async with chromium() as browser:
+        context = await browser.new_context(color_scheme="dark")
+        context.set_default_timeout(PAGE_MS)
+        page = await context.new_page()
+        watch = Watch(page)
+        await signed_in(page, server)
+        await page.goto(f"{server.url}/admin/mcp_app/tool/add/")
+        editor = page.locator("[data-json-editor][data-field=output_schema]")
+        scroller = editor.locator(".ace_scroller")
+        background = await scroller.evaluate("element => getComputedStyle(element).backgroundColor")
+        assert luminance(background) < 0.25, background
+        await editor.locator(".ace_content").click()
+        await page.keyboard.press("End")
+        await page.keyboard.type(" {")
+        await expect(editor.locator(".ace_gutter-cell.ace_error")).to_be_visible()
+        await context.close()
+    assert watch.take() == []
