@@ -111,10 +111,11 @@ class PublishingAdminMixin(HistoryAdminMixin):
     ) -> HttpResponse:
         extra = dict(extra_context or {})
         if object_id is not None:
-            obj = self.get_object(request, object_id)
-            extra["draft_status"] = drafts.status(obj)
-            extra["draft_changes"] = drafts.changes(obj)
-            extra["published_version"] = obj.version
+            obj = self.get_object(request, object_id)  # another tenant's: 404 like a missing one
+            stored = type(obj).objects.get(pk=obj.pk)  # as published, the draft beside it
+            extra["draft_status"] = drafts.status(stored)
+            extra["draft_changes"] = drafts.changes(stored)
+            extra["published_version"] = stored.version
         return super().changeform_view(request, object_id, form_url, extra)
 
     # --- the list --------------------------------------------------------------------------

@@ -88,6 +88,12 @@ def listing_findings(
                                      f"{listing.error.get('message', listing.error)}.",
                                      fix_url("tenant", tenant_id)))  # fmt: skip
     for tool in cat.tools:
+        if tool.app_only:
+            # MCP Apps: an app-only tool stays out of every model-facing list (AMB-273), by design.
+            found.append(Finding(INFO, "tool", tool.name, "listing",
+                                 "Only clients that show MCP Apps see it (its visibility is the app alone): "
+                                 "the app calls it, the model never does.", fix_url("tool", tool.id)))  # fmt: skip
+            continue
         wanted = [v for v in ALL_VERSIONS if tool.legacy or is_modern(v)]
         missing = [v for v in wanted if tool.name not in listed[v]["tools/list"].names]
         if missing:

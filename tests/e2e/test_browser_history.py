@@ -30,7 +30,7 @@ def history_tool(server: DaphneServer) -> Iterator[int]:
         server.env,
         "from mcp_app.models import Tool\n"
         "tool = Tool.objects.get(tenant__slug='demo', name='greet')\n"
-        f"tool.pk = None\ntool.name = {TOOL!r}\ntool.description = 'Greets, version one.'\ntool.save()\n"
+        f"tool.pk = None\ntool.version = 0\ntool.name = {TOOL!r}\ntool.description = 'Greets, version one.'\ntool.save()\n"
         "print('PK', tool.pk)\n",
     )
     yield int(out.split("PK", 1)[1].split()[0])

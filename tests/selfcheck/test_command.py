@@ -50,6 +50,8 @@ def test_the_demo_says_what_needs_a_client_capability(capsys):
     assert "elicitation" in " ".join(needs["ask_user"])
     # Found by the dry run: show_roots asks the client for its roots.
     assert "roots" in " ".join(needs["show_roots"])
+    # The dice app's own button is kept from model-facing lists by design: said, not an error.
+    assert "MCP Apps" in " ".join(needs["roll_again"])
 
 
 @pytest.fixture
