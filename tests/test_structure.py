@@ -63,7 +63,7 @@ FORBIDDEN = {
         "mcp_app.api",
         "mcp_app.portability",
     ),
-    "mcp_app.protocol": ("mcp_app.transport", "mcp_app.admin", "mcp_app.oauth", "django.http"),
+    "mcp_app.protocol": ("mcp_app.transport", "mcp_app.admin", "mcp_app.oauth", "mcp_app.drafts", "django.http"),
     "mcp_app.background": ("mcp_app.protocol", "mcp_app.transport", "mcp_app.admin"),
     "mcp_app.catalog": ("mcp_app.protocol", "mcp_app.transport", "mcp_app.admin", "mcp_app.background"),
     "mcp_app.oauth": ("mcp_app.transport", "mcp_app.admin", "mcp_app.protocol"),
@@ -78,8 +78,9 @@ FORBIDDEN = {
     # Cross-process session and stream state: the transport's consumers use it, never the other way.
     "mcp_app.streams": ("mcp_app.transport", "mcp_app.admin", "mcp_app.api", "django.http"),
     "mcp_app.history": ("mcp_app.transport", "mcp_app.protocol", "mcp_app.admin", "mcp_app.api", "mcp_app.drafts"),
-    # Drafts and publishing (AMB-218): over history, under the admin, the API and portability's import.
-    "mcp_app.drafts": ("mcp_app.transport", "mcp_app.protocol", "mcp_app.admin", "mcp_app.api", "mcp_app.portability"),
+    # Drafts and publishing (AMB-218): over history, under the admin, the API and portability's import;
+    # a draft is tried through the protocol core (trial.py), which never reads drafts.
+    "mcp_app.drafts": ("mcp_app.transport", "mcp_app.admin", "mcp_app.api", "mcp_app.portability"),
     # Upstream servers: their rows sit with the models; the service that syncs and pins them beside history.
     "mcp_app.upstream_rows": (
         "mcp_app.catalog",

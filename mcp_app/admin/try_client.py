@@ -13,12 +13,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_app.core.versions import LATEST_MODERN, SUPPORTED_VERSIONS, V2025_11_25, is_modern
+from mcp_app.core.versions import V2025_11_25, is_modern
+from mcp_app.drafts import trial
 from mcp_app.protocol.tasks import EXTENSION
 from mcpsite import nesting
 
-# What the page offers, newest first.
-ERAS: tuple[str, ...] = (LATEST_MODERN, *SUPPORTED_VERSIONS)
+# What the page offers, newest first: the revisions any trial may speak.
+ERAS = trial.ERAS
 # The capabilities one can tick, and their labels on the page.
 CAPABILITIES: dict[str, str] = {
     "elicitation.form": "Elicitation: forms",

@@ -33,6 +33,7 @@ from django.urls import path, reverse
 
 from mcp_app.admin import try_client, try_render, try_tool
 from mcp_app.core.schema_examples import example_arguments
+from mcp_app.core.versions import LATEST
 from mcp_app.models import Tool
 from mcp_app.oauth.resources import canonical_uri
 
@@ -85,7 +86,7 @@ class TryPages:
             definition = async_to_sync(try_tool.definition_for)(tool)[1]
         except try_tool.TryError as exc:
             context["problem"] = str(exc)
-            context["version"] = try_tool.LATEST
+            context["version"] = LATEST
         else:
             context["version"] = try_tool.default_era(definition)
             context["what_happens"] = try_render.what_happens(definition)

@@ -13,7 +13,6 @@ their answers to the tool's questions; a 2026-07-28 call's rounds are answered a
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import re
 import time
@@ -23,20 +22,17 @@ from typing import Any
 
 from channels.layers import get_channel_layer
 
-from mcp_app import catalog
 from mcp_app.admin import try_render
 from mcp_app.admin.try_client import DEFAULT_CAPABILITIES, Client
-from mcp_app.core import ui_apps
-from mcp_app.core.context import Emit, RequestContext, SessionState
+from mcp_app.core.context import RequestContext
 from mcp_app.core.errors import ToolError
-from mcp_app.core.types import TenantInfo, ToolDef
-from mcp_app.core.versions import LATEST, LATEST_MODERN, is_modern
-from mcp_app.drafts import service as drafts
+from mcp_app.core.types import ToolDef
+from mcp_app.core.versions import is_modern
+from mcp_app.drafts import trial
 from mcp_app.infra import notify
 from mcp_app.models import Tool
 from mcp_app.protocol import asking
 from mcp_app.protocol.dispatch import dispatch
-from mcp_app.protocol.tasks import FORBIDDEN
 from mcp_app.streams import inflight
 from mcpsite import nesting
 
@@ -44,7 +40,7 @@ from mcpsite import nesting
 TRY_SECONDS = 60.0
 # A call watched live may run longer: the person sees it progress and has a cancel button.
 LIVE_SECONDS = 600.0
-REQUEST_ID = "admin-try"
+REQUEST_ID = trial.REQUEST_ID
 # A live call's name, chosen by the server; the cancel request must carry it back unchanged.
 RUN_ID = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
 # A question's id, as protocol.asking names the questions it sends on a legacy call's stream.
@@ -53,8 +49,12 @@ QUESTION_ID = re.compile(r"^ask-[A-Za-z0-9_-]{8,64}$")
 MAX_ROUNDS = 20
 
 
-class TryError(Exception):
-    """Why the tool could not be tried; the message is shown on the page."""
+# Shared with the API's trial (drafts/trial.py): which definition is tried, and how it is handed over.
+TryError = trial.TrialError
+definition_for = trial.definition_for
+default_era = trial.default_era
+_visible = trial.visible
+_call = trial.call_context
 
 
 @dataclass
@@ -87,85 +87,8 @@ def session_id(user_id: int, run_id: str = "") -> str:
     return f"admin-try-{user_id}-{run_id}" if run_id else f"admin-try-{user_id}"
 
 
-async def definition_for(tool_row: Tool) -> tuple[TenantInfo, ToolDef]:
-    """The tenant and the definition of `tool_row` that Try runs: its draft when it has one (AMB-221),
-    else the one its clients are served.
-
-    The one place that decides it (`tool_row` comes from the admin with its draft applied and its
-    tenant loaded; nothing is read again). The call names the tool, and the definition rides in the
-    request context (`RequestContext.draft_tool`), so the dispatch runs this one. A draft of a
-    background tool runs here, inline: workers run published versions only.
-    """
-    tenant = await catalog.get_tenant(tool_row.tenant.slug)
-    if tenant is None:
-        raise TryError("The tenant is inactive: its endpoint serves nothing, so there is nothing to try.")
-    if drafts.has_draft(tool_row) and tool_row.handler != "upstream":
-        if not tool_row.enabled:
-            raise TryError("The draft disables the tool: clients could not call it. Enable it to try the draft.")
-        draft = tool_row.to_def()
-        return tenant, dataclasses.replace(draft, execution="inline") if draft.execution != "inline" else draft
-    tool = (await catalog.get_catalog(tenant.id)).tools_by_name.get(tool_row.name)
-    if tool is None:
-        raise TryError("The tool is disabled: clients cannot call it. Enable it and save first.")
-    return tenant, tool
-
-
-def default_era(tool: ToolDef) -> str:
-    """The revision Try speaks unless told: the newest a client seeing the tool would (a tool only
-    2026-07-28 can describe is tried as one of its clients)."""
-    return LATEST if tool.legacy else LATEST_MODERN
-
-
 def default_client(tool: ToolDef) -> Client:
     return Client(default_era(tool), frozenset(DEFAULT_CAPABILITIES))
-
-
-def _visible(tool: ToolDef, version: str) -> None:
-    if not (tool.legacy or is_modern(version)):
-        raise TryError(
-            f"A client on {version} does not see this tool: its output schema is not an object, which only "
-            f"2026-07-28 can describe. Choose {LATEST_MODERN} to try it."
-        )
-
-
-def _call(
-    tenant: TenantInfo, version: str, user_id: int, session: str, tool: ToolDef, arguments: dict[str, Any],
-    emit: Emit, capabilities: dict[str, Any] | None = None,
-) -> tuple[RequestContext, dict[str, Any]]:  # fmt: skip
-    # The admin plays a host with MCP Apps: a tool only its app calls is tried as the app calls it (AMB-273).
-    capabilities = ui_apps.with_support(capabilities)
-    state = SessionState(
-        id=session,
-        tenant_id=tenant.id,
-        protocol_version=version,
-        client_capabilities=capabilities or {},
-        log_level="debug",
-        initialized=True,
-        user_id=user_id,
-    )
-    ctx = RequestContext(
-        tenant=tenant,
-        protocol_version=version,
-        session=state,
-        client_capabilities=capabilities or {},
-        log_level="debug",  # every log message, in either era
-        user_id=user_id,
-        request_id=REQUEST_ID,
-        progress_token=REQUEST_ID,
-        emit=emit,
-        cancelled=asyncio.Event(),
-        draft_tool=tool,  # what definition_for chose: the draft, or the published one itself
-    )
-    message = {
-        "jsonrpc": "2.0",
-        "id": REQUEST_ID,
-        "method": "tools/call",
-        "params": {"name": tool.name, "arguments": arguments, "_meta": {"progressToken": REQUEST_ID}},
-    }
-    if "tasks" in (capabilities or {}) and tool.task_support != FORBIDDEN:
-        # A 2025-11-25 client with tasks calls a tool that supports them as a task.
-        message["params"]["task"] = {}
-    return ctx, message
 
 
 def _outcome(response: dict[str, Any] | None, elapsed_ms: int, notes: list[dict[str, Any]]) -> Outcome:
@@ -182,24 +105,8 @@ def _outcome(response: dict[str, Any] | None, elapsed_ms: int, notes: list[dict[
 async def run(tool_row: Tool, user_id: int, arguments: dict[str, Any], era: str = "") -> Outcome:
     """Call the tool as a client of its tenant would, and report the answer (the page without script:
     its client speaks `era`, or the default, and declares nothing, since nothing could answer)."""
-    tenant, tool = await definition_for(tool_row)
-    version = era or default_era(tool)
-    _visible(tool, version)
-    notifications: list[dict[str, Any]] = []
-
-    async def emit(message: dict[str, Any]) -> None:
-        notifications.append(message)
-
-    ctx, message = _call(tenant, version, user_id, session_id(user_id), tool, arguments, emit)
-    started = time.monotonic()
-    try:
-        async with asyncio.timeout(TRY_SECONDS):
-            response = await dispatch(ctx, message)
-    except TimeoutError:
-        raise TryError(
-            f"The tool did not answer within {TRY_SECONDS:g} s, the most the admin waits."
-        ) from None
-    return _outcome(response, round((time.monotonic() - started) * 1000), notifications)
+    answer = await trial.call_once(tool_row, user_id, session_id(user_id), arguments, era, TRY_SECONDS)
+    return _outcome(answer.response, answer.elapsed_ms, answer.notifications)
 
 
 async def _play(ctx: RequestContext, message: dict[str, Any]) -> dict[str, Any] | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from asgiref.sync import async_to_sync
 from django.db import models
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
@@ -25,6 +26,7 @@ from mcp_app.api.errors import ErrorSerializer, error_response
 from mcp_app.api.parsers import BoundedJSONParser
 from mcp_app.api.permissions import TenantRole, tenant_of
 from mcp_app.drafts import service as drafts
+from mcp_app.drafts import trial
 from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool, ToolRun
 from mcp_app.protocol import tasks
 from tenants.models import Tenant
@@ -82,6 +84,22 @@ DRAFT = OpenApiParameter(
     description="Writes: stage the change as a draft (clients keep the published version until it is "
     "published). Reads: the definition with its draft applied, as Try runs it.",
 )
+
+
+class TrySerializer(serializers.Serializer):
+    arguments = serializers.DictField(required=False, default=dict, help_text="The tool's arguments.")
+    era = serializers.ChoiceField(
+        choices=list(trial.ERAS), required=False, help_text="The protocol revision the client speaks (default: the newest that sees the tool)."
+    )
+
+
+class TriedSerializer(serializers.Serializer):
+    definition = serializers.ChoiceField(choices=["draft", "published"], help_text="Which definition ran.")
+    era = serializers.CharField(help_text="The protocol revision it was called in.")
+    elapsed_ms = serializers.IntegerField()
+    result = serializers.DictField(allow_null=True, help_text="The CallToolResult, as that revision shapes it.")
+    error = serializers.DictField(allow_null=True, help_text="The JSON-RPC error, when the call was refused.")
+    notifications = serializers.ListField(child=serializers.DictField(), help_text="Progress and log messages sent meanwhile.")
 
 
 class DefinitionViewSet(TenantScoped, viewsets.ModelViewSet):
@@ -148,6 +166,34 @@ class ToolViewSet(DefinitionViewSet):
     model = Tool
     serializer_class = defs.ToolSerializer
     filterset_fields = {"name": ["exact"], "enabled": ["exact"], "handler": ["exact"], "execution": ["exact"]}
+
+    @extend_schema(
+        parameters=[SLUG, ID], request=TrySerializer, responses={200: TriedSerializer, 400: ErrorSerializer}
+    )
+    @action(detail=True, methods=["post"], url_path="try")
+    def try_(self, request: Request, slug: str, pk: str) -> Response:
+        """Call the tool's draft (its published version when it has none) as a client that declares no
+        capability would, and return the answer: a pipeline stages, tries, then publishes (AMB-223)."""
+        asked = TrySerializer(data=request.data)
+        asked.is_valid(raise_exception=True)
+        row = drafts.apply_draft(self.get_object())
+        row.tenant  # noqa: B018 -- loaded here: the trial reads it without a query
+        try:
+            answer = async_to_sync(trial.call_once)(
+                row, request.user.pk, f"api-try-{request.user.pk}", asked.validated_data["arguments"],
+                asked.validated_data.get("era", ""),
+            )  # fmt: skip
+        except trial.TrialError as exc:
+            return error_response(400, "invalid", str(exc))
+        body = {
+            "definition": "draft" if drafts.has_draft(row) and row.handler != "upstream" else "published",
+            "era": answer.version,
+            "elapsed_ms": answer.elapsed_ms,
+            "result": answer.response.get("result"),
+            "error": answer.response.get("error"),
+            "notifications": answer.notifications,
+        }
+        return Response(TriedSerializer(body).data)
 
 
 @extend_schema_view(list=extend_schema(parameters=[SLUG]), create=extend_schema(parameters=[SLUG, DRAFT]))

@@ -162,3 +162,28 @@ def test_the_api_discards_and_compares_and_walls_other_tenants(alice, charlie, t
         ("GET", f"{API}/tools/{tool_a.pk}/history/compare/?from={ids[1]}&to={ids[2]}"),
     ):
         assert other.call(method, path).status_code == 404, path
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_api_tries_the_draft_before_it_is_published(alice, bob, charlie, tool_a, tenant_a):
+    api = ApiClient(alice)
+    api.call("PATCH", f"{API}/tools/{tool_a.pk}/?draft=true", {"handler_config": {"text": "Hi there, {{ name }}!"}})
+
+    tried = api.call("POST", f"{API}/tools/{tool_a.pk}/try/", {"arguments": {"name": "Ada"}, "era": "2025-06-18"})
+
+    assert tried.status_code == 200, tried.content
+    body = tried.json()
+    assert (body["definition"], body["era"], body["error"]) == ("draft", "2025-06-18", None)
+    assert body["result"]["content"] == [{"type": "text", "text": "Hi there, Ada!"}]
+    assert Tool.objects.get(pk=tool_a.pk).handler_config == {"text": "Hello, {{ name }}!"}  # still published
+
+    api.call("POST", f"{API}/tools/{tool_a.pk}/discard/")
+    published = api.call("POST", f"{API}/tools/{tool_a.pk}/try/", {"arguments": {"name": "Ada"}}).json()
+    assert published["definition"] == "published"
+    assert published["result"]["content"] == [{"type": "text", "text": "Hello, Ada!"}]
+    refused = api.call("POST", f"{API}/tools/{tool_a.pk}/try/", {"arguments": {}}).json()
+    assert refused["result"]["isError"] is True  # the tool's own validation, as a client meets it
+
+    assert api.call("POST", f"{API}/tools/{tool_a.pk}/try/", {"era": "1999-01-01"}).status_code == 400
+    assert ApiClient(bob).call("POST", f"{API}/tools/{tool_a.pk}/try/", {}).status_code == 403
+    assert ApiClient(charlie).call("POST", f"{API}/tools/{tool_a.pk}/try/", {}).status_code == 404
