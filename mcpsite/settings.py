@@ -19,8 +19,18 @@ from urllib.parse import urlsplit
 import dj_database_url
 from csp import constants as _csp
 from django.core.exceptions import ImproperlyConfigured
+from dotenv import load_dotenv
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+
+# One local configuration per checkout (AMB-297): `./bin/serve` writes what it decides (the loopback the
+# demo's http tools post to, the database and Redis it was given) into `.env`, and every entry point that
+# loads these settings (Daphne, each manage.py command, the Celery worker) reads it, so the command line
+# sees what the server sees. The process's own environment wins over the file. MCP_ENV_FILE names another
+# file, or none when empty (the test suite sets it empty: a developer's .env must not reach the tests).
+_ENV_FILE = os.environ.get("MCP_ENV_FILE", str(BASE_DIR / ".env"))
+if _ENV_FILE:
+    load_dotenv(_ENV_FILE, override=False)
 
 
 def _env_bool(name: str, default: bool) -> bool:
@@ -587,9 +597,12 @@ MCP_PYTHON_HANDLER_MODULES = _env_list("MCP_PYTHON_HANDLER_MODULES", ["mcp_app.d
 # Tool calls allowed per session in any 60 s (TL-13); 0 disables the limit. Burst: in any one second.
 MCP_TOOL_CALLS_PER_MINUTE = _env_int("MCP_TOOL_CALLS_PER_MINUTE", 1200, minimum=0)
 MCP_TOOL_CALLS_BURST = _env_int("MCP_TOOL_CALLS_BURST", 120, minimum=1)
-# How long an MCP endpoint trusts its lookup of a bearer token (seconds; 0: look up every request).
-# A revocation reaches other processes within this time; the revoking process drops it at once.
-MCP_TOKEN_CACHE_SECONDS = _env_int("MCP_TOKEN_CACHE_SECONDS", 5, minimum=0)
+# How long an MCP endpoint trusts its lookup of a bearer token or API key (seconds; 0: look up every
+# request). A revocation holds at once in every process (AMB-296): the revoking process drops its entry,
+# and with Redis every other one drops it on the eviction message. Without Redis there is no bus to carry
+# that message (a revoke through manage.py, the admin of another process, a worker), so no process may keep
+# a revocable credential past the request that checked it: the cache is off, whatever the variable says.
+MCP_TOKEN_CACHE_SECONDS = _env_int("MCP_TOKEN_CACHE_SECONDS", 5, minimum=0) if REDIS_URL else 0
 # A tenant's own identity provider (mcp_app/oauth/external_tokens.py, docs/decisions/oauth.md AMB-203..206):
 # an accepted token (JWT or introspected) is trusted this long at most, never past its exp; its JWKS is kept
 # MCP_IDENTITY_JWKS_SECONDS and fetched again for an unknown kid at most once per

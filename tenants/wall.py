@@ -141,14 +141,30 @@ def _on_connect(sender: Any, connection: Any, **kwargs: Any) -> None:
     connection.mcp_rls_doubt = False
     if _align not in connection.execute_wrappers:
         connection.execute_wrappers.append(_align)
+    _say_process_bypass(connection)
 
 
-def install() -> None:
-    connection_created.connect(_on_connect, dispatch_uid="tenants.wall")
-    if _process_reason:  # said here, once logging is configured
+_bypass_said = False
+
+
+def _say_process_bypass(connection: Any) -> None:
+    """Log a command's bypass once, and only where there is a wall to bypass: PostgreSQL, connected as (or
+    SET ROLE to) a role that row-level security binds. A superuser or BYPASSRLS role, or SQLite, has none."""
+    global _bypass_said
+    if not _process_reason or _bypass_said:
+        return
+    _bypass_said = True
+    with connection.connection.cursor() as cursor:
+        cursor.execute("SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user")
+        row = cursor.fetchone()
+    if row is not None and not row[0]:
         # In words: an operator reading a command's output should not have to look the term up (AMB-236).
         logger.info(
             "tenant wall bypassed for this process: %s (a management command sees every tenant's rows; "
             "requests and background jobs stay limited to their own tenant by PostgreSQL row-level security)",
             _process_reason,
         )
+
+
+def install() -> None:
+    connection_created.connect(_on_connect, dispatch_uid="tenants.wall")

@@ -41,6 +41,10 @@ def redis_url_of_worker(url: str, index: int) -> str:
     return urlunsplit(parts._replace(path=f"/{database}"))
 
 
+# A developer's `.env` (written by bin/serve, read by the settings: AMB-297) must reach neither the tests nor
+# the servers and commands they start: they inherit this environment. A test of the file names its own.
+os.environ["MCP_ENV_FILE"] = ""
+
 _index = worker_index()
 RUN_REDIS_URL = "MCP_TEST_RUN_REDIS_URL"  # the run's own REDIS_URL, kept for tests/test_parallel.py
 if _index is not None and os.environ.get("REDIS_URL"):

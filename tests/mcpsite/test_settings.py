@@ -28,3 +28,27 @@ def test_an_empty_database_url_means_the_embedded_sqlite_database_as_an_unset_on
     assert empty.stdout.strip() == unset.stdout.strip() == "django.db.backends.sqlite3"
     given = engine_under(DATABASE_URL="postgres://u@127.0.0.1:5432/x")
     assert given.stdout.strip() == "django.db.backends.postgresql", given.stderr
+
+
+def setting_under(name: str, **env: str) -> str:
+    code = f"from mcpsite import settings as s; print(s.{name})"
+    run_env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", name)}
+    run_env.update(DJANGO_SETTINGS_MODULE="mcpsite.settings", **env)
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env=run_env,
+        capture_output=True,
+        text=True,
+        cwd=django_settings.BASE_DIR,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_without_redis_no_process_caches_a_revocable_credential() -> None:
+    """No bus tells the other processes of a revocation (AMB-296): the token cache is off, whatever is asked."""
+    assert setting_under("MCP_TOKEN_CACHE_SECONDS", MCP_TOKEN_CACHE_SECONDS="3600") == "0"
+    assert setting_under("MCP_TOKEN_CACHE_SECONDS") == "0"
+    with_redis = {"REDIS_URL": "redis://127.0.0.1:6379/0"}
+    assert setting_under("MCP_TOKEN_CACHE_SECONDS", **with_redis) == "5"
+    assert setting_under("MCP_TOKEN_CACHE_SECONDS", MCP_TOKEN_CACHE_SECONDS="60", **with_redis) == "60"

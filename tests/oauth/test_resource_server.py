@@ -213,7 +213,8 @@ async def test_au42_a_token_revoked_by_another_process_is_refused_once_the_cache
     assert 'error="invalid_token"' in response.headers["www-authenticate"]
 
 
-async def test_token_checks_cost_one_lookup_then_hit_the_cache(secured, alice_token, monkeypatch):
+async def test_token_checks_cost_one_lookup_then_hit_the_cache(secured, alice_token, monkeypatch, settings):
+    settings.MCP_TOKEN_CACHE_SECONDS = 5  # as with Redis; without it nothing is cached (AMB-296)
     fetches = []
     real_fetch = tokens._fetch
 

@@ -44,6 +44,26 @@ def test_import_with_create_makes_the_tenant_and_a_second_run_is_up_to_date(gree
     assert "Already up to date" in capsys.readouterr().out
 
 
+def test_import_without_tenant_takes_the_one_the_document_names(greet, tmp_path, capsys):
+    path = tmp_path / "a.yaml"
+    call_command("export_tenant", "tenant-a", "-o", str(path))
+    Tool.objects.filter(tenant__slug="tenant-a").delete()
+    call_command("import_tenant", str(path))
+    assert "+ tools greet" in capsys.readouterr().out
+    assert Tool.objects.filter(tenant__slug="tenant-a", name="greet").exists()
+
+
+def test_import_without_tenant_of_a_document_naming_none_asks_for_one(tmp_path):
+    path = tmp_path / "a.yaml"
+    path.write_text("format: mcp-platform/tenant\nversion: 1\ntools: []\n")
+    with pytest.raises(CommandError, match="--tenant: the document names none"):
+        call_command("import_tenant", str(path))
+    servers = tmp_path / "servers.json"
+    servers.write_text(json.dumps({"mcpServers": {"x": {"url": "https://example.com/mcp"}}}))
+    with pytest.raises(CommandError, match="--tenant: an mcpServers file names none"):
+        call_command("import_tenant", str(servers))
+
+
 def test_a_dry_run_with_create_leaves_no_tenant_behind(greet, tmp_path, capsys):
     path = tmp_path / "a.yaml"
     call_command("export_tenant", "tenant-a", "-o", str(path))

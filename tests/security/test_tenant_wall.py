@@ -7,6 +7,9 @@ of its transaction, as the application does with DATABASE_ROLE.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -14,6 +17,7 @@ from contextlib import contextmanager
 
 import pytest
 from django.apps import apps
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import DatabaseError, connection, transaction
 from django.test import RequestFactory
@@ -208,3 +212,28 @@ def test_a_tenant_is_loaded_with_its_tools_scopes_whatever_scope_the_caller_has(
     with wall.scoped(wall.NOTHING):
         info, _ = loader._load_tenant(a.slug)
     assert info.tool_scopes == (("a_tool", "vault:read"),)
+
+
+def command_log(**env: str) -> str:
+    """What `manage.py check_tenant` says on stderr with `env` over this run's environment."""
+    run_env = {k: v for k, v in os.environ.items() if k != "DATABASE_ROLE"}
+    run_env.update(DJANGO_SETTINGS_MODULE="mcpsite.settings", **env)
+    done = subprocess.run(
+        [sys.executable, "manage.py", "check_tenant", "no-such-tenant"],
+        cwd=settings.BASE_DIR,
+        env=run_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return done.stdout + done.stderr
+
+
+def test_a_command_says_it_bypasses_the_wall_only_where_a_role_is_bound_by_it() -> None:
+    """The line names a wall that exists: PostgreSQL through a role row-level security binds (CI's
+    DATABASE_ROLE). A superuser's connection has no wall to bypass (nor SQLite: tests/operations/test_local_env.py)."""
+    role = os.environ.get("DATABASE_ROLE")
+    if not role:
+        pytest.skip("needs DATABASE_ROLE, a role the wall binds (CI's mcp_ci_wall)")
+    assert "tenant wall bypassed for this process" in command_log(DATABASE_ROLE=role)
+    assert "tenant wall bypassed" not in command_log()

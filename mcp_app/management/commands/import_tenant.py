@@ -25,14 +25,19 @@ INVALID = 2
 
 class Command(BaseCommand):
     help = (
-        "Import FILE (YAML or JSON, '-' for standard input) into tenant --tenant: create and change "
+        "Import FILE (YAML or JSON, '-' for standard input) into tenant --tenant (default: the tenant the "
+        "document names in `tenant:`): create and change "
         "what differs, delete what the document lacks with --prune, or only show it with --dry-run. "
         "An mcpServers file (Claude Desktop, VS Code) creates the tenant's upstreams from its URL entries."
     )
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("file")
-        parser.add_argument("--tenant", required=True, help="Slug of the tenant to import into.")
+        parser.add_argument(
+            "--tenant",
+            help="Slug of the tenant to import into (default: the document's own `tenant:`; an mcpServers "
+            "file names none, so it needs this).",
+        )
         parser.add_argument("--create", action="store_true", help="Create the tenant when it does not exist.")
         parser.add_argument(
             "--dry-run", action="store_true", help="Check and show the changes; change nothing."
@@ -51,7 +56,7 @@ class Command(BaseCommand):
         self,
         *args: Any,
         file: str,
-        tenant: str,
+        tenant: str | None,
         create: bool,
         dry_run: bool,
         prune: bool,
@@ -71,6 +76,7 @@ class Command(BaseCommand):
                 raise CommandError("--draft applies to a tenant document: an mcpServers file makes upstreams.")
             if draft and prune:
                 raise CommandError("--draft cannot stage deletions: import with --prune, or without --draft.")
+            tenant = tenant or self._named_tenant(document, servers)
             with transaction.atomic():
                 target = self._tenant(tenant, create)
                 if servers:
@@ -96,6 +102,14 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"Staged as drafts: clients see no change until `manage.py publish_tenant {tenant}`."
             )
+
+    def _named_tenant(self, document: Any, servers: bool) -> str:
+        """The slug a tenant document names (`export_tenant` writes it), when --tenant names none."""
+        named = None if servers or not isinstance(document, dict) else document.get("tenant")
+        if not isinstance(named, str) or not named:
+            what = "an mcpServers file" if servers else "the document"
+            raise CommandError(f"Name the tenant to import into with --tenant: {what} names none.")
+        return named
 
     def _tenant(self, slug: str, create: bool) -> Tenant:
         found = Tenant.objects.filter(slug=slug).first()
