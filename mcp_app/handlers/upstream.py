@@ -93,12 +93,16 @@ def undeclared(tool: ToolDef, arguments: dict[str, Any]) -> list[str]:
 
 def refusal(tool: ToolDef, names: list[str]) -> str:
     """What the caller is told about the arguments ``undeclared`` found."""
-    listed = ", ".join(repr(name) for name in names)
+    listed = ", ".join(repr(name[:100]) for name in names[:MAX_NAMED])
+    if len(names) > MAX_NAMED:
+        listed += f" and {len(names) - MAX_NAMED} more"
     if len(names) == 1:
         return f"Tool {tool.name!r} does not take the argument {listed}: its published definition does not declare it."
     return f"Tool {tool.name!r} does not take the arguments {listed}: its published definition does not declare them."
 
 
+# The most argument names a refusal lists (a client may send thousands).
+MAX_NAMED = 10
 # Keywords whose subschemas apply to the same object, so the properties they name are declared too.
 _SAME_INSTANCE = ("allOf", "anyOf", "oneOf", "if", "then", "else")
 
@@ -187,11 +191,11 @@ async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> 
     config = tool.handler_config
     provider = config.get("connection")
     # The caller's own account first (AMB-216): a person who must connect does so before the upstream hears of it.
-    target = target_of(ctx, tool, await accounts.access_token(ctx, provider) if provider else "")
     if refused := undeclared(tool, arguments):
-        # protocol/tools.py refused this call already; a path that runs the handler some other way
-        # (a worker, the admin's Try) must not forward what the published definition does not take.
+        # protocol/tools.py refused this call already; a path that runs the handler without it (a
+        # background worker, a direct registry.run_inline) must not forward what was never reviewed.
         raise ToolError(refusal(tool, refused))
+    target = target_of(ctx, tool, await accounts.access_token(ctx, provider) if provider else "")
     sent = {**arguments, **(config.get("fixed") or {})}
 
     # Bounded: an upstream that floods its call with messages must not keep the event loop every

@@ -88,3 +88,24 @@ def test_the_refusal_names_each_argument() -> None:
 def test_a_tenants_own_kinds_keep_json_schemas_reading() -> None:
     # The owner wrote both the schema and the handler: absent additionalProperties admits more there.
     assert registry.refused_arguments(published(TEXT, handler="template"), {"loud": True}) is None
+
+
+def test_a_flood_of_arguments_is_named_in_a_bounded_sentence() -> None:
+    names, why = registry.refused_arguments(published(TEXT), {f"a{i:05d}": 1 for i in range(5_000)})
+    assert len(names) == 5_000 and why.endswith(
+        "and 4990 more: its published definition does not declare them."
+    )
+    assert len(why) < 400
+
+
+@pytest.mark.django_db
+async def test_the_handler_refuses_too_before_it_reaches_for_the_upstream(ctx) -> None:
+    # A path without protocol/tools.py (a background worker runs registry.run_inline): the handler's
+    # own check answers first, before the upstream is even resolved (this row has none).
+    result = await registry.run_inline(ctx, published(TEXT, fixed={"delay": 1}), {"text": "hi", "delay": 9})
+    assert result["isError"] is True
+    assert result["content"][0]["text"] == (
+        "Tool 'ref_echo' does not take the argument 'delay': its published definition does not declare it."
+    )
+    unresolved = await registry.run_inline(ctx, published(TEXT), {"text": "hi"})
+    assert "is not available" in unresolved["content"][0]["text"]  # what reaching for it would have said
