@@ -61,3 +61,19 @@ def access_tenant(user: Any, slug: str, *, edit: bool = False) -> Tenant:
         # Same answer as a missing tenant: no existence oracle.
         raise Http404("No such tenant.")
     return tenant
+
+
+def no_member(username: str, tenant: Tenant) -> str:
+    """The one answer for a name that is not an active member of ``tenant``: whether an account of that
+    name exists elsewhere, is inactive or exists nowhere, an owner reads the same words (AMB-281)."""
+    return f"No member {username[:150]!r} of {tenant.slug}."
+
+
+def member_named(tenant: Tenant, username: str) -> Any:
+    """The active member of ``tenant`` called ``username``, or None (never a non-member's account)."""
+    membership = (
+        Membership.objects.select_related("user")
+        .filter(tenant=tenant, user__username=username, user__is_active=True)
+        .first()
+    )
+    return membership.user if membership is not None else None

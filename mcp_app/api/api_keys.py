@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.db import models
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
@@ -20,6 +19,7 @@ from rest_framework.response import Response
 from mcp_app.api.permissions import OWNER_ONLY
 from mcp_app.api.views import ID, SLUG, TenantScoped
 from mcp_app.oauth import api_keys, resources
+from tenants import access
 from tenants.models import ApiKey
 
 
@@ -102,11 +102,11 @@ class ApiKeyViewSet(
         tenant = self.tenant()
         user = None
         if data.get("acts_as"):
-            user = get_user_model().objects.filter(username=data["acts_as"], is_active=True).first()
+            # Looked up among the tenant's members only: a name of another tenant's account answers
+            # exactly like one that exists nowhere (AMB-281).
+            user = access.member_named(tenant, data["acts_as"])
             if user is None:
-                raise serializers.ValidationError(
-                    {"acts_as": [f"No member {data['acts_as']!r} of {tenant.slug}."]}
-                )
+                raise serializers.ValidationError({"acts_as": [access.no_member(data["acts_as"], tenant)]})
         addresses = "\n".join(data["allowed_addresses"])
         why = api_keys.problem(tenant, user, data.get("scope", ""), data["days"], addresses)
         if why is not None:

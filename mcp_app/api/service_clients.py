@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.db import models
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
@@ -19,6 +18,7 @@ from rest_framework.response import Response
 from mcp_app.api.permissions import OWNER_ONLY
 from mcp_app.api.views import ID, SLUG, TenantScoped
 from mcp_app.oauth import resources, service_clients
+from tenants import access
 from tenants.models import ServiceClient
 
 
@@ -80,12 +80,14 @@ class ServiceClientViewSet(
         body = MakeSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         tenant = self.tenant()
-        user = get_user_model().objects.filter(username=body.validated_data["acts_as"], is_active=True).first()
+        # Looked up among the tenant's members only: a name of another tenant's account answers exactly
+        # like one that exists nowhere (AMB-281).
+        user = access.member_named(tenant, body.validated_data["acts_as"])
         scope = body.validated_data.get("scope", "")
         why = (
             service_clients.problem(tenant, user, scope)
             if user is not None
-            else f"No member {body.validated_data['acts_as']!r} of {tenant.slug}."
+            else access.no_member(body.validated_data["acts_as"], tenant)
         )
         if why is not None:
             raise serializers.ValidationError({"acts_as" if "member" in why else "scope": [why]})

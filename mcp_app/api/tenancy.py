@@ -184,6 +184,22 @@ class MembershipSerializer(serializers.ModelSerializer):
         return attrs
 
 
+class MembershipChangeSerializer(MembershipSerializer):
+    """A membership's change: its username is checked against the member's own, never looked up, so
+    a name another account has answers like one nobody has (AMB-281)."""
+
+    username = serializers.CharField(
+        source="user.username", max_length=150, required=False,
+        help_text="The member's username (fixed once the membership exists).",
+    )  # fmt: skip
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        named = attrs.pop("user", {}).get("username")
+        if named is not None and named != self.instance.user.get_username():
+            raise serializers.ValidationError({"username": ["A membership's user cannot change."]})
+        return super().validate(attrs)
+
+
 DIRECT_ONLY_FOR_SUPERUSERS = (
     "Only a superuser adds an account directly: invite its e-mail address instead (email)."
 )
@@ -244,6 +260,11 @@ class MembershipViewSet(TenantScoped, viewsets.ModelViewSet):
         if getattr(self, "swagger_fake_view", False):
             return Membership.objects.none()
         return Membership.objects.filter(tenant=self.tenant()).select_related("user").order_by("id")
+
+    def get_serializer_class(self) -> type[serializers.BaseSerializer]:
+        if self.action in ("update", "partial_update"):
+            return MembershipChangeSerializer
+        return MembershipSerializer
 
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """Owners invite an address (202, the invitation); superusers may attach an account (201)."""

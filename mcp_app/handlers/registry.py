@@ -4,7 +4,9 @@ A kind is one module exposing ``async def run(ctx, tool, arguments) -> dict``, i
 schema (``handler.<kind>`` in content/fields.schema.json, ``read.<kind>`` for a resource template)
 and, for what a schema cannot say, ``def config_problems(config) -> list[str]``; resource-template
 kinds also expose
-``async def read(ctx, template, uri, variables) -> list[dict]``. Adding a kind is one module
+``async def read(ctx, template, uri, variables) -> list[dict]``; a kind whose tools must not hear an
+argument their definition does not declare exposes ``undeclared(tool, arguments) -> list[str]`` and
+``refusal(tool, names) -> str`` (the upstream kind, AMB-280). Adding a kind is one module
 and one line in ``KINDS``. Modules are imported on first use so the admin and the protocol core
 load only what they call.
 """
@@ -104,6 +106,16 @@ def validate_template_config(kind: str, config: Any) -> None:
     found = template_config_problems(kind, config)
     if found:
         raise ValidationError(found)
+
+
+def refused_arguments(tool: ToolDef, arguments: dict[str, Any]) -> tuple[list[str], str] | None:
+    """The arguments refused before anything runs, and why, when the tool's kind refuses some; else None."""
+    module = load_kind(tool.handler) if tool.handler in KINDS else None
+    check = getattr(module, "undeclared", None)
+    if check is None:
+        return None
+    names = check(tool, arguments)
+    return (names, module.refusal(tool, names)) if names else None
 
 
 def _normalise(result: Any) -> dict[str, Any]:

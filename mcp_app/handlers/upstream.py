@@ -20,6 +20,10 @@ such state and its tool runs again up to its question (docs/decisions/federation
 A tool the upstream runs only as a task (its pinned `execution.taskSupport`, resolved by the loader
 into `TASK_KEY`) is called as one and its task followed to the result; our cancellation cancels that
 task upstream (AMB-199..201). Whether our client gets a plain call or our own task is protocol/tasks.py's.
+
+The published definition is the contract (AMB-280): an argument its input schema does not declare,
+or one the owner fixed, never reaches the upstream (`undeclared`; protocol/tools.py refuses the call
+with -32602 before anything runs, and `run` refuses it again for any other path).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import re
 import zlib
 from typing import Any
 
@@ -64,6 +69,100 @@ def config_problems(config: dict[str, Any]) -> list[str]:
     return []
 
 
+def undeclared(tool: ToolDef, arguments: dict[str, Any]) -> list[str]:
+    """The arguments the published tool does not take, sorted: each one the owner fixed, and each one
+    its input schema does not declare unless that schema explicitly admits more (AMB-280).
+
+    JSON Schema admits any property when `additionalProperties` is absent; a published tool is the
+    owner's review of a third party's tool, so here absence means "no": what was reviewed is every
+    argument the upstream may hear from a client. An explicit `additionalProperties` (or
+    `unevaluatedProperties`) other than `false` is the schema's own word that more are welcome (a
+    schema value still validates them, as any argument is validated).
+    """
+    fixed = tool.handler_config.get("fixed") or {}
+    refused = {name for name in arguments if name in fixed}
+    names, patterns, open_ = _declared(tool.input_schema)
+    if not open_:
+        refused |= {
+            name
+            for name in arguments
+            if name not in names and not any(_matches(pattern, name) for pattern in patterns)
+        }
+    return sorted(refused)
+
+
+def refusal(tool: ToolDef, names: list[str]) -> str:
+    """What the caller is told about the arguments ``undeclared`` found."""
+    listed = ", ".join(repr(name[:100]) for name in names[:MAX_NAMED])
+    if len(names) > MAX_NAMED:
+        listed += f" and {len(names) - MAX_NAMED} more"
+    if len(names) == 1:
+        return f"Tool {tool.name!r} does not take the argument {listed}: its published definition does not declare it."
+    return f"Tool {tool.name!r} does not take the arguments {listed}: its published definition does not declare them."
+
+
+# The most argument names a refusal lists (a client may send thousands).
+MAX_NAMED = 10
+# Keywords whose subschemas apply to the same object, so the properties they name are declared too.
+_SAME_INSTANCE = ("allOf", "anyOf", "oneOf", "if", "then", "else")
+
+
+def _declared(schema: Any) -> tuple[set[str], list[str], bool]:
+    """(property names, patternProperties patterns, open) of an object schema, through the keywords
+    that apply to the same object and local `$ref`s (a remote one is never followed, AMB-117)."""
+    names: set[str] = set()
+    patterns: list[str] = []
+    seen: set[int] = set()
+    open_ = not isinstance(schema, dict)  # no object schema: nothing to hold the arguments to
+
+    def walk(node: Any, depth: int) -> None:
+        nonlocal open_
+        if not isinstance(node, dict) or id(node) in seen or depth > 32:
+            return
+        seen.add(id(node))
+        for keyword in ("additionalProperties", "unevaluatedProperties"):
+            if keyword in node and node[keyword] is not False:
+                open_ = True
+        if isinstance(node.get("properties"), dict):
+            names.update(node["properties"])
+        if isinstance(node.get("patternProperties"), dict):
+            patterns.extend(p for p in node["patternProperties"] if isinstance(p, str))
+        for keyword in _SAME_INSTANCE:
+            value = node.get(keyword)
+            for sub in value if isinstance(value, list) else [value]:
+                walk(sub, depth + 1)
+        if isinstance(node.get("dependentSchemas"), dict):
+            for sub in node["dependentSchemas"].values():
+                walk(sub, depth + 1)
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#"):
+            walk(_pointer(schema, ref[1:]), depth + 1)
+
+    walk(schema, 0)
+    return names, patterns, open_
+
+
+def _pointer(root: Any, pointer: str) -> Any:
+    """The node at a JSON Pointer inside ``root`` (RFC 6901), or None."""
+    node = root
+    for part in pointer.split("/")[1:] if pointer else []:
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return node
+
+
+def _matches(pattern: str, name: str) -> bool:
+    try:
+        return re.search(pattern, name) is not None
+    except re.error:
+        return False  # a pattern Python cannot read declares nothing
+
+
 def target_of(ctx: RequestContext, tool: ToolDef, bearer: str = "") -> federation.Target:
     """The federation target of a published tool, as the catalog loader resolved it (``bearer``: the
     caller's own token when the upstream acts as the caller, AMB-216)."""
@@ -92,6 +191,10 @@ async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> 
     config = tool.handler_config
     provider = config.get("connection")
     # The caller's own account first (AMB-216): a person who must connect does so before the upstream hears of it.
+    if refused := undeclared(tool, arguments):
+        # protocol/tools.py refused this call already; a path that runs the handler without it (a
+        # background worker, a direct registry.run_inline) must not forward what was never reviewed.
+        raise ToolError(refusal(tool, refused))
     target = target_of(ctx, tool, await accounts.access_token(ctx, provider) if provider else "")
     sent = {**arguments, **(config.get("fixed") or {})}
 

@@ -214,6 +214,11 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
         )
         if problem is not None:
             raise HeaderMismatch(truncate(f"Header mismatch: {problem}.", 300))
+    if (refused := registry.refused_arguments(tool, arguments)) is not None:
+        # A published upstream tool takes exactly what its definition declares (AMB-280): answered as
+        # a request the tool cannot take, like an unknown tool, before it costs a call.
+        names, why = refused
+        raise InvalidParams(truncate(why, 500), data={"arguments": [truncate(n, 100) for n in names[:20]]})
     ratelimit.check_tool_call(ctx)
     await quotas.check(ctx, name)
     in_background = background.runs_in_background(tool)  # decided once: every step below follows it

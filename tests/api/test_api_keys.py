@@ -67,7 +67,7 @@ def test_a_key_of_the_tenant_itself(as_alice, tenant_a) -> None:
 @pytest.mark.parametrize(
     ("payload", "field", "says"),
     [
-        ({"acts_as": "charlie"}, "acts_as", "not a member"),
+        ({"acts_as": "charlie"}, "acts_as", "No member 'charlie' of tenant-a."),  # as one nowhere (AMB-281)
         ({"acts_as": "nobody"}, "acts_as", "No member 'nobody'"),
         ({"scope": "root:all"}, "scope", "Not a scope of tenant-a: root:all."),
         ({"days": 0}, "days", "greater than or equal to 1"),

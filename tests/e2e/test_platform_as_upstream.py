@@ -32,7 +32,9 @@ def federated_tenants(server: DaphneServer, inner_url_of: str, upstream_mode: st
         f"i = Tenant.objects.create(slug={inner!r}, name={inner!r}, auth_mode='public')\n"
         "Tool.objects.create(tenant=i, name='greet', handler='template', handler_config={'text': 'Hello, {{ name }}!'},"
         " input_schema={'type': 'object', 'properties': {'name': {'type': 'string'}}, 'required': ['name']})\n"
-        "Tool.objects.create(tenant=i, name='count', handler='python', handler_config={'callable': 'count_slowly'})\n"
+        # Its arguments declared: a published upstream tool takes only those (AMB-280).
+        "Tool.objects.create(tenant=i, name='count', handler='python', handler_config={'callable': 'count_slowly'},"
+        " input_schema={'type': 'object', 'properties': {'n': {'type': 'integer'}, 'delay': {'type': 'number'}}})\n"
         f"o = Tenant.objects.create(slug={outer!r}, name={outer!r}, auth_mode='public')\n"
         f"up = Upstream(tenant=o, name='inner', url={url!r}, prefix='in_', mode={upstream_mode!r}, timeout_seconds=15)\n"
         "up.full_clean(); up.save(); service.sync(up)\n"

@@ -19,7 +19,10 @@ Tools: `echo` (text + structuredContent), `add` (output schema), `slow_count` (p
 message per step; a cancelled run is recorded), `fail` (an isError result), `hang` (never answers), `shout`
 (announces list_changed n times outside any call's reply: a flood of GET and listen streams), `regional` (an argument mirrored into an
 `Mcp-Param-Region` header on 2026-07-28),
-`redescribe` (changes another tool's description and announces list_changed, for pinning tests).
+`redescribe` (changes another tool's description and announces list_changed, for pinning tests),
+`reshape` (gives `echo` a new `loud` argument, which upper-cases its answer, and announces
+list_changed: a changed input schema waiting for review). `calls` in the stats is every tools/call's
+name and arguments exactly as they reached this server (what a published tool forwarded).
 Tools that ask their client, through the SDK's resolvers (so one definition asks in both eras: a
 server-to-client request mid-call on a legacy session, an InputRequiredResult on 2026-07-28):
 `ask_name` (a form), `summarize` (sampling), `list_roots` (roots/list) and `ask_then_sample` (a form,
@@ -148,6 +151,7 @@ class Stats:
     deletes: int = 0
     streams: int = 0
     tasks: int = 0
+    calls: list[dict[str, Any]] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -161,6 +165,7 @@ class Stats:
             "deletes": self.deletes,
             "streams": self.streams,
             "tasks": self.tasks,
+            "calls": self.calls,
         }
 
 
@@ -287,6 +292,22 @@ def build_server(stats: Stats) -> MCPServer:
         await ctx.notify_tools_changed()
         await tell_sessions(ctx)
         return "changed"
+
+    @server.tool(name="reshape", description="Give echo a `loud` argument and announce list_changed.")
+    async def reshape(ctx: Context) -> str:
+        """Replace `echo` by one that also takes `loud` (its input schema changes, its description not)."""
+
+        def loud_echo(message: str, loud: bool = False) -> Annotated[CallToolResult, EchoOut]:
+            said = message.upper() if loud else message
+            return CallToolResult(
+                content=[TextContent(type="text", text=said)], structured_content={"echo": said}
+            )
+
+        server.remove_tool("echo")
+        server.add_tool(loud_echo, name="echo", description="Echo the message back.")
+        await ctx.notify_tools_changed()
+        await tell_sessions(ctx)
+        return "reshaped"
 
     @server.tool(name="ask_name", description="Ask the person's name and greet them.")
     def ask_name(answer: Annotated[ElicitationResult[NameForm], Resolve(want_name)]) -> str:
@@ -475,6 +496,9 @@ class Front:
         if headers.get("user-agent", "").startswith("django-mcp-platform"):
             self.stats.federated[method] += 1
         self.stats.versions[version or "none"] += 1
+        if method == "tools/call" and isinstance(parsed.get("params"), dict):
+            params = parsed["params"]
+            self.stats.calls.append({"name": params.get("name"), "arguments": params.get("arguments")})
         if self.legacy_only and (version in MODERN_PROTOCOL_VERSIONS or method == "server/discover"):
             # What a server older than 2026-07-28 answers a request outside a session.
             error = {"code": -32600, "message": "Bad Request: Missing session ID"}
