@@ -1,7 +1,8 @@
 """Every page a person opens, in Chromium, in light and in dark mode: no console error, no failed request
 (the favicon's included), no serious or critical axe-core violation, and a full-page screenshot of each.
 
-PAGES is the one list: add a page there and it is swept. A path may name `{tool}`, `{prompt}`,
+PAGES is the one list of a signed-in person's pages, ANONYMOUS of a stranger's (swept first): add a page
+there and it is swept. A path may name `{tool}`, `{prompt}`,
 `{resource}` (the demo tenant's first of each) and `{tenant}` (the demo tenant's id). The screenshots
 go to $MCP_SCREENSHOT_DIR (a temporary folder when unset; .ci/run sets one under its run and says where).
 """
@@ -34,6 +35,12 @@ class Swept:
     ready: str  # text the page shows once it is there
 
 
+# What a stranger sees, signed in to nothing (AMB-290, AMB-291).
+ANONYMOUS = (
+    Swept("front-anonymous", "/", "This site hosts MCP servers"),
+    Swept("connect-anonymous", "/t/demo/connect", "Claude"),
+    Swept("sign-in", "/t/secure/connect", "Username"),
+)
 PAGES = (
     Swept("front", "/", "Your MCP servers"),
     Swept("admin-home", "/admin/", "Site administration"),
@@ -125,6 +132,24 @@ async def settled(page: Page) -> None:
         await page.wait_for_load_state("networkidle", timeout=IDLE_MS)
 
 
+async def visit(page: Page, watch: Watch, axe: Axe, swept: Swept, url: str, scheme: str, shots: Path) -> list[str]:
+    """One page opened, checked (its text, axe-core, what went wrong) and screenshotted: the problems."""
+    found: list[str] = []
+    await page.goto(url)
+    await settled(page)
+    where = f"[{scheme}] {swept.name} ({swept.path})"
+    text = await body_text(page)
+    if swept.ready.lower() not in text.lower():  # the admin's object tools are upper-cased
+        found.append(f"{where}: {swept.ready!r} not on the page")
+    results = await axe.run(page, options=AXE_OPTIONS)
+    for violation in results.response["violations"]:
+        if violation["impact"] in SERIOUS and violation["id"] not in AXE_EXCLUDED_RULES:
+            targets = [", ".join(map(str, node["target"])) for node in violation["nodes"]][:5]
+            found.append(f"{where}: axe {violation['id']} ({violation['impact']}): {targets}")
+    await page.screenshot(path=str(shots / f"{swept.name}-{scheme}.png"), full_page=True)
+    return found + [f"{where}: {problem}" for problem in watch.take()]
+
+
 async def sweep(browser: Browser, server: DaphneServer, scheme: str, ids: dict[str, int], shots: Path) -> list[str]:
     context = await browser.new_context(color_scheme=scheme, viewport={"width": 1280, "height": 900})
     context.set_default_timeout(PAGE_MS)
@@ -133,6 +158,8 @@ async def sweep(browser: Browser, server: DaphneServer, scheme: str, ids: dict[s
     axe = Axe()
     found: list[str] = []
     try:
+        for swept in ANONYMOUS:
+            found += await visit(page, watch, axe, swept, f"{server.url}{swept.path}", scheme, shots)
         await page.goto(f"{server.url}/admin/")
         await sign_in(page, ADMIN_USERNAME, ADMIN_PASSWORD)
         await page.wait_for_load_state("networkidle")
@@ -141,19 +168,7 @@ async def sweep(browser: Browser, server: DaphneServer, scheme: str, ids: dict[s
             url = f"{server.url}{swept.path.format(**ids)}"
             if swept.name == "not-found":
                 watch.expected_status[url] = 404
-            await page.goto(url)
-            await settled(page)
-            where = f"[{scheme}] {swept.name} ({swept.path})"
-            text = await body_text(page)
-            if swept.ready.lower() not in text.lower():  # the admin's object tools are upper-cased
-                found.append(f"{where}: {swept.ready!r} not on the page")
-            results = await axe.run(page, options=AXE_OPTIONS)
-            for violation in results.response["violations"]:
-                if violation["impact"] in SERIOUS and violation["id"] not in AXE_EXCLUDED_RULES:
-                    targets = [", ".join(map(str, node["target"])) for node in violation["nodes"]][:5]
-                    found.append(f"{where}: axe {violation['id']} ({violation['impact']}): {targets}")
-            await page.screenshot(path=str(shots / f"{swept.name}-{scheme}.png"), full_page=True)
-            found += [f"{where}: {problem}" for problem in watch.take()]
+            found += await visit(page, watch, axe, swept, url, scheme, shots)
     finally:
         await context.close()
     return found
@@ -166,7 +181,7 @@ async def test_every_page_is_clean(server: DaphneServer, scheme: str) -> None:
     shots = screenshot_dir()
     async with chromium() as browser:
         problems = await sweep(browser, server, scheme, ids, shots)
-    assert len(list(shots.glob(f"*-{scheme}.png"))) >= len(PAGES)
+    assert len(list(shots.glob(f"*-{scheme}.png"))) >= len(ANONYMOUS) + len(PAGES)
     assert not problems, f"{len(problems)} problems (screenshots in {shots}):\n" + "\n".join(
         re.sub(r"\s+", " ", p)[:400] for p in problems
     )
