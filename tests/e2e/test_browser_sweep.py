@@ -3,7 +3,8 @@
 
 PAGES is the one list of a signed-in person's pages, ANONYMOUS of a stranger's (swept first): add a page
 there and it is swept. A path may name `{tool}`, `{prompt}`,
-`{resource}` (the demo tenant's first of each) and `{tenant}` (the demo tenant's id). The screenshots
+`{resource}` (the demo tenant's first of each), `{tenant}` (the demo tenant's id) and `{upstream}` (an
+upstream server of a tenant of its own, synced from a real upstream the test runs). The screenshots
 go to $MCP_SCREENSHOT_DIR (a temporary folder when unset; .ci/run sets one under its run and says where).
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import secrets
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +26,7 @@ from playwright.async_api import TimeoutError as PlaywrightTimeout
 from tests.e2e.admin_pages import body_text, signed_in
 from tests.e2e.browser import PAGE_MS, chromium, sign_in
 from tests.e2e.servers import ADMIN_PASSWORD, ADMIN_USERNAME, DaphneServer, django_shell
+from tests.upstreams.running import running_upstream
 
 pytestmark = [pytest.mark.e2e]
 
@@ -67,6 +70,9 @@ PAGES = (
     Swept("try", "/admin/mcp_app/tool/{tool}/try/", "Runs the tool"),
     Swept("self-check", "/admin/tenants/tenant/{tenant}/check/", "Check"),
     Swept("templates", "/admin/mcp_app/resourcetemplate/", "Select resource template to change"),
+    # An upstream's own page and its remote tools, with Sync now and the publish buttons (AMB-292).
+    Swept("upstream", "/admin/mcp_app/upstream/{upstream}/change/", "Publish all"),
+    Swept("remote-tools", "/admin/mcp_app/upstream/{upstream}/tools/", "Publish selected"),
 )
 
 # axe-core rules left out, each for markup of Django's own admin that our templates cannot change.
@@ -95,6 +101,19 @@ def demo_ids(server: DaphneServer) -> dict[str, int]:
     )
     tool, prompt, resource, tenant = (int(x) for x in out.strip().splitlines()[-1].split())
     return {"tool": tool, "prompt": prompt, "resource": resource, "tenant": tenant}
+
+
+def synced_upstream(server: DaphneServer, url: str, scheme: str) -> int:
+    """An upstream of a tenant of its own (the demo's self-check never meets it), synced: its id."""
+    out = django_shell(
+        server.env,
+        "from mcp_app.models import Upstream\nfrom mcp_app.upstreams import service\n"
+        "from tenants.models import Tenant\n"
+        f"t, _ = Tenant.objects.get_or_create(slug='sweep-{scheme}', defaults={{'name': 'sweep', 'auth_mode': 'public'}})\n"
+        f"up = Upstream(tenant=t, name='docs-{secrets.token_hex(3)}', url={url!r}, prefix='docs_')\n"
+        "up.full_clean(); up.save(); service.sync(up); print(up.pk)\n",
+    )
+    return int(out.strip().splitlines()[-1])
 
 
 class Watch:
@@ -176,11 +195,13 @@ async def sweep(browser: Browser, server: DaphneServer, scheme: str, ids: dict[s
 
 # One browser per colour scheme: a test stays well under the suite's 90 s hang watchdog (tests/conftest.py).
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-async def test_every_page_is_clean(server: DaphneServer, scheme: str) -> None:
+async def test_every_page_is_clean(server: DaphneServer, scheme: str, tmp_path: Path) -> None:
     ids = demo_ids(server)
     shots = screenshot_dir()
-    async with chromium() as browser:
-        problems = await sweep(browser, server, scheme, ids, shots)
+    with running_upstream(tmp_path) as remote:
+        ids["upstream"] = synced_upstream(server, remote.url, scheme)
+        async with chromium() as browser:
+            problems = await sweep(browser, server, scheme, ids, shots)
     assert len(list(shots.glob(f"*-{scheme}.png"))) >= len(ANONYMOUS) + len(PAGES)
     assert not problems, f"{len(problems)} problems (screenshots in {shots}):\n" + "\n".join(
         re.sub(r"\s+", " ", p)[:400] for p in problems
