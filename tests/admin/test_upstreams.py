@@ -327,6 +327,8 @@ def test_sync_now_and_publish_all_on_the_upstreams_own_page_publish_every_tool_i
     assert said[0].startswith(f"Published {len(names)} remote tools in one change: add as docs_add, ")
     assert said[0].endswith(f" and {len(names) - 10} more.")
     assert 'value="Publish all (0)" disabled' in response.content.decode()
+    tools_page = client.get(url("tools", upstream_a.pk)).content.decode()
+    assert 'id="publish-selected" disabled' in tools_page and 'id="publish-all" disabled>Publish all (0)' in tools_page
     again = client.post(url("publish_many", upstream_a.pk), {"which": "all"}, follow=True)
     assert messages_of(again) == ["Nothing to publish: every tool the upstream offers is published."]
 
