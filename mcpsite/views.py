@@ -10,6 +10,8 @@ from django.shortcuts import render
 from django.urls import NoReverseMatch, reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 
+from mcp_app.connect.page import is_open_to_anyone
+from mcp_app.demo.seed import DEMO_SLUG
 from mcp_app.oauth.resources import canonical_uri
 from tenants.access import roles_of
 from tenants.models import Tenant
@@ -38,8 +40,21 @@ def _url_or_none(name: str, slug: str) -> str | None:
         return None
 
 
+def public_demo() -> dict[str, str] | None:
+    """The demo tenant's name, MCP URL and connect page, when it exists and serves anyone (AMB-291)."""
+    tenant = Tenant.objects.filter(slug=DEMO_SLUG).first()
+    if tenant is None or not is_open_to_anyone(tenant):
+        return None
+    return {
+        "name": tenant.title or tenant.name or tenant.slug,
+        "mcp_url": canonical_uri(tenant.slug),
+        "connect_url": reverse("tenant-connect", kwargs={"slug": tenant.slug}),
+    }
+
+
 def front(request: HttpRequest) -> HttpResponse:
-    """`/` (AMB-72): sign in, the tenants you belong to with their MCP URL and pages; staff: the admin."""
+    """`/` (AMB-72, AMB-291): what the platform is and its public demo; signed in, your tenants with
+    their MCP URL and pages; staff: the admin."""
     user = request.user
     tenants: list[dict[str, Any]] = []
     if user.is_authenticated:
@@ -59,6 +74,7 @@ def front(request: HttpRequest) -> HttpResponse:
             )
     context = {
         "tenants": tenants,
+        "demo": public_demo(),
         "login_url": f"{reverse('oauth-login')}?{urlencode({'next': '/'})}",
         "is_staff": user.is_authenticated and user.is_active and user.is_staff,
     }

@@ -84,7 +84,7 @@ class HistoryAdminMixin:
         except service.HistoryError as exc:
             messages.error(request, str(exc))
             return HttpResponseRedirect(back)
-        # The admin shows messages through `capfirst`: start with the kind, so the name stays as written.
+        # A message begins with a capital (the admin shows it as written, AMB-293): the kind, then the name.
         kind = capfirst(self.model._meta.verbose_name)
         messages.success(
             request,

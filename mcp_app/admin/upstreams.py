@@ -1,6 +1,8 @@
 """The admin of upstream MCP servers: add and edit (secret headers write-only), Test connection, Sync
-now, the remote tools page (publish, unpublish, review a changed definition and accept it) and the
-prompts and resources page (what is published under which name or URI, a held change and Accept).
+now and Publish all (on the upstream's page and its remote tools page), the remote tools page (publish
+one, the selected or all, unpublish, review a changed definition and accept it; AMB-292), the upstreams
+list's action publishing every remote tool of the selected upstreams, and the prompts and resources
+page (what is published under which name or URI, a held change and Accept).
 
 Every page is the upstream's: another tenant's upstream answers 404 like a missing one, a viewer sees
 but changes nothing (403), and every change is a CSRF-checked POST that goes through
@@ -24,6 +26,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from mcp_app import federation
+from mcp_app.admin import upstream_publishing
 from mcp_app.admin.upstream_forms import PublishForm, UpstreamAdminForm
 from mcp_app.federation import breaker
 from mcp_app.federation import health as upstream_health
@@ -47,6 +50,7 @@ class UpstreamAdmin(TenantScopedAdmin):
     list_display = ("name", "tenant", "url", "prefix", "mode", "enabled", "status", "circuits", "review")
     list_filter = ("enabled", "transport", "mode")
     search_fields = ("name", "url")
+    actions = ("publish_all_remote_tools",)
     readonly_fields = (
         "stored_secrets", "stored_oauth_secret", "status", "last_seen", "remote_tools", "prompts_and_resources",
         "deployment_circuits", "deployment_calls", "health", "health_detail",
@@ -196,6 +200,11 @@ class UpstreamAdmin(TenantScopedAdmin):
             path("<path:object_id>/test/", wrap(self.test_view), name="mcp_app_upstream_test"),
             path("<path:object_id>/sync/", wrap(require_POST(self.sync_view)), name="mcp_app_upstream_sync"),
             path("<path:object_id>/tools/", wrap(self.tools_view), name="mcp_app_upstream_tools"),
+            path(
+                "<path:object_id>/tools/publish/",
+                wrap(require_POST(self.publish_many_view)),
+                name="mcp_app_upstream_publish_many",
+            ),
             path("<path:object_id>/extras/", wrap(self.extras_view), name="mcp_app_upstream_extras"),
             path(
                 "<path:object_id>/extras/accept/",
@@ -214,8 +223,23 @@ class UpstreamAdmin(TenantScopedAdmin):
         self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict | None = None
     ) -> HttpResponse:
         obj = self.get_object(request, object_id)
-        extra = {**(extra_context or {}), "can_change": self.has_change_permission(request, obj)}
+        extra = {
+            **(extra_context or {}),
+            "can_change": self.has_change_permission(request, obj),
+            # What its "Publish all" button would publish (the button says how many).
+            "publishable": upstream_publishing.publishable(obj.remote_tools.all()).count() if obj else 0,
+        }
         return super().change_view(request, object_id, form_url, extra)
+
+    @admin.action(description="Publish every remote tool of the selected upstreams", permissions=["change"])
+    def publish_all_remote_tools(self, request: HttpRequest, queryset: Any) -> None:
+        # The changelist's queryset is the person's tenants' upstreams; only those they may change publish.
+        editable = [u.pk for u in queryset if self.has_change_permission(request, u)]
+        if len(editable) < len(queryset):
+            raise PermissionDenied
+        rows = UpstreamTool.objects.filter(upstream__in=editable)
+        outcome = upstream_publishing.publish_many(rows, request.user)
+        upstream_publishing.tell(request, outcome, "Nothing to publish: the selected upstreams' tools are all published.")
 
     # --- pages ----------------------------------------------------------------------------------
 
@@ -267,9 +291,28 @@ class UpstreamAdmin(TenantScopedAdmin):
             messages.success(request, "Synced: " + ", ".join(parts) + ".")
             for name, why in report.not_published.items():
                 messages.warning(request, f"{name} was not published: {why}")
-        # Back to the page the owner synced from: the prompts and resources page or the remote tools.
-        page = "extras" if request.POST.get("back") == "extras" else "tools"
+        return self._back(request, upstream)
+
+    def _back(self, request: HttpRequest, upstream: Upstream) -> HttpResponse:
+        """Back to the page the owner acted from: the upstream's, its prompts and resources, or its remote tools."""
+        page = {"extras": "extras", "upstream": "change"}.get(request.POST.get("back", ""), "tools")
         return HttpResponseRedirect(reverse(f"admin:mcp_app_upstream_{page}", args=[upstream.pk]))
+
+    def publish_many_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """Publish the ticked remote tools (`row`), or every one not published yet (`which=all`), as one change."""
+        upstream = self._upstream(request, object_id, change=True)
+        rows = upstream.remote_tools.all()
+        if request.POST.get("which") == "all":
+            nothing = "Nothing to publish: every tool the upstream offers is published."
+        else:
+            ids = [int(i) for i in request.POST.getlist("row") if i.isdigit()]
+            rows = rows.filter(pk__in=ids)
+            nothing = "Nothing to publish: tick the remote tools to publish first." if not ids else (
+                "Nothing to publish: the selected tools are published already."
+            )
+        outcome = upstream_publishing.publish_many(rows, request.user)
+        upstream_publishing.tell(request, outcome, nothing)
+        return self._back(request, upstream)
 
     def tools_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         upstream = self._upstream(request, object_id, change=False)
@@ -284,7 +327,10 @@ class UpstreamAdmin(TenantScopedAdmin):
             }
             for row in rows
         ]
-        context = self._context(request, upstream, f"Remote tools of {upstream}", entries=entries)
+        publishable = sum(1 for row in rows if not row.published and row.gone_at is None)
+        context = self._context(
+            request, upstream, f"Remote tools of {upstream}", entries=entries, publishable=publishable
+        )
         return TemplateResponse(request, "admin/mcp_app/upstream/tools.html", context)
 
     def extras_view(self, request: HttpRequest, object_id: str) -> HttpResponse:

@@ -4,8 +4,14 @@ and what it serves exactly as a client sees it.
 The lists are not a second rendering of the catalog: like the admin's Try page (admin/try_tool.py),
 they are the answers of the one dispatcher to `tools/list`, `prompts/list`, `resources/list` and
 `resources/templates/list`, once as a 2025-11-25 session and once as a 2026-07-28 request, every
-page followed (AMB-64). Members of the tenant (any role) and superusers see the page; anyone else
-gets the 404 of a missing tenant; an anonymous visitor is sent to sign in.
+page followed (AMB-64).
+
+Who sees it (AMB-290): anyone, signed in or not, sees an active public tenant's page: its endpoint
+answers anyone, and the page shows no more than a client of it learns (the lists are asked as an
+anonymous caller). Members (any role) and superusers see their tenant's page in any mode and state.
+Anyone else gets exactly what a missing tenant gives them: a stranger who is signed in the 404, an
+anonymous one the site's sign-in page and back (a member who is not signed in yet comes back to it),
+so a private or inactive tenant is never told apart from one that does not exist.
 """
 
 from __future__ import annotations
@@ -17,8 +23,9 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from django.contrib.auth.views import redirect_to_login
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.urls import reverse
 from django.views.decorators.cache import never_cache
 
 from mcp_app import catalog
@@ -34,7 +41,7 @@ from mcp_app.core.versions import (
 )
 from mcp_app.protocol.dispatch import dispatch
 from tenants import access
-from tenants.models import AuthMode
+from tenants.models import AuthMode, Tenant
 
 TEMPLATE = "connect.html"
 LIST_METHODS = ("tools/list", "prompts/list", "resources/list", "resources/templates/list")
@@ -134,19 +141,30 @@ async def served(slug: str, user_id: int | None) -> list[Era] | None:
     return eras
 
 
+def is_open_to_anyone(tenant: Tenant) -> bool:
+    """Whether the tenant's connect page is anyone's to see: its endpoint serves anyone."""
+    return tenant.is_active and tenant.auth_mode == AuthMode.PUBLIC
+
+
 @never_cache
 def connect_page(request: HttpRequest, slug: str) -> HttpResponse:
-    if not request.user.is_authenticated:
-        return redirect_to_login(request.get_full_path())
-    tenant = access.access_tenant(request.user, slug)  # a non-member gets the missing tenant's 404
+    tenant = Tenant.objects.filter(slug=slug).first()
+    role = access.role_of(request.user, tenant) if tenant is not None else None
+    if tenant is None or (role is None and not is_open_to_anyone(tenant)):
+        if not request.user.is_authenticated:
+            # Missing, private or inactive alike: the site's sign-in, then this page again.
+            return redirect_to_login(request.get_full_path(), reverse("oauth-login"))
+        raise Http404("No such tenant.")
     mcp_url = request.build_absolute_uri(f"/t/{tenant.slug}/mcp")
     oauth = tenant.auth_mode == AuthMode.OAUTH
+    # A member's lists are the ones their client gets; anyone else's those of an anonymous client.
+    caller = request.user.pk if role is not None else None
     context = {
         "tenant": tenant,
         "mcp_url": mcp_url,
         "oauth": oauth,
         "configs": client_configs(tenant.slug, mcp_url, oauth, str((tenant.identity or {}).get("issuer") or "")),
-        "eras": async_to_sync(served)(tenant.slug, request.user.pk),
-        "role": access.role_of(request.user, tenant),
+        "eras": async_to_sync(served)(tenant.slug, caller),
+        "role": role,
     }
     return render(request, TEMPLATE, context)

@@ -26,7 +26,7 @@ WRONG_CASE = r"^t/(?P<slug>[^/]*[A-Z][^/]*)(?P<rest>/.*)?$"
 
 
 def tenant_home(request: HttpRequest, slug: str) -> HttpResponse:
-    """`/t/<slug>` and `/t/<slug>/`: the connect page, which signs in or 404s as it does for any visitor."""
+    """`/t/<slug>` and `/t/<slug>/`: the connect page, which answers as it does for any visitor (AMB-290)."""
     return HttpResponseRedirect(f"/t/{slug}/connect")
 
 

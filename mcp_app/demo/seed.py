@@ -8,6 +8,8 @@ edited, unless reset: a restart must not undo the admin's edits, nor bump a vers
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +26,17 @@ DOCUMENTS = Path(__file__).with_name("tenants")
 # The one substitution, in any string of a demo document: the demo's http tools post to the
 # platform's own /demo/echo and /demo/stream, at whatever URL it is served.
 PUBLIC_URL = "${MCP_PUBLIC_URL}"
-# The importer's actions as seed_demo has always reported them.
+# The importer's actions as seed_demo has always reported them, in the order it says them.
 STATES = {"create": "created", "change": "updated", "unchanged": "unchanged", "keep": "kept"}
+# How seed_demo's line names each list of a tenant document (AMB-294): singular, plural.
+KIND_WORDS = {
+    "upstreams": ("upstream server", "upstream servers"),
+    "providers": ("account provider", "account providers"),
+    "tools": ("tool", "tools"),
+    "prompts": ("prompt", "prompts"),
+    "resources": ("resource", "resources"),
+    "resource_templates": ("resource template", "resource templates"),
+}
 
 
 def document_path(slug: str) -> Path:
@@ -48,8 +59,30 @@ def load(slug: str) -> dict[str, Any]:
     return fill(loads(document_path(slug).read_bytes()), settings.MCP_PUBLIC_URL)
 
 
-def seed_tenant(slug: str, reset: bool) -> dict[str, int]:
-    """Create the missing rows of a demo tenant (reset: restore edited ones); count rows by outcome."""
+@dataclass
+class Seeded:
+    """What seeding one demo tenant did: to the tenant itself, and to its rows by outcome and kind."""
+
+    tenant: str  # created, kept (its settings left as they are), updated or unchanged
+    rows: dict[str, Counter[str]] = field(default_factory=dict)  # outcome -> document kind -> count
+
+    def summary(self) -> str:
+        """In words, what of what: "tenant created; 13 tools, 4 prompts and 3 resources created"."""
+        parts = [f"tenant {self.tenant}"]
+        for state in STATES.values():
+            counted = self.rows.get(state)
+            if not counted:
+                continue
+            named = [
+                f"{n} {KIND_WORDS.get(kind, (kind, kind))[n != 1]}" for kind, n in counted.items() if n
+            ]
+            listed = named[0] if len(named) == 1 else f"{', '.join(named[:-1])} and {named[-1]}"
+            parts.append(f"{listed} {state}")
+        return "; ".join(parts)
+
+
+def seed_tenant(slug: str, reset: bool) -> Seeded:
+    """Create the missing rows of a demo tenant (reset: restore edited ones); what it did, by outcome."""
     document = load(slug)
     with transaction.atomic():
         tenant = Tenant.objects.filter(slug=slug).first()
@@ -70,8 +103,7 @@ def seed_tenant(slug: str, reset: bool) -> dict[str, int]:
         plan = import_document(tenant, document, keep_existing=not reset)
     if reset and tenant_state == "kept":
         tenant_state = "updated" if plan.settings_changed else "unchanged"
-    counts = {tenant_state: 1}
+    seeded = Seeded(tenant_state)
     for change in plan.changes:
-        state = STATES[change.action]
-        counts[state] = counts.get(state, 0) + 1
-    return counts
+        seeded.rows.setdefault(STATES[change.action], Counter())[change.kind] += 1
+    return seeded

@@ -21,7 +21,7 @@ def is_browser_visit(request: Request) -> bool:
 
 
 def connect_page_redirect(slug: str) -> tuple[int, Headers]:
-    """The 302 to the tenant's connect page (which signs the person in, or 404s a stranger)."""
+    """The 302 to the tenant's connect page (anyone's for a public tenant; else a member's, AMB-290)."""
     return 302, [(b"location", f"/t/{slug}/connect".encode()), (b"cache-control", b"no-store")]
 
 

@@ -8,6 +8,7 @@ from django.urls import reverse
 
 from mcp_app.oauth.resources import canonical_uri
 from mcpsite import views
+from tenants.models import AuthMode, Tenant
 
 pytestmark = pytest.mark.django_db
 
@@ -18,6 +19,36 @@ def test_an_anonymous_visitor_is_offered_the_sign_in_and_no_tenant(client, tenan
     text = page.content.decode()
     assert 'href="/oauth/login?next=%2F"' in text and ">Sign in<" in text
     assert tenant_a.slug not in text and "Open the admin" not in text
+
+
+def test_an_anonymous_visitor_learns_what_the_platform_is_and_is_offered_the_public_demo(client, tenant_a):
+    Tenant.objects.create(slug="demo", name="Demo", title="The demo server", auth_mode=AuthMode.PUBLIC)
+    text = client.get("/").content.decode()
+    assert "This site hosts MCP servers." in text and "Try the demo" in text
+    assert 'href="/t/demo/connect"' in text and canonical_uri("demo") in text and "The demo server" in text
+    assert 'href="/oauth/login?next=%2F"' in text and tenant_a.slug not in text
+
+
+@pytest.mark.parametrize("demo", ["missing", "oauth", "inactive"])
+def test_without_a_public_demo_the_front_page_says_how_to_connect_and_names_no_tenant(client, demo):
+    if demo != "missing":
+        Tenant.objects.create(
+            slug="demo",
+            name="Demo",
+            auth_mode=AuthMode.OAUTH if demo == "oauth" else AuthMode.PUBLIC,
+            is_active=demo != "inactive",
+        )
+    text = client.get("/").content.decode()
+    assert "This site hosts MCP servers." in text and "Open the MCP URL you were given in your browser" in text
+    assert "/t/demo" not in text and "Try the demo" not in text
+    assert 'class="button primary" href="/oauth/login?next=%2F"' in text
+
+
+def test_a_member_of_no_tenant_is_offered_the_public_demo(client, django_user_model):
+    Tenant.objects.create(slug="demo", name="Demo", auth_mode=AuthMode.PUBLIC)
+    client.force_login(django_user_model.objects.create_user("erin", "erin@example.com", "erin-pw-123"))
+    text = client.get("/").content.decode()
+    assert "You are not a member of any tenant yet" in text and 'href="/t/demo/connect"' in text
 
 
 def test_signing_in_from_the_front_page_promises_no_authorization_step_and_comes_back(client, alice):

@@ -10,12 +10,15 @@ from collections.abc import Iterator
 import pytest
 from django.urls import reverse
 
+from mcp_app.admin import upstream_publishing
 from mcp_app.federation import breaker, health
 from mcp_app.handlers.secrets import decrypt_secrets, encrypt_secrets
 from mcp_app.models import Tool, Upstream, UpstreamTool
+from mcp_app.upstreams import service
 from mcp_app.usage.flush import Flusher
 from mcp_app.usage.recorder import Recorder
 from mcp_app.usage.upstream_health import HealthFlusher
+from tenants.models import Tenant
 from tests.upstreams.running import (
     call_row,
     kill_until_open,
@@ -282,3 +285,142 @@ def test_the_oauth_client_secret_is_write_only_in_the_form_and_goes_with_its_cli
     assert client.post(url("change", row.pk), {**data, "oauth_client_id": ""}).status_code == 302
     row.refresh_from_db()
     assert row.oauth_client_secret == ""
+
+
+# --- publishing many (AMB-292) and messages as written (AMB-293) -----------------------------------------
+
+
+def offered(upstream: Upstream) -> set[str]:
+    return set(UpstreamTool.objects.filter(upstream=upstream, gone_at__isnull=True).values_list("remote_name", flat=True))
+
+
+def published(tenant) -> set[str]:  # noqa: ANN001
+    return set(Tool.objects.filter(tenant=tenant, handler="upstream").values_list("name", flat=True))
+
+
+def messages_of(response) -> list[str]:  # noqa: ANN001
+    return re.findall(r'<li class="[a-z ]+">(.*?)</li>', response.content.decode(), re.S)
+
+
+@pytest.mark.django_db(transaction=True)  # real commits: one transaction must announce once
+def test_sync_now_and_publish_all_on_the_upstreams_own_page_publish_every_tool_in_one_change(
+    client, alice, tenant_a, upstream_a, listen
+) -> None:
+    client.force_login(alice)
+    page = client.get(url("change", upstream_a.pk)).content.decode()
+    assert 'id="sync-now"' in page and 'value="Publish all (0)" disabled' in page
+    response = client.post(url("sync", upstream_a.pk), {"back": "upstream"}, follow=True)
+    assert response.redirect_chain[-1][0] == url("change", upstream_a.pk)
+    names = offered(upstream_a)
+    assert len(names) > 10 and any(m.startswith("Synced:") for m in messages_of(response))
+    assert f'value="Publish all ({len(names)})"' in response.content.decode()
+
+    listener = listen(tenant_a.id)
+    version = Tenant.objects.get(pk=tenant_a.pk).definitions_version
+    response = client.post(url("publish_many", upstream_a.pk), {"which": "all", "back": "upstream"}, follow=True)
+    assert response.redirect_chain[-1][0] == url("change", upstream_a.pk)
+    assert published(tenant_a) == {f"docs_{n}" for n in names}
+    # One change: the version moved once and clients heard one tools/list_changed.
+    assert Tenant.objects.get(pk=tenant_a.pk).definitions_version == version + 1
+    assert [(e["type"], e["kind"]) for e in listener.collect()] == [("mcp.list_changed", "tools")]
+    said = messages_of(response)
+    assert said[0].startswith(f"Published {len(names)} remote tools in one change: add as docs_add, ")
+    assert said[0].endswith(f" and {len(names) - 10} more.")
+    assert 'value="Publish all (0)" disabled' in response.content.decode()
+    tools_page = client.get(url("tools", upstream_a.pk)).content.decode()
+    assert 'id="publish-selected" disabled' in tools_page and 'id="publish-all" disabled>Publish all (0)' in tools_page
+    again = client.post(url("publish_many", upstream_a.pk), {"which": "all"}, follow=True)
+    assert messages_of(again) == ["Nothing to publish: every tool the upstream offers is published."]
+
+
+@pytest.mark.django_db(transaction=True)  # real commits: one transaction must announce once
+def test_publish_selected_publishes_the_ticked_tools_and_says_why_one_could_not_be(
+    client, alice, tenant_a, upstream_a, listen
+) -> None:
+    client.force_login(alice)
+    client.post(url("sync", upstream_a.pk))
+    Tool.objects.create(tenant=tenant_a, name="docs_add", handler="template", handler_config={"text": "mine"})
+    rows = {r.remote_name: r.pk for r in UpstreamTool.objects.filter(upstream=upstream_a)}
+    page = client.get(url("tools", upstream_a.pk)).content.decode()
+    assert f'name="row" value="{rows["echo"]}" form="publish-many" aria-label="Select echo"' in page
+    listener = listen(tenant_a.id)
+    response = client.post(
+        url("publish_many", upstream_a.pk),
+        {"which": "selected", "row": [rows["echo"], rows["add"], rows["fail"]]},
+        follow=True,
+    )
+    assert response.redirect_chain[-1][0] == url("tools", upstream_a.pk)
+    assert published(tenant_a) == {"docs_echo", "docs_fail"}
+    assert [(e["type"], e["kind"]) for e in listener.collect()] == [("mcp.list_changed", "tools")]
+    assert messages_of(response) == [
+        "Published 2 remote tools in one change: echo as docs_echo, fail as docs_fail.",
+        "add was not published: The tenant already has a tool named &#x27;docs_add&#x27;: publish it under another name.",
+    ]
+    nothing = client.post(url("publish_many", upstream_a.pk), {"which": "selected"}, follow=True)
+    assert messages_of(nothing) == ["Nothing to publish: tick the remote tools to publish first."]
+
+
+def test_publishing_many_is_all_or_nothing_when_something_unexpected_fails(
+    tenant_a, upstream_a, monkeypatch
+) -> None:
+    service.sync(upstream_a)
+    calls = []
+    real = service.publish
+
+    def publish_then_break(row, **options):  # noqa: ANN001, ANN003
+        calls.append(row.remote_name)
+        if len(calls) == 3:
+            raise RuntimeError("the database went away")
+        return real(row, **options)
+
+    monkeypatch.setattr(upstream_publishing.service, "publish", publish_then_break)
+    with pytest.raises(RuntimeError):
+        upstream_publishing.publish_many(upstream_a.remote_tools.all())
+    assert published(tenant_a) == set() and not UpstreamTool.objects.filter(tool__isnull=False).exists()
+
+
+def test_a_viewer_and_another_tenant_publish_nothing(client, bob, charlie, tenant_a, upstream_a) -> None:
+    service.sync(upstream_a)
+    echo = UpstreamTool.objects.get(upstream=upstream_a, remote_name="echo")
+    client.force_login(bob)
+    assert client.post(url("publish_many", upstream_a.pk), {"which": "all"}).status_code == 403
+    assert 'id="publish-all"' not in client.get(url("change", upstream_a.pk)).content.decode()
+    assert 'form="publish-many"' not in client.get(url("tools", upstream_a.pk)).content.decode()
+    client.force_login(charlie)
+    assert client.post(url("publish_many", upstream_a.pk), {"which": "all"}).status_code == 404
+    # charlie's own upstream with tenant A's row ticked: the row is not his upstream's, nothing happens.
+    theirs = make_upstream(Tenant.objects.get(slug="tenant-b"), upstream_a.url, name="theirs", prefix="t_")
+    client.post(url("publish_many", theirs.pk), {"which": "selected", "row": [echo.pk]})
+    assert published(tenant_a) == set() and not Tool.objects.filter(tenant__slug="tenant-b").exists()
+
+
+def test_the_upstreams_list_action_publishes_every_tool_of_the_selected_upstreams(
+    client, alice, tenant_a, upstream_a
+) -> None:
+    service.sync(upstream_a)
+    client.force_login(alice)
+    response = client.post(
+        url("changelist"),
+        {"action": "publish_all_remote_tools", "_selected_action": [upstream_a.pk]},
+        follow=True,
+    )
+    assert published(tenant_a) == {f"docs_{n}" for n in offered(upstream_a)}
+    assert messages_of(response)[0].startswith(f"Published {len(offered(upstream_a))} remote tools in one change")
+
+
+def test_a_message_that_begins_with_a_name_keeps_it_as_written(client, alice, upstream_a, remote) -> None:
+    service.sync(upstream_a)
+    client.force_login(alice)
+    echo = UpstreamTool.objects.get(upstream=upstream_a, remote_name="echo")
+    response = client.post(
+        url("tool_action", upstream_a.pk, echo.pk, "publish"),
+        {f"r{echo.pk}-name": "ref_echo", f"r{echo.pk}-approval": "off", f"r{echo.pk}-fixed": ""},
+        follow=True,
+    )
+    assert messages_of(response) == ["echo is published as ref_echo."]
+    redescribe(remote, "echo", "Changed.", BEARER)
+    service.sync(upstream_a)
+    response = client.post(url("tool_action", upstream_a.pk, echo.pk, "accept"), follow=True)
+    assert messages_of(response) == ["ref_echo now serves the upstream&#x27;s new definition."]
+    response = client.post(url("tool_action", upstream_a.pk, echo.pk, "unpublish"), follow=True)
+    assert messages_of(response) == ["echo is unpublished."]

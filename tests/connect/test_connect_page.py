@@ -52,10 +52,58 @@ def served_a(tenant_a) -> None:
     Resource.objects.create(tenant=tenant_a, uri="a://readme", name="readme", text="hello")
 
 
-def test_an_anonymous_visitor_is_sent_to_sign_in_and_back(client, tenant_a):
+SIGN_IN = "/oauth/login?next=/t/{slug}/connect"
+
+
+def test_an_anonymous_visitor_sees_a_public_tenants_page_as_an_anonymous_client_does(client, served_a):
     response = page(client)
-    assert response.status_code == 302
-    assert response.url == "/admin/login/?next=/t/tenant-a/connect"
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert f'<pre class="url" id="mcp-url" tabindex="0">{URL}</pre>' in html
+    assert "<strong>Public.</strong>" in html and "your role" not in html
+    assert response.context["role"] is None
+    eras = {era.label: era for era in response.context["eras"]}
+    assert eras["legacy"].listings[0].names == ["greet"]
+    assert eras["modern"].listings[0].names == ["greet", "modern_only"]
+
+
+def private(tenant: Tenant, how: str) -> None:
+    changes = {"oauth": {"auth_mode": AuthMode.OAUTH}, "inactive": {"is_active": False}}[how]
+    Tenant.objects.filter(pk=tenant.pk).update(**changes)
+
+
+@pytest.mark.parametrize("how", ["oauth", "inactive"])
+def test_an_anonymous_visitor_of_a_private_tenant_is_answered_as_for_a_missing_one(client, tenant_a, how):
+    private(tenant_a, how)
+    answers = {slug: page(client, slug) for slug in ("tenant-a", "no-such-tenant")}
+    for slug, response in answers.items():
+        # The site's own sign-in page (not the admin's), then back to the page.
+        assert response.status_code == 302 and response.url == SIGN_IN.format(slug=slug)
+    shown = [sorted((k, v.replace("tenant-a", "X").replace("no-such-tenant", "X")) for k, v in r.items()) for r in answers.values()]
+    assert shown[0] == shown[1] and answers["tenant-a"].content == answers["no-such-tenant"].content
+
+
+@pytest.mark.parametrize("how", ["oauth", "inactive"])
+def test_a_member_signs_in_and_comes_back_to_a_private_tenants_page(client, alice, tenant_a, how):
+    private(tenant_a, how)
+    sign_in = page(client).url
+    assert sign_in == SIGN_IN.format(slug="tenant-a")
+    answer = client.post(sign_in, {"username": "alice", "password": "alice-pw-123", "next": "/t/tenant-a/connect"})
+    assert answer.status_code == 302 and answer["Location"] == "/t/tenant-a/connect"
+    assert page(client).status_code == 200
+
+
+def test_a_signed_in_stranger_sees_a_public_tenant_and_nothing_of_a_private_one(client, charlie, tenant_a):
+    client.force_login(charlie)
+    response = page(client)
+    assert response.status_code == 200 and response.context["role"] is None
+    # charlie is staff, but tenant A's admin page is not his: no link to it.
+    assert reverse("admin:tenants_tenant_change", args=[tenant_a.pk]) not in response.content.decode()
+    for how in ("oauth", "inactive"):
+        Tenant.objects.filter(pk=tenant_a.pk).update(auth_mode=AuthMode.PUBLIC, is_active=True)
+        private(tenant_a, how)
+        assert page(client).status_code == 404
+        assert page(client).content == page(client, "no-such-tenant").content
 
 
 @pytest.mark.parametrize("persona", ["alice", "bob"])
@@ -69,6 +117,7 @@ def test_members_of_any_role_see_the_connect_page(client, request, served_a, per
 
 
 def test_charlie_gets_the_404_of_a_missing_tenant(client, charlie, tenant_a):
+    Tenant.objects.filter(pk=tenant_a.pk).update(auth_mode=AuthMode.OAUTH)
     client.force_login(charlie)
     assert page(client).status_code == 404
     assert page(client, "no-such-tenant").status_code == 404

@@ -1,8 +1,10 @@
 """Every page a person opens, in Chromium, in light and in dark mode: no console error, no failed request
 (the favicon's included), no serious or critical axe-core violation, and a full-page screenshot of each.
 
-PAGES is the one list: add a page there and it is swept. A path may name `{tool}`, `{prompt}`,
-`{resource}` (the demo tenant's first of each) and `{tenant}` (the demo tenant's id). The screenshots
+PAGES is the one list of a signed-in person's pages, ANONYMOUS of a stranger's (swept first): add a page
+there and it is swept. A path may name `{tool}`, `{prompt}`,
+`{resource}` (the demo tenant's first of each), `{tenant}` (the demo tenant's id) and `{upstream}` (an
+upstream server of a tenant of its own, synced from a real upstream the test runs). The screenshots
 go to $MCP_SCREENSHOT_DIR (a temporary folder when unset; .ci/run sets one under its run and says where).
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import secrets
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +26,7 @@ from playwright.async_api import TimeoutError as PlaywrightTimeout
 from tests.e2e.admin_pages import body_text, signed_in
 from tests.e2e.browser import PAGE_MS, chromium, sign_in
 from tests.e2e.servers import ADMIN_PASSWORD, ADMIN_USERNAME, DaphneServer, django_shell
+from tests.upstreams.running import running_upstream
 
 pytestmark = [pytest.mark.e2e]
 
@@ -34,6 +38,12 @@ class Swept:
     ready: str  # text the page shows once it is there
 
 
+# What a stranger sees, signed in to nothing (AMB-290, AMB-291).
+ANONYMOUS = (
+    Swept("front-anonymous", "/", "This site hosts MCP servers"),
+    Swept("connect-anonymous", "/t/demo/connect", "Claude"),
+    Swept("sign-in", "/t/secure/connect", "Username"),
+)
 PAGES = (
     Swept("front", "/", "Your MCP servers"),
     Swept("admin-home", "/admin/", "Site administration"),
@@ -60,6 +70,9 @@ PAGES = (
     Swept("try", "/admin/mcp_app/tool/{tool}/try/", "Runs the tool"),
     Swept("self-check", "/admin/tenants/tenant/{tenant}/check/", "Check"),
     Swept("templates", "/admin/mcp_app/resourcetemplate/", "Select resource template to change"),
+    # An upstream's own page and its remote tools, with Sync now and the publish buttons (AMB-292).
+    Swept("upstream", "/admin/mcp_app/upstream/{upstream}/change/", "Publish all"),
+    Swept("remote-tools", "/admin/mcp_app/upstream/{upstream}/tools/", "Publish selected"),
 )
 
 # axe-core rules left out, each for markup of Django's own admin that our templates cannot change.
@@ -88,6 +101,19 @@ def demo_ids(server: DaphneServer) -> dict[str, int]:
     )
     tool, prompt, resource, tenant = (int(x) for x in out.strip().splitlines()[-1].split())
     return {"tool": tool, "prompt": prompt, "resource": resource, "tenant": tenant}
+
+
+def synced_upstream(server: DaphneServer, url: str, scheme: str) -> int:
+    """An upstream of a tenant of its own (the demo's self-check never meets it), synced: its id."""
+    out = django_shell(
+        server.env,
+        "from mcp_app.models import Upstream\nfrom mcp_app.upstreams import service\n"
+        "from tenants.models import Tenant\n"
+        f"t, _ = Tenant.objects.get_or_create(slug='sweep-{scheme}', defaults={{'name': 'sweep', 'auth_mode': 'public'}})\n"
+        f"up = Upstream(tenant=t, name='docs-{secrets.token_hex(3)}', url={url!r}, prefix='docs_')\n"
+        "up.full_clean(); up.save(); service.sync(up); print(up.pk)\n",
+    )
+    return int(out.strip().splitlines()[-1])
 
 
 class Watch:
@@ -125,6 +151,24 @@ async def settled(page: Page) -> None:
         await page.wait_for_load_state("networkidle", timeout=IDLE_MS)
 
 
+async def visit(page: Page, watch: Watch, axe: Axe, swept: Swept, url: str, scheme: str, shots: Path) -> list[str]:
+    """One page opened, checked (its text, axe-core, what went wrong) and screenshotted: the problems."""
+    found: list[str] = []
+    await page.goto(url)
+    await settled(page)
+    where = f"[{scheme}] {swept.name} ({swept.path})"
+    text = await body_text(page)
+    if swept.ready.lower() not in text.lower():  # the admin's object tools are upper-cased
+        found.append(f"{where}: {swept.ready!r} not on the page")
+    results = await axe.run(page, options=AXE_OPTIONS)
+    for violation in results.response["violations"]:
+        if violation["impact"] in SERIOUS and violation["id"] not in AXE_EXCLUDED_RULES:
+            targets = [", ".join(map(str, node["target"])) for node in violation["nodes"]][:5]
+            found.append(f"{where}: axe {violation['id']} ({violation['impact']}): {targets}")
+    await page.screenshot(path=str(shots / f"{swept.name}-{scheme}.png"), full_page=True)
+    return found + [f"{where}: {problem}" for problem in watch.take()]
+
+
 async def sweep(browser: Browser, server: DaphneServer, scheme: str, ids: dict[str, int], shots: Path) -> list[str]:
     context = await browser.new_context(color_scheme=scheme, viewport={"width": 1280, "height": 900})
     context.set_default_timeout(PAGE_MS)
@@ -133,6 +177,8 @@ async def sweep(browser: Browser, server: DaphneServer, scheme: str, ids: dict[s
     axe = Axe()
     found: list[str] = []
     try:
+        for swept in ANONYMOUS:
+            found += await visit(page, watch, axe, swept, f"{server.url}{swept.path}", scheme, shots)
         await page.goto(f"{server.url}/admin/")
         await sign_in(page, ADMIN_USERNAME, ADMIN_PASSWORD)
         await page.wait_for_load_state("networkidle")
@@ -141,19 +187,7 @@ async def sweep(browser: Browser, server: DaphneServer, scheme: str, ids: dict[s
             url = f"{server.url}{swept.path.format(**ids)}"
             if swept.name == "not-found":
                 watch.expected_status[url] = 404
-            await page.goto(url)
-            await settled(page)
-            where = f"[{scheme}] {swept.name} ({swept.path})"
-            text = await body_text(page)
-            if swept.ready.lower() not in text.lower():  # the admin's object tools are upper-cased
-                found.append(f"{where}: {swept.ready!r} not on the page")
-            results = await axe.run(page, options=AXE_OPTIONS)
-            for violation in results.response["violations"]:
-                if violation["impact"] in SERIOUS and violation["id"] not in AXE_EXCLUDED_RULES:
-                    targets = [", ".join(map(str, node["target"])) for node in violation["nodes"]][:5]
-                    found.append(f"{where}: axe {violation['id']} ({violation['impact']}): {targets}")
-            await page.screenshot(path=str(shots / f"{swept.name}-{scheme}.png"), full_page=True)
-            found += [f"{where}: {problem}" for problem in watch.take()]
+            found += await visit(page, watch, axe, swept, url, scheme, shots)
     finally:
         await context.close()
     return found
@@ -161,12 +195,14 @@ async def sweep(browser: Browser, server: DaphneServer, scheme: str, ids: dict[s
 
 # One browser per colour scheme: a test stays well under the suite's 90 s hang watchdog (tests/conftest.py).
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-async def test_every_page_is_clean(server: DaphneServer, scheme: str) -> None:
+async def test_every_page_is_clean(server: DaphneServer, scheme: str, tmp_path: Path) -> None:
     ids = demo_ids(server)
     shots = screenshot_dir()
-    async with chromium() as browser:
-        problems = await sweep(browser, server, scheme, ids, shots)
-    assert len(list(shots.glob(f"*-{scheme}.png"))) >= len(PAGES)
+    with running_upstream(tmp_path) as remote:
+        ids["upstream"] = synced_upstream(server, remote.url, scheme)
+        async with chromium() as browser:
+            problems = await sweep(browser, server, scheme, ids, shots)
+    assert len(list(shots.glob(f"*-{scheme}.png"))) >= len(ANONYMOUS) + len(PAGES)
     assert not problems, f"{len(problems)} problems (screenshots in {shots}):\n" + "\n".join(
         re.sub(r"\s+", " ", p)[:400] for p in problems
     )

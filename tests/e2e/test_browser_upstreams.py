@@ -211,3 +211,69 @@ async def test_an_owner_federates_an_oauth_tenant_with_a_service_client_made_in_
         await page.get_by_role("link", name="Test connection").click()
     assert "greet" in await page.inner_text("#upstream-tools"), await body_text(page)
     await shots.take(page, "test-connection")
+
+
+async def tool_names(server: DaphneServer, slug: str) -> set[str]:
+    async with sdk_client(server.mcp_url(slug), "auto") as client:
+        return {tool.name for tool in (await client.list_tools()).tools}
+
+
+async def until_tools(server: DaphneServer, slug: str, expected: set[str]) -> None:
+    async with asyncio.timeout(REQUEST_SECONDS):
+        while await tool_names(server, slug) != expected:
+            await asyncio.sleep(0.2)
+
+
+async def test_an_owner_syncs_on_the_upstreams_page_publishes_two_selected_tools_then_all_the_rest(
+    server: DaphneServer, remote: UpstreamServer, page: Page, request: pytest.FixtureRequest
+) -> None:
+    """AMB-292 in the browser: Sync now and Publish all on the upstream's own page, Publish selected on the
+    remote tools page; an SDK client sees each publish, each one change."""
+    slug = f"browser-many-{secrets.token_hex(3)}"
+    upstream_id = await asyncio.to_thread(
+        django_shell,
+        server.env,
+        "from mcp_app.models import Upstream\nfrom tenants.models import Tenant\n"
+        f"t = Tenant.objects.create(slug={slug!r}, name={slug!r}, auth_mode='public')\n"
+        f"up = Upstream(tenant=t, name='docs', url={remote.url!r}, prefix='docs_')\n"
+        "up.full_clean(); up.save(); print(up.pk)\n",
+    )
+    upstream_page = f"{server.url}/admin/mcp_app/upstream/{upstream_id.strip()}/change/"
+    shots = Screenshots(request.node.name)
+    await page.goto(f"{server.url}/admin/")
+    await sign_in(page, ADMIN_USERNAME, ADMIN_PASSWORD)
+
+    await page.goto(upstream_page)
+    assert await page.is_disabled("#publish-all")  # nothing synced yet
+    async with page.expect_navigation():
+        await page.click("#sync-now")
+    assert page.url == upstream_page and "Synced:" in await body_text(page)
+    label = await page.get_attribute("#publish-all", "value")
+    offered = int(label.split("(")[1].rstrip(")")) if label else 0
+    assert offered > 10, label
+    await shots.take(page, "synced")
+
+    async with page.expect_navigation():
+        await page.get_by_role("link", name="Remote tools").first.click()
+    await page.check("#remote-echo input[type=checkbox]")
+    await page.check("#remote-add input[type=checkbox]")
+    async with page.expect_navigation():
+        await page.click("#publish-selected")
+    text = await body_text(page)
+    assert "Published 2 remote tools in one change: add as docs_add, echo as docs_echo." in text, text[:1500]
+    assert await page.get_attribute("#remote-echo", "data-state") == "published"
+    await shots.take(page, "selected")
+    await until_tools(server, slug, {"docs_add", "docs_echo"})
+
+    await page.goto(upstream_page)
+    assert await page.get_attribute("#publish-all", "value") == f"Publish all ({offered - 2})"
+    async with page.expect_navigation():
+        await page.click("#publish-all")
+    text = await body_text(page)
+    assert page.url == upstream_page and f"Published {offered - 2} remote tools in one change" in text
+    assert await page.is_disabled("#publish-all")
+    await shots.take(page, "all")
+    async with asyncio.timeout(REQUEST_SECONDS):
+        while len(names := await tool_names(server, slug)) != offered:
+            await asyncio.sleep(0.2)
+    assert all(name.startswith("docs_") for name in names)

@@ -27,6 +27,14 @@ def seed(*args: str) -> str:
     return out.getvalue()
 
 
+def demo_rows() -> str:
+    """The demo's definitions as seed_demo's line names them, counted in the database (AMB-294)."""
+    tenant = Tenant.objects.get(slug="demo")
+    n = {m: m.objects.filter(tenant=tenant).count() for m in (Tool, Prompt, Resource, ResourceTemplate)}
+    template = "resource template" if n[ResourceTemplate] == 1 else "resource templates"
+    return f"{n[Tool]} tools, {n[Prompt]} prompts, {n[Resource]} resources and {n[ResourceTemplate]} {template}"
+
+
 def logo() -> bytes:
     [blob] = [r["blob"] for r in load(DEMO_SLUG)["resources"] if r["uri"] == "demo://logo.png"]
     return base64.b64decode(blob)
@@ -121,7 +129,8 @@ def test_seed_demo_is_idempotent_and_a_second_run_changes_nothing(
     assert "admin / demo-admin-pw" in first
     # The password is printed only when set; the way to sign in, on every run (AMB-236).
     assert "demo-admin-pw" not in second and "Admin login: admin (password unchanged" in second
-    assert "kept 22" in second
+    assert f"Demo tenant 'demo': tenant created; {demo_rows()} created." in first
+    assert f"Demo tenant 'demo': tenant kept; {demo_rows()} kept." in second
     assert [m.objects.count() for m in (Tenant, Tool, Prompt, Resource, ResourceTemplate)] == counts
     assert Tenant.objects.get(slug="demo").definitions_version == version
     assert history_count() == history
@@ -135,8 +144,8 @@ def test_seed_demo_reset_of_unedited_tenants_saves_nothing_and_records_no_histor
     version, history = Tenant.objects.get(slug="demo").definitions_version, history_count()
     with django_capture_on_commit_callbacks(execute=True):
         output = seed("--tenant-only", "--reset")
-    assert "Demo tenant 'demo': unchanged 22." in output
-    assert "OAuth tenant 'secure': unchanged 4." in output
+    assert f"Demo tenant 'demo': tenant unchanged; {demo_rows()} unchanged." in output
+    assert "OAuth tenant 'secure': tenant unchanged; 2 tools and 1 resource unchanged." in output
     assert (Tenant.objects.get(slug="demo").definitions_version, history_count()) == (version, history)
 
 
@@ -146,7 +155,8 @@ def test_seed_demo_keeps_the_users_edits_to_demo_definitions_on_restart(django_c
     Tool.objects.filter(name="add").delete()
     with django_capture_on_commit_callbacks(execute=True):
         output = seed("--tenant-only")
-    assert "created 1" in output and "kept 21" in output
+    assert "Demo tenant 'demo': tenant kept; 1 tool created; " in output
+    assert f"tools, {demo_rows().split(' tools, ')[1]} kept." in output
     assert Tool.objects.get(name="echo").description == "edited"
     assert Tool.objects.filter(name="add").exists()  # a missing demo row is recreated
 
@@ -158,7 +168,7 @@ def test_seed_demo_reset_restores_an_edited_demo_definition_and_announces_it(
     Tool.objects.filter(name="echo").update(description="edited")
     tenant = Tenant.objects.get(slug="demo")
     with django_capture_on_commit_callbacks(execute=True):
-        assert "updated 1" in seed("--tenant-only", "--reset")
+        assert "; 1 tool updated; " in seed("--tenant-only", "--reset")
     assert Tool.objects.get(name="echo").description == "Return the message unchanged."
     assert Tenant.objects.get(pk=tenant.pk).definitions_version == tenant.definitions_version + 1
 

@@ -45,12 +45,11 @@ class Command(BaseCommand):
         **options: Any,
     ) -> None:
         with transaction.atomic():
-            counts = seed_tenant(DEMO_SLUG, reset)
-            secure_counts = seed_tenant(SECURE_SLUG, reset)
+            seeded = seed_tenant(DEMO_SLUG, reset)
+            secure_seeded = seed_tenant(SECURE_SLUG, reset)
             login = None if tenant_only else self.seed_admin(print_login)
             secure_password = None if tenant_only else secure.seed_secure_user(print_login)
-        summary = ", ".join(f"{state} {n}" for state, n in sorted(counts.items()))
-        self.stdout.write(f"Demo tenant '{DEMO_SLUG}': {summary}.")
+        self.stdout.write(f"Demo tenant '{DEMO_SLUG}': {seeded.summary()}.")
         if login:
             self.stdout.write(
                 self.style.SUCCESS(
@@ -64,8 +63,7 @@ class Command(BaseCommand):
                 f"prints a new one, or set MCP_ADMIN_PASSWORD)  ({settings.MCP_PUBLIC_URL}/admin/)"
             )
         self.stdout.write(f"MCP URL: {settings.MCP_PUBLIC_URL}/t/{DEMO_SLUG}/mcp")
-        secure_summary = ", ".join(f"{state} {n}" for state, n in sorted(secure_counts.items()))
-        self.stdout.write(f"OAuth tenant '{SECURE_SLUG}': {secure_summary}.")
+        self.stdout.write(f"OAuth tenant '{SECURE_SLUG}': {secure_seeded.summary()}.")
         if secure_password:
             self.stdout.write(
                 self.style.SUCCESS(f"Secure tenant login: {secure.SECURE_USERNAME} / {secure_password}")
