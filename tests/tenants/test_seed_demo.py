@@ -48,6 +48,9 @@ def test_seed_demo_creates_the_demo_tenant_with_every_definition(monkeypatch):
         "count_in_background",
         "fetch_json",
         "stream_count",
+        "ask_everything",
+        "greet_in_a_task",
+        "fail_on_purpose",
         "ask_user",
         "summarize",
         "show_roots",
@@ -58,6 +61,8 @@ def test_seed_demo_creates_the_demo_tenant_with_every_definition(monkeypatch):
     assert {name for name, tool in tools.items() if tool.execution == "background"} == {
         "count_in_background",
         "stream_count",
+        "greet_in_a_task",
+        "fail_on_purpose",
     }
     assert tools["echo"].handler_config == {"callable": "echo"}
     assert tools["echo"].input_schema["required"] == ["message"]
@@ -121,7 +126,7 @@ def test_seed_demo_is_idempotent_and_a_second_run_changes_nothing(
     assert "admin / demo-admin-pw" in first
     # The password is printed only when set; the way to sign in, on every run (AMB-236).
     assert "demo-admin-pw" not in second and "Admin login: admin (password unchanged" in second
-    assert "kept 22" in second
+    assert "kept 25" in second
     assert [m.objects.count() for m in (Tenant, Tool, Prompt, Resource, ResourceTemplate)] == counts
     assert Tenant.objects.get(slug="demo").definitions_version == version
     assert history_count() == history
@@ -135,7 +140,7 @@ def test_seed_demo_reset_of_unedited_tenants_saves_nothing_and_records_no_histor
     version, history = Tenant.objects.get(slug="demo").definitions_version, history_count()
     with django_capture_on_commit_callbacks(execute=True):
         output = seed("--tenant-only", "--reset")
-    assert "Demo tenant 'demo': unchanged 22." in output
+    assert "Demo tenant 'demo': unchanged 25." in output
     assert "OAuth tenant 'secure': unchanged 4." in output
     assert (Tenant.objects.get(slug="demo").definitions_version, history_count()) == (version, history)
 
@@ -146,7 +151,7 @@ def test_seed_demo_keeps_the_users_edits_to_demo_definitions_on_restart(django_c
     Tool.objects.filter(name="add").delete()
     with django_capture_on_commit_callbacks(execute=True):
         output = seed("--tenant-only")
-    assert "created 1" in output and "kept 21" in output
+    assert "created 1" in output and "kept 24" in output
     assert Tool.objects.get(name="echo").description == "edited"
     assert Tool.objects.filter(name="add").exists()  # a missing demo row is recreated
 
