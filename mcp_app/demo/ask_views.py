@@ -113,7 +113,9 @@ async def _ask_together_events(asking: _Asking) -> AsyncIterator[str]:
         text = "You did not give your name, so nothing else was asked."
         yield _line(type="result", content=[{"type": "text", "text": text}])
         return
-    roots = [r.get("uri") for r in (results.get("client_roots") or {}).get("roots") or [] if isinstance(r, dict)]
+    roots = [
+        r.get("uri") for r in (results.get("client_roots") or {}).get("roots") or [] if isinstance(r, dict)
+    ]
     said = _text(results.get("greeting"))
     text = f"Hello, {name}! Your model's greeting: {said} Your client shares {len(roots)} root(s): " + (
         ", ".join(str(uri) for uri in roots) or "none"
@@ -131,7 +133,10 @@ async def ask_together(request: HttpRequest) -> HttpResponse:
 
 
 async def _task_events(asking: _Asking) -> AsyncIterator[str]:
-    question = {"method": "elicitation/create", "params": {"message": "What is your name?", "requestedSchema": NAME_FORM}}
+    question = {
+        "method": "elicitation/create",
+        "params": {"message": "What is your name?", "requestedSchema": NAME_FORM},
+    }
     yield _line(type="ask", id="user_name", request=question, reply_url=asking.reply_url)
     reply = await asking.answer()
     name = _name((reply or {}).get("result"))
