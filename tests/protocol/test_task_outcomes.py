@@ -6,20 +6,16 @@ the same: tests/handlers/test_http_stream.py; through Daphne: tests/e2e/test_con
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
 from typing import Any
 
 import pytest
 
-from mcp_app import catalog as catalogs
 from mcp_app.core.context import RequestContext
 from mcp_app.core.errors import ProtocolError
 from mcp_app.handlers.python import register
 from mcp_app.models import Tool, ToolRun
 from mcp_app.protocol import tasks
-from tests.protocol.support import error_of, result_of
-from tests.support import make_ctx
+from tests.protocol.support import ctx_for, error_of, finished, result_of
 
 MODERN = "2026-07-28"
 NAME_FORM = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
@@ -68,23 +64,6 @@ def tools(transactional_db: Any, tenant_a: Any) -> Any:
     return tenant_a
 
 
-async def ctx_for(tenant: Any, version: str = "2025-11-25", **kwargs: Any) -> RequestContext:
-    """make_ctx with the tenant as the transport loads it (whether it has task tools)."""
-    ctx = make_ctx(tenant, version=version, **kwargs)
-    info = await catalogs.get_tenant(tenant.slug)
-    assert info is not None
-    return dataclasses.replace(ctx, tenant=info)
-
-
-async def terminal(ctx: RequestContext, task_id: str) -> dict[str, Any]:
-    for _ in range(200):
-        task = await result_of(ctx, "tasks/get", {"taskId": task_id})
-        if task["status"] in tasks.TERMINAL:
-            return task
-        await asyncio.sleep(0.05)
-    raise AssertionError("the task never ended")
-
-
 # --- A protocol error ends a task failed (AMB-285) ----------------------------------------------------
 
 
@@ -98,7 +77,7 @@ async def test_a_plain_call_of_a_tool_raising_a_protocol_error_answers_that_json
 async def test_a_2025_11_25_task_whose_tool_raises_a_protocol_error_ends_failed_with_it(tools):
     ctx = await ctx_for(tools)
     created = await result_of(ctx, "tools/call", {"name": "breaks", "arguments": {}, "task": {}})
-    task = await terminal(ctx, created["task"]["taskId"])
+    task = await finished(ctx, created["task"]["taskId"])
     assert task["status"] == "failed" and task["statusMessage"] == "The job broke."
     assert await error_of(ctx, "tasks/result", {"taskId": task["taskId"]}) == {
         "code": -32603,
@@ -115,7 +94,7 @@ async def test_a_2026_07_28_task_whose_tool_raises_a_protocol_error_is_failed_wi
     ctx = await ctx_for(tools, MODERN, session=None, client_capabilities=TASKS_AND_FORMS)
     created = await result_of(ctx, "tools/call", {"name": "breaks", "arguments": {}})
     assert created["resultType"] == "task"
-    task = await terminal(ctx, created["taskId"])
+    task = await finished(ctx, created["taskId"])
     assert task["status"] == "failed"
     assert task["error"] == {"code": -32603, "message": "The job broke.", "data": {"why": "on purpose"}}
     assert "result" not in task
@@ -137,7 +116,7 @@ async def test_a_task_tools_question_is_asked_in_rounds_and_its_answer_reaches_t
     created = await result_of(ctx, "tools/call", retry)
     assert created["resultType"] == "task" and created["taskId"]
     assert "requestState" not in created and "inputRequests" not in created
-    task = await terminal(ctx, created["taskId"])
+    task = await finished(ctx, created["taskId"])
     assert task["status"] == "completed"
     assert task["result"]["content"][0]["text"] == "Hello, Alice!"
     # Round one asked; round two asked again (answered) and said `as_task`; the task ran it again.
