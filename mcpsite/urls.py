@@ -11,6 +11,7 @@ from mcp_app.admin import self_check as self_check_admin
 from mcp_app.api.token_page import api_tokens
 from mcp_app.connect import wayfinding
 from mcp_app.connect.page import connect_page
+from mcp_app.demo import ask_views as demo_ask_views
 from mcp_app.demo import views as demo_views
 from mcp_app.handlers.form_page import form_page
 from mcp_app.identity import pages as connection_pages
@@ -111,4 +112,9 @@ urlpatterns = [
     # What the demo's fetch_json and stream_count tools post to (mcp_app/demo/tenants/demo.yaml).
     path("demo/echo", demo_views.echo, name="demo-echo"),
     path("demo/stream", demo_views.stream, name="demo-stream"),
+    # What ask_everything, greet_in_a_task and fail_on_purpose stream from (AMB-284..286).
+    path("demo/ask-together", demo_ask_views.ask_together, name="demo-ask-together"),
+    path("demo/ask-then-task", demo_ask_views.ask_then_task, name="demo-ask-then-task"),
+    path("demo/fail", demo_ask_views.fail, name="demo-fail"),
+    path("demo/reply/<str:token>", demo_ask_views.reply, name="demo-reply"),
 ]

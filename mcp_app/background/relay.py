@@ -60,7 +60,14 @@ from django.conf import settings
 
 from mcp_app.background import contract, presence, runs
 from mcp_app.core.context import Asker, RequestContext
-from mcp_app.core.errors import HandlerError, InputRequired, MissingCapability, error_result
+from mcp_app.core.errors import (
+    GoAsync,
+    HandlerError,
+    InputRequired,
+    MissingCapability,
+    ProtocolError,
+    error_result,
+)
 from mcp_app.core.notifications import progress
 from mcp_app.core.types import ToolDef
 from mcp_app.infra import redis_client
@@ -186,6 +193,10 @@ async def _relay_ask(ask: Asker, job_id: str, event: dict[str, Any]) -> None:
         raise
     except MissingCapability as missing:
         await _answer(job_id, ask_id, {"missing_capability": missing.capability})
+        raise
+    except GoAsync:
+        # Its questions are asked: the call becomes a task, which runs it anew (AMB-286).
+        await _answer(job_id, ask_id, {"as_task": True})
         raise
     except Exception:
         logger.exception("could not ask the client the question of background job %s", job_id)
@@ -401,7 +412,11 @@ class _Relay:
                 if self.phase is Phase.RUNNING:
                     self.phase = Phase.ASKING
             case "mcp.job.result":
-                result = event.get("result")
+                result, error = event.get("result"), event.get("error")
+                if isinstance(error, dict) and isinstance(error.get("code"), int):
+                    # The handler's protocol-level failure (AMB-285); `result` is what an older
+                    # server would show instead.
+                    raise ProtocolError(error["code"], str(error.get("message") or ""), error.get("data"))
                 if not isinstance(result, dict):
                     return error_result(f"Tool {self.tool.name!r} failed with an internal error.")
                 return result

@@ -31,7 +31,15 @@ from django.conf import settings
 from mcp_app import catalog as catalogs
 from mcp_app.background import contract, runs
 from mcp_app.core.context import ASK_TOGETHER, Asker, RequestContext, SessionState, resources_of
-from mcp_app.core.errors import AskOutcome, InputRequired, MissingCapability, ToolError, error_result
+from mcp_app.core.errors import (
+    AskOutcome,
+    GoAsync,
+    InputRequired,
+    MissingCapability,
+    ProtocolError,
+    ToolError,
+    error_result,
+)
 from mcp_app.core.types import Catalog, TenantInfo, ToolDef
 from mcp_app.handlers import registry
 from mcp_app.infra import redis_client
@@ -106,6 +114,8 @@ def _asker(job_id: str, replies: _Replies, cancelled: asyncio.Event) -> Asker:
             raise InputRequired({str(key): request for key in answer["input_required"]})
         if isinstance(answer.get("missing_capability"), str):
             raise MissingCapability(answer["missing_capability"])
+        if answer.get("as_task") is True:
+            raise GoAsync  # the call became a task, which runs the handler anew (AMB-286)
         if isinstance(answer.get("result"), dict):
             return answer["result"]
         raise ToolError(str(answer.get("error") or "The client did not answer."))
@@ -233,6 +243,9 @@ async def _ended_by_asking(job_id: str, tool: ToolDef, outcome: AskOutcome, elap
             f"Asked the client ({', '.join(methods)}): the call returned the question; its retry runs anew."
         )
         status, said = ToolRun.Status.DONE, "asked"
+    elif isinstance(outcome, GoAsync):
+        detail = "Asked its questions; the call became a task, which runs it anew with the answers."
+        status, said = ToolRun.Status.DONE, "asked"
     else:
         capability = outcome.capability if isinstance(outcome, MissingCapability) else "?"
         detail = f"The client did not declare {capability!r}, which the tool asks for (error -32021)."
@@ -330,6 +343,14 @@ async def work(job: dict[str, Any]) -> str:
             result = handler.result()  # it swallowed the stop and finished: kept and sent (below)
     except AskOutcome as outcome:
         return await _ended_by_asking(job_id, tool, outcome, time.monotonic() - started)
+    except ProtocolError as failure:
+        # Not an isError result: the call answers this JSON-RPC error, a task ends failed (AMB-285).
+        await runs.close_run(job_id, (runs.RUNNING,), ToolRun.Status.FAILED, failure.message)
+        await replies.reliably(
+            "mcp.job.result", result=error_result(failure.message), error=failure.to_error()
+        )
+        logger.info("job %s (tool %s) failed with protocol error %s", job_id, tool.name, failure.code)
+        return "failed"
     finally:
         watcher.cancel()
     elapsed = time.monotonic() - started

@@ -27,9 +27,17 @@ Asker = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 # later name may have no result). Never sent on the wire.
 ASK_TOGETHER = "mcp.ask/together"
 
+# "My questions are asked: what follows may run as a task" (AMB-286), put by `RequestContext.as_task`.
+# Only the asker of a 2026-07-28 call that may become a task acts on it (the call answers with the
+# task, which runs the handler again with the answers); every other asker answers {} at once.
+# Never sent on the wire.
+AS_TASK = "mcp.ask/as-task"
+
 
 async def _cannot_ask(request: dict[str, Any]) -> dict[str, Any]:
     method = request.get("method")
+    if method == AS_TASK:
+        return {}
     if method == ASK_TOGETHER:  # name what was asked, not the internal group
         group = (request.get("params") or {}).get("requests") or {}
         method = ", ".join(sorted({str(q.get("method")) for q in group.values() if isinstance(q, dict)}))
@@ -151,6 +159,12 @@ class RequestContext:
         answer = await self.ask({"method": ASK_TOGETHER, "params": {"requests": requests}})
         results = answer.get("results")
         return results if isinstance(results, dict) else {}
+
+    async def as_task(self) -> None:
+        """Say that the questions are asked (AMB-286): on a 2026-07-28 call of a tool that asks before it
+        becomes a task (`asks_before_task`), the call answers with the task here and the task runs
+        the handler again, its questions answered from the rounds; anywhere else it returns at once."""
+        await self.ask({"method": AS_TASK, "params": {}})
 
     async def elicit(
         self, message: str, requested_schema: dict[str, Any], key: str | None = None

@@ -46,12 +46,43 @@ class InputRequired(AskOutcome):
         self.requests = requests
 
 
+class GoAsync(AskOutcome):
+    """2026-07-28, a call that may become a task: the handler has asked its questions in rounds
+    (`ctx.as_task()`), so the call answers with a task that runs it again with their answers (AMB-286)."""
+
+    def __init__(self) -> None:
+        super().__init__("the handler goes on as a task")
+
+
 class MissingCapability(AskOutcome):
     """2026-07-28: the request did not declare the client capability the ask needs (-32021)."""
 
     def __init__(self, capability: str) -> None:
         super().__init__(f"missing client capability: {capability}")
         self.capability = capability
+
+
+class ProtocolError(Exception):
+    """A handler's failure at the protocol level (AMB-285): the call answers a JSON-RPC error, and a
+    task running it ends `failed` with that error, never `completed` with an isError result. Raised by
+    a python tool, or for an http tool's streamed `error` event. `message` goes to the client as is."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def to_error(self) -> dict[str, Any]:
+        return error_object(self.code, self.message, self.data)
+
+
+def error_object(code: int, message: str, data: Any = None) -> dict[str, Any]:
+    """A JSON-RPC error object (`data` only when there is some)."""
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return error
 
 
 def cut(text: str, limit: int) -> str:

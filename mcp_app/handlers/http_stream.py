@@ -12,6 +12,16 @@ JSON object a line, each with a ``"type"``, read as they arrive:
   client is asked (elicitation/create in form mode, sampling/createMessage or roots/list) and
   ``{"id": …, "result": <the client's answer>}`` is POSTed to ``reply_url`` (relative to the tool's
   URL, on its origin: the secret headers go with it), through the same guard; the stream goes on.
+- ``{"type": "ask", "requests": {"<key>": {"method": …, "params": {…}}, …}, "reply_url": "…"}``:
+  several questions of any kinds in one round (AMB-284), each under its key: asked together on
+  2026-07-28 (one InputRequiredResult naming them all), one after another on a legacy session
+  (stopping at an elicitation not accepted); ``{"results": {"<key>": <answer>, …}}`` is POSTed back
+  once, every answer under its key.
+- ``{"type": "error", "code": -32603, "message": "…", "data": …}``: the tool failed at the protocol
+  level (AMB-285): the call answers this JSON-RPC error, a task ends ``failed``; it ends the stream.
+- ``{"type": "task"}``: the questions are asked (AMB-286). On a 2026-07-28 call of a tool configured
+  ``asks_before_task``, the call answers with a task here and the task calls the endpoint again, its
+  questions answered from the rounds; anywhere else it is passed over.
 - ``{"type": "result", …}``: the rest of the object is the reply, mapped as a plain JSON reply is
   (``content``/``structuredContent``/``isError``); it ends the stream.
 
@@ -35,12 +45,14 @@ from urllib.parse import urljoin
 
 from mcp_app.core import notifications, ssrf
 from mcp_app.core.context import RequestContext
-from mcp_app.core.errors import ToolError
+from mcp_app.core.errors import ProtocolError, ToolError
 from mcp_app.handlers import form
 from mcpsite import nesting
 
 STREAM_TYPES = ("application/x-ndjson", "application/jsonl")
 NO_RESULT = "The endpoint ended its stream without a result."
+# The most questions one ask event may carry (a form's limit too, AMB-123), and a key's length.
+MAX_ASKS, MAX_KEY_CHARS = 10, 64
 CANCELLED = "The call was cancelled; the endpoint's stream was closed."
 
 # Posts {"id", "result"} to a reply URL (the http kind's send: the guard, the secret headers).
@@ -126,9 +138,16 @@ async def _relay(
                 level, data, logger = _log(event)
                 await notifications.log(ctx, level, data, logger)
             elif kind == "ask":
-                ask_id, question, reply_url = _ask(event, url)
-                answer = await _asked(ctx, ask_id, question)
-                await post_reply(reply_url, {"id": ask_id, "result": answer})
+                ask_id, questions, reply_url = _ask(event, url)
+                answers = await _asked(ctx, questions)
+                if ask_id is None:
+                    await post_reply(reply_url, {"results": answers})
+                else:
+                    await post_reply(reply_url, {"id": ask_id, "result": answers[str(ask_id)]})
+            elif kind == "error":
+                raise _protocol_error(event)
+            elif kind == "task":
+                await ctx.as_task()
         except _Malformed as exc:
             raise ToolError(f"The endpoint's stream has a malformed line {number}: {exc}") from None
     raise ToolError(NO_RESULT)
@@ -175,16 +194,40 @@ def _log(event: dict[str, Any]) -> tuple[str, Any, str | None]:
     return level, event["data"], logger
 
 
-def _ask(event: dict[str, Any], url: str) -> tuple[str | int, dict[str, Any], str]:
+def _ask(event: dict[str, Any], url: str) -> tuple[str | int | None, dict[str, dict[str, Any]], str]:
+    """The event's id (None for several questions), its questions by key, and the reply URL."""
+    if "requests" in event:
+        if "id" in event or "request" in event:
+            raise _Malformed('an ask event has either "id" and "request", or "requests".')
+        requests = event["requests"]
+        if not isinstance(requests, dict) or not 1 <= len(requests) <= MAX_ASKS:
+            raise _Malformed(f'"requests" must be an object of 1 to {MAX_ASKS} questions by key.')
+        for key in requests:
+            if not key or len(key) > MAX_KEY_CHARS:
+                raise _Malformed(f"a question's key must be 1 to {MAX_KEY_CHARS} characters.")
+        questions = {key: _question(request) for key, request in requests.items()}
+        return None, questions, _reply_url(event.get("reply_url"), url)
     ask_id = event.get("id")
     if not isinstance(ask_id, (str, int)) or isinstance(ask_id, bool):
         raise _Malformed('an ask event needs an "id", a string or an integer.')
-    request = event.get("request")
+    return ask_id, {str(ask_id): _question(event.get("request"))}, _reply_url(event.get("reply_url"), url)
+
+
+def _question(request: Any) -> dict[str, Any]:
     if not isinstance(request, dict) or not isinstance(request.get("params", {}), dict):
         raise _Malformed('"request" must be an object with a "method" and object "params".')
     question = {"method": request.get("method"), "params": request.get("params", {})}
     _check_question(question)
-    return ask_id, question, _reply_url(event.get("reply_url"), url)
+    return question
+
+
+def _protocol_error(event: dict[str, Any]) -> ProtocolError:
+    code, message = event.get("code"), event.get("message")
+    if not isinstance(code, int) or isinstance(code, bool) or not -(2**31) <= code < 2**31:
+        raise _Malformed('an error event needs an integer "code" (a JSON-RPC error code).')
+    if not isinstance(message, str) or not message:
+        raise _Malformed('an error event needs a string "message".')
+    return ProtocolError(code, message, event.get("data"))
 
 
 def _check_question(question: dict[str, Any]) -> None:
@@ -207,23 +250,34 @@ def _check_question(question: dict[str, Any]) -> None:
         )
 
 
-async def _asked(ctx: RequestContext, ask_id: str | int, question: dict[str, Any]) -> dict[str, Any]:
-    """The client's answer, asked under the event's `id` (a 2026-07-28 inputRequests key, AMB-122),
-    through the context (either era, inline or on a worker)."""
-    params = question["params"]
-    if question["method"] == "elicitation/create":
-        params = {"mode": "form", "message": params["message"], "requestedSchema": params["requestedSchema"]}
-    elif question["method"] == "sampling/createMessage":
-        params = {**params, "messages": params["messages"], "maxTokens": params["maxTokens"]}
-    else:
-        params = {}
-    key = str(ask_id)
-    answer = (await ctx.ask_together({key: {"method": question["method"], "params": params}})).get(key)
-    if not isinstance(answer, dict):
-        raise ToolError(f"The client gave no answer to the endpoint's question {key!r}.")
-    if question["method"] == "elicitation/create" and answer.get("action") == "accept":
-        form.checked_answers(params["requestedSchema"], answer)  # the endpoint gets only what fits (AMB-120)
-    return answer
+async def _asked(ctx: RequestContext, questions: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The client's answers by key, asked together under the event's keys (2026-07-28 inputRequests
+    keys, AMB-122), through the context (either era, inline or on a worker). A legacy session stops
+    at an elicitation not accepted: the questions after it have no answer."""
+    requests = {}
+    for key, question in questions.items():
+        params = question["params"]
+        if question["method"] == "elicitation/create":
+            params = {"mode": "form", "message": params["message"], "requestedSchema": params["requestedSchema"]}
+        elif question["method"] == "sampling/createMessage":
+            params = {**params, "messages": params["messages"], "maxTokens": params["maxTokens"]}
+        else:
+            params = {}
+        requests[key] = {"method": question["method"], "params": params}
+    answers = await ctx.ask_together(requests)
+    for key, request in requests.items():
+        answer = answers.get(key)
+        if answer is None and len(answers) < len(requests) and _declined(answers):
+            continue  # not asked: an earlier form was declined (legacy, one after another)
+        if not isinstance(answer, dict):
+            raise ToolError(f"The client gave no answer to the endpoint's question {key!r}.")
+        if request["method"] == "elicitation/create" and answer.get("action") == "accept":
+            form.checked_answers(request["params"]["requestedSchema"], answer)  # only what fits (AMB-120)
+    return {key: answer for key, answer in answers.items() if key in requests}
+
+
+def _declined(answers: dict[str, Any]) -> bool:
+    return any(isinstance(a, dict) and a.get("action") in ("decline", "cancel") for a in answers.values())
 
 
 def _reply_url(value: Any, url: str) -> str:

@@ -8,7 +8,10 @@ Register with the decorator in any module listed in ``settings.MCP_PYTHON_HANDLE
 Sync functions run in a worker thread. The return value becomes the result: a ``str`` is one text
 block; a ``list`` is the content blocks; a ``dict`` with a ``content`` list is a CallToolResult as is;
 any other ``dict`` is structuredContent plus a text block of its JSON. Raise
-``registry.ToolError("...")`` for a failure the model should see.
+``registry.ToolError("...")`` for a failure the model should see, ``core.errors.ProtocolError(code,
+message)`` for one at the protocol level (the call's JSON-RPC error, a task's ``failed``: AMB-285). With
+``"asks_before_task": true`` in its configuration, ``await ctx.as_task()`` after its questions makes a
+2026-07-28 call's task there (AMB-286).
 
 For resource templates the callable gets the URI variables as ``arguments`` and returns a ``str``
 (text contents), ``bytes`` (blob contents), a ``dict`` (JSON text) or a list of ResourceContents.

@@ -23,7 +23,14 @@ from django.core.exceptions import ValidationError
 
 from mcp_app.content import fields
 from mcp_app.core.context import RequestContext
-from mcp_app.core.errors import GENERIC_TOOL_ERROR, AskOutcome, HandlerError, UnknownKind, error_result
+from mcp_app.core.errors import (
+    GENERIC_TOOL_ERROR,
+    AskOutcome,
+    HandlerError,
+    ProtocolError,
+    UnknownKind,
+    error_result,
+)
 from mcp_app.core.types import TemplateDef, ToolDef
 
 logger = logging.getLogger(__name__)
@@ -133,14 +140,17 @@ def _normalise(result: Any) -> dict[str, Any]:
 
 
 async def run_inline(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> dict[str, Any]:
-    """Run ``tool`` in this process within its timeout; never raises for tool faults."""
+    """Run ``tool`` in this process within its timeout; never raises for tool faults (a handler's
+    ProtocolError is not one: it becomes the call's JSON-RPC error, a task's `failed`)."""
     try:
         module = load_kind(tool.handler)
         async with asyncio.timeout(tool.timeout_seconds or None):
             result = await module.run(ctx, tool, arguments)
         return _normalise(result)
-    except AskOutcome:
-        raise  # the call waits for the client's answer (2026-07-28): a protocol outcome, not a fault
+    except (AskOutcome, ProtocolError):
+        # The call waits for the client's answer (2026-07-28), or the handler failed at the protocol
+        # level (AMB-285): protocol outcomes, not faults the model reads.
+        raise
     except HandlerError as exc:
         return error_result(exc.message)
     except TimeoutError:

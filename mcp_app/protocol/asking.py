@@ -1,5 +1,7 @@
 """A handler asks the client (elicitation, sampling, roots) without knowing the era.
 
+Longer than 400 lines: both eras' ways of asking share the checks, the names and the groups of questions.
+
 The handler awaits `ctx.elicit(...)`, `ctx.sample(...)` or `ctx.list_roots()`; the asker set here
 decides how the question travels:
 
@@ -36,8 +38,8 @@ from typing import Any
 from django.conf import settings
 from django.core import signing
 
-from mcp_app.core.context import ASK_TOGETHER, RequestContext
-from mcp_app.core.errors import InputRequired, MissingCapability, ToolError
+from mcp_app.core.context import AS_TASK, ASK_TOGETHER, RequestContext
+from mcp_app.core.errors import GoAsync, InputRequired, MissingCapability, ToolError
 from mcp_app.core.versions import V2025_06_18, V2025_11_25, is_modern
 from mcp_app.infra import redis_client
 from mcp_app.protocol import capability_words
@@ -134,9 +136,16 @@ class Rounds:
     names: KeyNames = field(default_factory=KeyNames)
     # RequestContext.carried: what the handler keeps for its next run, kept in the state.
     carried: dict[str, Any] = field(default_factory=dict)
+    # A call that becomes a task once its handler's questions are asked (AMB-286): `ctx.as_task()`
+    # ends this run with GoAsync. Elsewhere it is answered at once.
+    before_task: bool = False
 
     def asker(self, ctx: RequestContext) -> Any:
         async def ask(request: dict[str, Any]) -> dict[str, Any]:
+            if request.get("method") == AS_TASK:
+                if self.before_task:
+                    raise GoAsync
+                return {}
             group = group_of(request)
             if group is not None:
                 return {"results": self.ask_together(ctx, group)}
@@ -302,6 +311,8 @@ def session_asker(ctx: RequestContext) -> Any:
 
 
 async def _ask_on_stream(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    if request.get("method") == AS_TASK:
+        return {}  # a legacy call is a task from its start, or never one
     group = group_of(request)
     if group is not None:
         return {"results": await one_after_another(functools.partial(_ask_on_stream, ctx), group)}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from mcp_app.core.errors import cut
+from mcp_app.core.errors import cut, error_object
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -33,10 +33,7 @@ class JsonRpcError(Exception):
         self.data = data
 
     def to_error(self) -> dict[str, Any]:
-        error: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.data is not None:
-            error["data"] = self.data
-        return error
+        return error_object(self.code, self.message, self.data)
 
 
 class ParseError(JsonRpcError):

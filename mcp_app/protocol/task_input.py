@@ -28,8 +28,8 @@ from django.conf import settings
 from django.utils import timezone
 
 from mcp_app.background import runs
-from mcp_app.core.context import Asker, RequestContext
-from mcp_app.core.errors import ToolError
+from mcp_app.core.context import AS_TASK, Asker, RequestContext
+from mcp_app.core.errors import InputRequired, MissingCapability, ToolError
 from mcp_app.models import ToolRun
 from mcp_app.protocol import asking
 
@@ -82,6 +82,8 @@ def asker(ctx: RequestContext, job_id: str, announce: Announce) -> Asker:
     names = asking.KeyNames()
 
     async def ask(request: dict[str, Any]) -> dict[str, Any]:
+        if request.get("method") == AS_TASK:
+            return {}  # already a task
         group = asking.group_of(request)
         named = {names.claim(str(n)): (n, r) for n, r in group.items()} if group is not None else None
         if named is None:
@@ -150,6 +152,8 @@ def session_asker(ctx: RequestContext, job_id: str, announce: Announce) -> Asker
         return result
 
     async def ask(request: dict[str, Any]) -> dict[str, Any]:
+        if request.get("method") == AS_TASK:
+            return {}  # already a task
         group = asking.group_of(request)
         if group is None:
             return await ask_one(request, names.claim(f"q{next(numbers)}"))
@@ -159,5 +163,24 @@ def session_asker(ctx: RequestContext, job_id: str, announce: Announce) -> Asker
             if question.get("method") == "elicitation/create" and results[name].get("action") != "accept":
                 break
         return {"results": results}
+
+    return ask
+
+
+def replaying(ctx: RequestContext, answered: asking.Rounds, then: Asker) -> Asker:
+    """The asker of a task made after its handler's questions were asked in rounds (AMB-286).
+
+    The task runs the handler from its start: each question it asked in the rounds is answered from
+    them (named as the rounds named it), `as_task` returns at once, and a question the rounds never
+    saw is asked by `then` (the task's own asker: input_required until tasks/update).
+    """
+    rounds = asking.Rounds(dict(answered.answers), call_id=answered.call_id, carried=answered.carried)
+    own = rounds.asker(ctx)
+
+    async def ask(request: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return await own(request)
+        except (InputRequired, MissingCapability):
+            return await then(request)
 
     return ask

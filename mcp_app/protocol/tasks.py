@@ -44,7 +44,7 @@ from mcp_app.core.versions import V2025_11_25, is_modern
 from mcp_app.handlers import upstream
 from mcp_app.infra import notify
 from mcp_app.models import ToolRun
-from mcp_app.protocol import task_input
+from mcp_app.protocol import asking, task_input
 from mcp_app.protocol.jsonrpc import (
     InvalidParams,
     JsonRpcError,
@@ -402,9 +402,18 @@ async def _announce(job_id: str) -> None:
 
 
 async def create(
-    ctx: RequestContext, tool: ToolDef, params: dict[str, Any], run: Run, in_background: bool
+    ctx: RequestContext,
+    tool: ToolDef,
+    params: dict[str, Any],
+    run: Run,
+    in_background: bool,
+    answered: asking.Rounds | None = None,
 ) -> dict[str, Any]:
-    """Make the task, start `run` (the call's own path, given the task's context and job id), answer at once."""
+    """Make the task, start `run` (the call's own path, given the task's context and job id), answer at once.
+
+    `answered`: the rounds in which the handler asked its questions before the task (AMB-286); the
+    task's handler gets their answers, as the same call (its call id and what it carried).
+    """
     row = await database_sync_to_async(_create)(ctx, tool, _ttl(ctx, params))
     task_ctx = dataclasses.replace(
         ctx, emit=_task_emit(ctx, row.task_id), cancelled=asyncio.Event(), request_id=None
@@ -412,7 +421,11 @@ async def create(
     # A task's handler asks while the task is input_required: answered by tasks/update (2026-07-28),
     # or as a request on the legacy session's stream.
     task_asker = task_input.asker if is_modern(ctx.protocol_version) else task_input.session_asker
-    task_ctx = dataclasses.replace(task_ctx, ask=task_asker(task_ctx, row.job_id, _announce))
+    ask = task_asker(task_ctx, row.job_id, _announce)
+    if answered is not None:
+        ask = task_input.replaying(task_ctx, answered, ask)
+        task_ctx = dataclasses.replace(task_ctx, call_id=answered.call_id, carried=answered.carried)
+    task_ctx = dataclasses.replace(task_ctx, ask=ask)
     runner = asyncio.get_running_loop().create_task(_run(task_ctx, row, run, in_background))
     _running[row.task_id] = runner
     runner.add_done_callback(lambda _: _running.pop(row.task_id, None))

@@ -12,13 +12,20 @@ from mcp_app import catalog as catalogs
 from mcp_app.background import relay as background
 from mcp_app.core import ui_apps
 from mcp_app.core.context import RequestContext, resources_of
-from mcp_app.core.errors import InputRequired, MissingCapability, error_result
+from mcp_app.core.errors import (
+    AskOutcome,
+    GoAsync,
+    InputRequired,
+    MissingCapability,
+    ProtocolError,
+    error_result,
+)
 from mcp_app.core.mcp_headers import check_param_headers
 from mcp_app.core.types import Catalog, ToolDef
 from mcp_app.core.versions import is_modern
 from mcp_app.handlers import registry
 from mcp_app.protocol import approval, asking, quotas, ratelimit, schemas, shaping, tasks
-from mcp_app.protocol.jsonrpc import HeaderMismatch, InvalidParams, truncate
+from mcp_app.protocol.jsonrpc import HeaderMismatch, InvalidParams, JsonRpcError, truncate
 from mcp_app.protocol.pagination import paginate, with_cursor
 
 logger = logging.getLogger(__name__)
@@ -159,7 +166,8 @@ async def execute(
 ) -> dict[str, Any]:
     """Run a tool, inline or on a worker, and check what it returned: the one path of a direct call and
     of a task's (the admin's Try is a direct call). Tool faults come back as isError results;
-    InputRequired and MissingCapability (the client must answer first) propagate.
+    InputRequired and MissingCapability (the client must answer first), GoAsync (the call becomes a
+    task, AMB-286) and a handler's ProtocolError (AMB-285) propagate.
 
     `ctx.ask` carries the call's questions either way: the worker's come back here and are asked as an
     inline handler's would be. `job_id` names the ToolRun row a task made already.
@@ -169,7 +177,7 @@ async def execute(
             raw = await background.run(ctx, tool, arguments, ctx.ask, job_id=job_id)
         else:
             raw = await registry.run_inline(ctx, tool, arguments)
-    except (InputRequired, MissingCapability):
+    except (AskOutcome, ProtocolError):
         raise
     except Exception:
         # Both paths turn tool faults into isError results; anything escaping them is ours.
@@ -178,17 +186,34 @@ async def execute(
     return _finish_result(tool, raw)
 
 
+def protocol_error(exc: ProtocolError) -> JsonRpcError:
+    """A handler's protocol-level failure as the JSON-RPC error the call answers (AMB-285)."""
+    error = JsonRpcError(truncate(exc.message, 500), exc.data)
+    error.code = exc.code
+    return error
+
+
 def _task_run(tool: ToolDef, arguments: dict[str, Any], in_background: bool) -> tasks.Run:
-    """The call's run for a task: `execute`, given the task's context and row."""
+    """The call's run for a task: `execute`, given the task's context and row. A handler's protocol
+    error is raised as its JSON-RPC error: the task ends `failed` with it (AMB-285)."""
 
     async def run(ctx: RequestContext, job_id: str) -> dict[str, Any]:
         try:
             result = await execute(ctx, tool, arguments, in_background, job_id)
-        except (InputRequired, MissingCapability):  # never raised by a task's askers (task_input.py)
+        except AskOutcome:  # never raised by a task's askers (task_input.py)
             result = error_result(f"Tool {tool.name!r} asked the client in a way a task cannot carry.")
+        except ProtocolError as exc:
+            raise protocol_error(exc) from None
         return shaping.call_tool_result(result, ctx.protocol_version)
 
     return run
+
+
+def asks_before_task(ctx: RequestContext, tool: ToolDef) -> bool:
+    """Whether this call's task waits for the handler's questions (AMB-286): a 2026-07-28 call of a tool
+    whose configuration says `asks_before_task` runs in the request, asking in rounds, until the
+    handler says `as_task`; the rounds' answers go to the task, which runs it again."""
+    return is_modern(ctx.protocol_version) and tool.handler_config.get("asks_before_task") is True
 
 
 async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
@@ -240,18 +265,30 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
         refusal = await approval.check(ctx, tool, arguments, rounds)
         if refusal is not None:
             return shaping.call_tool_result(refusal, ctx.protocol_version)
+        answered = None
+        if as_task and asks_before_task(ctx, tool):
+            assert rounds is not None
+            rounds.before_task = True
+            try:
+                result = await execute(asking.asking_context(ctx, rounds), tool, arguments, in_background)
+            except GoAsync:
+                answered = rounds
+            else:  # it finished without saying `as_task`: the server chose to answer at once
+                return shaping.call_tool_result(result, ctx.protocol_version)
         if as_task:
-            # Asked (approval) before the handle is returned; the run goes on without the request:
-            # a task's questions wait while it is input_required (protocol/task_input.py).
-            return await tasks.create(
-                ctx, tool, params, _task_run(tool, arguments, in_background), in_background
-            )
+            # Asked (approval, the handler's own questions of AMB-286) before the handle is returned;
+            # the run goes on without the request: a task's later questions wait while it is
+            # input_required (protocol/task_input.py).
+            run = _task_run(tool, arguments, in_background)
+            return await tasks.create(ctx, tool, params, run, in_background, answered)
         result = await execute(asking.asking_context(ctx, rounds), tool, arguments, in_background)
     except InputRequired as asked:
         assert rounds is not None
         return asking.input_required(ctx, "tools/call", name, arguments, rounds, asked)
     except MissingCapability as missing:
         raise asking.missing_capability(missing) from None
+    except ProtocolError as exc:
+        raise protocol_error(exc) from None
     except Exception:
         # approval and tasks.create are ours too: a fault there is an internal error, never a 500.
         logger.exception("tool %s failed outside its handler", tool.name)

@@ -44,7 +44,13 @@ def test_only_http_tool_urls_hold_the_placeholder():
     raw = json.dumps(loads(document_path(DEMO_SLUG).read_bytes()))
     tools = loads(document_path(DEMO_SLUG).read_bytes())["tools"]
     urls = {t["name"]: t["handler_config"]["url"] for t in tools if t["handler"] == "http"}
-    assert urls == {"fetch_json": f"{PUBLIC_URL}/demo/echo", "stream_count": f"{PUBLIC_URL}/demo/stream"}
+    assert urls == {
+        "fetch_json": f"{PUBLIC_URL}/demo/echo",
+        "stream_count": f"{PUBLIC_URL}/demo/stream",
+        "ask_everything": f"{PUBLIC_URL}/demo/ask-together",
+        "greet_in_a_task": f"{PUBLIC_URL}/demo/ask-then-task",
+        "fail_on_purpose": f"{PUBLIC_URL}/demo/fail",
+    }
     assert raw.count(PUBLIC_URL) == len(urls)
 
 

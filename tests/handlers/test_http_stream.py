@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from django.core.exceptions import ValidationError
 
-from mcp_app.core.errors import InputRequired
+from mcp_app.core.errors import GoAsync, InputRequired, ProtocolError
 from mcp_app.handlers import http_stream, registry
 from mcp_app.handlers.secrets import encrypt_secrets
 from mcp_app.protocol import asking
@@ -481,3 +481,171 @@ async def test_a_stream_may_outlast_the_configured_timeout_but_not_its_silences_
 def test_validate_config_refuses_an_idempotency_key_header_the_platform_sets_itself():
     with pytest.raises(ValidationError, match="set by the platform"):
         registry.validate_config("http", {"url": "https://example.com/", "headers": {"Idempotency-Key": "x"}})
+
+
+# --- Several questions on one line, a protocol error, the end of the questions (AMB-284..286) ---------
+
+ASK_MODEL = {
+    "method": "sampling/createMessage",
+    "params": {"messages": [{"role": "user", "content": {"type": "text", "text": "Hi"}}], "maxTokens": 9},
+}
+ASK_ROOTS = {"method": "roots/list", "params": {}}
+THREE = {"user_name": ASK_NAME, "greeting": ASK_MODEL, "client_roots": ASK_ROOTS}
+ANSWERS = {
+    "user_name": {"action": "accept", "content": {"name": "Alice"}},
+    "greeting": {"role": "assistant", "content": {"type": "text", "text": "Hello!"}, "model": "m"},
+    "client_roots": {"roots": [{"uri": "file:///test/root", "name": "Test Root"}]},
+}
+EVERY_QUESTION = {"elicitation": {}, "sampling": {}, "roots": {}}
+
+
+def asks_three(stream: Stream) -> None:
+    stream.event(type="ask", requests=THREE, reply_url="/reply")
+    if len(stream.server.requests) == 1 and stream.handler.headers.get("X-Round") == "1":
+        stream.until_hung_up()  # the round ends here; the retry is another call
+        return
+    stream.event(type="result", answers=stream.reply())
+
+
+async def test_several_questions_on_one_line_are_one_round_on_2026_07_28_and_their_answers_posted_together(
+    ctx, streamer, allow_local
+):
+    modern = dataclasses.replace(
+        ctx, protocol_version="2026-07-28", session=None, client_capabilities=EVERY_QUESTION
+    )
+    tool = stream_tool(streamer.url(asks_three))
+    first = dataclasses.replace(tool, handler_config={**tool.handler_config, "headers": {"X-Round": "1"}})
+    with pytest.raises(InputRequired) as asked:
+        await registry.run_inline(dataclasses.replace(modern, ask=asking.Rounds().asker(modern)), first, {})
+    assert {key: r["method"] for key, r in asked.value.requests.items()} == {
+        "user_name": "elicitation/create",
+        "greeting": "sampling/createMessage",
+        "client_roots": "roots/list",
+    }
+    # The retry brings all three answers: the endpoint, called again, gets them in one post.
+    answered = asking.Rounds(answers=dict(ANSWERS))
+    result = await registry.run_inline(dataclasses.replace(modern, ask=answered.asker(modern)), tool, {})
+    assert result.get("structuredContent") == {"answers": {"results": ANSWERS}}, result
+    assert [r["path"] for r in streamer.requests] == ["/asks_three", "/asks_three", "/reply"]
+
+
+async def test_several_questions_on_one_line_are_asked_one_by_one_on_a_legacy_session_and_posted_once(
+    ctx, streamer, allow_local
+):
+    asked: list[str] = []
+
+    async def client(request: dict[str, Any]) -> dict[str, Any]:
+        asked.append(request["method"])
+        return next(ANSWERS[key] for key, question in THREE.items() if question["method"] == request["method"])
+
+    result = await registry.run_inline(
+        dataclasses.replace(ctx, ask=fake_client(client)), stream_tool(streamer.url(asks_three)), {}
+    )
+    assert asked == ["elicitation/create", "sampling/createMessage", "roots/list"]
+    assert result["structuredContent"] == {"answers": {"results": ANSWERS}}
+    assert [r["path"] for r in streamer.requests] == ["/asks_three", "/reply"]
+
+
+async def test_after_a_declined_form_the_questions_not_asked_have_no_answer_in_the_post(
+    tenant_a, streamer, allow_local
+):
+    sent: list[dict[str, Any]] = []
+
+    async def emit(message: dict[str, Any]) -> None:  # the legacy session's client: it declines the form
+        if "id" in message and "method" in message:
+            sent.append(message)
+            reply = {"jsonrpc": "2.0", "id": message["id"], "result": {"action": "decline"}}
+            asyncio.get_running_loop().call_soon(asyncio.ensure_future, asking.deliver("sess-1", reply))
+
+    ctx = make_ctx(tenant_a, "2025-11-25", client_capabilities=EVERY_QUESTION, emit=emit)
+    ctx = dataclasses.replace(ctx, ask=asking.session_asker(ctx))
+    result = await registry.run_inline(ctx, stream_tool(streamer.url(asks_three)), {})
+    assert [m["method"] for m in sent] == ["elicitation/create"]
+    assert result["structuredContent"] == {"answers": {"results": {"user_name": {"action": "decline"}}}}
+
+
+@pytest.mark.parametrize(
+    ("event", "why"),
+    [
+        ({"id": "q", "request": ASK_NAME, "requests": THREE}, 'an ask event has either "id" and "request"'),
+        ({"requests": {}}, '"requests" must be an object of 1 to 10 questions by key.'),
+        ({"requests": [ASK_NAME]}, '"requests" must be an object of 1 to 10 questions by key.'),
+        ({"requests": {f"k{i}": ASK_ROOTS for i in range(11)}}, '"requests" must be an object of 1 to 10'),
+        ({"requests": {"": ASK_ROOTS}}, "a question's key must be 1 to 64 characters."),
+        ({"requests": {"k" * 65: ASK_ROOTS}}, "a question's key must be 1 to 64 characters."),
+        ({"requests": {"a": ASK_ROOTS, "b": {"method": "tools/call"}}}, "the request's method must be"),
+        ({"requests": {"a": "roots/list"}}, '"request" must be an object with a "method"'),
+    ],
+)
+async def test_a_malformed_line_of_several_questions_is_refused_before_anything_is_asked(
+    ctx, streamer, allow_local, event, why
+):
+    asked: list[dict[str, Any]] = []
+
+    async def client(request: dict[str, Any]) -> dict[str, Any]:
+        asked.append(request)
+        return {}
+
+    def ask(stream: Stream) -> None:
+        stream.event(type="ask", reply_url="/reply", **event)
+
+    result = await registry.run_inline(
+        dataclasses.replace(ctx, ask=fake_client(client)), stream_tool(streamer.url(ask)), {}
+    )
+    assert error_text(result).startswith(f"The endpoint's stream has a malformed line 1: {why}")
+    assert asked == []
+
+
+async def test_an_error_event_is_the_calls_protocol_error_and_ends_the_stream(ctx, recorder, streamer, allow_local):
+    def fails(stream: Stream) -> None:
+        stream.event(type="progress", progress=1)
+        stream.event(type="error", code=-32603, message="Broke.", data={"step": 1})
+        stream.until_hung_up()
+
+    with pytest.raises(ProtocolError) as failed:
+        await registry.run_inline(ctx, stream_tool(streamer.url(fails)), {})
+    assert failed.value.to_error() == {"code": -32603, "message": "Broke.", "data": {"step": 1}}
+    assert progress_of(recorder) == [(1, None, None)]
+    assert await asyncio.to_thread(streamer.hung_up.wait, 5)
+
+
+@pytest.mark.parametrize(
+    ("event", "why"),
+    [
+        ({"message": "Broke."}, 'an error event needs an integer "code"'),
+        ({"code": "-32603", "message": "Broke."}, 'an error event needs an integer "code"'),
+        ({"code": True, "message": "Broke."}, 'an error event needs an integer "code"'),
+        ({"code": 2**40, "message": "Broke."}, 'an error event needs an integer "code"'),
+        ({"code": -32603}, 'an error event needs a string "message".'),
+        ({"code": -32603, "message": ""}, 'an error event needs a string "message".'),
+    ],
+)
+async def test_a_malformed_error_event_is_an_error_result_naming_its_line(ctx, streamer, allow_local, event, why):
+    def fails(stream: Stream) -> None:
+        stream.event(type="error", **event)
+
+    result = await registry.run_inline(ctx, stream_tool(streamer.url(fails)), {})
+    assert error_text(result).startswith(f"The endpoint's stream has a malformed line 1: {why}")
+
+
+def asks_then_goes_on(stream: Stream) -> None:
+    stream.event(type="ask", id="user_name", request=ASK_NAME, reply_url="/reply")
+    answer = stream.reply()
+    stream.event(type="task")
+    stream.event(type="result", name=answer["result"]["content"]["name"])
+
+
+async def test_a_task_event_ends_the_run_of_a_call_that_becomes_a_task_and_is_passed_over_elsewhere(
+    ctx, streamer, allow_local
+):
+    modern = dataclasses.replace(
+        ctx, protocol_version="2026-07-28", session=None, client_capabilities={"elicitation": {}}
+    )
+    answers = {"user_name": ANSWERS["user_name"]}
+    tool = stream_tool(streamer.url(asks_then_goes_on))
+    before_task = asking.Rounds(answers=dict(answers), before_task=True)
+    with pytest.raises(GoAsync):
+        await registry.run_inline(dataclasses.replace(modern, ask=before_task.asker(modern)), tool, {})
+    plain = asking.Rounds(answers=dict(answers))
+    result = await registry.run_inline(dataclasses.replace(modern, ask=plain.asker(modern)), tool, {})
+    assert result["structuredContent"] == {"name": "Alice"}

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import itertools
 from typing import Any
 
+from mcp_app import catalog as catalogs
 from mcp_app.core.context import RequestContext
 from mcp_app.models import Tool
-from mcp_app.protocol import asking
+from mcp_app.protocol import asking, tasks
 from mcp_app.protocol.dispatch import dispatch
 from tests.support import make_ctx
 
@@ -101,3 +103,21 @@ def counting_background_tool(tenant: Any, name: str) -> Any:
         timeout_seconds=20,
         execution="background",
     )
+
+
+async def ctx_for(tenant: Any, version: str = "2025-11-25", **kwargs: Any) -> RequestContext:
+    """make_ctx with the tenant as the transport loads it (whether it has task tools)."""
+    ctx = make_ctx(tenant, version=version, **kwargs)
+    info = await catalogs.get_tenant(tenant.slug)
+    assert info is not None
+    return dataclasses.replace(ctx, tenant=info)
+
+
+async def finished(ctx: RequestContext, task_id: str) -> dict[str, Any]:
+    """The task once tasks/get says it ended."""
+    for _ in range(200):
+        task = await result_of(ctx, "tasks/get", {"taskId": task_id})
+        if task["status"] in tasks.TERMINAL:
+            return task
+        await asyncio.sleep(0.05)
+    raise AssertionError("the task never ended")

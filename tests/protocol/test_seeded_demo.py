@@ -13,7 +13,7 @@ from django.core.management import call_command
 
 from mcp_app.core import ui_apps
 from tenants.models import Tenant
-from tests.protocol.support import result_of
+from tests.protocol.support import error_of, result_of
 from tests.support import make_ctx
 
 SERVE = Path(__file__).resolve().parents[2] / "bin" / "serve"
@@ -35,6 +35,11 @@ ARGUMENTS: dict[str, dict[str, Any]] = {
     "roll_dice": {"dice": 2},
     "roll_again": {"dice": 1, "sides": 20},  # only the dice app's client sees it (MCP Apps, AMB-273)
 }
+# Their endpoints wait on their stream for the answer the platform posts back, and live_server (WSGI)
+# sends a stream only whole: tests/e2e/test_conformance_tools.py calls them through Daphne.
+THROUGH_DAPHNE = {"ask_everything", "greet_in_a_task"}
+# Fails on purpose, at the protocol level (AMB-285): the call's answer is this JSON-RPC error.
+FAILS = {"fail_on_purpose": -32603}
 ROOTS = {"roots": [{"uri": "file:///home/ada/project", "name": "project"}]}
 
 
@@ -92,7 +97,9 @@ async def test_every_seeded_demo_tool_answers_without_an_error_under_bin_serve_s
     capabilities = {"elicitation": {}, "roots": {}, "sampling": {}, "extensions": apps}
     ctx = make_ctx(served_demo, version="2026-07-28", session=None, client_capabilities=capabilities)
     listed = {tool["name"] for tool in (await result_of(ctx, "tools/list"))["tools"]}
-    assert listed == set(ARGUMENTS)
+    assert listed == set(ARGUMENTS) | THROUGH_DAPHNE | set(FAILS)
+    for name, code in FAILS.items():
+        assert (await error_of(ctx, "tools/call", {"name": name, "arguments": {}}))["code"] == code
     for name, arguments in ARGUMENTS.items():
         result = await call_answering_forms(ctx, name, arguments)
         assert not result.get("isError"), (name, result["content"])

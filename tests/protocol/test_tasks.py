@@ -21,19 +21,10 @@ from mcp_app.core.context import RequestContext
 from mcp_app.models import Tool, ToolRun
 from mcp_app.protocol import asking, task_input, tasks
 from mcp_app.protocol.jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY
-from tests.protocol.support import counting_background_tool, error_of, result_of
-from tests.support import make_ctx
+from tests.protocol.support import counting_background_tool, ctx_for, error_of, finished, result_of
 
 MODERN = "2026-07-28"
 EXTENSION_CAPS = {"extensions": {tasks.EXTENSION: {}}}
-
-
-async def ctx_for(tenant: Any, version: str = "2025-11-25", **kwargs: Any) -> RequestContext:
-    """make_ctx with the tenant as the transport loads it (whether it has task tools)."""
-    ctx = make_ctx(tenant, version=version, **kwargs)
-    info = await catalogs.get_tenant(tenant.slug)
-    assert info is not None
-    return dataclasses.replace(ctx, tenant=info)
 
 
 @pytest.fixture(autouse=True)
@@ -50,15 +41,6 @@ def count_in_background(demo_a: Any) -> Tool:
 
 def count(n: int = 2, delay: float = 0.01, **extra: Any) -> dict[str, Any]:
     return {"name": "count_in_background", "arguments": {"n": n, "delay": delay}, **extra}
-
-
-async def finished(ctx: RequestContext, task_id: str) -> dict[str, Any]:
-    for _ in range(200):
-        task = await result_of(ctx, "tasks/get", {"taskId": task_id})
-        if task["status"] in tasks.TERMINAL:
-            return task
-        await asyncio.sleep(0.05)
-    raise AssertionError("the task never ended")
 
 
 # --- 2025-11-25 -----------------------------------------------------------------------------------

@@ -56,6 +56,9 @@ def test_seed_demo_creates_the_demo_tenant_with_every_definition(monkeypatch):
         "count_in_background",
         "fetch_json",
         "stream_count",
+        "ask_everything",
+        "greet_in_a_task",
+        "fail_on_purpose",
         "ask_user",
         "summarize",
         "show_roots",
@@ -66,6 +69,8 @@ def test_seed_demo_creates_the_demo_tenant_with_every_definition(monkeypatch):
     assert {name for name, tool in tools.items() if tool.execution == "background"} == {
         "count_in_background",
         "stream_count",
+        "greet_in_a_task",
+        "fail_on_purpose",
     }
     assert tools["echo"].handler_config == {"callable": "echo"}
     assert tools["echo"].input_schema["required"] == ["message"]
