@@ -87,6 +87,11 @@ def listing_findings(
                                      f"{method} answers {version} clients an error: "
                                      f"{listing.error.get('message', listing.error)}.",
                                      fix_url("tenant", tenant_id)))  # fmt: skip
+    # Per revision, its listed tools by name (a tenant may have thousands: no scan per tool).
+    listed_tools = {
+        version: {t.get("name"): t for t in methods["tools/list"].items if isinstance(t, dict)}
+        for version, methods in listed.items()
+    }
     for tool in cat.tools:
         if tool.app_only:
             # MCP Apps: an app-only tool stays out of every model-facing list (AMB-273), by design.
@@ -95,13 +100,13 @@ def listing_findings(
                                  "the app calls it, the model never does.", fix_url("tool", tool.id)))  # fmt: skip
             continue
         wanted = [v for v in ALL_VERSIONS if tool.legacy or is_modern(v)]
-        missing = [v for v in wanted if tool.name not in listed[v]["tools/list"].names]
+        missing = [v for v in wanted if tool.name not in listed_tools[v]]
         if missing:
             found.append(Finding(ERROR, "tool", tool.name, "listing",
                                  f"Not listed to {', '.join(missing)} clients, which should see it.",
                                  fix_url("tool", tool.id)))  # fmt: skip
         for version in wanted:
-            item = next((t for t in listed[version]["tools/list"].items if t.get("name") == tool.name), None)
+            item = listed_tools[version].get(tool.name)
             schema = item.get("inputSchema") if item else None
             if item and not (isinstance(schema, dict) and schema.get("type") == "object"):
                 found.append(Finding(ERROR, "tool", tool.name, "listing",
