@@ -14,7 +14,7 @@ from rest_framework import status
 from rest_framework.exceptions import APIException, ParseError
 from rest_framework.parsers import JSONParser
 
-from mcp_app.portability.document import DocumentTooLarge, max_upload_bytes, refuse_large
+from mcp_app.portability.limits import DocumentTooLarge, max_upload_bytes, refuse_large
 from mcpsite import nesting
 
 

@@ -24,8 +24,9 @@ from mcp_app.core.errors import ToolError
 from mcp_app.handlers import http
 from mcp_app.handlers.secrets import SecretsError, decrypt_secrets, encrypt_secrets
 from mcp_app.models import Tool
-from mcp_app.portability.document import DocumentError, DocumentTooLarge, loads, refuse_large, same
+from mcp_app.portability.document import DocumentError, loads, same
 from mcp_app.portability.importer import CHANGE_REASON
+from mcp_app.portability.limits import DocumentTooLarge, refuse_large
 from mcp_app.portability.openapi import Description, OpenApiError, parse
 from tenants.models import Tenant
 

@@ -7,7 +7,7 @@ tools, its schema work, dry runs and upstream probes take neither the serving ev
 threads, nor the GIL of the process that serves other tenants. At most ``WORKERS`` checks run at once
 per serving process (a bounded pool of threads that each wait on one such process); a tenant has at
 most one running: a second request while it runs waits for that same run and gets its report, marked
-``joined`` (never an error, never a second run). A check past ``CHECK_SECONDS`` is killed and answered
+``joined`` (never an error, never a second run: AMB-277). A check past ``CHECK_SECONDS`` is killed and answered
 with one error saying so.
 
 When the database cannot be shared with another process (SQLite in memory: the test process), the check
