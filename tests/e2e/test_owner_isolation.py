@@ -20,6 +20,7 @@ import pytest
 
 from tests.e2e.helpers import greet_latencies, mcp_client
 from tests.e2e.servers import ADMIN_USERNAME, DaphneServer, django_shell, manage, used_secret
+from tests.upstreams.running import running_upstream
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
 
@@ -114,3 +115,72 @@ async def test_four_self_checks_of_a_big_tenant_at_once_slow_no_other_tenant(ser
     assert len({body["started_at"] for body in bodies}) == 1
     assert all(body["checked"]["tool"] == BIG for body in bodies), bodies[0]
     assert len(bodies[0]["dry_runs"]) == DRY_RUN
+
+
+def owned_and_quiet(server: DaphneServer, upstream_url: str = "") -> tuple[str, str, str]:
+    """An empty tenant the admin owns (with an upstream publishing whatever it offers at `upstream_url`:
+    its id), and another with `greet`."""
+    owned, quiet = f"owned-{secrets.token_hex(3)}", f"quiet-{secrets.token_hex(3)}"
+    out = django_shell(
+        server.env,
+        "from django.contrib.auth import get_user_model\n"
+        "from mcp_app.models import Tool, Upstream\nfrom tenants.models import Membership, Tenant\n"
+        f"o = Tenant.objects.create(slug={owned!r}, name={owned!r}, auth_mode='public')\n"
+        f"q = Tenant.objects.create(slug={quiet!r}, name={quiet!r}, auth_mode='public')\n"
+        f"Membership.objects.create(tenant=o, user=get_user_model().objects.get(username={ADMIN_USERNAME!r}), role='owner')\n"
+        "Tool.objects.create(tenant=q, name='greet', handler='template', handler_config={'text': 'Hello, {{ name }}!'})\n"
+        + (
+            f"up = Upstream(tenant=o, name='many', url={upstream_url!r}, prefix='m_', timeout_seconds=60, publish_new=True)\n"
+            "up.full_clean(); up.save(); print(up.pk)\n"
+            if upstream_url
+            else ""
+        ),
+    )
+    return owned, quiet, out.strip()
+
+
+async def test_publishing_two_thousand_upstream_tools_slows_no_other_tenant(
+    server: DaphneServer, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    with running_upstream(tmp_path_factory.mktemp("many"), many=BIG) as remote:
+        owned, quiet, upstream_id = await asyncio.to_thread(owned_and_quiet, server, remote.url)
+        token = await asyncio.to_thread(api_token, server)
+        idle = await greet_latencies(server.mcp_url(quiet), 60)
+
+        async def sync_and_publish() -> httpx.Response:
+            async with httpx.AsyncClient(timeout=300, headers={"Authorization": f"Bearer {token}"}) as http:
+                return await http.post(f"{server.url}/api/v1/tenants/{owned}/upstreams/{upstream_id}/sync/")
+
+        began = time.perf_counter()
+        during, answer = await latencies_while(server.mcp_url(quiet), sync_and_publish())
+        seconds = time.perf_counter() - began
+    assert answer.status_code == 200, answer.text[:500]
+    assert len(answer.json()["published"]) >= BIG
+    within_ratio(idle, during, f"publishing {BIG} upstream tools ({seconds:.1f} s)")
+
+
+async def test_importing_two_thousand_tools_slows_no_other_tenant(server: DaphneServer) -> None:
+    owned, quiet, _ = await asyncio.to_thread(owned_and_quiet, server)
+    token = await asyncio.to_thread(api_token, server)
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    document = {
+        "format": "mcp-platform/tenant",
+        "version": 1,
+        "tools": [
+            {"name": f"tool_{i:04d}", "description": f"Tool number {i}.", "handler": "template",
+             "handler_config": {"text": "Hello, {{ name }}!"}, "input_schema": schema}
+            for i in range(BIG)
+        ],
+    }  # fmt: skip
+    idle = await greet_latencies(server.mcp_url(quiet), 60)
+
+    async def import_it() -> httpx.Response:
+        async with httpx.AsyncClient(timeout=300, headers={"Authorization": f"Bearer {token}"}) as http:
+            return await http.post(f"{server.url}/api/v1/tenants/{owned}/import", json=document)
+
+    began = time.perf_counter()
+    during, answer = await latencies_while(server.mcp_url(quiet), import_it())
+    seconds = time.perf_counter() - began
+    assert answer.status_code == 200, answer.text[:500]
+    assert answer.json()["counts"]["create"] == BIG, answer.text[:300]
+    within_ratio(idle, during, f"importing {BIG} tools ({seconds:.1f} s)")
