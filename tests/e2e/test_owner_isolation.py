@@ -139,6 +139,13 @@ def owned_and_quiet(server: DaphneServer, upstream_url: str = "") -> tuple[str, 
     return owned, quiet, out.strip()
 
 
+# Measured, not yet met (issue 32 §3, left open: docs/operations.md): the publish runs in the request's
+# thread of the serving process and its CPU (2,000 full_clean + save) slows the loop's other tenants.
+@pytest.mark.xfail(
+    run=False,
+    reason="a large publish still runs in the serving process: another tenant's p99 went 8.8 -> 165 ms "
+    "(18.8x) on a busy 2-core machine; the fix is to run it in a process of its own like the self-check",
+)
 async def test_publishing_two_thousand_upstream_tools_slows_no_other_tenant(
     server: DaphneServer, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
@@ -159,6 +166,11 @@ async def test_publishing_two_thousand_upstream_tools_slows_no_other_tenant(
     within_ratio(idle, during, f"publishing {BIG} upstream tools ({seconds:.1f} s)")
 
 
+@pytest.mark.xfail(
+    run=False,
+    reason="a large import still runs in the serving process: another tenant's p99 went 14.9 -> 86.6 ms "
+    "(5.8x; 3.96x in another run) on a busy 2-core machine; the fix is to run it in a process of its own",
+)
 async def test_importing_two_thousand_tools_slows_no_other_tenant(server: DaphneServer) -> None:
     owned, quiet, _ = await asyncio.to_thread(owned_and_quiet, server)
     token = await asyncio.to_thread(api_token, server)
@@ -184,3 +196,39 @@ async def test_importing_two_thousand_tools_slows_no_other_tenant(server: Daphne
     assert answer.status_code == 200, answer.text[:500]
     assert answer.json()["counts"]["create"] == BIG, answer.text[:300]
     within_ratio(idle, during, f"importing {BIG} tools ({seconds:.1f} s)")
+
+
+async def test_trying_drafts_of_a_background_tool_slows_no_other_tenant(server: DaphneServer) -> None:
+    """A draft of a background tool is tried in the serving process (workers run published versions
+    only): four Try runs at once, twice, each counting with a progress message per step."""
+    owned, quiet, _ = await asyncio.to_thread(owned_and_quiet, server)
+    tool_id = (
+        await asyncio.to_thread(
+            django_shell,
+            server.env,
+            "from mcp_app.drafts.service import stage\nfrom mcp_app.models import Tool\nfrom tenants.models import Tenant\n"
+            f"t = Tool.objects.create(tenant=Tenant.objects.get(slug={owned!r}), name='count', handler='python',"
+            " handler_config={'callable': 'count_slowly'}, execution='background')\n"
+            "t.description = 'Counts, a new draft.'\nstage(t)\nprint(t.pk)\n",
+        )
+    ).strip()
+    token = await asyncio.to_thread(api_token, server)
+    idle = await greet_latencies(server.mcp_url(quiet), 60)
+
+    async def tries() -> list[httpx.Response]:
+        answers: list[httpx.Response] = []
+        async with httpx.AsyncClient(timeout=120, headers={"Authorization": f"Bearer {token}"}) as http:
+            url = f"{server.url}/api/v1/tenants/{owned}/tools/{tool_id}/try/"
+            for _ in range(2):
+                body = {"arguments": {"n": 40, "delay": 0.02}}
+                answers += await asyncio.gather(*(http.post(url, json=body) for _ in range(4)))
+        return answers
+
+    began = time.perf_counter()
+    during, answers = await latencies_while(server.mcp_url(quiet), tries())
+    seconds = time.perf_counter() - began
+    assert [a.status_code for a in answers] == [200] * 8, answers[0].text[:500]
+    assert all(a.json()["definition"] == "draft" for a in answers), answers[0].text[:600]
+    texts = [(a.json()["result"] or {}).get("content", [{}])[0].get("text", a.text[:300]) for a in answers]
+    assert all(text == "Counted to 40." for text in texts), texts
+    within_ratio(idle, during, f"eight draft Try runs of a background tool ({seconds:.1f} s)")
