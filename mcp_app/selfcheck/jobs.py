@@ -1,17 +1,17 @@
 """Where a self-check asked for over the web runs (AMB-276): never on the serving loop or its threads.
 
 The admin's "Check this tenant" and ``POST /api/v1/tenants/<slug>/check/`` hand the check to this
-module. Each check runs in a process of its own, forked from the render processes' forkserver (Django
-already set up, ``content/render_pool``) at a lower CPU priority, so its listings of thousands of
+module. Each check runs in a process of its own (``content/forked.py``: forked from the render processes'
+forkserver, Django already set up) at a lower CPU priority, so its listings of thousands of
 tools, its schema work, dry runs and upstream probes take neither the serving event loop, nor asgiref's
 threads, nor the GIL of the process that serves other tenants. At most ``WORKERS`` checks run at once
 per serving process (a bounded pool of threads that each wait on one such process); a tenant has at
 most one running: a second request while it runs waits for that same run and gets its report, marked
-``joined`` (never an error, never a second run: AMB-277). A check past ``CHECK_SECONDS`` is killed and answered
+``joined`` (never an error, never a second run). A check past ``CHECK_SECONDS`` is killed and answered
 with one error saying so.
 
 When the database cannot be shared with another process (SQLite in memory: the test process), the check
-runs in a thread of the same pool on an event loop of its own instead (``async_to_sync`` from a plain
+runs in the pool's thread on an event loop of its own instead (``async_to_sync`` from a plain
 thread: its ``sync_to_async`` calls come back to that thread, not to the serving ones).
 ``manage.py check_tenant`` is a process of its own and runs ``runner.run`` itself.
 """
@@ -20,17 +20,15 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from multiprocessing.connection import Connection
 
 from asgiref.sync import async_to_sync
-from django.db import close_old_connections, connection
+from django.db import close_old_connections
 
 from mcp_app import federation
-from mcp_app.content import render_pool
+from mcp_app.content import forked
 from mcp_app.selfcheck import runner
 from mcp_app.selfcheck.report import ERROR, Finding, Report
 from tenants import wall
@@ -41,8 +39,6 @@ logger = logging.getLogger(__name__)
 WORKERS = 2
 # A check that has not answered by then is killed (its dry runs and probes have deadlines of their own).
 CHECK_SECONDS = 300.0
-# The check's process yields the CPU to the serving process (nice(2): 0 is the default, 19 the least).
-NICENESS = 10
 
 _pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="mcp-selfcheck")
 _lock = threading.Lock()
@@ -79,15 +75,9 @@ def _forget(slug: str, future: Future[Report]) -> None:
             del _running[slug]
 
 
-def _shared_database() -> bool:
-    """Whether another process sees this process's database (not an in-memory SQLite)."""
-    return not (connection.vendor == "sqlite" and connection.is_in_memory_db())
-
-
 def _run(slug: str, tenant_id: int, network: bool, started: float) -> Report:
-    run = _in_process if _shared_database() else _in_thread
     try:
-        report = run(slug, tenant_id, network)
+        report = _in_process(slug, tenant_id, network)
     except Exception:
         logger.exception("the self-check of %s failed", slug)
         report = _failed(slug, network, "The check stopped on an unexpected error; see the server's log.")
@@ -115,33 +105,7 @@ async def _checked(slug: str, network: bool) -> Report:
 
 
 def _in_process(slug: str, tenant_id: int, network: bool) -> Report:
-    mp = render_pool.forkserver_context()
-    ours, theirs = mp.Pipe(duplex=False)
-    # Not daemonic: a template the dry run renders may need a render process of its own.
-    proc = mp.Process(target=_child, args=(theirs, slug, tenant_id, network), name="mcp-selfcheck")
-    proc.start()
-    theirs.close()
     try:
-        if not ours.poll(CHECK_SECONDS):
-            proc.kill()
-            return _failed(
-                slug, network, f"The check did not finish within {CHECK_SECONDS:g} s and was stopped."
-            )
-        return ours.recv()
-    except EOFError:
-        return _failed(slug, network, "The check's process ended before it answered; see the server's log.")
-    finally:
-        ours.close()
-        proc.join(timeout=5)
-        if proc.exitcode is None:
-            proc.kill()
-            proc.join(timeout=5)
-
-
-def _child(conn: Connection, slug: str, tenant_id: int, network: bool) -> None:
-    """The check's process: one check at a lower priority, its report sent back, then the process ends."""
-    os.nice(NICENESS)
-    try:
-        conn.send(_in_thread(slug, tenant_id, network))
-    finally:
-        conn.close()
+        return forked.run(_in_thread, slug, tenant_id, network, timeout=CHECK_SECONDS)
+    except forked.Lost as exc:
+        return _failed(slug, network, str(exc))

@@ -139,12 +139,14 @@ def owned_and_quiet(server: DaphneServer, upstream_url: str = "") -> tuple[str, 
     return owned, quiet, out.strip()
 
 
-# Measured, not yet met (issue 32 §3, left open: docs/operations.md): the publish runs in the request's
-# thread of the serving process and its CPU (2,000 full_clean + save) slows the loop's other tenants.
+# Measured, not yet met (issue 32 §3, left open: decisions/operations.md AMB-277): the publish and the
+# import run in
+# the request's thread of the serving process; the publish run in a process of its own
+# (content/forked.py) made the other tenant's calls time out on SQLite's write lock.
 @pytest.mark.xfail(
     run=False,
     reason="a large publish still runs in the serving process: another tenant's p99 went 8.8 -> 165 ms "
-    "(18.8x) on a busy 2-core machine; the fix is to run it in a process of its own like the self-check",
+    "(18.8x) on a busy 2-core machine",
 )
 async def test_publishing_two_thousand_upstream_tools_slows_no_other_tenant(
     server: DaphneServer, tmp_path_factory: pytest.TempPathFactory
@@ -169,7 +171,8 @@ async def test_publishing_two_thousand_upstream_tools_slows_no_other_tenant(
 @pytest.mark.xfail(
     run=False,
     reason="a large import still runs in the serving process: another tenant's p99 went 14.9 -> 86.6 ms "
-    "(5.8x; 3.96x in another run) on a busy 2-core machine; the fix is to run it in a process of its own",
+    "(5.8x; 3.96x in another run) on a busy 2-core machine; run in a process of its own (content/forked.py) "
+    "it measured 2.64x once and 8.53x once, so it was left in place (decisions/operations.md AMB-277)",
 )
 async def test_importing_two_thousand_tools_slows_no_other_tenant(server: DaphneServer) -> None:
     owned, quiet, _ = await asyncio.to_thread(owned_and_quiet, server)
@@ -200,7 +203,8 @@ async def test_importing_two_thousand_tools_slows_no_other_tenant(server: Daphne
 
 async def test_trying_drafts_of_a_background_tool_slows_no_other_tenant(server: DaphneServer) -> None:
     """A draft of a background tool is tried in the serving process (workers run published versions
-    only): four Try runs at once, twice, each counting with a progress message per step."""
+    only): four Try runs at once, three times, each counting for a second with a progress and a log
+    message per step."""
     owned, quiet, _ = await asyncio.to_thread(owned_and_quiet, server)
     tool_id = (
         await asyncio.to_thread(
@@ -219,16 +223,16 @@ async def test_trying_drafts_of_a_background_tool_slows_no_other_tenant(server: 
         answers: list[httpx.Response] = []
         async with httpx.AsyncClient(timeout=120, headers={"Authorization": f"Bearer {token}"}) as http:
             url = f"{server.url}/api/v1/tenants/{owned}/tools/{tool_id}/try/"
-            for _ in range(2):
-                body = {"arguments": {"n": 40, "delay": 0.02}}
+            for _ in range(3):
+                body = {"arguments": {"n": 20, "delay": 0.05}}
                 answers += await asyncio.gather(*(http.post(url, json=body) for _ in range(4)))
         return answers
 
     began = time.perf_counter()
     during, answers = await latencies_while(server.mcp_url(quiet), tries())
     seconds = time.perf_counter() - began
-    assert [a.status_code for a in answers] == [200] * 8, answers[0].text[:500]
+    assert [a.status_code for a in answers] == [200] * 12, answers[0].text[:500]
     assert all(a.json()["definition"] == "draft" for a in answers), answers[0].text[:600]
     texts = [(a.json()["result"] or {}).get("content", [{}])[0].get("text", a.text[:300]) for a in answers]
-    assert all(text == "Counted to 40." for text in texts), texts
-    within_ratio(idle, during, f"eight draft Try runs of a background tool ({seconds:.1f} s)")
+    assert all(text == "Counted to 20." for text in texts), texts
+    within_ratio(idle, during, f"twelve draft Try runs of a background tool ({seconds:.1f} s)")
