@@ -519,6 +519,12 @@ MCP_SERVER_VERSION = "0.1.0"
 # SIGTERM under Daphne: how long calls in flight may take to finish before they are cancelled.
 MCP_SHUTDOWN_GRACE_SECONDS = _env_int("MCP_SHUTDOWN_GRACE_SECONDS", 20, minimum=0)
 MCP_MAX_BODY_BYTES = _env_int("MCP_MAX_BODY_BYTES", 4 * 1024 * 1024, minimum=1024)
+# Largest document an owner may send (a tenant document, an OpenAPI description, an mcpServers file:
+# the admin's import pages, the API's imports, an OpenAPI URL's answer), refused before it is parsed
+# (portability/limits.py, AMB-278). A 19 MB YAML held a worker for two minutes.
+MCP_MAX_UPLOAD_BYTES = _env_int("MCP_MAX_UPLOAD_BYTES", 2 * 1024 * 1024, minimum=64 * 1024)
+# The admin's second import step posts the document back as a form field (escaped: up to 3x longer).
+DATA_UPLOAD_MAX_MEMORY_SIZE = max(2_621_440, 3 * MCP_MAX_UPLOAD_BYTES + 65_536)
 # Deepest JSON/YAML nesting accepted anywhere (mcpsite/nesting.py, AMB-115); definitions get 8 less.
 MCP_MAX_JSON_DEPTH = _env_int("MCP_MAX_JSON_DEPTH", 64, minimum=16)
 # Idle sessions expire after this many seconds (then 404).

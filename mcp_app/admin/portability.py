@@ -15,8 +15,9 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
-from mcp_app.portability.document import MAX_DOCUMENT_BYTES, DocumentError, dumps, export_tenant, loads
+from mcp_app.portability.document import DocumentError, dumps, export_tenant, loads
 from mcp_app.portability.importer import import_document
+from mcp_app.portability.limits import refuse_large
 from mcp_app.portability.openapi import OpenApiError
 from mcp_app.portability.openapi_tools import Settings, fetch, import_operations, read
 from tenants import access
@@ -47,11 +48,10 @@ def _uploaded_text(request: HttpRequest, field: str = "document") -> str:
     """The uploaded file's text, or the hidden field's (second step); DocumentError when unusable."""
     upload = request.FILES.get(field)
     if upload is None:
-        return request.POST.get(f"{field}_text", "")
-    if upload.size > MAX_DOCUMENT_BYTES:
-        raise DocumentError(
-            [("(document)", f"The file is larger than {MAX_DOCUMENT_BYTES // 1024 // 1024} MiB.")]
-        )
+        text = request.POST.get(f"{field}_text", "")
+        refuse_large(len(text.encode()))
+        return text
+    refuse_large(upload.size)
     try:
         return upload.read().decode("utf-8")
     except UnicodeDecodeError:

@@ -1,7 +1,8 @@
 """The admin's "Check this tenant" page and the self-check's warning after a definition is saved.
 
 The page (``admin/tenants/tenant/<id>/check/``, mcpsite/urls.py) runs the whole self-check
-(mcp_app/selfcheck/runner.py, AMB-240) and lists its findings per definition, the worst first, each
+(mcp_app/selfcheck/runner.py, AMB-240; in a process of its own, one at a time per tenant:
+``selfcheck/jobs.py``, AMB-276) and lists its findings per definition, the worst first, each
 with a link to the page that fixes it. Owners and editors of the tenant only: anyone else gets the 404
 of a missing tenant (``admin.portability.editable_tenant``). It is linked from the tenant's change page
 and the tools' list (``{% self_check_links %}``).
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from asgiref.sync import async_to_sync
 from django.contrib import admin, messages
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
@@ -22,7 +22,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from mcp_app.admin.portability import editable_tenant
-from mcp_app.selfcheck import runner
+from mcp_app.selfcheck import jobs
 from mcp_app.selfcheck.checks import check_one
 from mcp_app.selfcheck.report import INFO, Report
 from tenants.models import Tenant
@@ -31,7 +31,7 @@ from tenants.models import Tenant
 def check_view(request: HttpRequest, tenant_id: int) -> HttpResponse:
     """Run the tenant's self-check now and show the report."""
     tenant, _role = editable_tenant(request, tenant_id)
-    report: Report = async_to_sync(runner.run)(tenant.slug)
+    report: Report = jobs.check(tenant.slug, tenant.pk)
     context = {
         **admin.site.each_context(request),
         "opts": Tenant._meta,

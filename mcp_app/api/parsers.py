@@ -14,23 +14,36 @@ from rest_framework import status
 from rest_framework.exceptions import APIException, ParseError
 from rest_framework.parsers import JSONParser
 
-from mcp_app.portability.document import MAX_DOCUMENT_BYTES
+from mcp_app.portability.limits import DocumentTooLarge, max_upload_bytes, refuse_large
 from mcpsite import nesting
 
 
 class BodyTooLarge(APIException):
     status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
     default_code = "too_large"
-    default_detail = f"The request body is larger than {MAX_DOCUMENT_BYTES // 1024 // 1024} MiB."
+
+
+def _refuse_large(size: int) -> None:
+    try:
+        refuse_large(size)
+    except DocumentTooLarge as exc:
+        raise BodyTooLarge(exc.problems[0][1]) from None
 
 
 class BoundedJSONParser(JSONParser):
-    """JSON bodies no larger than a tenant document and no deeper than MCP_MAX_JSON_DEPTH."""
+    """JSON bodies no larger than MCP_MAX_UPLOAD_BYTES (AMB-278: its size said by Content-Length is
+    refused before the body is read, a body longer than it says before it is parsed) and no deeper than
+    MCP_MAX_JSON_DEPTH."""
 
     def parse(self, stream: Any, media_type: str | None = None, parser_context: dict | None = None) -> Any:
-        raw = stream.read(MAX_DOCUMENT_BYTES + 1)
-        if len(raw) > MAX_DOCUMENT_BYTES:
-            raise BodyTooLarge
+        request = (parser_context or {}).get("request")
+        declared = request.META.get("CONTENT_LENGTH") if request is not None else None
+        if declared and str(declared).isdigit():
+            _refuse_large(int(declared))
+        limit = max_upload_bytes()
+        raw = stream.read(limit + 1)
+        if len(raw) > limit:
+            _refuse_large(len(raw))
         encoding = (parser_context or {}).get("encoding") or settings.DEFAULT_CHARSET
         try:
             return nesting.loads(raw.decode(encoding))

@@ -2,12 +2,13 @@
 
 A POST because it acts: it resolves hosts, calls the tools safe to call and asks the upstream servers.
 Owners and editors (a viewer gets 403 saying so); a tenant the caller is not a member of answers the
-404 of a missing one. The body is ``Report.as_dict()``: ``ok`` is false when a client would fail.
+404 of a missing one. The body is ``Report.as_dict()``: ``ok`` is false when a client would fail;
+``joined`` is true when a check of the tenant was already running and this is its report (one at a
+time per tenant, run off the serving loop: ``selfcheck/jobs.py``, AMB-276).
 """
 
 from __future__ import annotations
 
-from asgiref.sync import async_to_sync
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework.permissions import IsAuthenticated
@@ -17,7 +18,7 @@ from rest_framework.views import APIView
 
 from mcp_app.api.permissions import TenantRole, tenant_of
 from mcp_app.api.views import SLUG
-from mcp_app.selfcheck import runner
+from mcp_app.selfcheck import jobs
 
 
 class SelfCheckView(APIView):
@@ -28,5 +29,5 @@ class SelfCheckView(APIView):
     @extend_schema(parameters=[SLUG], request=None, responses={200: OpenApiTypes.OBJECT})
     def post(self, request: Request, slug: str) -> Response:
         tenant, _role = tenant_of(request, slug)
-        report = async_to_sync(runner.run)(tenant.slug)
+        report = jobs.check(tenant.slug, tenant.pk)
         return Response(report.as_dict())

@@ -49,6 +49,11 @@ def _context() -> ForkServerContext:
         return _mp
 
 
+def forkserver_context() -> ForkServerContext:
+    """The forkserver's context, for other work that wants a process with Django set up (the self-check)."""
+    return _context()
+
+
 def start_forkserver() -> None:
     """Start the render processes' forkserver now (it sets Django up: seconds on a busy machine)."""
     _context()

@@ -32,8 +32,6 @@ from tenants.models import Tenant
 FORMAT = "mcp-platform/tenant"
 VERSION = 1
 SCHEMA_PATH = Path(__file__).with_name("tenant-document.schema.json")
-# Largest document the admin and the API accept (the command reads any file).
-MAX_DOCUMENT_BYTES = 20 * 1024 * 1024
 
 
 @dataclass(frozen=True)

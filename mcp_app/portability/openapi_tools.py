@@ -26,6 +26,7 @@ from mcp_app.handlers.secrets import SecretsError, decrypt_secrets, encrypt_secr
 from mcp_app.models import Tool
 from mcp_app.portability.document import DocumentError, loads, same
 from mcp_app.portability.importer import CHANGE_REASON
+from mcp_app.portability.limits import DocumentTooLarge, refuse_large
 from mcp_app.portability.openapi import Description, OpenApiError, parse
 from tenants.models import Tenant
 
@@ -68,6 +69,10 @@ def fetch(url: str) -> tuple[bytes, str]:
         raise OpenApiError(
             f"The document could not be fetched: {http.status_message(reply.status, reply.reason)}"
         )
+    try:
+        refuse_large(len(reply.body))
+    except DocumentTooLarge as exc:
+        raise OpenApiError(exc.problems[0][1]) from None
     return reply.body, url
 
 

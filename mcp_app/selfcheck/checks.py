@@ -18,6 +18,8 @@ over, per definition:
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -83,9 +85,24 @@ def _newer_keywords(schema: Any, names: bool = False) -> set[str]:
     return found
 
 
+def _shared(schema: Any) -> Any:
+    """One object for equal schemas: protocol/schemas.py keeps a compiled validator per schema object,
+    and checking a schema against its meta-schema costs milliseconds, so a tenant's many tools of one
+    schema (an upstream's thousands) are compiled once."""
+    try:
+        return _parsed(json.dumps(schema, sort_keys=True))
+    except (TypeError, ValueError):
+        return schema
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(text: str) -> Any:
+    return json.loads(text)
+
+
 def _compiles(schema: Any) -> bool:
     try:
-        schemas.compile_schema(schema)
+        schemas.compile_schema(_shared(schema))
     except schemas.InvalidSchema:
         return False
     return True
@@ -121,7 +138,7 @@ def tool_schemas(tool: ToolDef) -> list[Finding]:
 def _problems(schema: dict[str, Any], instance: Any) -> list[str] | None:
     """The tool's own validation of `instance` (protocol/schemas.py); None when the schema is broken."""
     try:
-        return schemas.errors(schema, instance)
+        return schemas.errors(_shared(schema), instance)
     except schemas.InvalidSchema:
         return None
 

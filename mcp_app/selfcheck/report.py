@@ -85,6 +85,10 @@ class Report:
     network: bool = True
     # The tools the dry run called (AMB-244), so the person knows what ran.
     dry_runs: list[str] = field(default_factory=list)
+    # When the check began (time.time()), and whether this answer joined a check of the tenant already
+    # running when it was asked for (AMB-276: one at a time per tenant).
+    started_at: float = 0.0
+    joined: bool = False
 
     def count(self, severity: str) -> int:
         return sum(1 for f in self.findings if f.severity == severity)
@@ -129,6 +133,8 @@ class Report:
             "listed": self.listed,
             "network": self.network,
             "dry_runs": self.dry_runs,
+            "started_at": self.started_at,
+            "joined": self.joined,
             "definitions": [
                 {
                     "kind": g.kind,

@@ -20,7 +20,7 @@ from asgiref.sync import sync_to_async
 
 from mcp_app import catalog, federation
 from mcp_app.connect.page import LIST_METHODS, Listing, list_all
-from mcp_app.core import ssrf
+from mcp_app.core import ssrf, ui_apps
 from mcp_app.core.context import RequestContext
 from mcp_app.core.schema_examples import sample_arguments
 from mcp_app.core.types import Catalog, TenantInfo, ToolDef
@@ -87,6 +87,11 @@ def listing_findings(
                                      f"{method} answers {version} clients an error: "
                                      f"{listing.error.get('message', listing.error)}.",
                                      fix_url("tenant", tenant_id)))  # fmt: skip
+    # Per revision, its listed tools by name (a tenant may have thousands: no scan per tool).
+    listed_tools = {
+        version: {t.get("name"): t for t in methods["tools/list"].items if isinstance(t, dict)}
+        for version, methods in listed.items()
+    }
     for tool in cat.tools:
         if tool.app_only:
             # MCP Apps: an app-only tool stays out of every model-facing list (AMB-273), by design.
@@ -95,13 +100,13 @@ def listing_findings(
                                  "the app calls it, the model never does.", fix_url("tool", tool.id)))  # fmt: skip
             continue
         wanted = [v for v in ALL_VERSIONS if tool.legacy or is_modern(v)]
-        missing = [v for v in wanted if tool.name not in listed[v]["tools/list"].names]
+        missing = [v for v in wanted if tool.name not in listed_tools[v]]
         if missing:
             found.append(Finding(ERROR, "tool", tool.name, "listing",
                                  f"Not listed to {', '.join(missing)} clients, which should see it.",
                                  fix_url("tool", tool.id)))  # fmt: skip
         for version in wanted:
-            item = next((t for t in listed[version]["tools/list"].items if t.get("name") == tool.name), None)
+            item = listed_tools[version].get(tool.name)
             schema = item.get("inputSchema") if item else None
             if item and not (isinstance(schema, dict) and schema.get("type") == "object"):
                 found.append(Finding(ERROR, "tool", tool.name, "listing",
@@ -111,16 +116,26 @@ def listing_findings(
     return found
 
 
-def _context(tenant: TenantInfo) -> RequestContext:
+def _capabilities(tool: ToolDef) -> dict[str, Any]:
+    """None, so that each question the tool asks shows; for an app-only tool, MCP Apps (AMB-279): it is
+    called as its app calls it, from a host that declares the extension, the only client that may call
+    it (a model-facing client is told it is unknown, by design: AMB-273)."""
+    return ui_apps.with_support({}) if tool.app_only else {}
+
+
+def _context(tenant: TenantInfo, tool: ToolDef) -> RequestContext:
     return RequestContext(
         tenant=tenant, protocol_version=LATEST_MODERN, user_id=None, request_id="self-check",
-        cancelled=asyncio.Event(),
+        cancelled=asyncio.Event(), client_capabilities=_capabilities(tool),
     )  # fmt: skip
 
 
 def _call(tool: ToolDef, arguments: dict[str, Any]) -> dict[str, Any]:
-    """A 2026-07-28 tools/call declaring no client capability: each question the tool asks shows."""
-    meta = {META_PROTOCOL_VERSION: LATEST_MODERN, META_CLIENT_CAPABILITIES: {}, META_CLIENT_INFO: CLIENT_INFO}
+    """A 2026-07-28 tools/call declaring no client capability (`_capabilities`)."""
+    meta = {
+        META_PROTOCOL_VERSION: LATEST_MODERN, META_CLIENT_CAPABILITIES: _capabilities(tool),
+        META_CLIENT_INFO: CLIENT_INFO,
+    }  # fmt: skip
     params = {"name": tool.name, "arguments": arguments, "_meta": meta}
     return {"jsonrpc": "2.0", "id": "self-check", "method": "tools/call", "params": params}
 
@@ -145,7 +160,7 @@ async def dry_run(tenant: TenantInfo, tool: ToolDef) -> Finding | None:
     deadline = min(DRY_RUN_SECONDS, float(tool.timeout_seconds))
     try:
         async with asyncio.timeout(deadline):
-            response = await dispatch(_context(tenant), _call(tool, arguments))
+            response = await dispatch(_context(tenant, tool), _call(tool, arguments))
     except TimeoutError:
         return finding(WARNING, f"The dry run with {arguments} did not answer within {deadline:g} s.")
     assert response is not None

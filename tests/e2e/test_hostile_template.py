@@ -67,8 +67,9 @@ async def test_a_hostile_template_neither_stalls_another_tenant_nor_outlives_its
     stop.set()
     await asyncio.gather(*attackers)
 
-    # Each hostile call ended by its own timeout (or the output cap), with a small margin.
-    assert hostile_ends and max(hostile_ends) < HOSTILE_TIMEOUT + 1.5, hostile_ends
+    # Each hostile call ended by its own timeout (or the output cap): within twice the timeout, a ratio
+    # of the deadline under test rather than a margin in seconds a busy machine can exceed.
+    assert hostile_ends and max(hostile_ends) < 2 * HOSTILE_TIMEOUT, hostile_ends
     # The other tenant's median stays within 2x its idle median (a floor of 10 ms for a noisy machine).
     assert during <= 2 * max(idle, 0.010), f"idle p50 {idle * 1000:.1f} ms, during {during * 1000:.1f} ms"
 
@@ -97,5 +98,5 @@ async def test_templates_render_in_render_processes_of_a_celery_worker_too(
         started = time.perf_counter()
         hostile = await client.call_tool("loops", {})
         assert hostile.is_error
-        assert time.perf_counter() - started < HOSTILE_TIMEOUT + 2.5
+        assert time.perf_counter() - started < 2 * HOSTILE_TIMEOUT + 1
     assert celery_worker.read_log().count("(tool pairs) finished") > finished_before  # ran on the worker

@@ -90,6 +90,13 @@ async def other_tenants_latency_while(
     return idle, during, ended
 
 
+def ended_by_its_timeout(seconds: float, timeout: float) -> bool:
+    """A hanging call ended by its timeout, not by the test's end: within twice the timeout. A ratio of
+    the deadline under test, never a fixed margin in seconds (a busy machine saw 4.99 s for a 3 s
+    timeout against a margin of 1.5 s, issue 32)."""
+    return timeout <= seconds + 0.05 and seconds < 2 * timeout
+
+
 def within_twice_idle(idle: float, during: float) -> None:
     # The other tenant's median stays within 2x its idle median, with a floor of 40 ms: on a slow 2-core
     # machine the attack's own processes (the upstream flooding, its clients) and the suite's other
@@ -109,7 +116,7 @@ async def test_an_upstream_that_hangs_slows_no_other_tenant(
         assert text == (
             f"Upstream 'docs': Upstream 127.0.0.1:{remote.port} did not answer the call within {HANG_TIMEOUT} seconds."
         )
-        assert seconds < HANG_TIMEOUT + 1.5, hung
+        assert ended_by_its_timeout(seconds, HANG_TIMEOUT), hung
     within_twice_idle(idle, during)
 
 
@@ -156,5 +163,5 @@ async def test_an_upstream_whose_prompt_or_resource_hangs_slows_no_other_tenant(
         assert text == (
             f"Upstream 'docs': Upstream 127.0.0.1:{remote.port} did not answer the {'prompt' if what == 'prompt' else 'read'} within {HANG_TIMEOUT} seconds."
         ), hung
-        assert seconds < HANG_TIMEOUT + 1.5, hung
+        assert ended_by_its_timeout(seconds, HANG_TIMEOUT), hung
     within_twice_idle(idle, during)

@@ -40,6 +40,10 @@ def test_the_demo_tenants_have_nothing_a_client_would_fail_on(slug, capsys):
     if slug == DEMO_SLUG:  # called: what says it only reads a closed world; never what changes things
         assert {"echo", "add", "greet", "count_slowly"} <= set(report["dry_runs"])
         assert not {"fetch_json", "delete_note", "count_in_background", "ask_user"} & set(report["dry_runs"])
+        # Untouched, the demo warns of nothing (issue 32 §7): its app-only tool (the dice app's
+        # roll_again) is called as its app calls it, from a host declaring MCP Apps (AMB-279).
+        assert "roll_again" in report["dry_runs"]
+        assert report["counts"]["warning"] == 0, [d for d in report["definitions"] if d["severity"] == "warning"]
 
 
 def test_the_demo_says_what_needs_a_client_capability(capsys):

@@ -516,6 +516,13 @@ class Front:
         await self.app(scope, replay, send)
 
 
+def _add_numbered_tool(server: MCPServer, number: int) -> None:
+    def answer(text: str) -> str:
+        return f"{number}: {text}"
+
+    server.add_tool(answer, name=f"many_{number:04d}", description=f"Numbered tool {number}: repeats the text.")
+
+
 def build_app(
     *,
     stateless: bool,
@@ -525,10 +532,14 @@ def build_app(
     status: int = 0,
     sse: bool = False,
     cross_origin: bool = False,
+    many: int = 0,
 ) -> Any:
-    """The SDK's Streamable HTTP app (or its HTTP+SSE app) behind the test front."""
+    """The SDK's Streamable HTTP app (or its HTTP+SSE app) behind the test front; `many` more tools
+    (`many_0000`, ...: a large publish)."""
     stats = Stats()
     server = build_server(stats)
+    for number in range(many):
+        _add_numbered_tool(server, number)
     if sse:
         app = server.sse_app(sse_path=SSE_PATH, message_path=MESSAGE_PATH, host="127.0.0.1")
     else:
@@ -554,6 +565,7 @@ class UpstreamServer:
     status: int = 0
     sse: bool = False
     cross_origin: bool = False
+    many: int = 0
     proc: zygote.Forked | None = None
 
     @property
@@ -565,6 +577,7 @@ class UpstreamServer:
         cmd += ["--stateless"] * self.stateless + ["--json-response"] * self.json_response
         cmd += ["--legacy-only"] * self.legacy_only + (["--status", str(self.status)] if self.status else [])
         cmd += ["--sse"] * self.sse + ["--cross-origin"] * self.cross_origin
+        cmd += ["--many", str(self.many)] if self.many else []
         return cmd
 
     def start(self) -> None:
@@ -611,6 +624,7 @@ def main() -> None:
     parser.add_argument("--status", type=int, default=0)
     parser.add_argument("--sse", action="store_true")
     parser.add_argument("--cross-origin", action="store_true")
+    parser.add_argument("--many", type=int, default=0)
     args = parser.parse_args()
     app = build_app(
         stateless=args.stateless,
@@ -620,6 +634,7 @@ def main() -> None:
         status=args.status,
         sse=args.sse,
         cross_origin=args.cross_origin,
+        many=args.many,
     )
     uvicorn.run(app, host="127.0.0.1", port=args.port, access_log=False, log_level="warning", loop="asyncio")
 

@@ -1,0 +1,80 @@
+"""An owner's heavy work run in a process of its own, so that it slows no other tenant (AMB-277).
+
+A large import, a large publish, the self-check: thousands of ``full_clean`` and schema checks. In a
+thread of the serving process that CPU, and the GIL it holds, slowed every other tenant's requests on the
+event loop (issue 32: 5-19x their idle p99). ``run(fn, *args)`` calls ``fn(*args)`` in a process forked
+from the render processes' forkserver (Django already set up, ``render_pool``), at a lower CPU priority,
+in the caller's tenant-wall scope, and returns its value or raises its exception; the calling thread (a
+view's own) only waits. Arguments, value and exception go through pickle.
+
+When another process cannot see this database (SQLite in memory: the test process), ``fn`` runs here,
+in the calling thread, as it did before.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from typing import Any, TypeVar
+
+from django.db import connection
+
+from mcp_app.content import render_pool
+from tenants import wall
+
+T = TypeVar("T")
+
+# The process yields the CPU to the serving process (nice(2): 0 is the default, 19 the least).
+NICENESS = 10
+
+
+class Lost(Exception):
+    """The process ended, or outlived its deadline, before it answered."""
+
+
+def shared_database() -> bool:
+    """Whether another process sees this process's database (not an in-memory SQLite)."""
+    return not (connection.vendor == "sqlite" and connection.is_in_memory_db())
+
+
+def run(fn: Callable[..., T], *args: Any, timeout: float = 600.0) -> T:
+    """``fn(*args)`` in a process of its own (see the module); Lost if it never answers."""
+    if not shared_database():
+        return fn(*args)
+    mp = render_pool.forkserver_context()
+    ours, theirs = mp.Pipe(duplex=False)
+    # Not daemonic: what it runs may need a render process of its own.
+    proc = mp.Process(target=_child, args=(theirs, wall.current(), fn, args), name="mcp-owner-work")
+    proc.start()
+    theirs.close()
+    try:
+        if not ours.poll(timeout):
+            proc.kill()
+            raise Lost(f"The work did not finish within {timeout:g} s and was stopped.")
+        try:
+            outcome, value = ours.recv()
+        except EOFError:
+            raise Lost("The work's process ended before it answered; see the server's log.") from None
+    finally:
+        ours.close()
+        proc.join(timeout=5)
+        if proc.exitcode is None:
+            proc.kill()
+            proc.join(timeout=5)
+    if outcome == "raised":
+        raise value
+    return value
+
+
+def _child(conn: Connection, scope: wall.Scope, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    os.nice(NICENESS)
+    try:
+        with wall.scoped(scope):
+            try:
+                answer: tuple[str, Any] = ("returned", fn(*args))
+            except Exception as exc:  # noqa: BLE001 - handed to the caller, who raises it
+                answer = ("raised", exc)
+        conn.send(answer)
+    finally:
+        conn.close()

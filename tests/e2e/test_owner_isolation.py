@@ -1,0 +1,238 @@
+"""No owner action slows another tenant (issue 32 §3), on a real Daphne.
+
+Each test measures another tenant's `greet` latency through the official SDK client, idle and then while
+one tenant's owner does something heavy (four self-checks at once of a 2,000-tool tenant, ...), and
+compares the two: the p99 while it runs stays within 3x the idle p99 measured in the same test (a ratio,
+never a number of seconds: the machine may be busy with other tests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import statistics
+import time
+from collections.abc import Awaitable
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.e2e.helpers import greet_latencies, mcp_client
+from tests.e2e.servers import ADMIN_USERNAME, DaphneServer, django_shell, manage, used_secret
+from tests.upstreams.running import running_upstream
+
+pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
+
+BIG = 2_000
+# Of them, template tools (a dry run calls each); the others are python tools no dry run calls.
+DRY_RUN = 20
+# Between two of the other tenant's calls: under its tenant's rate limit (1,200 calls a minute).
+PACE = 0.05
+# The other tenant's p99 while the owner's work runs stays within this many times its idle p99.
+RATIO = 3.0
+# Below this the idle p99 is noise (a scheduler tick on a busy 2-core machine), not a latency to
+# multiply: the ratio is taken of at least this much.
+NOISE_FLOOR = 0.015
+
+
+def p99(values: list[float]) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[98]
+
+
+def big_and_quiet(server: DaphneServer, tools: int = BIG) -> tuple[str, str]:
+    """A tenant of `tools` tools the admin owns (DRY_RUN of them templates), and another with `greet`."""
+    big, quiet = f"big-{secrets.token_hex(3)}", f"quiet-{secrets.token_hex(3)}"
+    django_shell(
+        server.env,
+        "from django.contrib.auth import get_user_model\n"
+        "from mcp_app.models import Tool\nfrom tenants.models import Membership, Tenant\n"
+        f"b = Tenant.objects.create(slug={big!r}, name={big!r}, auth_mode='public')\n"
+        f"q = Tenant.objects.create(slug={quiet!r}, name={quiet!r}, auth_mode='public')\n"
+        f"Membership.objects.create(tenant=b, user=get_user_model().objects.get(username={ADMIN_USERNAME!r}), role='owner')\n"
+        "schema = {'type': 'object', 'properties': {'name': {'type': 'string', 'maxLength': 20}}, 'required': ['name']}\n"
+        "def kind(i):\n"
+        f"    return ('template', {{'text': 'Hello, {{{{ name }}}}!'}}) if i < {DRY_RUN} else ('python', {{'callable': 'count_slowly'}})\n"
+        "Tool.objects.bulk_create([Tool(tenant=b, name=f'tool_{i:04d}', description=f'Tool number {i}.', handler=kind(i)[0],"
+        f" handler_config=kind(i)[1], input_schema=schema, version=1) for i in range({tools})])\n"
+        "Tool.objects.create(tenant=q, name='greet', handler='template', handler_config={'text': 'Hello, {{ name }}!'})\n",
+    )
+    return big, quiet
+
+
+async def latencies_while(url: str, work: Awaitable[Any], minimum: int = 40) -> tuple[list[float], Any]:
+    """The other tenant's `greet` latencies, one call after another, for as long as `work` runs (and at
+    least `minimum` calls); `work`'s outcome."""
+    task = asyncio.ensure_future(work)
+    taken: list[float] = []
+    async with mcp_client(url, mode="auto") as client:
+        await client.call_tool("greet", {"name": "warm"})
+        while not task.done() or len(taken) < minimum:
+            started = time.perf_counter()
+            result = await client.call_tool("greet", {"name": "x"})
+            taken.append(time.perf_counter() - started)
+            assert result.content[0].text == "Hello, x!"
+            await asyncio.sleep(PACE)
+    return taken, await task
+
+
+def within_ratio(idle: list[float], during: list[float], what: str) -> None:
+    quiet, busy = p99(idle), p99(during)
+    print(
+        f"{what}: idle p99 {quiet * 1000:.1f} ms, during p99 {busy * 1000:.1f} ms ({len(during)} calls), ratio {busy / quiet:.2f}"
+    )
+    assert busy <= RATIO * max(quiet, NOISE_FLOOR), (
+        f"{what}: the other tenant's p99 went from {quiet * 1000:.1f} ms idle to {busy * 1000:.1f} ms "
+        f"({len(during)} calls; median {statistics.median(during) * 1000:.1f} ms)"
+    )
+
+
+def api_token(server: DaphneServer) -> str:
+    return used_secret(manage(server.env, "api_token", ADMIN_USERNAME).strip().splitlines()[-1])
+
+
+async def test_four_self_checks_of_a_big_tenant_at_once_slow_no_other_tenant(server: DaphneServer) -> None:
+    big, quiet = await asyncio.to_thread(big_and_quiet, server)
+    token = await asyncio.to_thread(api_token, server)
+    idle = await greet_latencies(server.mcp_url(quiet), 60)
+
+    async def four_checks() -> list[httpx.Response]:
+        async with httpx.AsyncClient(timeout=300, headers={"Authorization": f"Bearer {token}"}) as http:
+            url = f"{server.url}/api/v1/tenants/{big}/check/"
+            return await asyncio.gather(*(http.post(url) for _ in range(4)))
+
+    began = time.perf_counter()
+    during, answers = await latencies_while(server.mcp_url(quiet), four_checks())
+    seconds = time.perf_counter() - began
+
+    bodies = [answer.json() for answer in answers]
+    assert [answer.status_code for answer in answers] == [200] * 4, bodies
+    within_ratio(idle, during, f"four self-checks of {BIG} tools ({seconds:.1f} s)")
+    # One check ran; the three asked while it ran got its report, saying so.
+    assert sorted(body["joined"] for body in bodies) == [False, True, True, True], [
+        b["joined"] for b in bodies
+    ]
+    assert len({body["started_at"] for body in bodies}) == 1
+    assert all(body["checked"]["tool"] == BIG for body in bodies), bodies[0]
+    assert len(bodies[0]["dry_runs"]) == DRY_RUN
+
+
+def owned_and_quiet(server: DaphneServer, upstream_url: str = "") -> tuple[str, str, str]:
+    """An empty tenant the admin owns (with an upstream publishing whatever it offers at `upstream_url`:
+    its id), and another with `greet`."""
+    owned, quiet = f"owned-{secrets.token_hex(3)}", f"quiet-{secrets.token_hex(3)}"
+    out = django_shell(
+        server.env,
+        "from django.contrib.auth import get_user_model\n"
+        "from mcp_app.models import Tool, Upstream\nfrom tenants.models import Membership, Tenant\n"
+        f"o = Tenant.objects.create(slug={owned!r}, name={owned!r}, auth_mode='public')\n"
+        f"q = Tenant.objects.create(slug={quiet!r}, name={quiet!r}, auth_mode='public')\n"
+        f"Membership.objects.create(tenant=o, user=get_user_model().objects.get(username={ADMIN_USERNAME!r}), role='owner')\n"
+        "Tool.objects.create(tenant=q, name='greet', handler='template', handler_config={'text': 'Hello, {{ name }}!'})\n"
+        + (
+            f"up = Upstream(tenant=o, name='many', url={upstream_url!r}, prefix='m_', timeout_seconds=60, publish_new=True)\n"
+            "up.full_clean(); up.save(); print(up.pk)\n"
+            if upstream_url
+            else ""
+        ),
+    )
+    return owned, quiet, out.strip()
+
+
+# Measured, not yet met (issue 32 §3, left open: decisions/operations.md AMB-277): the publish and the
+# import run in
+# the request's thread of the serving process; the publish run in a process of its own
+# (content/forked.py) made the other tenant's calls time out on SQLite's write lock.
+@pytest.mark.xfail(
+    run=False,
+    reason="a large publish still runs in the serving process: another tenant's p99 went 8.8 -> 165 ms "
+    "(18.8x) on a busy 2-core machine",
+)
+async def test_publishing_two_thousand_upstream_tools_slows_no_other_tenant(
+    server: DaphneServer, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    with running_upstream(tmp_path_factory.mktemp("many"), many=BIG) as remote:
+        owned, quiet, upstream_id = await asyncio.to_thread(owned_and_quiet, server, remote.url)
+        token = await asyncio.to_thread(api_token, server)
+        idle = await greet_latencies(server.mcp_url(quiet), 60)
+
+        async def sync_and_publish() -> httpx.Response:
+            async with httpx.AsyncClient(timeout=300, headers={"Authorization": f"Bearer {token}"}) as http:
+                return await http.post(f"{server.url}/api/v1/tenants/{owned}/upstreams/{upstream_id}/sync/")
+
+        began = time.perf_counter()
+        during, answer = await latencies_while(server.mcp_url(quiet), sync_and_publish())
+        seconds = time.perf_counter() - began
+    assert answer.status_code == 200, answer.text[:500]
+    assert len(answer.json()["published"]) >= BIG
+    within_ratio(idle, during, f"publishing {BIG} upstream tools ({seconds:.1f} s)")
+
+
+@pytest.mark.xfail(
+    run=False,
+    reason="a large import still runs in the serving process: another tenant's p99 went 14.9 -> 86.6 ms "
+    "(5.8x; 3.96x in another run) on a busy 2-core machine; run in a process of its own (content/forked.py) "
+    "it measured 2.64x once and 8.53x once, so it was left in place (decisions/operations.md AMB-277)",
+)
+async def test_importing_two_thousand_tools_slows_no_other_tenant(server: DaphneServer) -> None:
+    owned, quiet, _ = await asyncio.to_thread(owned_and_quiet, server)
+    token = await asyncio.to_thread(api_token, server)
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    document = {
+        "format": "mcp-platform/tenant",
+        "version": 1,
+        "tools": [
+            {"name": f"tool_{i:04d}", "description": f"Tool number {i}.", "handler": "template",
+             "handler_config": {"text": "Hello, {{ name }}!"}, "input_schema": schema}
+            for i in range(BIG)
+        ],
+    }  # fmt: skip
+    idle = await greet_latencies(server.mcp_url(quiet), 60)
+
+    async def import_it() -> httpx.Response:
+        async with httpx.AsyncClient(timeout=300, headers={"Authorization": f"Bearer {token}"}) as http:
+            return await http.post(f"{server.url}/api/v1/tenants/{owned}/import", json=document)
+
+    began = time.perf_counter()
+    during, answer = await latencies_while(server.mcp_url(quiet), import_it())
+    seconds = time.perf_counter() - began
+    assert answer.status_code == 200, answer.text[:500]
+    assert answer.json()["counts"]["create"] == BIG, answer.text[:300]
+    within_ratio(idle, during, f"importing {BIG} tools ({seconds:.1f} s)")
+
+
+async def test_trying_drafts_of_a_background_tool_slows_no_other_tenant(server: DaphneServer) -> None:
+    """A draft of a background tool is tried in the serving process (workers run published versions
+    only): four Try runs at once, three times, each counting for a second with a progress and a log
+    message per step."""
+    owned, quiet, _ = await asyncio.to_thread(owned_and_quiet, server)
+    tool_id = (
+        await asyncio.to_thread(
+            django_shell,
+            server.env,
+            "from mcp_app.drafts.service import stage\nfrom mcp_app.models import Tool\nfrom tenants.models import Tenant\n"
+            f"t = Tool.objects.create(tenant=Tenant.objects.get(slug={owned!r}), name='count', handler='python',"
+            " handler_config={'callable': 'count_slowly'}, execution='background')\n"
+            "t.description = 'Counts, a new draft.'\nstage(t)\nprint(t.pk)\n",
+        )
+    ).strip()
+    token = await asyncio.to_thread(api_token, server)
+    idle = await greet_latencies(server.mcp_url(quiet), 60)
+
+    async def tries() -> list[httpx.Response]:
+        answers: list[httpx.Response] = []
+        async with httpx.AsyncClient(timeout=120, headers={"Authorization": f"Bearer {token}"}) as http:
+            url = f"{server.url}/api/v1/tenants/{owned}/tools/{tool_id}/try/"
+            for _ in range(3):
+                body = {"arguments": {"n": 20, "delay": 0.05}}
+                answers += await asyncio.gather(*(http.post(url, json=body) for _ in range(4)))
+        return answers
+
+    began = time.perf_counter()
+    during, answers = await latencies_while(server.mcp_url(quiet), tries())
+    seconds = time.perf_counter() - began
+    assert [a.status_code for a in answers] == [200] * 12, answers[0].text[:500]
+    assert all(a.json()["definition"] == "draft" for a in answers), answers[0].text[:600]
+    texts = [(a.json()["result"] or {}).get("content", [{}])[0].get("text", a.text[:300]) for a in answers]
+    assert all(text == "Counted to 20." for text in texts), texts
+    within_ratio(idle, during, f"twelve draft Try runs of a background tool ({seconds:.1f} s)")
