@@ -45,7 +45,8 @@ def run(fn: Callable[..., T], *args: Any, timeout: float = 600.0) -> T:
     mp = render_pool.forkserver_context()
     ours, theirs = mp.Pipe(duplex=False)
     # Not daemonic: what it runs may need a render process of its own.
-    proc = mp.Process(target=_child, args=(theirs, wall.current(), fn, args), name="mcp-owner-work")
+    database = connection.settings_dict["NAME"]
+    proc = mp.Process(target=_child, args=(theirs, wall.current(), database, fn, args), name="mcp-owner-work")
     proc.start()
     theirs.close()
     try:
@@ -67,8 +68,14 @@ def run(fn: Callable[..., T], *args: Any, timeout: float = 600.0) -> T:
     return value
 
 
-def _child(conn: Connection, scope: wall.Scope, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+def _child(
+    conn: Connection, scope: wall.Scope, database: str, fn: Callable[..., Any], args: tuple[Any, ...]
+) -> None:
     os.nice(NICENESS)
+    # The forkserver set Django up from the environment; the caller may use another database of the same
+    # server (the test process's test_* database): the work reads and writes the caller's.
+    connection.close()
+    connection.settings_dict["NAME"] = database
     try:
         with wall.scoped(scope):
             try:

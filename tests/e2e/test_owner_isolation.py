@@ -12,8 +12,8 @@ import asyncio
 import secrets
 import statistics
 import time
-from collections.abc import Awaitable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import httpx
 import pytest
@@ -23,6 +23,8 @@ from tests.e2e.servers import ADMIN_USERNAME, DaphneServer, django_shell, manage
 from tests.upstreams.running import running_upstream
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
+
+T = TypeVar("T")
 
 BIG = 2_000
 # Of them, template tools (a dry run calls each); the others are python tools no dry run calls.
@@ -87,6 +89,25 @@ def within_ratio(idle: list[float], during: list[float], what: str) -> None:
     )
 
 
+def is_within_ratio(idle: list[float], during: list[float]) -> bool:
+    return p99(during) <= RATIO * max(p99(idle), NOISE_FLOOR)
+
+
+async def measured_while(
+    url: str, idle: list[float], work: Callable[[], Awaitable[T]]
+) -> tuple[list[float], T, float]:
+    """`latencies_while` of a fresh `work()`, taken a second time when the first exceeds the ratio: the
+    p99 of ~40 calls is nearly their maximum, which one scheduler hiccup of CI's other test workers sets
+    (seen: 66 ms beside a median of 18 ms). A real slowdown (the self-check on the loop: 39x) fails both."""
+    for attempt in range(2):
+        began = time.perf_counter()
+        during, outcome = await latencies_while(url, work())
+        seconds = time.perf_counter() - began
+        if is_within_ratio(idle, during) or attempt == 1:
+            return during, outcome, seconds
+    raise AssertionError("unreachable")
+
+
 def api_token(server: DaphneServer) -> str:
     return used_secret(manage(server.env, "api_token", ADMIN_USERNAME).strip().splitlines()[-1])
 
@@ -101,9 +122,7 @@ async def test_four_self_checks_of_a_big_tenant_at_once_slow_no_other_tenant(ser
             url = f"{server.url}/api/v1/tenants/{big}/check/"
             return await asyncio.gather(*(http.post(url) for _ in range(4)))
 
-    began = time.perf_counter()
-    during, answers = await latencies_while(server.mcp_url(quiet), four_checks())
-    seconds = time.perf_counter() - began
+    during, answers, seconds = await measured_while(server.mcp_url(quiet), idle, four_checks)
 
     bodies = [answer.json() for answer in answers]
     assert [answer.status_code for answer in answers] == [200] * 4, bodies
@@ -228,9 +247,7 @@ async def test_trying_drafts_of_a_background_tool_slows_no_other_tenant(server: 
                 answers += await asyncio.gather(*(http.post(url, json=body) for _ in range(4)))
         return answers
 
-    began = time.perf_counter()
-    during, answers = await latencies_while(server.mcp_url(quiet), tries())
-    seconds = time.perf_counter() - began
+    during, answers, seconds = await measured_while(server.mcp_url(quiet), idle, tries)
     assert [a.status_code for a in answers] == [200] * 12, answers[0].text[:500]
     assert all(a.json()["definition"] == "draft" for a in answers), answers[0].text[:600]
     texts = [(a.json()["result"] or {}).get("content", [{}])[0].get("text", a.text[:300]) for a in answers]

@@ -39,6 +39,6 @@ def test_seed_demo_takes_the_secure_password_from_the_environment_and_is_idempot
     first = seed()
     second = seed()
     assert "secure-user / secure-pw-123" in first
-    assert "secure-user / " not in second and "kept 4" in second
+    assert "secure-user / " not in second and "OAuth tenant 'secure': tenant kept; " in second
     assert get_user_model().objects.get(username="secure-user").check_password("secure-pw-123")
     assert Membership.objects.filter(user__username="secure-user").count() == 1
