@@ -243,7 +243,14 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # instead of failing with "database is locked". IMMEDIATE: a transaction takes the write lock
     # when it begins, so it waits for it; a deferred one that read first and then wrote got "database
     # is locked" at once, the timeout unused (an OAuth revocation beside calls, on ./bin/serve's SQLite).
-    DATABASES["default"].setdefault("OPTIONS", {}).update(timeout=20, transaction_mode="IMMEDIATE")
+    # WAL: readers never wait for a writer (an owner's long import in another process, a Celery job),
+    # nor a writer for readers; NORMAL is WAL's safe pairing (a power cut may lose the last commits, never
+    # corrupt). Kept in the file itself; an in-memory database answers "memory" and stays as it is.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        timeout=20,
+        transaction_mode="IMMEDIATE",
+        init_command="PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL",
+    )
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 
 if DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql") and os.environ.get(

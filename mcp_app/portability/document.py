@@ -169,6 +169,11 @@ class DocumentError(Exception):
         super().__init__("; ".join(f"{path}: {message}" for path, message in problems))
         self.problems = problems
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Raised in an owner's own process (content/forked.py) and re-raised in the serving one: pickle
+        # rebuilds it from its problems, not from the joined message.
+        return (type(self), (self.problems,))
+
 
 # --- Paths --------------------------------------------------------------------------------------
 
