@@ -9,7 +9,7 @@ ROOT = Path(__file__).resolve().parents[1]
 ID = re.compile(r"\b[A-Z]{2,4}-\d{1,3}\b")
 # Words of the same shape that are not requirement ids.
 NOT_IDS = {"SHA-256", "UTF-8", "ISO-8601"}
-CITING = ("mcp_app", "tenants", "mcpsite", "formfields", "tests", "bench", "templates", "docs")
+CITING = ("mcp_app", "tenants", "mcpsite", "lib", "tests", "bench", "templates", "docs")
 
 
 def cited_ids() -> dict[str, list[str]]:
