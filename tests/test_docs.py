@@ -34,6 +34,11 @@ def test_the_readme_is_at_most_10_kb():
     assert len((ROOT / "README.md").read_bytes()) <= 10 * 1024
 
 
+def test_the_architecture_is_at_most_12_kb():
+    # One line per package; the detail is in docs/decisions/packages.md (AMB-324).
+    assert len((ROOT / "docs" / "architecture.md").read_bytes()) <= 12 * 1024
+
+
 def test_every_docs_link_of_the_readme_and_the_docs_resolves():
     broken = []
     for page in [ROOT / "README.md", *(ROOT / "docs").rglob("*.md")]:
