@@ -43,11 +43,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 from urllib.parse import urljoin
 
+from lib import nesting
 from mcp_app.core import notifications, ssrf
 from mcp_app.core.context import RequestContext
 from mcp_app.core.errors import ProtocolError, ToolError
 from mcp_app.handlers import form
-from mcpsite import nesting
 
 STREAM_TYPES = ("application/x-ndjson", "application/jsonl")
 NO_RESULT = "The endpoint ended its stream without a result."

@@ -23,10 +23,10 @@ import yaml
 from django.db import models
 from jsonschema.exceptions import ValidationError as SchemaValidationError
 
+from lib import nesting
 from mcp_app.content import fields
 from mcp_app.handlers.secrets import SecretsError, decrypt_secrets
 from mcp_app.models import Prompt, Provider, Resource, ResourceTemplate, Tool, Upstream
-from mcpsite import nesting
 from tenants.models import Tenant
 
 FORMAT = "mcp-platform/tenant"
