@@ -16,12 +16,12 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
+from mcp_app.catalog.apart import run_apart
 from mcp_app.portability.document import DocumentError, dumps, export_tenant, loads
 from mcp_app.portability.importer import import_document
 from mcp_app.portability.limits import refuse_large
 from mcp_app.portability.openapi import OpenApiError
 from mcp_app.portability.openapi_tools import Settings, fetch, import_operations, read
-from mcp_app.signals.definitions import run_apart
 from tenants import access
 from tenants.models import EDIT_ROLES, Role, Tenant
 

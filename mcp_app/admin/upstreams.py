@@ -28,11 +28,11 @@ from django.views.decorators.http import require_POST
 from mcp_app import federation
 from mcp_app.admin import upstream_publishing
 from mcp_app.admin.upstream_forms import PublishForm, UpstreamAdminForm
+from mcp_app.catalog.apart import run_apart
 from mcp_app.federation import breaker
 from mcp_app.federation import health as upstream_health
 from mcp_app.handlers.secrets import secret_names
 from mcp_app.models import Upstream, UpstreamTool
-from mcp_app.signals.definitions import run_apart
 from mcp_app.upstreams import extras, service
 from mcp_app.upstreams import health as deployment_health
 from tenants.admin import TenantScopedAdmin

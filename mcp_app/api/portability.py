@@ -25,11 +25,11 @@ from mcp_app.api.errors import ErrorSerializer, error_response
 from mcp_app.api.parsers import BoundedJSONParser
 from mcp_app.api.permissions import TenantRole, tenant_of
 from mcp_app.api.views import SLUG
+from mcp_app.catalog.apart import run_apart
 from mcp_app.portability.document import DocumentError, export_tenant
 from mcp_app.portability.importer import import_document
 from mcp_app.portability.openapi import Description, OpenApiError, parse
 from mcp_app.portability.openapi_tools import Settings, fetch, import_operations, read
-from mcp_app.signals.definitions import run_apart
 from tenants.models import EDIT_ROLES, Role
 
 DRY_RUN = OpenApiParameter("dry_run", bool, description="Only check and say what would change.")

@@ -24,9 +24,9 @@ from mcp_app import federation
 from mcp_app.api.errors import ErrorSerializer, error_response
 from mcp_app.api.serializers import READ_ONLY, CleanedModelSerializer, SecretHeadersMixin
 from mcp_app.api.views import ID, SLUG, DefinitionViewSet, TenantScoped
+from mcp_app.catalog.apart import run_apart
 from mcp_app.handlers.secrets import encrypt_secrets
 from mcp_app.models import Approval, Tool, Upstream, UpstreamTool
-from mcp_app.signals.definitions import run_apart
 from mcp_app.upstreams import service
 
 UNREACHABLE = "upstream_unreachable"

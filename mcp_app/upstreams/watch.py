@@ -34,6 +34,7 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 
 from mcp_app import federation
+from mcp_app.catalog.apart import run_apart
 from mcp_app.federation import watch as listening
 from mcp_app.infra.lease import Lease
 from mcp_app.models import Upstream
@@ -231,8 +232,9 @@ class Watch:
 
     async def _sync(self) -> None:
         try:
-            await database_sync_to_async(sync_upstream, thread_sensitive=False)(
-                self.upstream_id, self.tenant_id
+            # A sync may publish thousands of tools: in a process of its own (AMB-277).
+            await database_sync_to_async(run_apart, thread_sensitive=False)(
+                sync_upstream, self.upstream_id, self.tenant_id
             )
         except Exception:
             logger.exception("upstream %s: sync after a change failed", self.upstream_id)
