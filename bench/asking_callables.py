@@ -10,10 +10,10 @@ import asyncio
 import time
 from typing import Any
 
+from mcp_app.core import notifications
 from mcp_app.core.context import RequestContext
 from mcp_app.core.errors import ToolError
 from mcp_app.handlers.python import register
-from mcp_app.protocol import utilities
 
 GREETING = "Hello, Ada!"
 
@@ -33,7 +33,7 @@ async def bench_progress(ctx: RequestContext, arguments: dict[str, Any]) -> dict
     interval = _int(arguments, "interval_ms", 0, 10_000) / 1000
     for i in range(1, steps + 1):
         await asyncio.sleep(interval)
-        await utilities.progress(ctx, i, steps, f"{time.time():.6f}")
+        await notifications.progress(ctx, i, steps, f"{time.time():.6f}")
     return {"content": [{"type": "text", "text": f"{steps} steps"}]}
 
 

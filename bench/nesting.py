@@ -3,7 +3,7 @@
     .venv/bin/python bench/nesting.py [--rounds 5]
 
 Prints figures; it is not a test. For each shape of body, the median time of `json_depth_exceeds`
-(mcpsite/nesting.py), of `json.loads` (the baseline: what every body costs anyway), and of the
+(lib/nesting.py), of `json.loads` (the baseline: what every body costs anyway), and of the
 token-by-token scan the transport used before (kept here, verbatim, only to be measured), as ratios
 to the baseline measured in the same run. A body whose brackets are at most the limit is not
 scanned at all (one `str.count` each).
@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from mcpsite.nesting import json_depth_exceeds  # noqa: E402 - after the path above
+from lib.nesting import json_depth_exceeds  # noqa: E402 - after the path above
 
 LIMIT = 64
 _OLD_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)

@@ -21,6 +21,7 @@ from mcp_app.core.types import PromptDef, ResourceDef, TemplateDef, ToolDef, off
 from mcp_app.definitions import checks
 from mcp_app.identity.models import Connection, Provider  # noqa: F401 (the app's models)
 from mcp_app.upstream_rows.models import (  # noqa: F401 (the app's models)
+    UPSTREAM_SETTINGS,
     Upstream,
     UpstreamCircuit,
     UpstreamHealth,

@@ -171,7 +171,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "simple_history",
     "health_check",
-    # Only its static JSONEditor build, for the admin's JSON editor (formfields/__init__.py, AMB-70).
+    # Only its static JSONEditor build, for the admin's JSON editor (lib/formfields.py, AMB-70).
     "django_json_widget",
     "oauth2_provider",
     # Sign-in throttling of the admin and the authorization server's login page (AXES_* below).
@@ -243,7 +243,14 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # instead of failing with "database is locked". IMMEDIATE: a transaction takes the write lock
     # when it begins, so it waits for it; a deferred one that read first and then wrote got "database
     # is locked" at once, the timeout unused (an OAuth revocation beside calls, on ./bin/serve's SQLite).
-    DATABASES["default"].setdefault("OPTIONS", {}).update(timeout=20, transaction_mode="IMMEDIATE")
+    # WAL: readers never wait for a writer (an owner's long import in another process, a Celery job),
+    # nor a writer for readers; NORMAL is WAL's safe pairing (a power cut may lose the last commits, never
+    # corrupt). Kept in the file itself; an in-memory database answers "memory" and stays as it is.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        timeout=20,
+        transaction_mode="IMMEDIATE",
+        init_command="PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL",
+    )
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 
 if DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql") and os.environ.get(
@@ -525,7 +532,7 @@ MCP_MAX_BODY_BYTES = _env_int("MCP_MAX_BODY_BYTES", 4 * 1024 * 1024, minimum=102
 MCP_MAX_UPLOAD_BYTES = _env_int("MCP_MAX_UPLOAD_BYTES", 2 * 1024 * 1024, minimum=64 * 1024)
 # The admin's second import step posts the document back as a form field (escaped: up to 3x longer).
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(2_621_440, 3 * MCP_MAX_UPLOAD_BYTES + 65_536)
-# Deepest JSON/YAML nesting accepted anywhere (mcpsite/nesting.py, AMB-115); definitions get 8 less.
+# Deepest JSON/YAML nesting accepted anywhere (lib/nesting.py, AMB-115); definitions get 8 less.
 MCP_MAX_JSON_DEPTH = _env_int("MCP_MAX_JSON_DEPTH", 64, minimum=16)
 # Idle sessions expire after this many seconds (then 404).
 MCP_SESSION_IDLE_SECONDS = _env_int("MCP_SESSION_IDLE_SECONDS", 3600, minimum=10)

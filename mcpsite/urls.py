@@ -5,7 +5,7 @@ from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 from oauth2_provider.views import JwksInfoView
 
-from formfields.ace_worker import json_worker
+from lib.ace_worker import json_worker
 from mcp_app.admin import portability as portability_admin
 from mcp_app.admin import self_check as self_check_admin
 from mcp_app.api.token_page import api_tokens
@@ -48,7 +48,7 @@ oauth_urlpatterns = [
 urlpatterns = [
     # The platform's front page: sign in, your tenants and their pages, the admin for staff (AMB-72).
     path("", front, name="front"),
-    # The admin JSON editor's syntax worker, from our origin: the CSP allows it (formfields/ace_worker.py).
+    # The admin JSON editor's syntax worker, from our origin: the CSP allows it (lib/ace_worker.py).
     path("json-editor/json-worker.js", json_worker, name="json-editor-worker"),
     # Browsers ask for /favicon.ico whatever the page says: the site's icon (every page links it too).
     path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True), name="favicon"),

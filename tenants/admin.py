@@ -25,7 +25,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.html import format_html
 
-from formfields import json_formfield
+from lib.formfields import json_formfield
 from tenants import access, invitations
 from tenants.models import EDIT_ROLES, Invitation, Membership, Role, Tenant
 

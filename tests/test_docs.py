@@ -9,7 +9,7 @@ ROOT = Path(__file__).resolve().parents[1]
 ID = re.compile(r"\b[A-Z]{2,4}-\d{1,3}\b")
 # Words of the same shape that are not requirement ids.
 NOT_IDS = {"SHA-256", "UTF-8", "ISO-8601"}
-CITING = ("mcp_app", "tenants", "mcpsite", "formfields", "tests", "bench", "templates", "docs")
+CITING = ("mcp_app", "tenants", "mcpsite", "lib", "tests", "bench", "templates", "docs")
 
 
 def cited_ids() -> dict[str, list[str]]:
@@ -32,6 +32,11 @@ def defined(text: str, requirement: str) -> bool:
 
 def test_the_readme_is_at_most_10_kb():
     assert len((ROOT / "README.md").read_bytes()) <= 10 * 1024
+
+
+def test_the_architecture_is_at_most_12_kb():
+    # One line per package; the detail is in docs/decisions/packages.md (AMB-324).
+    assert len((ROOT / "docs" / "architecture.md").read_bytes()) <= 12 * 1024
 
 
 def test_every_docs_link_of_the_readme_and_the_docs_resolves():

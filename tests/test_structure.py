@@ -12,106 +12,150 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PROJECT = ("mcp_app", "tenants", "audit", "mcpsite", "formfields")
+PROJECT = ("mcp_app", "tenants", "audit", "mcpsite", "lib")
 
-# Which packages a package must never import from (the layering of docs/architecture.md).
-FORBIDDEN = {
-    "mcp_app.core": ("mcp_app", "tenants", "mcpsite", "django.http"),
-    "mcp_app.infra": ("mcp_app", "tenants", "mcpsite"),
-    # The client of upstream MCP servers sits beside infra: core, infra, the SDK; nothing that knows rows or wire.
-    "mcp_app.federation": (
-        "mcp_app.models",
-        "mcp_app.definitions",
-        "mcp_app.catalog",
-        "mcp_app.handlers",
-        "mcp_app.protocol",
-        "mcp_app.transport",
-        "mcp_app.streams",
-        "mcp_app.background",
-        "mcp_app.admin",
-        "mcp_app.api",
-        "mcpsite",
+# What each package MAY import of the project (and whether it may use `django.http`), bottom to top:
+# the table "Packages, bottom to top" of docs/architecture.md, row for row (a test below holds the two
+# together). A package names only packages on earlier lines, so the order is kept by construction; within
+# a package anything goes. A name is a folder of mcp_app/ (or its models.py, apps.py), or a top-level
+# package; `mcp_app/__init__.py` is Django's empty app package, no room of its own.
+HTTP = "django.http"
+ALLOWED: dict[str, tuple[str, ...]] = {
+    # The bottom: the nesting limit of every JSON and YAML read, the admins' shared form fields.
+    "lib": (HTTP,),
+    "tenants": ("lib", HTTP),
+    "audit": ("tenants", HTTP),
+    "core": (),
+    "infra": (),
+    "federation": ("core",),
+    "content": ("core", "infra", "tenants"),
+    "handlers": ("core", "infra", "federation", "content", "lib", "tenants", HTTP),
+    "identity": ("core", "infra", "federation", "handlers", "tenants", "audit", HTTP),
+    "definitions": ("core", "content", "handlers", "lib"),
+    "upstream_rows": ("core", "tenants"),
+    "models": ("core", "definitions", "identity", "upstream_rows", "tenants"),
+    "history": ("models", "tenants"),
+    "catalog": ("core", "infra", "federation", "handlers", "upstream_rows", "models", "tenants"),
+    "usage": ("infra", "federation", "upstream_rows", "models", "tenants", HTTP),
+    "upstreams": ("infra", "federation", "handlers", "upstream_rows", "models", "history", "tenants"),
+    "oauth": ("core", "infra", "federation", "handlers", "models", "lib", "tenants", "audit", HTTP),
+    "background": ("core", "infra", "handlers", "models", "catalog", "usage", "tenants"),
+    "protocol": ("core", "infra", "federation", "content", "handlers", "models", "catalog", "background"),
+    "streams": ("core", "infra", "models", "usage", "protocol"),
+    "connect": ("core", "catalog", "protocol", "tenants", HTTP),
+    "drafts": ("core", "models", "history", "catalog", "protocol", "tenants", "audit"),
+    "operations": (
+        "infra",
+        "federation",
+        "models",
+        "usage",
+        "oauth",
+        "background",
+        "protocol",
         "tenants",
-        "django.http",
+        HTTP,
     ),
-    "mcp_app.content": (
-        "mcp_app.catalog",
-        "mcp_app.handlers",
-        "mcp_app.definitions",
-        "mcp_app.protocol",
-        "mcp_app.transport",
+    "signals": ("infra", "content", "handlers", "models", "catalog", "oauth", "tenants", "audit"),
+    "transport": (
+        "core",
+        "infra",
+        "federation",
+        "catalog",
+        "usage",
+        "upstreams",
+        "oauth",
+        "protocol",
+        "streams",
+        "lib",
+        "tenants",
+        HTTP,
     ),
-    "mcp_app.handlers": (
-        "mcp_app.definitions",
-        "mcp_app.background",
-        "mcp_app.catalog",
-        "mcp_app.protocol",
-        "mcp_app.transport",
-        "mcp_app.admin",
-        "mcp_app.models",
-        "mcp_app.upstream_rows",
-        "mcp_app.upstreams",
+    "selfcheck": (
+        "core",
+        "federation",
+        "content",
+        "definitions",
+        "models",
+        "catalog",
+        "upstreams",
+        "protocol",
+        "connect",
+        "tenants",
     ),
-    # A row's checks sit on the handlers (a configuration is its kind's) and under the models.
-    "mcp_app.definitions": (
-        "mcp_app.models",
-        "mcp_app.catalog",
-        "mcp_app.background",
-        "mcp_app.protocol",
-        "mcp_app.transport",
-        "mcp_app.admin",
-        "mcp_app.api",
-        "mcp_app.portability",
+    "portability": (
+        "core",
+        "content",
+        "handlers",
+        "definitions",
+        "upstream_rows",
+        "models",
+        "oauth",
+        "drafts",
+        "lib",
+        "tenants",
     ),
-    "mcp_app.protocol": ("mcp_app.transport", "mcp_app.admin", "mcp_app.oauth", "mcp_app.drafts", "django.http"),
-    "mcp_app.background": ("mcp_app.protocol", "mcp_app.transport", "mcp_app.admin"),
-    "mcp_app.catalog": ("mcp_app.protocol", "mcp_app.transport", "mcp_app.admin", "mcp_app.background"),
-    "mcp_app.oauth": ("mcp_app.transport", "mcp_app.admin", "mcp_app.protocol"),
-    "mcp_app.portability": (
-        "mcp_app.transport",
-        "mcp_app.protocol",
-        "mcp_app.admin",
-        "mcp_app.api",
-        "django.http",
+    "demo": ("core", "handlers", "portability", "lib", "tenants", HTTP),
+    # admin and api are siblings: neither imports the other.
+    "admin": (
+        "core",
+        "infra",
+        "federation",
+        "handlers",
+        "identity",
+        "definitions",
+        "models",
+        "history",
+        "catalog",
+        "usage",
+        "upstreams",
+        "oauth",
+        "background",
+        "protocol",
+        "streams",
+        "signals",
+        "drafts",
+        "selfcheck",
+        "portability",
+        "lib",
+        "tenants",
+        "audit",
+        HTTP,
     ),
-    "mcp_app.usage": ("mcp_app.transport", "mcp_app.protocol", "mcp_app.admin", "mcp_app.background"),
-    # Cross-process session and stream state: the transport's consumers use it, never the other way.
-    "mcp_app.streams": ("mcp_app.transport", "mcp_app.admin", "mcp_app.api", "django.http"),
-    "mcp_app.history": ("mcp_app.transport", "mcp_app.protocol", "mcp_app.admin", "mcp_app.api", "mcp_app.drafts"),
-    # Drafts and publishing (AMB-218): over history, under the admin, the API and portability's import;
-    # a draft is tried through the protocol core (trial.py), which never reads drafts.
-    "mcp_app.drafts": ("mcp_app.transport", "mcp_app.admin", "mcp_app.api", "mcp_app.portability"),
-    # Upstream servers: their rows sit with the models; the service that syncs and pins them beside history.
-    "mcp_app.upstream_rows": (
-        "mcp_app.catalog",
-        "mcp_app.handlers",
-        "mcp_app.protocol",
-        "mcp_app.transport",
-        "mcp_app.admin",
-        "mcp_app.api",
-        "mcp_app.upstreams",
+    "api": (
+        "federation",
+        "handlers",
+        "models",
+        "history",
+        "upstreams",
+        "oauth",
+        "protocol",
+        "drafts",
+        "signals",
+        "selfcheck",
+        "portability",
+        "lib",
+        "tenants",
+        "audit",
+        HTTP,
     ),
-    "mcp_app.upstreams": ("mcp_app.transport", "mcp_app.protocol", "mcp_app.admin", "mcp_app.api"),
-    # Connected accounts: the vault, its provider client and pages sit beside upstreams, under admin and api.
-    "mcp_app.identity": ("mcp_app.transport", "mcp_app.protocol", "mcp_app.admin", "mcp_app.api"),
-    "mcp_app.connect": ("mcp_app.transport", "mcp_app.admin", "mcp_app.api"),
-    # The self-check reads the endpoint as the connect page does, beside it; the admin, API and command show it.
-    "mcp_app.selfcheck": ("mcp_app.transport", "mcp_app.admin", "mcp_app.api", "django.http"),
-    "mcp_app.operations": ("mcp_app.transport", "mcp_app.admin", "mcp_app.api"),
-    "mcp_app.signals": ("mcp_app.transport", "mcp_app.protocol", "mcp_app.admin", "mcp_app.api"),
-    "mcp_app.api": ("mcp_app.admin",),
-    "mcp_app.admin": ("mcp_app.api",),
-    # The audit trail sits between tenants and mcp_app: mcp_app records through audit.trail.record.
-    "audit": ("mcp_app", "mcpsite"),
-    "tenants": ("mcp_app", "audit", "mcpsite"),
-    # The bottom: the shared form fields (tenants' and mcp_app's admins) and the nesting limit.
-    "formfields": ("mcp_app", "tenants", "audit"),
-    "mcpsite.nesting": ("mcp_app", "tenants", "audit", "formfields", "mcpsite"),
+    "templatetags": ("admin", "tenants"),
+    "management": (
+        "federation",
+        "handlers",
+        "models",
+        "upstreams",
+        "oauth",
+        "drafts",
+        "selfcheck",
+        "portability",
+        "demo",
+        "api",
+        "tenants",
+    ),
+    "apps": ("handlers", "identity", "oauth", "signals"),
 }
-
-# mcpsite/ is the top (settings, URLs, ASGI, Celery, pages, middleware): nothing below it imports it,
-# but for its leaf nesting.py (which imports nothing of the project) that every layer reads.
-SITE_LEAVES = {"mcpsite.nesting"}
+# The top wires the rest together (settings, URLs, ASGI, Celery, pages): it may import every package.
+TOP = "mcpsite"
 
 
 def project_files() -> list[Path]:
@@ -235,17 +279,60 @@ def test_no_two_packages_import_each_other_even_through_others() -> None:
     assert cycles(edges) == []
 
 
-def test_each_layer_imports_nothing_from_the_layers_above_it() -> None:
+def room(module: str) -> str | None:
+    """A module's line in ALLOWED: its folder of mcp_app/ (models, apps), else its top-level package."""
+    parts = module.split(".")
+    if parts[0] != "mcp_app":
+        return parts[0]
+    return parts[1] if len(parts) > 1 else None
+
+
+def test_each_package_imports_only_what_its_line_allows() -> None:
     broken = []
     for importer, target, line, _top in imports():
-        for package, banned in FORBIDDEN.items():
-            if importer == package or importer.startswith(package + "."):
-                for prefix in banned:
-                    if (target == prefix or target.startswith(prefix + ".")) and not (
-                        target == package or target.startswith(package + ".")
-                    ):
-                        broken.append(f"{MODULES[importer].relative_to(ROOT)}:{line} imports {target}")
-    assert not broken, "\n".join(broken)
+        here = room(importer)
+        there = HTTP if target.startswith(HTTP) else room(target)
+        if here in (None, TOP, there):
+            continue
+        if there not in ALLOWED.get(here, ()):
+            broken.append(
+                f"{MODULES[importer].relative_to(ROOT)}:{line} imports {target} ({here} -> {there})"
+            )
+    assert not broken, "not in ALLOWED (and the package's line of docs/architecture.md):\n" + "\n".join(
+        broken
+    )
+
+
+def test_every_package_has_a_line_naming_only_packages_below_it() -> None:
+    rooms = {room(m) for m in MODULES} - {None, TOP}
+    assert sorted(rooms - ALLOWED.keys()) == [], "packages without a line in ALLOWED"
+    assert sorted(ALLOWED.keys() - rooms) == [], "lines in ALLOWED for packages that are gone"
+    below: set[str] = {HTTP}
+    upward = []
+    for package, allowed in ALLOWED.items():
+        upward += [f"{package} -> {name}" for name in allowed if name not in below]
+        below.add(package)
+    assert not upward, "a package may name only those on earlier lines of ALLOWED:\n" + "\n".join(upward)
+
+
+def architecture_rows() -> list[tuple[str, tuple[str, ...]]]:
+    """The table "Packages, bottom to top" of docs/architecture.md: (package, what it may import)."""
+    text = (ROOT / "docs" / "architecture.md").read_text().split("## Packages, bottom to top", 1)[1]
+    rows = []
+    for line in text.split("\n## ", 1)[0].splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 3 or not cells[0].startswith("`"):
+            continue
+        package = Path(cells[0].strip("`/")).stem
+        names = tuple(n.strip(" `") for n in cells[2].split(",") if n.strip(" `") not in ("", "nothing"))
+        rows.append((package, names))
+    return rows
+
+
+def test_the_architecture_document_has_the_same_order_and_imports() -> None:
+    documented = [(package, sorted(names)) for package, names in architecture_rows()]
+    expected = [(package, sorted(names)) for package, names in ALLOWED.items()] + [(TOP, ["everything"])]
+    assert documented == expected
 
 
 # Django's conventional modules; everything else lives in a package named for what it is.
@@ -255,17 +342,6 @@ ROOT_MODULES = {"__init__.py", "apps.py", "models.py"}
 def test_the_app_root_holds_only_djangos_conventional_modules() -> None:
     loose = sorted(p.name for p in (ROOT / "mcp_app").glob("*.py") if p.name not in ROOT_MODULES)
     assert not loose, f"modules at the mcp_app/ root that belong in a package: {loose}"
-
-
-def test_nothing_below_the_site_imports_it_but_its_nesting_limit() -> None:
-    broken = [
-        f"{MODULES[importer].relative_to(ROOT)}:{line} imports {target}"
-        for importer, target, line, _top in imports()
-        if target.split(".")[0] == "mcpsite"
-        and importer.split(".")[0] != "mcpsite"
-        and target not in SITE_LEAVES
-    ]
-    assert not broken, "\n".join(broken)
 
 
 def test_no_module_is_over_about_400_lines_without_a_reason_at_its_top() -> None:

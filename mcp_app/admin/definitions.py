@@ -16,7 +16,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.timezone import localtime
 
-from formfields import json_formfield
+from lib.formfields import json_formfield
 from mcp_app.admin import json_check
 from mcp_app.admin.app_preview import AppPreview
 from mcp_app.admin.forms import (

@@ -10,12 +10,12 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.utils.html import format_html_join
 
-from formfields import WriteOnlyTextarea
+from lib import nesting
+from lib.formfields import WriteOnlyTextarea
 from mcp_app.admin import kind_examples, kind_form
 from mcp_app.handlers import python, registry
 from mcp_app.handlers.secrets import check_secret_headers, encrypt_secrets, secret_names
 from mcp_app.models import MAX_UPLOAD_BYTES, Prompt, Resource, ResourceTemplate, Tool
-from mcpsite import nesting
 
 # Key of handler_config naming the registered callable of a `python` tool.
 PYTHON_CALLABLE_KEY = "callable"

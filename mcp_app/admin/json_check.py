@@ -13,7 +13,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponseNotAllowed, JsonResponse
 
-from formfields import PrettyJSONField
+from lib.formfields import PrettyJSONField
 from mcp_app.definitions import checks
 
 VALID = {"input_schema": "A valid JSON Schema.", "output_schema": "A valid JSON Schema."}

@@ -8,6 +8,7 @@ in the form itself (a hidden field), so the confirmed import is exactly the one 
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from django.contrib import admin, messages
@@ -20,6 +21,7 @@ from mcp_app.portability.importer import import_document
 from mcp_app.portability.limits import refuse_large
 from mcp_app.portability.openapi import OpenApiError
 from mcp_app.portability.openapi_tools import Settings, fetch, import_operations, read
+from mcp_app.signals.definitions import run_apart
 from tenants import access
 from tenants.models import EDIT_ROLES, Role, Tenant
 
@@ -82,13 +84,17 @@ def import_view(request: HttpRequest, tenant_id: int) -> HttpResponse:
         text = _uploaded_text(request)
         if not text.strip():
             raise DocumentError([("(document)", "Choose a file to import.")])
-        plan = import_document(
-            tenant,
-            loads(text),
-            prune=prune,
-            dry_run=not confirm,
-            user=request.user,
-            may_change_settings=role == Role.OWNER,
+        # Thousands of rows checked and written: in a process of its own, not this server's (AMB-277).
+        plan = run_apart(
+            partial(
+                import_document,
+                tenant,
+                loads(text),
+                prune=prune,
+                dry_run=not confirm,
+                user=request.user,
+                may_change_settings=role == Role.OWNER,
+            )
         )
     except DocumentError as exc:
         context["problems"] = exc.problems
@@ -148,7 +154,7 @@ def openapi_view(request: HttpRequest, tenant_id: int) -> HttpResponse:
     if not settings.auth_value:
         settings.auth_header = ""  # no value: nothing to store, the tools keep what they have
     try:
-        outcome = import_operations(tenant, description, context["chosen"], settings, request.user)
+        outcome = run_apart(import_operations, tenant, description, context["chosen"], settings, request.user)
     except DocumentError as exc:
         context["problems"] = exc.problems
         return TemplateResponse(request, "admin/portability/openapi.html", context, status=400)

@@ -13,10 +13,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from lib import nesting
 from mcp_app.core.versions import V2025_11_25, is_modern
 from mcp_app.drafts import trial
 from mcp_app.protocol.tasks import EXTENSION
-from mcpsite import nesting
 
 # What the page offers, newest first: the revisions any trial may speak.
 ERAS = trial.ERAS

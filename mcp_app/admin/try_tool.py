@@ -22,6 +22,7 @@ from typing import Any
 
 from channels.layers import get_channel_layer
 
+from lib import nesting
 from mcp_app.admin import try_render
 from mcp_app.admin.try_client import DEFAULT_CAPABILITIES, Client
 from mcp_app.core.context import RequestContext
@@ -34,7 +35,6 @@ from mcp_app.models import Tool
 from mcp_app.protocol import asking
 from mcp_app.protocol.dispatch import dispatch
 from mcp_app.streams import inflight
-from mcpsite import nesting
 
 # The admin request waits at most this long; a longer call is cancelled (a worker stops it too).
 TRY_SECONDS = 60.0

@@ -8,11 +8,10 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 
-from formfields import WriteOnlyTextarea
+from lib import nesting
+from lib.formfields import WriteOnlyTextarea
 from mcp_app.handlers.secrets import check_secret_headers, encrypt_secrets
-from mcp_app.models import Approval, Upstream
-from mcp_app.upstream_rows.models import UPSTREAM_SETTINGS
-from mcpsite import nesting
+from mcp_app.models import UPSTREAM_SETTINGS, Approval, Upstream
 
 
 class UpstreamAdminForm(forms.ModelForm):

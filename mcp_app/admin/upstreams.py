@@ -32,6 +32,7 @@ from mcp_app.federation import breaker
 from mcp_app.federation import health as upstream_health
 from mcp_app.handlers.secrets import secret_names
 from mcp_app.models import Upstream, UpstreamTool
+from mcp_app.signals.definitions import run_apart
 from mcp_app.upstreams import extras, service
 from mcp_app.upstreams import health as deployment_health
 from tenants.admin import TenantScopedAdmin
@@ -281,7 +282,8 @@ class UpstreamAdmin(TenantScopedAdmin):
     def sync_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         upstream = self._upstream(request, object_id, change=True)
         try:
-            report = service.sync(upstream)
+            # A sync may publish thousands of tools: in a process of its own (AMB-277).
+            report = run_apart(service.sync, upstream)
         except federation.UpstreamError as exc:
             messages.error(request, f"Sync failed: {exc.message}")
         else:

@@ -14,8 +14,8 @@ from rest_framework import status
 from rest_framework.exceptions import APIException, ParseError
 from rest_framework.parsers import JSONParser
 
+from lib import nesting
 from mcp_app.portability.limits import DocumentTooLarge, max_upload_bytes, refuse_large
-from mcpsite import nesting
 
 
 class BodyTooLarge(APIException):

@@ -9,6 +9,7 @@ each document path to its messages, the API's one error shape.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
@@ -28,6 +29,7 @@ from mcp_app.portability.document import DocumentError, export_tenant
 from mcp_app.portability.importer import import_document
 from mcp_app.portability.openapi import Description, OpenApiError, parse
 from mcp_app.portability.openapi_tools import Settings, fetch, import_operations, read
+from mcp_app.signals.definitions import run_apart
 from tenants.models import EDIT_ROLES, Role
 
 DRY_RUN = OpenApiParameter("dry_run", bool, description="Only check and say what would change.")
@@ -134,13 +136,17 @@ class ImportView(APIView):
     def post(self, request: Request, slug: str) -> Response:
         tenant, role = _editor_role(request, slug)
         try:
-            plan = import_document(
-                tenant,
-                request.data,
-                prune=_flag(request, "prune"),
-                dry_run=_flag(request, "dry_run"),
-                user=request.user,
-                may_change_settings=role == Role.OWNER,
+            # Thousands of rows checked and written: in a process of its own, not this server's (AMB-277).
+            plan = run_apart(
+                partial(
+                    import_document,
+                    tenant,
+                    request.data,
+                    prune=_flag(request, "prune"),
+                    dry_run=_flag(request, "dry_run"),
+                    user=request.user,
+                    may_change_settings=role == Role.OWNER,
+                )
             )
         except DocumentError as exc:
             return _invalid(exc.problems, "The document cannot be imported; nothing was changed.")
@@ -186,7 +192,7 @@ class ImportOpenApiView(APIView):
             data["auth_value"],
         )
         try:
-            outcome = import_operations(tenant, description, keys, settings, request.user)
+            outcome = run_apart(import_operations, tenant, description, keys, settings, request.user)
         except DocumentError as exc:
             return _invalid(exc.problems, "The operations cannot be imported; nothing was changed.")
         return Response({**body, **outcome.as_dict()})

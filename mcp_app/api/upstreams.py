@@ -26,6 +26,7 @@ from mcp_app.api.serializers import READ_ONLY, CleanedModelSerializer, SecretHea
 from mcp_app.api.views import ID, SLUG, DefinitionViewSet, TenantScoped
 from mcp_app.handlers.secrets import encrypt_secrets
 from mcp_app.models import Approval, Tool, Upstream, UpstreamTool
+from mcp_app.signals.definitions import run_apart
 from mcp_app.upstreams import service
 
 UNREACHABLE = "upstream_unreachable"
@@ -183,7 +184,8 @@ class UpstreamViewSet(DefinitionViewSet):
         """Record the upstream's tools now: new, changed (held for review), gone, back."""
         upstream = self.get_object()
         try:
-            report = service.sync(upstream)
+            # A sync may publish thousands of tools: in a process of its own (AMB-277).
+            report = run_apart(service.sync, upstream)
         except federation.UpstreamError as exc:
             return _unreachable(exc)
         return Response(SyncReportSerializer(report).data)

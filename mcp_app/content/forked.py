@@ -8,7 +8,9 @@ in the caller's tenant-wall scope, and returns its value or raises its exception
 view's own) only waits. Arguments, value and exception go through pickle.
 
 When another process cannot see this database (SQLite in memory: the test process), ``fn`` runs here,
-in the calling thread, as it did before.
+in the calling thread, as it did before. ``run_capturing`` also returns what ``fn`` published to tenants
+(infra/notify), for a caller whose channel layer does not cross processes to announce again
+(signals/definitions.run_apart).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any, TypeVar
 from django.db import connection
 
 from mcp_app.content import render_pool
+from mcp_app.infra import notify
 from tenants import wall
 
 T = TypeVar("T")
@@ -38,10 +41,18 @@ def shared_database() -> bool:
     return not (connection.vendor == "sqlite" and connection.is_in_memory_db())
 
 
+Events = list[tuple[int, dict[str, Any]]]
+
+
 def run(fn: Callable[..., T], *args: Any, timeout: float = 600.0) -> T:
     """``fn(*args)`` in a process of its own (see the module); Lost if it never answers."""
+    return run_capturing(fn, *args, timeout=timeout)[0]
+
+
+def run_capturing(fn: Callable[..., T], *args: Any, timeout: float = 600.0) -> tuple[T, Events]:
+    """``run``, and the tenant events ``fn`` published there (none when it ran here: they went out)."""
     if not shared_database():
-        return fn(*args)
+        return fn(*args), []
     mp = render_pool.forkserver_context()
     ours, theirs = mp.Pipe(duplex=False)
     # Not daemonic: what it runs may need a render process of its own.
@@ -54,7 +65,7 @@ def run(fn: Callable[..., T], *args: Any, timeout: float = 600.0) -> T:
             proc.kill()
             raise Lost(f"The work did not finish within {timeout:g} s and was stopped.")
         try:
-            outcome, value = ours.recv()
+            outcome, value, events = ours.recv()
         except EOFError:
             raise Lost("The work's process ended before it answered; see the server's log.") from None
     finally:
@@ -65,7 +76,7 @@ def run(fn: Callable[..., T], *args: Any, timeout: float = 600.0) -> T:
             proc.join(timeout=5)
     if outcome == "raised":
         raise value
-    return value
+    return value, events
 
 
 def _child(
@@ -77,11 +88,11 @@ def _child(
     connection.close()
     connection.settings_dict["NAME"] = database
     try:
-        with wall.scoped(scope):
+        with wall.scoped(scope), notify.captured() as events:
             try:
-                answer: tuple[str, Any] = ("returned", fn(*args))
+                answer: tuple[str, Any, Events] = ("returned", fn(*args), events)
             except Exception as exc:  # noqa: BLE001 - handed to the caller, who raises it
-                answer = ("raised", exc)
+                answer = ("raised", exc, [])
         conn.send(answer)
     finally:
         conn.close()

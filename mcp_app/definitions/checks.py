@@ -22,12 +22,12 @@ from jsonschema import Draft202012Validator
 from jsonschema.validators import validator_for
 from uritemplate import URITemplate
 
+from lib import nesting
 from mcp_app.content import fields
 from mcp_app.content.schema_refs import validate_local_refs
 from mcp_app.core import ui_apps
 from mcp_app.core.mcp_headers import invalid_x_mcp_header
 from mcp_app.handlers import registry
-from mcpsite import nesting
 
 # AMB-17: a schema without "$schema" is checked (and later validated) as Draft 2020-12.
 DEFAULT_SCHEMA_DIALECT = Draft202012Validator

@@ -21,7 +21,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpRe
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from mcpsite import nesting
+from lib import nesting
 
 # A public endpoint: at most this many streams wait for an answer at once, each at most ANSWER_SECONDS
 # (the demo tools' own timeout: a person takes their time over a form).

@@ -6,10 +6,10 @@ import asyncio
 import secrets
 from typing import Any
 
+from mcp_app.core import notifications
 from mcp_app.core.context import RequestContext
 from mcp_app.core.errors import ToolError
 from mcp_app.handlers.python import register
-from mcp_app.protocol import utilities
 
 COUNT_MAX = 50
 DELAY_MAX = 5.0
@@ -59,7 +59,7 @@ async def count_slowly(ctx: RequestContext, arguments: dict[str, Any]) -> dict[s
             finally:
                 woken.cancel()
             if cancelled.is_set():
-                await utilities.log(ctx, "info", f"cancelled after {done} of {n}", logger="count_slowly")
+                await notifications.log(ctx, "info", f"cancelled after {done} of {n}", logger="count_slowly")
                 return {
                     "content": [{"type": "text", "text": f"Cancelled after {done} of {n}."}],
                     "isError": True,
@@ -67,8 +67,8 @@ async def count_slowly(ctx: RequestContext, arguments: dict[str, Any]) -> dict[s
         else:
             await asyncio.sleep(delay)
         done = i
-        await utilities.progress(ctx, i, n, f"Counted {i} of {n}")
-        await utilities.log(ctx, "info", f"count {i} of {n}", logger="count_slowly")
+        await notifications.progress(ctx, i, n, f"Counted {i} of {n}")
+        await notifications.log(ctx, "info", f"count {i} of {n}", logger="count_slowly")
     return {"content": [{"type": "text", "text": f"Counted to {n}."}], "structuredContent": {"count": n}}
 
 

@@ -12,7 +12,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpRe
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from mcpsite import nesting
+from lib import nesting
 
 # The http handler sends at most what a tool's arguments hold; anything larger is not a demo call.
 MAX_ECHO_BYTES = 64 * 1024

@@ -46,13 +46,13 @@ import httpx
 from django.conf import settings
 from django.utils.crypto import salted_hmac
 
+from lib import nesting
 from mcp_app.core import ssrf
 from mcp_app.core.context import RequestContext
 from mcp_app.core.errors import ToolError
 from mcp_app.core.types import ToolDef
 from mcp_app.handlers import accounts, http_params, http_stream
 from mcp_app.handlers.secrets import SecretsError, decrypt_secrets
-from mcpsite import nesting
 
 logger = logging.getLogger(__name__)
 

@@ -42,11 +42,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 from urllib.parse import urljoin
 
+from lib import nesting
 from mcp_app.core import notifications, ssrf
 from mcp_app.core.context import RequestContext
 from mcp_app.core.errors import ProtocolError, ToolError
 from mcp_app.handlers import cancelling, form
-from mcpsite import nesting
 
 STREAM_TYPES = ("application/x-ndjson", "application/jsonl")
 NO_RESULT = "The endpoint ended its stream without a result."

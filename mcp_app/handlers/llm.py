@@ -29,13 +29,13 @@ import json
 import re
 from typing import Any
 
+from lib import nesting
 from mcp_app.content import rendering
 from mcp_app.core import ssrf
 from mcp_app.core.context import RequestContext
 from mcp_app.core.errors import ToolError
 from mcp_app.core.types import ToolDef
 from mcp_app.handlers import http
-from mcpsite import nesting
 
 DEFAULT_MAX_TOKENS = 1000
 # A model asked for JSON often wraps it in a Markdown fence anyway.

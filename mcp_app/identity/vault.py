@@ -19,11 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-import json
-import logging
 import secrets
 import time
-from collections import OrderedDict
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -40,7 +37,7 @@ from mcp_app.handlers.accounts import ConnectionUnavailable, NotConnected
 from mcp_app.handlers.secrets import SecretsError, encrypt_secrets
 from mcp_app.identity import provider_http
 from mcp_app.identity.models import Connection, Provider
-from mcp_app.infra import pubsub, redis_client
+from mcp_app.infra.cache import Cache
 from mcp_app.infra.lease import Lease
 from tenants import wall
 from tenants.models import Tenant
@@ -48,8 +45,6 @@ from tenants.models import Tenant
 # The ORM is reached through asgiref's sync_to_async, not channels' database_sync_to_async: the pages and
 # the admin call the vault from inside a request (the admin's delete inside its transaction), whose
 # connection the latter would close under it.
-logger = logging.getLogger(__name__)
-
 SALT = "mcp.connection-start"
 # A token this close to its expiry is refreshed before it is handed out.
 EARLY_SECONDS = 30.0
@@ -160,31 +155,8 @@ def _store_refreshed(connection: Connection, tokens: provider_http.Tokens) -> No
 # decrypts nothing for MCP_TOKEN_CACHE_SECONDS, as bearer tokens are cached at the endpoint. A saved or
 # deleted connection (a refresh, a Disconnect, invalid_grant) forgets its entry here at once and, with
 # Redis, in every other process within milliseconds (published after the commit, as token evictions are).
-_handed: OrderedDict[tuple[int, int, str], tuple[str, float]] = OrderedDict()
 MAX_HANDED = 10_000
-# Counts forgettings: a read that overlapped one must not keep what it read (it may be the old token).
-_forgotten = [0]
-EVICT_CHANNEL = "mcp:connections:evict"
-
-
-def _evict_message(raw: Any) -> None:
-    try:
-        message = json.loads(raw)
-    except (TypeError, ValueError):
-        return
-    if isinstance(message, list) and len(message) == 3:
-        _forget((message[0], message[1], message[2]))
-
-
-def _forget(key: tuple[int, int, str] | None = None) -> None:
-    _forgotten[0] += 1
-    if key is None:
-        _handed.clear()
-    else:
-        _handed.pop(key, None)
-
-
-_eviction = pubsub.Subscriber(EVICT_CHANNEL, _evict_message, _forget, "connection eviction")
+_handed = Cache("connections", MAX_HANDED)
 
 
 def on_connection_changed(sender: Any, instance: Connection, **kwargs: Any) -> None:
@@ -197,36 +169,18 @@ def on_connection_changed(sender: Any, instance: Connection, **kwargs: Any) -> N
         if cached is not None
         else (Provider.objects.filter(pk=instance.provider_id).values_list("name", flat=True).first() or "")
     )
-    key = [instance.tenant_id, instance.user_id, name]
-    _forget((key[0], key[1], key[2]))
-    if not redis_client.enabled():
-        return
-
-    def send() -> None:
-        try:
-            redis_client.sync_client().publish(redis_client.channel(EVICT_CHANNEL), json.dumps(key))
-        except Exception:  # the others still forget it when its few seconds are up
-            logger.warning("could not publish a connection eviction", exc_info=True)
-
-    transaction.on_commit(send)
+    _handed.evict_everywhere((instance.tenant_id, instance.user_id, name))
 
 
 for _signal, _uid in ((post_save, "mcp-connection-save"), (post_delete, "mcp-connection-delete")):
     _signal.connect(on_connection_changed, sender=Connection, dispatch_uid=_uid)
 
 
-def _remember(key: tuple[int, int, str], token: str, expires_at: float | None, seen: int) -> str:
-    ttl = float(settings.MCP_TOKEN_CACHE_SECONDS)
-    if seen != _forgotten[0]:
-        return token
-    until = time.monotonic() + ttl
+def _remember(key: tuple[int, int, str], token: str, expires_at: float | None, mark: int) -> str:
+    seconds = float(settings.MCP_TOKEN_CACHE_SECONDS)
     if expires_at is not None:  # never past the moment it would be refreshed
-        until = min(until, time.monotonic() + expires_at - time.time() - EARLY_SECONDS)
-    if ttl > 0 and until > time.monotonic():
-        _handed[key] = (token, until)
-        _handed.move_to_end(key)
-        while len(_handed) > MAX_HANDED:
-            _handed.popitem(last=False)
+        seconds = min(seconds, expires_at - time.time() - EARLY_SECONDS)
+    _handed.put(key, token, mark, seconds)  # not if a change was heard since `mark`: it may be the old token
     return token
 
 
@@ -236,13 +190,12 @@ async def access_token(
     """The person's access token at the provider; raises NotConnected (send them to its start_url) or
     ConnectionUnavailable (its message says why: the provider unreachable, or no such provider here)."""
     if float(settings.MCP_TOKEN_CACHE_SECONDS) > 0 and settings.MCP_TOKEN_EVICTION_SUBSCRIBER:
-        _eviction.ensure()
+        _handed.listen()
     key = (tenant_id, user_id, provider_name)
     handed = _handed.get(key)
-    if handed is not None and handed[1] > time.monotonic():
-        return handed[0]
-    _handed.pop(key, None)
-    seen = _forgotten[0]
+    if handed is not None:
+        return handed
+    mark = _handed.mark()
     connection = await sync_to_async(_load)(tenant_id, user_id, provider_name)
     if connection is not None and _fresh(connection):
         try:
@@ -252,7 +205,7 @@ async def access_token(
             connection = None
         else:
             expires = connection.expires_at.timestamp() if connection.expires_at else None
-            return _remember(key, token, expires, seen)
+            return _remember(key, token, expires, mark)
     if connection is not None:
         token = await _refreshed(tenant_id, user_id, provider_name, connection.pk)
         if token is not None:
@@ -262,7 +215,7 @@ async def access_token(
 
 def forget() -> None:
     """Forget the tokens handed out lately (tests)."""
-    _forget()
+    _handed.clear()
 
 
 async def _refreshed(tenant_id: int, user_id: int, provider_name: str, connection_id: int) -> str | None:

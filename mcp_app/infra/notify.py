@@ -7,6 +7,9 @@ the transport's open GET streams receive them. Group names and message shapes ar
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -15,6 +18,9 @@ from channels.layers import get_channel_layer
 logger = logging.getLogger(__name__)
 
 LIST_KINDS = ("tools", "prompts", "resources")
+
+# (tenant id, event) of each tenant event published inside `captured()`.
+_captured: ContextVar[list[tuple[int, dict[str, Any]]] | None] = ContextVar("mcp_notify_captured", default=None)
 
 
 def tenant_group(tenant_id: int) -> str:
@@ -54,8 +60,22 @@ async def apublish_session(session_id: str, event: dict[str, Any]) -> None:
     await layer.group_send(session_group(session_id), event)
 
 
+@contextmanager
+def captured() -> Iterator[list[tuple[int, dict[str, Any]]]]:
+    """Also keep what is published to tenants here: an owner's work run in a process of its own
+    (content/forked.py) hands it to the serving process, whose streams an in-memory layer cannot reach."""
+    events: list[tuple[int, dict[str, Any]]] = []
+    reset = _captured.set(events)
+    try:
+        yield events
+    finally:
+        _captured.reset(reset)
+
+
 def publish_tenant(tenant_id: int, event: dict[str, Any]) -> None:
     """Synchronous publish for signal handlers, admin views and Celery tasks."""
+    if (events := _captured.get()) is not None:
+        events.append((tenant_id, event))
     try:
         async_to_sync(apublish_tenant)(tenant_id, event)
     except Exception:  # a notification must never break the edit that caused it

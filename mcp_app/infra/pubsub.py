@@ -1,7 +1,7 @@
 """A Redis pub/sub channel each event loop of the process listens to, for cache invalidation.
 
-Used where a process keeps something in memory and another process may change it: the bearer
-token cache (oauth/tokens) and the tenants' change tokens (catalog/tokens). A message lost while a
+Used where a process keeps something in memory and another process may change it: the in-process
+caches (infra/cache.py, one channel for all) and the tenants' change tokens (catalog/tokens). A message lost while a
 loop was not subscribed cannot be detected, so whenever the subscription (re)starts or fails the
 owner's `on_reset` drops everything it holds; `generation` counts those starts, so a reader can tell
 whether the subscription it relied on is still the same one.

@@ -21,8 +21,8 @@ from django.conf import settings
 from django.http.request import validate_host
 from oauth2_provider import cimd as dot_cimd
 
+from lib import nesting
 from mcp_app.oauth import dot_compat, registration
-from mcpsite import nesting
 
 
 def _host_of(client_id: str) -> str:

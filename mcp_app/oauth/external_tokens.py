@@ -25,7 +25,6 @@ import asyncio
 import base64
 import json
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -41,6 +40,7 @@ from mcp_app.core.context import Caller
 from mcp_app.core.types import ASYMMETRIC_ALGORITHMS, ExternalIdentity, TenantInfo
 from mcp_app.federation import transport
 from mcp_app.handlers.secrets import SecretsError, decrypt_secrets
+from mcp_app.infra.cache import Cache
 from mcp_app.oauth import tokens
 from mcp_app.oauth.tokens import InvalidToken
 
@@ -89,9 +89,10 @@ class _Keys:
 _keys: dict[tuple[int, str], _Keys] = {}
 _fetching: dict[tuple[int, int, str], asyncio.Future[_Keys]] = {}
 _slots: dict[tuple[int, int], asyncio.Semaphore] = {}
-# (tenant id, its identity, token checksum) -> (Caller or refusal reason, monotonic time it ends).
-_accepted: OrderedDict[tuple[int, ExternalIdentity, str], tuple[Caller, float]] = OrderedDict()
-_refused: OrderedDict[tuple[int, ExternalIdentity, str], tuple[str, float]] = OrderedDict()
+# (tenant id, its identity, token checksum) -> the Caller (pool ACCEPTED) or the refusal's reason (REFUSED),
+# each pool bounded on its own. Nothing evicts them early: the issuer revokes, and tells no one.
+ACCEPTED, REFUSED = 0, 1
+_verdicts = Cache("identity", MAX_ENTRIES, pools=2)
 
 
 def unreachable_urls(identity: Any) -> list[str]:
@@ -116,8 +117,7 @@ def reset() -> None:
     _keys.clear()
     _fetching.clear()
     _slots.clear()
-    _accepted.clear()
-    _refused.clear()
+    _verdicts.clear()
 
 
 def looks_like_jwt(token: str) -> bool:
@@ -140,11 +140,11 @@ async def authenticate(token: str, tenant: TenantInfo) -> Caller:
             if not identity.introspection_url:
                 raise
     key = (tenant.id, identity, tokens.checksum(token))
-    now = time.monotonic()
-    if (hit := _remembered(_accepted, key, now)) is not None:
+    if isinstance(hit := _verdicts.get(key), Caller):
         return hit
-    if (reason := _remembered(_refused, key, now)) is not None:
-        raise InvalidToken(reason)
+    if isinstance(hit, str):
+        raise InvalidToken(hit)
+    mark = _verdicts.mark()
     try:
         if identity.jwks_uri and looks_like_jwt(token):
             caller, expires = await _verify_jwt(token, tenant.id, identity)
@@ -153,31 +153,12 @@ async def authenticate(token: str, tenant: TenantInfo) -> Caller:
         else:
             raise InvalidToken(NOT_JWT)
     except InvalidToken as refused:
-        _remember(_refused, key, refused.reason, time.time() + float(settings.MCP_IDENTITY_CACHE_SECONDS))
+        _verdicts.put(key, refused.reason, mark, float(settings.MCP_IDENTITY_CACHE_SECONDS), REFUSED)
         raise
-    _remember(_accepted, key, caller, expires)
-    return caller
-
-
-def _remembered(store: OrderedDict[Any, tuple[Any, float]], key: Any, now: float) -> Any:
-    entry = store.get(key)
-    if entry is None:
-        return None
-    if now >= entry[1]:
-        del store[key]
-        return None
-    return entry[0]
-
-
-def _remember(store: OrderedDict[Any, tuple[Any, float]], key: Any, value: Any, expires: float) -> None:
-    """Keep `value` until min(expires (epoch seconds), now + MCP_IDENTITY_CACHE_SECONDS)."""
+    # Until min(its expiry (epoch seconds), now + MCP_IDENTITY_CACHE_SECONDS).
     seconds = min(float(settings.MCP_IDENTITY_CACHE_SECONDS), expires - time.time())
-    if seconds <= 0:
-        return
-    store[key] = (value, time.monotonic() + seconds)
-    store.move_to_end(key)
-    while len(store) > MAX_ENTRIES:
-        store.popitem(last=False)
+    _verdicts.put(key, caller, mark, seconds, ACCEPTED)
+    return caller
 
 
 # --- JWTs ------------------------------------------------------------------------------------------

@@ -27,8 +27,8 @@ from oauth2_provider.views.dynamic_client_registration import (
     DynamicClientRegistrationView,
 )
 
+from lib import nesting
 from mcp_app.oauth import dot_compat, events, ratelimit
-from mcpsite import nesting
 
 # http is allowed only to these hosts (RFC 8252 §7.3; `localhost` too, AMB-28), on any port.
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})

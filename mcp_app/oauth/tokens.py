@@ -16,30 +16,24 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
-import logging
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
-from django.db import transaction
 from django.db.models import Exists, OuterRef
 from oauth2_provider.models import get_access_token_model
 
 from mcp_app.core.types import TenantInfo
-from mcp_app.infra import pubsub, redis_client
+from mcp_app.infra import cache as infra_cache
+from mcp_app.infra.cache import Cache
 from mcp_app.oauth import resources
 from tenants.models import Membership
 
-logger = logging.getLogger(__name__)
-
-# Redis pub/sub channel of cache evictions: {"key": checksum} or {"user": user id}.
-EVICT_CHANNEL = "mcp:oauth:evict"
+# Evictions go out on the one cache channel (infra/cache.py): by checksum, or every entry of a user id.
+EVICT_CHANNEL = infra_cache.CHANNEL
 
 # Why a token is refused; the wording reaches the client as error_description.
 UNKNOWN = "The access token is unknown, revoked or malformed."
@@ -89,65 +83,9 @@ def _wallclock() -> float:
     return time.time()  # token expiry is a wall-clock instant
 
 
-class TokenCache:
-    """checksum -> (record, time fetched); two bounded LRU maps; safe to evict from other threads."""
-
-    def __init__(self) -> None:
-        self._valid: OrderedDict[str, tuple[TokenRecord, float]] = OrderedDict()
-        self._refused: OrderedDict[str, tuple[TokenRecord, float]] = OrderedDict()
-        self._lock = threading.Lock()  # signal handlers evict from Django's sync thread
-        self.evictions = 0  # a lookup that overlapped an eviction must not cache its (maybe stale) answer
-
-    def get(self, key: str, ttl: float) -> TokenRecord | None:
-        with self._lock:
-            for store in (self._valid, self._refused):
-                entry = store.get(key)
-                if entry is None:
-                    continue
-                if _clock() - entry[1] >= ttl:
-                    del store[key]
-                    return None
-                store.move_to_end(key)
-                return entry[0]
-        return None
-
-    def put(self, key: str, record: TokenRecord, evictions_seen: int) -> None:
-        with self._lock:
-            if self.evictions != evictions_seen:
-                return
-            store = self._valid if record.found and record.member else self._refused
-            other = self._refused if store is self._valid else self._valid
-            other.pop(key, None)
-            store[key] = (record, _clock())
-            store.move_to_end(key)
-            while len(store) > MAX_ENTRIES:
-                store.popitem(last=False)
-
-    def evict(self, key: str) -> None:
-        with self._lock:
-            self.evictions += 1
-            self._valid.pop(key, None)
-            self._refused.pop(key, None)
-
-    def evict_user(self, user_id: int) -> None:
-        with self._lock:
-            self.evictions += 1
-            for store in (self._valid, self._refused):
-                for key in [k for k, (record, _t) in store.items() if record.user_id == user_id]:
-                    del store[key]
-            # A refused "unknown token" entry has no user; a new membership never concerns it.
-
-    def clear(self) -> None:
-        with self._lock:
-            self.evictions += 1
-            self._valid.clear()
-            self._refused.clear()
-
-    def __len__(self) -> int:
-        return len(self._valid) + len(self._refused)
-
-
-cache = TokenCache()
+# checksum -> TokenRecord; valid and refused records in pools of their own (VALID, REFUSED).
+VALID, REFUSED = 0, 1
+cache = Cache("tokens", MAX_ENTRIES, pools=2, timer=lambda: _clock())
 # Concurrent first uses of one token share one lookup (a client opening several requests at once).
 _inflight: dict[tuple[str, int], asyncio.Future[TokenRecord]] = {}
 
@@ -196,14 +134,14 @@ async def lookup(
     """What the cache, or ``fetch`` (default: an access token's), knows of the token whose checksum is ``key``."""
     ttl = float(settings.MCP_TOKEN_CACHE_SECONDS)
     if ttl > 0 and use_cache:
-        record = cache.get(key, ttl)
+        record = cache.get(key)
         if record is not None:
             return record
     loop = asyncio.get_running_loop()
     pending = _inflight.get((key, tenant.id))
     if pending is not None and pending.get_loop() is loop:
         return await asyncio.shield(pending)
-    evictions_seen = cache.evictions
+    mark = cache.mark()  # a lookup that overlapped an eviction must not cache its (maybe stale) answer
     future: asyncio.Future[TokenRecord] = asyncio.ensure_future(
         database_sync_to_async(fetch or _fetch)(key, tenant.id)
     )
@@ -215,8 +153,7 @@ async def lookup(
 
     future.add_done_callback(done)
     record = await asyncio.shield(future)  # a caller that goes away must not cancel the others' lookup
-    if ttl > 0:
-        cache.put(key, record, evictions_seen)
+    cache.put(key, record, mark, ttl, VALID if record.found and record.member else REFUSED)
     return record
 
 
@@ -258,64 +195,35 @@ def on_token_changed(sender: Any, instance: Any, **kwargs: Any) -> None:
     key = getattr(instance, "token_checksum", "") or getattr(instance, "key_hash", "") or ""
     if not key and getattr(instance, "token", ""):
         key = checksum(instance.token)
-    if key:
-        cache.evict(key)
-        if not kwargs.get("created"):  # a new token is in no cache: nothing to tell the others
-            _publish({"key": key})
+    if key and kwargs.get("created"):
+        cache.evict(key)  # a new token is in no other process's cache: nothing to tell the others
+    elif key:
+        cache.evict_everywhere(key)
 
 
 def on_user_changed(sender: Any, instance: Any, **kwargs: Any) -> None:
     """A changed membership or user (deactivated, removed) drops the user's cached tokens everywhere."""
     user_id = getattr(instance, "user_id", None) if hasattr(instance, "tenant_id") else instance.pk
     if user_id is not None:
-        cache.evict_user(user_id)
-        _publish({"user": user_id})
-
-
-def _publish(message: dict[str, Any]) -> None:
-    """Tell the other processes, once the change is committed (before, they could re-read the old row)."""
-    if not redis_client.enabled():
-        return
-
-    def send() -> None:
-        try:
-            redis_client.sync_client().publish(redis_client.channel(EVICT_CHANNEL), json.dumps(message))
-        except Exception:  # the other processes still drop the entry when its TTL ends
-            logger.warning("could not publish a token cache eviction", exc_info=True)
-
-    transaction.on_commit(send)
-
-
-def _apply(raw: Any) -> None:
-    try:
-        message = json.loads(raw)
-    except (TypeError, ValueError):
-        return
-    if isinstance(message, dict) and isinstance(message.get("key"), str):
-        cache.evict(message["key"])
-    elif isinstance(message, dict) and isinstance(message.get("user"), int):
-        cache.evict_user(message["user"])
-
-
-# Each serving loop listens for evictions; a (re)subscription clears the whole cache.
-_eviction = pubsub.Subscriber(EVICT_CHANNEL, _apply, lambda: cache.clear(), "token eviction")
+        # A refused "unknown token" entry has no user; a new membership never concerns it.
+        cache.evict_by_everywhere("user_id", user_id)
 
 
 def ensure_subscriber() -> None:
     """Run this loop's eviction subscriber (Redis only, and only while tokens are cached)."""
     if float(settings.MCP_TOKEN_CACHE_SECONDS) <= 0 or not settings.MCP_TOKEN_EVICTION_SUBSCRIBER:
         return
-    _eviction.ensure()
+    cache.listen()
 
 
 async def listening(timeout: float = 5.0) -> bool:
     """Wait until this loop's subscriber listens; False if there is none or it did not within `timeout`."""
-    return await _eviction.listening(timeout)
+    return await infra_cache.listening(timeout)
 
 
 async def stop_subscriber() -> None:
     """Stop this loop's subscriber (tests: a loop must not close with it running)."""
-    await _eviction.stop()
+    await infra_cache.stop_listening()
 
 
 def reset() -> None:

@@ -23,11 +23,11 @@ import yaml
 from django.db import models
 from jsonschema.exceptions import ValidationError as SchemaValidationError
 
+from lib import nesting
 from mcp_app.content import fields
 from mcp_app.handlers.secrets import SecretsError, decrypt_secrets
 from mcp_app.models import Prompt, Provider, Resource, ResourceTemplate, Tool, Upstream
 from mcp_app.upstream_rows.models import UPSTREAM_SETTINGS
-from mcpsite import nesting
 from tenants.models import Tenant
 
 FORMAT = "mcp-platform/tenant"
@@ -151,6 +151,11 @@ class DocumentError(Exception):
     def __init__(self, problems: list[tuple[str, str]]) -> None:
         super().__init__("; ".join(f"{path}: {message}" for path, message in problems))
         self.problems = problems
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Raised in an owner's own process (content/forked.py) and re-raised in the serving one: pickle
+        # rebuilds it from its problems, not from the joined message.
+        return (type(self), (self.problems,))
 
 
 # --- Paths --------------------------------------------------------------------------------------

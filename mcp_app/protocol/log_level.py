@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from mcp_app.core.context import RequestContext
+from mcp_app.core.notifications import LOG_LEVELS
 from mcp_app.protocol.jsonrpc import InvalidParams
-from mcp_app.protocol.utilities import LOG_LEVELS
 
 
 async def handle_set_level(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:

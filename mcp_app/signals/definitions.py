@@ -5,19 +5,26 @@ for resources, the affected URIs. After the transaction commits, each tenant's v
 once, the catalog is told (``catalog.note_change``) and the events go out through the channel
 layer. Several changes in one transaction produce one bump and one event per kind (coalescing).
 A failure anywhere in here is logged and swallowed: a notification must never break an edit.
+
+``run_apart`` runs an owner's heavy work (an import, a sync's publish) in a process of its own
+(content/forked.py) and, where the channel layer does not cross processes, announces here what that
+process announced, so this process's streams hear it and its catalog serves it at once.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save, pre_delete, pre_save
 from django.dispatch import receiver
 
 from mcp_app import catalog
+from mcp_app.content import forked
 from mcp_app.infra import notify
 from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool, Upstream
 from tenants.models import Tenant
@@ -108,6 +115,24 @@ def _announce(tenant_id: int, changes: _TenantChanges) -> None:
         notify.publish_list_changed(tenant_id, kind, version, token)
     for uri in changes.uris:
         notify.publish_resource_updated(tenant_id, uri, version, token)
+
+
+T = TypeVar("T")
+
+
+def run_apart(fn: Callable[..., T], *args: Any, timeout: float = 600.0) -> T:
+    """``fn(*args)`` in a process of its own (content/forked.py: its value, or its exception raised
+    here); what it announced is announced again here when no shared layer (Redis) carried it."""
+    value, events = forked.run_capturing(fn, *args, timeout=timeout)
+    if not settings.REDIS_URL:
+        for tenant_id, event in events:
+            try:
+                if isinstance(event.get("version"), int):
+                    catalog.note_change(tenant_id, event["version"])
+            except Exception:
+                logger.exception("could not invalidate the catalog of tenant %s", tenant_id)
+            notify.publish_tenant(tenant_id, event)
+    return value
 
 
 # --- receivers ---------------------------------------------------------------------------------

@@ -25,7 +25,9 @@ from django.utils import timezone
 
 from mcp_app.core.context import SessionState
 from mcp_app.core.types import TenantInfo
-from mcp_app.infra import notify, pubsub, redis_client
+from mcp_app.infra import cache as infra_cache
+from mcp_app.infra import notify, redis_client
+from mcp_app.infra.cache import Cache
 from mcp_app.models import McpSession
 from mcp_app.streams import inflight, session_admission
 from mcp_app.usage import live as usage_live
@@ -61,71 +63,23 @@ def valid_session_id(value: str) -> bool:
     return _SESSION_ID.fullmatch(value) is not None
 
 
-# Every update or end of a Redis session publishes its id here (AMB-189).
-CHANGES_CHANNEL = "mcp:sessions:changed"
-# The most sessions one process keeps in memory; past it the oldest read is forgotten first.
+# The most sessions one process keeps in memory; past it the least recently read is forgotten first.
 CACHE_MAX_ENTRIES = 20_000
+# Sessions this process read from Redis, each kept until its read is _memory_seconds() old or a process
+# publishes a change of it (AMB-189). Used only while this loop is subscribed to the evictions.
+_memory = Cache("sessions", CACHE_MAX_ENTRIES)
 
 
-class _Memory:
-    """Sessions this process read from Redis, each kept until its read is MCP_SESSION_CACHE_SECONDS old
-    or a process publishes a change of it. Used only while this loop is subscribed to the changes."""
-
-    def __init__(self) -> None:
-        self.entries: dict[str, tuple[SessionState, float]] = {}  # id -> (state, monotonic time read)
-        self.dropped = 0  # changes heard: a read that overlapped one is not kept (it may predate it)
-        self.swept_at = 0.0
-
-    def seconds(self) -> float:
-        # Below the idle TTL, so a session used only here still has its TTL renewed in Redis in time.
-        return min(float(settings.MCP_SESSION_CACHE_SECONDS), settings.MCP_SESSION_IDLE_SECONDS / 4)
-
-    def get(self, session_id: str) -> SessionState | None:
-        entry = self.entries.get(session_id)
-        if entry is None:
-            return None
-        if time.monotonic() - entry[1] >= self.seconds():
-            del self.entries[session_id]
-            return None
-        return entry[0]
-
-    def keep(self, state: SessionState, mark: int) -> None:
-        if mark != self.dropped or not _changes.live():
-            return
-        now = time.monotonic()
-        if now - self.swept_at >= self.seconds():
-            self.swept_at = now
-            horizon = now - self.seconds()
-            for stale in [key for key, (_s, read) in self.entries.items() if read < horizon]:
-                del self.entries[stale]
-        while len(self.entries) >= CACHE_MAX_ENTRIES:
-            del self.entries[next(iter(self.entries))]
-        self.entries[state.id] = (state, now)
-
-    def drop(self, session_id: str) -> None:
-        self.dropped += 1
-        self.entries.pop(session_id, None)
-
-    def clear(self) -> None:
-        self.dropped += 1
-        self.entries.clear()
-
-
-_memory = _Memory()
-
-
-def _on_change(raw: Any) -> None:
-    _memory.drop(raw.decode() if isinstance(raw, bytes) else str(raw))
-
-
-_changes = pubsub.Subscriber(CHANGES_CHANNEL, _on_change, _memory.clear, "session change")
+def _memory_seconds() -> float:
+    # Below the idle TTL, so a session used only here still has its TTL renewed in Redis in time.
+    return min(float(settings.MCP_SESSION_CACHE_SECONDS), settings.MCP_SESSION_IDLE_SECONDS / 4)
 
 
 def _remembered(session_id: str) -> SessionState | None:
     if settings.MCP_SESSION_CACHE_SECONDS <= 0:
         return None
-    _changes.ensure()
-    return _memory.get(session_id) if _changes.live() else None
+    _memory.listen()
+    return _memory.get(session_id) if infra_cache.live() else None
 
 
 def _remember(raw: Any, mark: int) -> SessionState | None:
@@ -133,8 +87,8 @@ def _remember(raw: Any, mark: int) -> SessionState | None:
     if raw is None:
         return None
     state = SessionState.from_dict(json.loads(raw))
-    if settings.MCP_SESSION_CACHE_SECONDS > 0:
-        _memory.keep(state, mark)
+    if settings.MCP_SESSION_CACHE_SECONDS > 0 and infra_cache.live():
+        _memory.put(state.id, state, mark, _memory_seconds())
     return state
 
 
@@ -157,7 +111,7 @@ class RedisSessionStore:
         state = _remembered(session_id)
         if state is not None:
             return state
-        mark = _memory.dropped
+        mark = _memory.mark()
         return _remember(await redis_client.client().getex(KEY_PREFIX + session_id, ex=self._ttl()), mark)
 
     async def get_with(self, session_id: str, keys: list[str]) -> tuple[SessionState | None, list[Any]]:
@@ -165,7 +119,7 @@ class RedisSessionStore:
         state = _remembered(session_id)
         if state is not None:
             return state, await redis_client.client().mget(keys)
-        mark = _memory.dropped
+        mark = _memory.mark()
         async with redis_client.client().pipeline(transaction=False) as pipe:
             pipe.getex(KEY_PREFIX + session_id, ex=self._ttl())
             for key in keys:
@@ -190,20 +144,20 @@ class RedisSessionStore:
     async def update(self, state: SessionState) -> bool:
         """Write only if the session still exists (a DELETE may have ended it meanwhile); every
         process drops its copy (the publish is queued behind the write, in one round trip)."""
-        _memory.drop(state.id)
+        _memory.evict(state.id)
         async with redis_client.client().pipeline(transaction=False) as pipe:
             pipe.set(KEY_PREFIX + state.id, json.dumps(state.to_dict()), ex=self._ttl(), xx=True)
-            pipe.publish(redis_client.channel(CHANGES_CHANNEL), state.id)
+            pipe.publish(*_memory.message(state.id))
             result, _heard = await pipe.execute()
         return bool(result)
 
     async def delete(self, session_id: str, state: SessionState | None = None) -> bool:
         """Delete the session; given its state, also uncount it from its client's and tenant's caps.
         Every process forgets it by the time this returns, but for a message still in flight (AMB-189)."""
-        _memory.drop(session_id)
+        _memory.evict(session_id)
         async with redis_client.client().pipeline(transaction=False) as pipe:
             pipe.delete(KEY_PREFIX + session_id)
-            pipe.publish(redis_client.channel(CHANGES_CHANNEL), session_id)
+            pipe.publish(*_memory.message(session_id))
             if state is not None:
                 session_admission.forget(pipe, state.tenant_id, session_id, state.owner)
             deleted, *_ = await pipe.execute()
@@ -364,12 +318,12 @@ def get_store() -> RedisSessionStore | DatabaseSessionStore:
 
 async def listening(timeout: float = 5.0) -> bool:
     """Wait until this loop hears session changes, so it may serve sessions from memory (Redis only)."""
-    return await _changes.listening(timeout)
+    return await infra_cache.listening(timeout)
 
 
 async def stop_listening() -> None:
     """Stop this loop's session-change listener: every session is read from Redis again."""
-    await _changes.stop()
+    await infra_cache.stop_listening()
 
 
 def reset() -> None:

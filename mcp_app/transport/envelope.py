@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_app.core.mcp_headers import NAME_BEARING_METHODS, decode_value, header_safe
+from mcp_app.core.notifications import LOG_LEVELS
 from mcp_app.core.versions import (
     ALL_VERSIONS,
     META_CLIENT_CAPABILITIES,
@@ -42,7 +43,6 @@ from mcp_app.protocol.jsonrpc import (
     truncate,
     usable_id,
 )
-from mcp_app.protocol.utilities import LOG_LEVELS
 from mcp_app.transport.wire import HttpError, Request
 
 VERSION_HEADER = "mcp-protocol-version"

@@ -6,8 +6,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from lib import nesting
 from mcp_app.protocol.jsonrpc import INVALID_REQUEST, PARSE_ERROR, RequestId
-from mcpsite import nesting
 
 Headers = list[tuple[bytes, bytes]]
 

@@ -155,7 +155,7 @@
 
   function setUpAll() {
     // Ace's JSON syntax worker from our own origin, not the build's data: URL that the CSP blocks
-    // (formfields/ace_worker.py, AMB-233).
+    // (lib/ace_worker.py, AMB-233).
     var first = document.querySelector("[data-json-editor][data-worker-url]");
     if (first && window.ace && window.ace.config) {
       window.ace.config.setModuleUrl("ace/mode/json_worker", first.dataset.workerUrl);

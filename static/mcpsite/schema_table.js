@@ -1,6 +1,6 @@
 /* Tables and editors over the admin's JSON fields (AMB-261): a small form in place of raw JSON.
  *
- * A JSON editor root (formfields' [data-json-editor]) whose data-structured names one of:
+ * A JSON editor root (lib/formfields.py's [data-json-editor]) whose data-structured names one of:
  *   "schema"           an object JSON Schema as a table of arguments (name, type, description,
  *                      required, default, choices): a tool's input and output schema;
  *   "form_fields"      the "fields" of a form tool's settings (name, title, type, required, default,

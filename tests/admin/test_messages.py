@@ -24,7 +24,7 @@ from django.test import RequestFactory
 from django.utils.safestring import mark_safe
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("mcp_app", "tenants", "audit", "mcpsite", "formfields")
+PACKAGES = ("mcp_app", "tenants", "audit", "mcpsite", "lib")
 LEVELS = {"debug", "info", "success", "warning", "error"}
 # What would capitalise a name inside a message.
 CAPITALISERS = {"capfirst", "capitalize", "title", "upper", "swapcase"}

@@ -216,7 +216,7 @@ def luminance(css_colour: str) -> float:
 
 async def test_the_code_editor_follows_dark_mode_and_its_syntax_worker_runs(server: DaphneServer) -> None:
     """The output schema of a new tool opens in code mode (Ace): dark under a dark scheme, and its JSON
-    worker (served from our origin, formfields/ace_worker.py) marks a syntax error without a CSP error."""
+    worker (served from our origin, lib/ace_worker.py) marks a syntax error without a CSP error."""
     async with chromium() as browser:
         context = await browser.new_context(color_scheme="dark")
         context.set_default_timeout(PAGE_MS)

@@ -163,15 +163,6 @@ def owned_and_quiet(server: DaphneServer, upstream_url: str = "") -> tuple[str, 
     return owned, quiet, out.strip()
 
 
-# Measured, not yet met (issue 32 §3, left open: decisions/operations.md AMB-277): the publish and the
-# import run in
-# the request's thread of the serving process; the publish run in a process of its own
-# (content/forked.py) made the other tenant's calls time out on SQLite's write lock.
-@pytest.mark.xfail(
-    run=False,
-    reason="a large publish still runs in the serving process: another tenant's p99 went 8.8 -> 165 ms "
-    "(18.8x) on a busy 2-core machine",
-)
 async def test_publishing_two_thousand_upstream_tools_slows_no_other_tenant(
     server: DaphneServer, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
@@ -192,12 +183,6 @@ async def test_publishing_two_thousand_upstream_tools_slows_no_other_tenant(
     within_ratio(idle, during, f"publishing {BIG} upstream tools ({seconds:.1f} s)")
 
 
-@pytest.mark.xfail(
-    run=False,
-    reason="a large import still runs in the serving process: another tenant's p99 went 14.9 -> 86.6 ms "
-    "(5.8x; 3.96x in another run) on a busy 2-core machine; run in a process of its own (content/forked.py) "
-    "it measured 2.64x once and 8.53x once, so it was left in place (decisions/operations.md AMB-277)",
-)
 async def test_importing_two_thousand_tools_slows_no_other_tenant(server: DaphneServer) -> None:
     owned, quiet, _ = await asyncio.to_thread(owned_and_quiet, server)
     token = await asyncio.to_thread(api_token, server)

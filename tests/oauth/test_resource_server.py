@@ -547,10 +547,10 @@ async def subscriber(settings):
 
 
 def publish(message: dict) -> None:
-    """What another process's signal handler sends after its transaction commits."""
+    """What another process's signal handler sends after its transaction commits (infra/cache.py)."""
     client = redis.Redis.from_url(settings.REDIS_URL)
     try:
-        client.publish(redis_client.channel(tokens.EVICT_CHANNEL), json.dumps(message))
+        client.publish(redis_client.channel(tokens.EVICT_CHANNEL), json.dumps({"cache": "tokens", **message}))
     finally:
         client.close()
 
@@ -600,7 +600,7 @@ async def test_au44_a_membership_removed_by_another_process_refuses_the_users_to
         f"DELETE FROM {Membership._meta.db_table} WHERE user_id = %s AND tenant_id = %s",
         [alice.pk, secured.pk],
     )
-    publish({"user": alice.pk})
+    publish({"field": "user_id", "value": alice.pk})
     response = await eventually_refused(client)
     assert response.status == 401
     assert response.headers["www-authenticate"] == challenge(PRM_A, "invalid_token", tokens.NOT_MEMBER)
@@ -620,7 +620,7 @@ def test_revoking_a_token_publishes_its_checksum_after_the_commit(secured, alice
             # Not yet: another process reading the row now would still find it and cache it again.
             assert pubsub.get_message(timeout=0.2) is None
         message = pubsub.get_message(timeout=2)
-        assert json.loads(message["data"]) == {"key": tokens.checksum(alice_token)}
+        assert json.loads(message["data"]) == {"cache": "tokens", "key": tokens.checksum(alice_token)}
     finally:
         pubsub.close()
         client.close()

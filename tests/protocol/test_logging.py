@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from mcp_app.core.notifications import LOG_LEVELS
 from mcp_app.protocol.jsonrpc import INVALID_PARAMS
-from mcp_app.protocol.utilities import LOG_LEVELS
 from tests.protocol.support import error_of, result_of
 from tests.support import make_ctx
 

@@ -15,7 +15,6 @@ from collections.abc import AsyncIterator
 import pytest
 import redis.asyncio
 
-from mcp_app.infra import redis_client
 from mcp_app.streams import sessions
 from tests.transport.support import Client
 
@@ -46,11 +45,11 @@ async def warm(client: Client) -> None:
         assert (await client.post(PING)).status == 200
         assert await sessions.listening()
     assert (await client.post(PING)).status == 200
-    assert client.session_id in sessions._memory.entries
+    assert client.session_id in sessions._memory
 
 
 async def publish(other: redis.asyncio.Redis, session_id: str) -> None:
-    await other.publish(redis_client.channel(sessions.CHANGES_CHANNEL), session_id)
+    await other.publish(*sessions._memory.message(session_id))
 
 
 async def until(predicate, seconds: float = 3.0) -> None:
@@ -107,7 +106,7 @@ async def test_a_change_made_here_is_published_to_every_process(tenant_a, other_
     await client.initialize()
     await warm(client)
     listener = other_process.pubsub()
-    await listener.subscribe(redis_client.channel(sessions.CHANGES_CHANNEL))
+    await listener.subscribe(sessions._memory.message("")[0])
     try:
         set_level = {"jsonrpc": "2.0", "id": 8, "method": "logging/setLevel", "params": {"level": "error"}}
         assert (await client.post(set_level)).status == 200
@@ -116,7 +115,7 @@ async def test_a_change_made_here_is_published_to_every_process(tenant_a, other_
             while client.session_id not in heard:
                 message = await listener.get_message(ignore_subscribe_messages=True, timeout=1.0)
                 if message is not None:
-                    heard.append(message["data"].decode())
+                    heard.append(json.loads(message["data"])["key"])
         state = await sessions.get_store().get(client.session_id or "")
         assert state is not None and state.log_level == "error"
     finally:
@@ -150,33 +149,12 @@ async def test_without_the_subscription_every_request_reads_redis(tenant_a, othe
     assert (await client.post(PING)).status == 404
 
 
-async def test_a_read_that_overlapped_a_change_is_not_kept_and_memory_is_bounded(
-    tenant_a, other_process, monkeypatch
-):
-    client = Client()
-    await client.initialize()
-    await warm(client)
-    state = sessions._memory.entries[client.session_id or ""][0]
-    sessions._memory.clear()
-    mark = sessions._memory.dropped
-    sessions._memory.drop("another-session")  # a change heard while the read was in flight
-    sessions._memory.keep(state, mark)
-    assert sessions._memory.entries == {}
-
-    monkeypatch.setattr(sessions, "CACHE_MAX_ENTRIES", 3)
-    for n in range(5):
-        sessions._memory.keep(
-            sessions.SessionState.from_dict({**state.to_dict(), "id": f"s{n}"}), sessions._memory.dropped
-        )
-    assert list(sessions._memory.entries) == ["s2", "s3", "s4"]
-
-
 async def test_a_cache_time_of_zero_reads_redis_on_every_request(tenant_a, other_process, settings):
     settings.MCP_SESSION_CACHE_SECONDS = 0
     client = Client()
     await client.initialize()
     for _ in range(3):
         assert (await client.post(PING)).status == 200
-    assert sessions._memory.entries == {}
+    assert len(sessions._memory) == 0
     await other_process.delete(sessions.KEY_PREFIX + (client.session_id or ""))
     assert (await client.post(PING)).status == 404

@@ -1,4 +1,4 @@
-"""mcpsite.nesting: the one nesting limit's scan, JSON and YAML loaders (AMB-115, AMB-116)."""
+"""lib.nesting: the one nesting limit's scan, JSON and YAML loaders (AMB-115, AMB-116)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import tracemalloc
 import pytest
 import yaml
 
-from mcpsite import nesting
-from mcpsite.nesting import TooDeep, depth_exceeds, json_depth_exceeds, loads, yaml_loads
+from lib import nesting
+from lib.nesting import TooDeep, depth_exceeds, json_depth_exceeds, loads, yaml_loads
 
 
 def depth(value: object) -> int:

@@ -123,7 +123,9 @@ class _BoundedLoader(yaml.SafeLoader):
         if self.check_event(yaml.AliasEvent):
             node = super().compose_node(parent, index)
             if isinstance(node, yaml.CollectionNode) and id(node) not in self.heights:
-                raise TooDeep(self.max_depth, "a YAML alias is used inside its own anchor: it nests without end")
+                raise TooDeep(
+                    self.max_depth, "a YAML alias is used inside its own anchor: it nests without end"
+                )
             if self.depth + self.heights.get(id(node), 0) > self.max_depth:
                 raise TooDeep(self.max_depth)
             self.aliased += self.sizes.get(id(node), 1)
@@ -140,7 +142,9 @@ class _BoundedLoader(yaml.SafeLoader):
             raise TooDeep(self.max_depth)
         node = super().compose_node(parent, index)
         self.depth -= 1
-        children = [n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode) else node.value
+        children = (
+            [n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode) else node.value
+        )
         self.heights[id(node)] = 1 + max((self.heights.get(id(c), 0) for c in children), default=0)
         self.sizes[id(node)] = 1 + sum(self.sizes.get(id(c), 1) for c in children)
         return node

@@ -4,8 +4,8 @@ The editor is JSONEditor as shipped by django-json-widget, served from our own s
 template and script keep the real textarea as the submitted value (the exact text typed, so the
 server's "Invalid JSON ... at line, column" stays the one verdict) and check it as you type.
 
-A package of its own at the bottom, below tenants/ and mcp_app/ whose admins use it (the site's own
-package, mcpsite/, is the top); it imports nothing of the project but the nesting limit.
+In lib/, the bottom, below tenants/ and mcp_app/ whose admins use it (AMB-320); it imports nothing of
+the project but the nesting limit beside it.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from mcpsite import nesting
+from lib import nesting
 
 
 class JSONTextarea(forms.Textarea):
@@ -63,7 +63,7 @@ class JSONEditorWidget(JSONTextarea):
             self.field or name,
             self.check_url,
             self.structured,
-            reverse("json-editor-worker"),  # formfields/ace_worker.py, AMB-233
+            reverse("json-editor-worker"),  # lib/ace_worker.py, AMB-233
             textarea,
         )
 
