@@ -17,7 +17,7 @@ PROJECT = ("mcp_app", "tenants", "audit", "mcpsite", "lib")
 # What each package MAY import of the project (and whether it may use `django.http`), bottom to top:
 # the table "Packages, bottom to top" of docs/architecture.md, row for row (a test below holds the two
 # together). A package names only packages on earlier lines, so the order is kept by construction; within
-# a package anything goes. A name is a folder of mcp_app/ (or its models.py, apps.py), or a top-level
+# a package anything goes. A name is a folder of mcp_app/ (models/ is one, or apps.py), or a top-level
 # package; `mcp_app/__init__.py` is Django's empty app package, no room of its own.
 HTTP = "django.http"
 ALLOWED: dict[str, tuple[str, ...]] = {
@@ -30,14 +30,13 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "federation": ("core",),
     "content": ("core", "infra", "tenants"),
     "handlers": ("core", "infra", "federation", "content", "lib", "tenants", HTTP),
-    "identity": ("core", "infra", "federation", "handlers", "tenants", "audit", HTTP),
     "definitions": ("core", "content", "handlers", "lib"),
-    "upstream_rows": ("core", "tenants"),
-    "models": ("core", "definitions", "identity", "upstream_rows", "tenants"),
+    "models": ("core", "handlers", "definitions", "tenants"),
+    "identity": ("core", "infra", "federation", "handlers", "models", "tenants", "audit", HTTP),
     "history": ("models", "tenants"),
-    "catalog": ("core", "infra", "federation", "content", "handlers", "upstream_rows", "models", "tenants"),
-    "usage": ("infra", "federation", "upstream_rows", "models", "tenants", HTTP),
-    "upstreams": ("infra", "federation", "handlers", "upstream_rows", "models", "history", "catalog", "tenants"),
+    "catalog": ("core", "infra", "federation", "content", "handlers", "models", "tenants"),
+    "usage": ("infra", "federation", "models", "tenants", HTTP),
+    "upstreams": ("infra", "federation", "handlers", "models", "history", "catalog", "tenants"),
     "oauth": ("core", "infra", "federation", "handlers", "models", "lib", "tenants", "audit", HTTP),
     "background": ("core", "infra", "handlers", "models", "catalog", "usage", "tenants"),
     "protocol": ("core", "infra", "federation", "content", "handlers", "models", "catalog", "background"),
@@ -87,7 +86,6 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "content",
         "handlers",
         "definitions",
-        "upstream_rows",
         "models",
         "oauth",
         "drafts",
@@ -335,7 +333,7 @@ def test_the_architecture_document_has_the_same_order_and_imports() -> None:
 
 
 # Django's conventional modules; everything else lives in a package named for what it is.
-ROOT_MODULES = {"__init__.py", "apps.py", "models.py"}
+ROOT_MODULES = {"__init__.py", "apps.py"}
 
 
 def test_the_app_root_holds_only_djangos_conventional_modules() -> None:

@@ -13,7 +13,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.db.models import Q
 
-from mcp_app.catalog import tokens
+from mcp_app.catalog import published_extras, tokens
 from mcp_app.core import upstream_uris
 from mcp_app.core.types import (
     Catalog,
@@ -27,7 +27,6 @@ from mcp_app.core.types import (
 from mcp_app.federation.tasks import runs_as_task
 from mcp_app.handlers.upstream import TASK_KEY
 from mcp_app.models import Prompt, Resource, ResourceTemplate, TaskSupport, Tool, Upstream, UpstreamTool
-from mcp_app.upstream_rows import extras
 from tenants import wall
 from tenants.models import AuthMode, Tenant
 
@@ -257,7 +256,7 @@ def _with_upstream_extras(
     uri_templates = {t.uri_template for t in templates}
     more_prompts, more_resources, more_templates = list(prompts), list(resources), list(templates)
     for upstream in rows:
-        found = extras.published(upstream, extras.Taken(names, uris, uri_templates))
+        found = published_extras.published(upstream, published_extras.Taken(names, uris, uri_templates))
         more_prompts += found.prompts
         more_resources += found.resources
         more_templates += found.templates

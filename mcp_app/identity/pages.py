@@ -29,7 +29,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from mcp_app.handlers import url_forms
 from mcp_app.handlers.secrets import SecretsError
 from mcp_app.identity import provider_http, vault
-from mcp_app.identity.models import Connection, Provider
+from mcp_app.models.connections import Connection, Provider
 from tenants.models import Membership, Tenant
 
 FLOWS = "mcp_connection_flows"

@@ -27,7 +27,7 @@ from lib import nesting
 from mcp_app.content import fields
 from mcp_app.handlers.secrets import SecretsError, decrypt_secrets
 from mcp_app.models import Prompt, Provider, Resource, ResourceTemplate, Tool, Upstream
-from mcp_app.upstream_rows.models import UPSTREAM_SETTINGS
+from mcp_app.models.upstreams import UPSTREAM_SETTINGS
 from tenants.models import Tenant
 
 FORMAT = "mcp-platform/tenant"

@@ -25,6 +25,7 @@ from django.utils import timezone
 from mcp_app.definitions import checks
 from mcp_app.drafts import service as drafts
 from mcp_app.models import Provider, Tool, Upstream, UpstreamTool
+from mcp_app.models.upstreams import too_many_upstreams
 from mcp_app.oauth import external_tokens
 from mcp_app.portability.document import (
     KINDS,
@@ -40,7 +41,6 @@ from mcp_app.portability.document import (
     secret_names,
     value_of,
 )
-from mcp_app.upstream_rows.models import too_many_upstreams
 from tenants import identity
 from tenants.models import Tenant
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_app import federation
+from mcp_app.catalog import published_extras
 from mcp_app.models import Prompt, Resource, ResourceTemplate, Upstream
-from mcp_app.upstream_rows import extras as catalog_extras
-from mcp_app.upstream_rows.models import comparable_extra, extras_by_key
+from mcp_app.models.upstreams import comparable_extra, extras_by_key
 
 # How the admin names each list.
 KIND_LABELS = {"prompts": "prompt", "resources": "resource", "resourceTemplates": "resource template"}
@@ -74,15 +74,15 @@ def record_offered(upstream: Upstream, offering: federation.Offering) -> None:
         save(upstream, "Pinned the prompts and resources it offers")
 
 
-def published(upstream: Upstream) -> catalog_extras.Published:
+def published(upstream: Upstream) -> published_extras.Published:
     """What clients get of the upstream's pinned extras, the tenant's own definitions winning as in the catalog."""
     mine = {"tenant_id": upstream.tenant_id}
-    taken = catalog_extras.Taken(
+    taken = published_extras.Taken(
         set(Prompt.objects.filter(**mine).values_list("name", flat=True)),
         set(Resource.objects.filter(**mine).values_list("uri", flat=True)),
         set(ResourceTemplate.objects.filter(**mine).values_list("uri_template", flat=True)),
     )
-    return catalog_extras.published(upstream, taken)
+    return published_extras.published(upstream, taken)
 
 
 def diff(upstream: Upstream) -> list[ExtraDiff]:

@@ -18,7 +18,7 @@ from django.db.models import Max, Sum
 from mcp_app.federation import breaker
 from mcp_app.federation import health as upstream_health
 from mcp_app.models import Upstream, UpstreamCircuit, UpstreamHealth
-from mcp_app.upstream_rows.models import FAILURE_FIELDS, HEALTH_LATENCY_FIELDS
+from mcp_app.models.upstreams import FAILURE_FIELDS, HEALTH_LATENCY_FIELDS
 
 WINDOW_MINUTES = 60
 STALE_FLUSHES = 2

@@ -27,7 +27,7 @@ from mcp_app import federation
 from mcp_app.handlers import secrets, upstream_target
 from mcp_app.history import service as history
 from mcp_app.models import Tool, Upstream, UpstreamTool
-from mcp_app.upstream_rows.models import REVIEWED_FIELDS
+from mcp_app.models.upstreams import REVIEWED_FIELDS
 from mcp_app.upstreams import extras
 
 # A published tool's own timeout leaves the federation's per-call timeout room to answer first, so

@@ -1,7 +1,7 @@
 """Upstream MCP servers a tenant federates, and the remote tools each one offers (issue 22).
 
-Imported by mcp_app/models.py (Django wants one app's models found through `models`), so
-that module stays short. A published upstream tool is an ordinary `Tool` row (handler "upstream");
+One module of the `mcp_app.models` package (its `__init__` imports it, so Django finds the models).
+A published upstream tool is an ordinary `Tool` row (handler "upstream");
 `UpstreamTool` keeps what the upstream offers now (`offered`) beside what the owner published
 (`pinned`), so a changed remote definition waits for review (AMB-161).
 """

@@ -1,4 +1,4 @@
-"""A tenant's OAuth providers and the people's connections to them (imported by mcp_app/models.py).
+"""A tenant's OAuth providers and the people's connections to them (a module of mcp_app/models/).
 
 Both tables sit behind the tenant wall (AMB-96). Secrets (a provider's client secret, a connection's
 tokens) are stored encrypted with the platform's rotatable keys (handlers/secrets.py) and never shown.

@@ -15,7 +15,7 @@ from typing import Any
 
 from mcp_app.core import upstream_uris
 from mcp_app.core.types import PromptDef, ResourceDef, TemplateDef, UpstreamRef
-from mcp_app.upstream_rows.models import Upstream, extras_by_key
+from mcp_app.models.upstreams import Upstream, extras_by_key
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,81 @@
+"""The app's ORM models, one module per concept; Django finds them here, through `mcp_app.models`.
+
+`definitions`: tools, prompts, resources, templates; `upstreams`: upstream MCP servers, their tools and
+health; `connections`: connected accounts' providers and connections; `sessions`: the MCP session record;
+`runs`: background runs and approval decisions; `usage`: usage buckets and errors; `tokens`: API tokens.
+Every model keeps its app label (mcp_app) and table: moving a model between these modules is no migration.
+"""
+
+from mcp_app.models.connections import Connection, Provider
+from mcp_app.models.definitions import (
+    MAX_UPLOAD_BYTES,
+    UPSTREAM_NAME_KEY,
+    WORKER_WAIT_MAX_SECONDS,
+    Approval,
+    Definition,
+    DefinitionQuerySet,
+    Execution,
+    Prompt,
+    Resource,
+    ResourceTemplate,
+    TaskSupport,
+    Tool,
+    ToolQuerySet,
+    WithoutElicitation,
+    default_input_schema,
+    prompt_name_validator,
+    scope_token_validator,
+    tool_name_validator,
+)
+from mcp_app.models.runs import ApprovalDecision, ToolRun
+from mcp_app.models.sessions import McpSession, McpSessionQuerySet
+from mcp_app.models.tokens import ApiToken
+from mcp_app.models.upstreams import (
+    UPSTREAM_SETTINGS,
+    Upstream,
+    UpstreamCircuit,
+    UpstreamHealth,
+    UpstreamMode,
+    UpstreamTool,
+    UpstreamTransport,
+)
+from mcp_app.models.usage import LATENCY_BOUNDS_MS, LATENCY_FIELDS, UsageBucket, UsageError
+
+__all__ = [
+    "LATENCY_BOUNDS_MS",
+    "LATENCY_FIELDS",
+    "MAX_UPLOAD_BYTES",
+    "UPSTREAM_NAME_KEY",
+    "UPSTREAM_SETTINGS",
+    "WORKER_WAIT_MAX_SECONDS",
+    "ApiToken",
+    "Approval",
+    "ApprovalDecision",
+    "Connection",
+    "Definition",
+    "DefinitionQuerySet",
+    "Execution",
+    "McpSession",
+    "McpSessionQuerySet",
+    "Prompt",
+    "Provider",
+    "Resource",
+    "ResourceTemplate",
+    "TaskSupport",
+    "Tool",
+    "ToolQuerySet",
+    "ToolRun",
+    "Upstream",
+    "UpstreamCircuit",
+    "UpstreamHealth",
+    "UpstreamMode",
+    "UpstreamTool",
+    "UpstreamTransport",
+    "UsageBucket",
+    "UsageError",
+    "WithoutElicitation",
+    "default_input_schema",
+    "prompt_name_validator",
+    "scope_token_validator",
+    "tool_name_validator",
+]
