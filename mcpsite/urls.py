@@ -25,8 +25,8 @@ from mcp_app.oauth.authorization_server import (
 from mcp_app.oauth.metadata import TenantResourceMetadataView
 from mcp_app.oauth.registration import RegistrationManagementView, RegistrationView
 from mcp_app.oauth.revocation import McpRevokeTokenView
-from mcp_app.operations.health import ReadinessView, live
 from mcp_app.operations.metrics import metrics
+from mcp_app.operations.probes import ReadinessView, live
 from mcp_app.usage import views as usage_views
 from mcpsite import sso
 from mcpsite.views import front

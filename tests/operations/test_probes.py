@@ -1,4 +1,4 @@
-"""Probes (mcp_app/operations/health.py): live answers without looking at anything, ready says what is missing."""
+"""Probes (mcp_app/operations/probes.py): live answers without looking at anything, ready says what is missing."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from mcp_app.federation import UpstreamUnavailable, breaker
 from mcp_app.federation import health as upstream_health
 from mcp_app.infra import redis_client
 from mcp_app.models import Tool
-from mcp_app.operations import health
+from mcp_app.operations import probes
 from tests.upstreams.running import call_row, kill_until_open, make_upstream, running_upstream
 
 pytestmark = pytest.mark.django_db
@@ -47,8 +47,8 @@ def test_ready_reports_each_check_ok_and_no_workers_to_count_when_tools_run_in_p
 
 
 def test_a_database_with_migrations_to_apply_is_not_ready_and_says_so(client, monkeypatch):
-    monkeypatch.setattr(health, "_migrated", set())
-    monkeypatch.setattr(health.MigrationExecutor, "migration_plan", lambda self, targets: [("m", False)])
+    monkeypatch.setattr(probes, "_migrated", set())
+    monkeypatch.setattr(probes.MigrationExecutor, "migration_plan", lambda self, targets: [("m", False)])
     status, checks = ready(client)
     assert status == 503
     assert "Unavailable: The database has migrations still to apply." in checks.values()
