@@ -29,8 +29,7 @@ from mcp_app import federation
 from mcp_app.admin import upstream_publishing
 from mcp_app.admin.upstream_forms import PublishForm, UpstreamAdminForm
 from mcp_app.catalog.apart import run_apart
-from mcp_app.federation import breaker
-from mcp_app.federation import health as upstream_health
+from mcp_app.federation import breaker, call_stats
 from mcp_app.handlers.secrets import secret_names
 from mcp_app.models import Upstream, UpstreamTool
 from mcp_app.upstreams import extras, service
@@ -159,7 +158,7 @@ class UpstreamAdmin(TenantScopedAdmin):
     @admin.display(description="circuit in this process")
     def health(self, obj: Upstream) -> str:
         """The breaker's state in this process (calls fail fast while it is open)."""
-        found = upstream_health.of((obj.tenant_id, obj.pk)) if obj.pk else None
+        found = call_stats.of((obj.tenant_id, obj.pk)) if obj.pk else None
         if found is None:
             return "no calls in this process"
         return CIRCUIT_LABELS[found.circuit]
@@ -167,7 +166,7 @@ class UpstreamAdmin(TenantScopedAdmin):
     @admin.display(description="calls in this process")
     def health_detail(self, obj: Upstream) -> str:
         """Last success, median latency and error rate of this process's exchanges with the upstream."""
-        found = upstream_health.of((obj.tenant_id, obj.pk)) if obj.pk else None
+        found = call_stats.of((obj.tenant_id, obj.pk)) if obj.pk else None
         if found is None:
             return "This process has not called it since it started."
         return _describe(found, "Counted in this serving process since it started.")
@@ -382,7 +381,7 @@ class UpstreamAdmin(TenantScopedAdmin):
         return back
 
 
-def _describe(found: upstream_health.Health, where: str) -> str:
+def _describe(found: call_stats.Health, where: str) -> str:
     success = (
         f"last success {datetime.fromtimestamp(found.last_success, UTC):%Y-%m-%d %H:%M:%S} UTC"
         if found.last_success is not None

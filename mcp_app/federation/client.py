@@ -21,7 +21,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter
 
-from mcp_app.federation import breaker, failures, health, pool, questions, tasks
+from mcp_app.federation import breaker, call_stats, failures, pool, questions, tasks
 from mcp_app.federation.errors import UpstreamBusy, UpstreamError, UpstreamUnavailable
 from mcp_app.federation.questions import Asking, Stopped
 from mcp_app.federation.target import SSE, Offering, Target
@@ -95,12 +95,12 @@ async def _exchange(
 ) -> Any:
     """``_attempts`` within the target's deadline and through the breaker, its outcome counted in health."""
     began = time.monotonic()
-    failure: str | None = health.UNAVAILABLE  # unless a branch below says otherwise
+    failure: str | None = call_stats.UNAVAILABLE  # unless a branch below says otherwise
     reached: bool | None = None
     try:
         probe = breaker.before_call(target)
     except UpstreamUnavailable:
-        health.record(target.upstream_key, 0.0, health.UNAVAILABLE)
+        call_stats.record(target.upstream_key, 0.0, call_stats.UNAVAILABLE)
         raise
     try:
         async with asyncio.timeout(target.timeout_seconds) as deadline:
@@ -113,7 +113,7 @@ async def _exchange(
         raise
     except TimeoutError:
         # Still connecting: the upstream did not take the connection. Otherwise it is slow.
-        reached, failure = state.connected, health.TIMEOUT
+        reached, failure = state.connected, call_stats.TIMEOUT
         seconds = f"{target.timeout_seconds:g}"
         if not reached:
             raise UpstreamUnavailable(
@@ -124,13 +124,13 @@ async def _exchange(
         ) from None
     except UpstreamBusy:
         # Our own bound, not the upstream's failure: the breaker does not count it.
-        failure = health.BUSY
+        failure = call_stats.BUSY
         raise
     except UpstreamUnavailable:
         reached = False
         raise
     except UpstreamError:
-        reached, failure = True, health.ERROR
+        reached, failure = True, call_stats.ERROR
         if state.flooded is not None:
             # A flood costs this process the parsing of every message: no call goes to that upstream
             # for the breaker's pause, then one probes it (AMB-188). Not "reached", or it would close.
@@ -143,7 +143,7 @@ async def _exchange(
     finally:
         breaker.settle(target, reached, probe)
         if reached is not None or failure is not None:
-            health.record(target.upstream_key, time.monotonic() - began, failure)
+            call_stats.record(target.upstream_key, time.monotonic() - began, failure)
 
 
 async def call_tool(

@@ -323,7 +323,7 @@ class UpstreamTool(models.Model):
         )
 
 
-# One column per bucket of the federation's latency histogram (federation/health.py BOUNDS_MS: 13
+# One column per bucket of the federation's latency histogram (federation/call_stats.py BOUNDS_MS: 13
 # bounds, one more bucket for the rest); fixed, so every process's counts add into the same columns.
 HEALTH_LATENCY_FIELDS = tuple(f"h_{i:02d}" for i in range(14))
 FAILURE_FIELDS = ("unavailable", "error", "timeout", "busy")

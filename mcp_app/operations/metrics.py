@@ -5,7 +5,7 @@ tool-call latency histograms per tool, from the usage recorder (mcp_app/usage/re
 memory, no database write and no Redis round trip per request), and the authorization server's
 outcomes (mcp_app/oauth/events.py) and refusals past a quota or cap (protocol/quotas.py). Shared, read at scrape time: open sessions and listen streams
 per tenant, background runs by status, the Celery queue's depth and the workers taking jobs from it.
-Upstream servers' health in this process (mcp_app/federation/health.py): exchanges by outcome, latency,
+Upstream servers' health in this process (mcp_app/federation/call_stats.py): exchanges by outcome, latency,
 breaker state and last success, by tenant slug and upstream name (AMB-173). Labels stay bounded: the
 recorder caps a tenant's (method, tool) pairs, a tenant's upstreams past MCP_METRICS_MAX_UPSTREAMS (the
 most called kept) are `(other)`, and past MCP_METRICS_MAX_TENANTS tenants (the busiest kept) the rest
@@ -32,8 +32,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from mcp_app.background import presence
-from mcp_app.federation import breaker
-from mcp_app.federation import health as upstream_health
+from mcp_app.federation import breaker, call_stats
 from mcp_app.infra import redis_client
 from mcp_app.models import LATENCY_BOUNDS_MS, ToolRun, Upstream
 from mcp_app.oauth import events
@@ -75,11 +74,11 @@ def _buckets(bounds_ms: tuple[int, ...] | list[int], histogram: list[int]) -> li
     return buckets
 
 
-def _upstreams_bounded() -> dict[tuple[str, str], list[upstream_health.Health]]:
+def _upstreams_bounded() -> dict[tuple[str, str], list[call_stats.Health]]:
     """This process's upstream health by (tenant slug, upstream name), bounded: per tenant the
     MCP_METRICS_MAX_UPSTREAMS most called keep their name, the rest are `(other)`; past
     MCP_METRICS_MAX_TENANTS tenants (the busiest kept) the rest are `(other)`, `(other)` (AMB-173)."""
-    found = upstream_health.snapshot()
+    found = call_stats.snapshot()
     if not found:
         return {}
     per_tenant: dict[int, list[tuple[int, int]]] = {}
@@ -95,7 +94,7 @@ def _upstreams_bounded() -> dict[tuple[str, str], list[upstream_health.Health]]:
     slugs = _slugs(kept_tenants)
     # Names only (never the URL or a header): read across tenants, as the rest of the scrape.
     names = dict(Upstream.objects.filter(pk__in={k[1] for k in named}).values_list("pk", "name"))
-    out: dict[tuple[str, str], list[upstream_health.Health]] = {}
+    out: dict[tuple[str, str], list[call_stats.Health]] = {}
     for (tenant_id, upstream_id), health in found.items():
         slug = slugs.get(tenant_id, OTHER) if tenant_id in kept_tenants else OTHER
         name = names.get(upstream_id, OTHER) if (tenant_id, upstream_id) in named else OTHER
@@ -103,7 +102,7 @@ def _upstreams_bounded() -> dict[tuple[str, str], list[upstream_health.Health]]:
     return out
 
 
-def _upstream_families(grouped: dict[tuple[str, str], list[upstream_health.Health]]) -> Iterator[Any]:
+def _upstream_families(grouped: dict[tuple[str, str], list[call_stats.Health]]) -> Iterator[Any]:
     calls = CounterMetricFamily(
         "mcp_upstream_calls",
         "Exchanges with upstream MCP servers in this process, by outcome (ok or the failure's kind).",
@@ -125,7 +124,7 @@ def _upstream_families(grouped: dict[tuple[str, str], list[upstream_health.Healt
         labels=["tenant", "upstream"],
     )
     for (slug, name), members in sorted(grouped.items()):
-        failures = {kind: sum(h.failures[kind] for h in members) for kind in upstream_health.KINDS}
+        failures = {kind: sum(h.failures[kind] for h in members) for kind in call_stats.KINDS}
         total = sum(h.calls for h in members)
         calls.add_metric([slug, name, "ok"], total - sum(failures.values()))
         for kind, n in failures.items():
@@ -133,7 +132,7 @@ def _upstream_families(grouped: dict[tuple[str, str], list[upstream_health.Healt
         histogram = [sum(column) for column in zip(*(h.histogram for h in members), strict=True)]
         latency.add_metric(
             [slug, name],
-            _buckets(upstream_health.BOUNDS_MS, histogram),
+            _buckets(call_stats.BOUNDS_MS, histogram),
             sum(h.duration_ms for h in members) / 1000,
         )
         for state in (breaker.CLOSED, breaker.OPEN, breaker.HALF_OPEN):

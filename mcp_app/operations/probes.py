@@ -32,8 +32,7 @@ from health_check.views import HealthCheckView
 
 from mcp_app.background import presence
 from mcp_app.background import relay as background
-from mcp_app.federation import breaker
-from mcp_app.federation import health as upstream_health
+from mcp_app.federation import breaker, call_stats
 from mcp_app.infra import redis_client
 
 logger = logging.getLogger(__name__)
@@ -145,7 +144,7 @@ def upstreams_state() -> dict[str, int]:
     Counts only: the probe answers without credentials, so no tenant or upstream is named here (they
     are in /metrics and the tenant's admin). Never a reason to be unready (AMB-174).
     """
-    circuits = [h.circuit for h in upstream_health.snapshot().values()]
+    circuits = [h.circuit for h in call_stats.snapshot().values()]
     return {
         "seen": len(circuits),
         "open": circuits.count(breaker.OPEN),

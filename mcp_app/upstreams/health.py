@@ -15,8 +15,7 @@ from datetime import UTC, datetime
 from django.conf import settings
 from django.db.models import Max, Sum
 
-from mcp_app.federation import breaker
-from mcp_app.federation import health as upstream_health
+from mcp_app.federation import breaker, call_stats
 from mcp_app.models import Upstream, UpstreamCircuit, UpstreamHealth
 from mcp_app.models.upstreams import FAILURE_FIELDS, HEALTH_LATENCY_FIELDS
 
@@ -36,7 +35,7 @@ class Circuit:
 class Deployment:
     """The whole deployment's view of one upstream over the last WINDOW_MINUTES."""
 
-    totals: upstream_health.Health  # summed counts; last_success within the retention
+    totals: call_stats.Health  # summed counts; last_success within the retention
     circuits: list[Circuit]  # the processes that reported within the window
 
     @property
@@ -57,7 +56,7 @@ def of(upstream: Upstream, now: float | None = None) -> Deployment:
         **{name: Sum(name) for name in (*FAILURE_FIELDS, *HEALTH_LATENCY_FIELDS)},
     )
     latest = mine.aggregate(at=Max("last_success"))["at"]
-    totals = upstream_health.Health(
+    totals = call_stats.Health(
         calls=summed["calls"] or 0,
         failures={kind: summed[kind] or 0 for kind in FAILURE_FIELDS},
         last_success=latest.timestamp() if latest is not None else None,

@@ -1,6 +1,6 @@
 """Each upstream's health, written by the usage flush so the admin sees every process's (AMB-185).
 
-The federation counts in memory since the process started (federation/health.py); each flush takes a
+The federation counts in memory since the process started (federation/call_stats.py); each flush takes a
 snapshot, subtracts what this process wrote last time and adds the difference into the upstream's
 bucket of the current minute (`x = x + excluded.x`, so processes add into the same row unread), the
 last success as the greatest any process saw. Beside it, each process's breaker state with the time it
@@ -18,8 +18,7 @@ from datetime import UTC, datetime
 
 from django.db import connection, transaction
 
-from mcp_app.federation import breaker
-from mcp_app.federation import health as upstream_health
+from mcp_app.federation import breaker, call_stats
 from mcp_app.models import Upstream, UpstreamCircuit, UpstreamHealth
 from mcp_app.models.upstreams import FAILURE_FIELDS, HEALTH_LATENCY_FIELDS
 
@@ -50,10 +49,10 @@ class Increment:
     last_success: float | None  # set only when there was a success since
 
 
-def increment(before: upstream_health.Health | None, now: upstream_health.Health) -> Increment | None:
+def increment(before: call_stats.Health | None, now: call_stats.Health) -> Increment | None:
     """`now` minus `before` (what was written last); None when no exchange happened in between."""
     if before is None or now.calls < before.calls:  # first sight, or the counts were reset (tests)
-        before = upstream_health.Health()
+        before = call_stats.Health()
     if now.calls == before.calls:
         return None
     return Increment(
@@ -93,13 +92,13 @@ class HealthFlusher:
 
     def __init__(self, process_id: str) -> None:
         self.process_id = process_id[:200]
-        self._written: dict[Key, upstream_health.Health] = {}
+        self._written: dict[Key, call_stats.Health] = {}
         self._circuits: dict[Key, str] = {}
         self._lock = threading.Lock()
 
-    def flush(self, seen: dict[Key, upstream_health.Health] | None = None, now: float | None = None) -> int:
+    def flush(self, seen: dict[Key, call_stats.Health] | None = None, now: float | None = None) -> int:
         """Write what changed since the last flush (the caller bypasses the wall); the rows written."""
-        seen = upstream_health.snapshot() if seen is None else seen
+        seen = call_stats.snapshot() if seen is None else seen
         now = time.time() if now is None else now
         with self._lock:
             increments = {key: increment(self._written.get(key), h) for key, h in seen.items()}

@@ -11,7 +11,7 @@ import pytest
 from django.urls import reverse
 
 from mcp_app.admin import upstream_publishing
-from mcp_app.federation import breaker, health
+from mcp_app.federation import breaker, call_stats
 from mcp_app.handlers.secrets import decrypt_secrets, encrypt_secrets
 from mcp_app.models import Tool, Upstream, UpstreamTool
 from mcp_app.upstreams import service
@@ -158,10 +158,10 @@ def fresh_health(settings) -> Iterator[None]:
     settings.MCP_UPSTREAM_BREAKER_FAILURES = 2
     settings.MCP_UPSTREAM_BREAKER_SECONDS = 60
     breaker.reset()
-    health.reset()
+    call_stats.reset()
     yield
     breaker.reset()
-    health.reset()
+    call_stats.reset()
 
 
 def test_alice_sees_a_killed_upstreams_open_circuit_last_success_latency_and_error_rate(

@@ -11,7 +11,7 @@ from asgiref.sync import sync_to_async
 
 from mcp_app import catalog
 from mcp_app.core.types import ToolDef, UpstreamRef
-from mcp_app.federation import breaker, health
+from mcp_app.federation import breaker, call_stats
 from mcp_app.handlers import registry, upstream
 from mcp_app.handlers.secrets import encrypt_secrets
 from mcp_app.models import Tool, Upstream, UpstreamTool
@@ -178,7 +178,7 @@ async def test_a_published_tools_calls_count_in_its_upstreams_health_and_a_dead_
     settings.MCP_UPSTREAM_BREAKER_FAILURES = 2
     settings.MCP_UPSTREAM_BREAKER_SECONDS = 60
     breaker.reset()
-    health.reset()
+    call_stats.reset()
     try:
         await sync_to_async(published)(tenant_a, remote)
         echo = await tool_def(tenant_a, "docs_echo")
@@ -188,9 +188,9 @@ async def test_a_published_tools_calls_count_in_its_upstreams_health_and_a_dead_
         for _ in range(3):
             assert (await registry.run_inline(ctx, echo, {"message": "hi"}))["isError"]
 
-        found = health.of((tenant_a.id, row.pk))
+        found = call_stats.of((tenant_a.id, row.pk))
         assert found is not None and found.last_success is not None
-        assert (found.calls, found.failures[health.UNAVAILABLE], found.circuit) == (5, 3, breaker.OPEN)
+        assert (found.calls, found.failures[call_stats.UNAVAILABLE], found.circuit) == (5, 3, breaker.OPEN)
     finally:
         breaker.reset()
-        health.reset()
+        call_stats.reset()

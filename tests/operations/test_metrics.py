@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from mcp_app import federation
 from mcp_app.background import presence
-from mcp_app.federation import breaker, health
+from mcp_app.federation import breaker, call_stats
 from mcp_app.models import ToolRun
 from mcp_app.protocol import quotas
 from mcp_app.usage import recorder as usage
@@ -178,10 +178,10 @@ def upstream_health(settings) -> Iterator[None]:
     settings.MCP_UPSTREAM_BREAKER_FAILURES = 2
     settings.MCP_UPSTREAM_BREAKER_SECONDS = 60
     breaker.reset()
-    health.reset()
+    call_stats.reset()
     yield
     breaker.reset()
-    health.reset()
+    call_stats.reset()
 
 
 def test_a_killed_upstream_shows_its_failures_and_open_circuit_by_tenant_and_name(
@@ -223,9 +223,9 @@ def test_a_tenants_upstreams_past_the_cap_are_one_other_series(
     mine = make_upstream(tenant_b, "https://b.example.com/mcp", name="billing")
     for i, row in enumerate(rows):
         for _ in range(10 - i):  # u0 is the most called
-            health.record((tenant_a.id, row.pk), 0.01, None)
-    health.record((tenant_a.id, rows[4].pk), 0.01, health.TIMEOUT)
-    health.record((tenant_b.id, mine.pk), 0.01, None)
+            call_stats.record((tenant_a.id, row.pk), 0.01, None)
+    call_stats.record((tenant_a.id, rows[4].pk), 0.01, call_stats.TIMEOUT)
+    call_stats.record((tenant_b.id, mine.pk), 0.01, None)
 
     calls = scrape(client)["mcp_upstream_calls"]
     assert {(s.labels["tenant"], s.labels["upstream"]) for s in calls} == {

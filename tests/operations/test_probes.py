@@ -11,8 +11,7 @@ import pytest
 from django.test import Client
 
 from mcp_app.background import presence
-from mcp_app.federation import UpstreamUnavailable, breaker
-from mcp_app.federation import health as upstream_health
+from mcp_app.federation import UpstreamUnavailable, breaker, call_stats
 from mcp_app.infra import redis_client
 from mcp_app.models import Tool
 from mcp_app.operations import probes
@@ -110,10 +109,10 @@ def fresh_upstreams(settings) -> Iterator[None]:
     settings.MCP_UPSTREAM_BREAKER_FAILURES = 2
     settings.MCP_UPSTREAM_BREAKER_SECONDS = 60
     breaker.reset()
-    upstream_health.reset()
+    call_stats.reset()
     yield
     breaker.reset()
-    upstream_health.reset()
+    call_stats.reset()
 
 
 def test_a_killed_upstream_with_its_circuit_open_is_reported_and_never_makes_the_process_unready(

@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from mcp_app.federation import breaker, health
+from mcp_app.federation import breaker, call_stats
 from mcp_app.models import Upstream, UpstreamCircuit, UpstreamHealth
 from mcp_app.models.upstreams import HEALTH_LATENCY_FIELDS
 from mcp_app.upstreams import health as deployment_health
@@ -29,7 +29,7 @@ def upstream(tenant_a) -> Upstream:
 
 
 def test_the_histogram_columns_are_the_federations_buckets() -> None:
-    assert len(HEALTH_LATENCY_FIELDS) == len(health.BOUNDS_MS) + 1
+    assert len(HEALTH_LATENCY_FIELDS) == len(call_stats.BOUNDS_MS) + 1
 
 
 def test_two_processes_add_into_one_bucket_with_the_greatest_last_success(upstream) -> None:
@@ -98,14 +98,16 @@ def test_a_process_with_nothing_new_writes_nothing(upstream) -> None:
 
 
 def test_the_usage_flush_carries_this_processs_upstream_health(upstream) -> None:
-    health.reset()
+    call_stats.reset()
     try:
-        health.record((upstream.tenant_id, upstream.pk), 0.003, None)
-        health.record((upstream.tenant_id, upstream.pk), 0.003, health.ERROR)
-        health.record((upstream.tenant_id, 999_999), 0.003, None)  # an upstream deleted meanwhile: skipped
+        call_stats.record((upstream.tenant_id, upstream.pk), 0.003, None)
+        call_stats.record((upstream.tenant_id, upstream.pk), 0.003, call_stats.ERROR)
+        call_stats.record(
+            (upstream.tenant_id, 999_999), 0.003, None
+        )  # an upstream deleted meanwhile: skipped
         Flusher(Recorder("web-1:11:a")).flush()
     finally:
-        health.reset()
+        call_stats.reset()
     row = UpstreamHealth.objects.get()
     assert (row.upstream_id, row.calls, row.error, row.h_00) == (upstream.pk, 2, 1, 2)
     assert UpstreamCircuit.objects.get().process == "web-1:11:a"

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from mcp_app.federation import UpstreamError, UpstreamUnavailable, breaker, call_tool, discover, health
+from mcp_app.federation import UpstreamError, UpstreamUnavailable, breaker, call_stats, call_tool, discover
 from tests.federation.support import target_for
 
 
@@ -23,7 +23,7 @@ async def test_results_count_as_successes_with_their_latency_and_an_error_result
     await call_tool(target, "fail", {})  # an isError result: the upstream answered
     await discover(target)
 
-    found = health.of(target.upstream_key)
+    found = call_stats.of(target.upstream_key)
     assert found is not None
     assert (found.calls, found.failed, found.error_rate) == (3, 0, 0.0)
     assert found.last_success is not None and before <= found.last_success <= time.time()
@@ -41,13 +41,13 @@ async def test_a_killed_upstream_counts_unavailable_calls_and_its_circuit_opens(
         with pytest.raises(UpstreamUnavailable):
             await call_tool(target, "echo", {"message": "dead"})
 
-    found = health.of(target.upstream_key)
+    found = call_stats.of(target.upstream_key)
     assert found is not None
     assert found.calls == 4 and found.failures == {"unavailable": 3, "error": 0, "timeout": 0, "busy": 0}
-    assert found.error_rate == 0.75 and found.last_failure_kind == health.UNAVAILABLE
+    assert found.error_rate == 0.75 and found.last_failure_kind == call_stats.UNAVAILABLE
     assert found.circuit == breaker.OPEN
     assert sum(found.histogram) == 1  # only the answered call has a latency
-    assert [key for key in health.snapshot()] == [target.upstream_key]
+    assert [key for key in call_stats.snapshot()] == [target.upstream_key]
 
 
 async def test_a_call_past_its_deadline_is_a_timeout_with_its_latency_and_does_not_open_the_circuit(upstream):
@@ -57,9 +57,13 @@ async def test_a_call_past_its_deadline_is_a_timeout_with_its_latency_and_does_n
             await call_tool(target, "hang", {})
         assert not isinstance(caught.value, UpstreamUnavailable)
 
-    found = health.of(target.upstream_key)
+    found = call_stats.of(target.upstream_key)
     assert found is not None
-    assert (found.failures[health.TIMEOUT], found.circuit, found.last_success) == (2, breaker.CLOSED, None)
+    assert (found.failures[call_stats.TIMEOUT], found.circuit, found.last_success) == (
+        2,
+        breaker.CLOSED,
+        None,
+    )
     assert found.percentile(0.5) >= 250  # each waited its 0.5 s deadline
 
 
@@ -73,6 +77,6 @@ async def test_an_upstream_answering_with_something_that_is_not_a_result_counts_
             await call_tool(target, "echo", {"message": "x"})
         assert not isinstance(caught.value, UpstreamUnavailable)
 
-    found = health.of(target.upstream_key)
+    found = call_stats.of(target.upstream_key)
     assert found is not None
-    assert (found.failures[health.ERROR], found.failed, found.circuit) == (3, 3, breaker.CLOSED)
+    assert (found.failures[call_stats.ERROR], found.failed, found.circuit) == (3, 3, breaker.CLOSED)
