@@ -18,7 +18,7 @@ from mcp_app.drafts import service as drafts
 from mcp_app.federation import breaker
 from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool, Upstream
 from mcp_app.oauth.resources import canonical_uri
-from mcp_app.upstreams import health as deployment_health
+from mcp_app.upstreams import deployment_health
 from mcp_app.usage import queries
 from tenants import access
 from tenants.models import EDIT_ROLES, Role, Tenant

@@ -32,8 +32,7 @@ from mcp_app.catalog.apart import run_apart
 from mcp_app.federation import breaker, call_stats
 from mcp_app.handlers.secrets import secret_names
 from mcp_app.models import Upstream, UpstreamTool
-from mcp_app.upstreams import extras, service
-from mcp_app.upstreams import health as deployment_health
+from mcp_app.upstreams import deployment_health, extras, service
 from tenants.admin import TenantScopedAdmin
 
 # How the breaker's state (per serving process, AMB-159) reads on the upstream's pages.

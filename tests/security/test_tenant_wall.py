@@ -26,7 +26,7 @@ from django.utils import timezone
 from audit.models import Action, AuditEvent
 from mcp_app.catalog import loader
 from mcp_app.models import Tool, Upstream, UpstreamCircuit
-from mcp_app.upstreams import health as deployment_health
+from mcp_app.upstreams import deployment_health
 from mcp_app.usage.upstream_health import HealthFlusher
 from mcpsite.tenant_wall import request_scope
 from tenants import wall

@@ -13,7 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from mcp_app.federation import breaker, call_stats
 from mcp_app.models import Upstream, UpstreamCircuit, UpstreamHealth
 from mcp_app.models.upstreams import HEALTH_LATENCY_FIELDS
-from mcp_app.upstreams import health as deployment_health
+from mcp_app.upstreams import deployment_health
 from mcp_app.usage import upstream_health
 from mcp_app.usage.flush import Flusher
 from mcp_app.usage.recorder import Recorder
