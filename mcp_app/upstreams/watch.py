@@ -5,7 +5,7 @@ lifespan.py) looks every MCP_UPSTREAM_WATCH_RESCAN_SECONDS at the enabled upstre
 tool list changes (or whose capabilities are not known yet) and, up to MCP_UPSTREAM_WATCH_MAX of
 them, takes each one's lease (infra/lease.py: one watching process in the deployment, renewed every
 third of MCP_UPSTREAM_WATCH_LEASE_SECONDS, taken over by another process once it lapses). Each held
-upstream gets a `Watch`: federation.watch listening (a legacy session's GET stream, or 2026-07-28
+upstream gets a `Watch`: federation.change_stream listening (a legacy session's GET stream, or 2026-07-28
 `subscriptions/listen`), reconnecting with a growing, jittered delay when the connection fails.
 
 A change announced, and the moment the listener is (re)established (what changed while nobody listened
@@ -35,7 +35,7 @@ from django.conf import settings
 
 from mcp_app import federation
 from mcp_app.catalog.apart import run_apart
-from mcp_app.federation import watch as listening
+from mcp_app.federation import change_stream
 from mcp_app.infra.lease import Lease
 from mcp_app.models import Upstream
 from mcp_app.upstreams import service
@@ -177,7 +177,7 @@ class Watch:
                     if found is None:
                         return  # disabled or deleted since the rescan
                     target, kinds = found
-                    await listening.watch(
+                    await change_stream.watch(
                         target,
                         self.changed,
                         kinds=kinds,
@@ -185,7 +185,7 @@ class Watch:
                         on_ready=self._ready,
                     )
                     self.failures = 0  # a graceful close (the upstream shuts down): listen again soon
-                except listening.NothingToWatch:
+                except change_stream.NothingToWatch:
                     # One sync records its capabilities, so the next rescans pass it over.
                     await self._sync()
                     return

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from mcp_app.federation import SSE, UpstreamError, UpstreamUnavailable, breaker, call_tool
-from mcp_app.federation.watch import watch
+from mcp_app.federation.change_stream import watch
 from tests.federation.support import target_for
 
 BURST, PER_SECOND = 40, 5
