@@ -27,7 +27,7 @@ disable_form_parsing()  # Daphne hands bodies over raw; Twisted's form parsing i
 redact_access_log()  # a token a client put in the URL never reaches the access log
 drain_before_shutdown()  # SIGTERM: stop listening, finish calls in flight, end streams (streams/drain.py)
 reap_finished_requests_at_once()  # a finished request is not kept for Daphne's once-a-second sweep
-watch_upstreams_when_serving()  # listen to upstreams' list changes while serving (upstreams/watch.py)
+watch_upstreams_when_serving()  # listen to upstreams' list changes while serving (upstreams/watcher.py)
 render_pool.warm()  # the first large template must not wait for the render processes' Django start-up
 
 application = ProtocolTypeRouter(

@@ -592,7 +592,7 @@ MCP_UPSTREAM_MESSAGES_PER_SECOND = _env_int("MCP_UPSTREAM_MESSAGES_PER_SECOND", 
 # The upstream servers one tenant may add: each has a message budget and a breaker of its own (AMB-188),
 # so this bounds what one tenant's upstreams can cost a process however many it registers.
 MCP_UPSTREAMS_PER_TENANT = _env_int("MCP_UPSTREAMS_PER_TENANT", 50, minimum=1)
-# Fan-in of upstreams' list changes (mcp_app/upstreams/watch.py, docs/decisions/upstreams.md AMB-180..183):
+# Fan-in of upstreams' list changes (mcp_app/upstreams/watcher.py, docs/decisions/upstreams.md AMB-180..183):
 # each serving process listens to at most MCP_UPSTREAM_WATCH_MAX upstreams, each held by one process of the
 # deployment at a time (a Redis lease of that many seconds, renewed every third of it); which upstreams
 # exist is looked at again every MCP_UPSTREAM_WATCH_RESCAN_SECONDS; notifications within the debounce

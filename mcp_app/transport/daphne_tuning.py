@@ -1,6 +1,6 @@
 """Serving-process tuning: Twisted's form parsing switched off, the startup heap frozen, finished requests
 forgotten at once (AMB-196), a graceful drain before Daphne's shutdown (streams/drain.py), secrets kept
-out of Daphne's access log, and the upstream watcher started with the reactor (upstreams/watch.py;
+out of Daphne's access log, and the upstream watcher started with the reactor (upstreams/watcher.py;
 Daphne sends no ASGI lifespan).
 
 Form parsing:
@@ -28,7 +28,7 @@ from twisted.internet import defer, tcp
 from mcp_app import federation
 from mcp_app.infra.redaction import redact_path
 from mcp_app.streams import drain
-from mcp_app.upstreams import watch as upstream_watch
+from mcp_app.upstreams import watcher
 
 
 def disable_form_parsing() -> bool:
@@ -63,7 +63,7 @@ def freeze_startup_heap() -> int:
 
 async def _drain_then_close_upstreams() -> None:
     # First, and quick: the leases are released, so another process listens to these upstreams now.
-    await upstream_watch.stop()
+    await watcher.stop()
     await drain.drain(settings.MCP_SHUTDOWN_GRACE_SECONDS)
     # The calls are done: end this process's upstream sessions (DELETE) rather than drop them (AMB-156).
     await federation.close_all()
@@ -159,7 +159,7 @@ def watch_upstreams_when_serving() -> bool:
     if daphne_server is None:
         return False
     # Runs when the reactor starts the loop, inside it: the watcher's tasks belong to the serving loop.
-    daphne_server.twisted_loop.call_soon(upstream_watch.start)
+    daphne_server.twisted_loop.call_soon(watcher.start)
     return True
 
 

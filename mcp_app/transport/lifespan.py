@@ -7,17 +7,17 @@ from __future__ import annotations
 from typing import Any
 
 from mcp_app import federation
-from mcp_app.upstreams import watch as upstream_watch
+from mcp_app.upstreams import watcher
 
 
 async def lifespan(scope: dict[str, Any], receive: Any, send: Any) -> None:
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
-            upstream_watch.start()
+            watcher.start()
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
-            await upstream_watch.stop()
+            await watcher.stop()
             await federation.close_all()
             await send({"type": "lifespan.shutdown.complete"})
             return

@@ -20,7 +20,8 @@ from mcp import Client
 from mcp_app import federation
 from mcp_app.infra.lease import Lease
 from mcp_app.models import Tool, Upstream, UpstreamTool
-from mcp_app.upstreams import service, watch
+from mcp_app.upstreams import service
+from mcp_app.upstreams.watcher import Watch, Watcher, backoff, lease_name
 from tenants import wall
 from tenants.models import Tenant
 from tests.e2e.servers import free_port
@@ -81,7 +82,7 @@ def state_of(tenant_id: int, tool_id: int) -> tuple[bool, str, str, int]:
     return tool.enabled, tool.description, offered.get("description", ""), version
 
 
-async def listening_watch(watcher: watch.Watcher, upstream_id: int) -> watch.Watch:
+async def listening_watch(watcher: Watcher, upstream_id: int) -> Watch:
     await watcher.rescan()
     found = watcher.watches[upstream_id]
     async with asyncio.timeout(WAIT):
@@ -98,7 +99,7 @@ async def test_list_changed_makes_one_sync_a_removed_tool_is_disabled_a_new_desc
     for name in (doomed, kept):
         assert await control(upstream, "retool", {"action": "add", "tool": name}) == "done"
     row_id, (doomed_id, kept_id) = await published_upstream(tenant_a, upstream.url, doomed, kept)
-    watcher = watch.Watcher()
+    watcher = Watcher()
     try:
         found = await listening_watch(watcher, row_id)
         assert found.syncs == 1
@@ -152,7 +153,7 @@ async def test_a_published_prompts_change_is_heard_and_synced_held_for_review(
     # for the prompts only where they are published).
     row = await sync_to_async(make_upstream)(tenant_a, modern_upstream.url, publish_prompts=True)
     await sync_to_async(lambda: wall_sync(row))()
-    watcher = watch.Watcher()
+    watcher = Watcher()
     try:
         found = await listening_watch(watcher, row.pk)
         pinned_before = (await extras_of(row.pk, tenant_a.id))[1]
@@ -176,7 +177,7 @@ async def test_an_http_sse_upstreams_list_change_is_heard_on_its_session(
 ) -> None:
     server = start_upstream(sse=True)
     row_id, _ = await published_upstream(tenant_a, server.url, "echo", transport="sse")
-    watcher = watch.Watcher()
+    watcher = Watcher()
     try:
         found = await listening_watch(watcher, row_id)
         # Another client's session (another key) adds a tool; every open session hears of it.
@@ -194,12 +195,12 @@ async def test_one_watcher_holds_an_upstream_and_another_takes_over_when_it_stop
     modern_upstream: UpstreamServer, tenant_a: Tenant
 ) -> None:
     row = await sync_to_async(make_upstream)(tenant_a, modern_upstream.url)
-    first, second = watch.Watcher(), watch.Watcher()
+    first, second = Watcher(), Watcher()
     try:
         await first.rescan()
         await second.rescan()
         assert row.pk in first.watches and row.pk not in second.watches
-        lease = Lease(watch.lease_name(row.pk), "nobody", 3)
+        lease = Lease(lease_name(row.pk), "nobody", 3)
         assert await lease.holder_now() == first.holder
         await first.watches[row.pk].listening.wait()
 
@@ -235,7 +236,7 @@ async def test_a_dead_upstream_is_tried_again_ever_later_an_edited_one_anew_a_di
 ) -> None:
     url = f"http://127.0.0.1:{free_port()}/mcp"  # nothing listens there
     row = await sync_to_async(make_upstream)(tenant_a, url, timeout_seconds=2)
-    watcher = watch.Watcher()
+    watcher = Watcher()
     try:
         await watcher.rescan()
         found = watcher.watches[row.pk]
@@ -261,4 +262,4 @@ async def test_a_dead_upstream_is_tried_again_ever_later_an_edited_one_anew_a_di
 
 def test_the_delay_doubles_up_to_its_cap(settings) -> None:
     settings.MCP_UPSTREAM_WATCH_BACKOFF_SECONDS = 8
-    assert 0.5 <= watch.backoff(1) <= 1 and 4 <= watch.backoff(4) <= 8 and watch.backoff(30) <= 8
+    assert 0.5 <= backoff(1) <= 1 and 4 <= backoff(4) <= 8 and backoff(30) <= 8
