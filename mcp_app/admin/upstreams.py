@@ -32,7 +32,7 @@ from mcp_app.catalog.apart import run_apart
 from mcp_app.federation import breaker, call_stats
 from mcp_app.handlers.secrets import secret_names
 from mcp_app.models import Upstream, UpstreamTool
-from mcp_app.upstreams import deployment_health, extras, service
+from mcp_app.upstreams import deployment_health, extras_review, service
 from tenants.admin import TenantScopedAdmin
 
 # How the breaker's state (per serving process, AMB-159) reads on the upstream's pages.
@@ -337,13 +337,13 @@ class UpstreamAdmin(TenantScopedAdmin):
         """What of its prompts, resources and templates clients see, under which name or URI; a held change."""
         upstream = self._upstream(request, object_id, change=False)
         title = f"Prompts and resources of {upstream}"
-        found, changes = extras.published(upstream), extras.diff(upstream)
+        found, changes = extras_review.published(upstream), extras_review.diff(upstream)
         context = self._context(request, upstream, title, found=found, changes=changes)
         return TemplateResponse(request, "admin/mcp_app/upstream/extras.html", context)
 
     def extras_accept_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         upstream = self._upstream(request, object_id, change=True)
-        if extras.accept(upstream, request.user):
+        if extras_review.accept(upstream, request.user):
             messages.success(request, "Clients now get the prompts and resources the upstream offers.")
         else:
             messages.info(request, "Nothing to accept: clients already get what the upstream offers.")

@@ -28,7 +28,7 @@ from mcp_app.handlers import secrets, upstream_target
 from mcp_app.history import service as history
 from mcp_app.models import Tool, Upstream, UpstreamTool
 from mcp_app.models.upstreams import REVIEWED_FIELDS
-from mcp_app.upstreams import extras
+from mcp_app.upstreams import extras_review
 
 # A published tool's own timeout leaves the federation's per-call timeout room to answer first, so
 # the client reads "the upstream did not answer in N s" rather than a bare timeout.
@@ -120,7 +120,7 @@ def sync(upstream: Upstream) -> SyncReport:
     offering = discover(upstream)
     report = apply_offering(upstream, offering.tools)
     _record(upstream, last_synced_at=timezone.now())
-    extras.record_offered(upstream, offering)
+    extras_review.record_offered(upstream, offering)
     return report
 
 
@@ -376,7 +376,7 @@ def diff(row: UpstreamTool) -> list[FieldDiff]:
         if old == new:
             continue
         overridden = tool is not None and getattr(tool, TOOL_FIELDS[key]) != derived[TOOL_FIELDS[key]]
-        out.append(FieldDiff(key, old, new, extras.lines(old or "", new or ""), overridden))
+        out.append(FieldDiff(key, old, new, extras_review.lines(old or "", new or ""), overridden))
     return out
 
 

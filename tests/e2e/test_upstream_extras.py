@@ -4,7 +4,7 @@ its prefix, and the official SDK client lists, gets and reads them through our r
 Two pairs of eras: a legacy (session) upstream with a client in auto mode (2026-07-28 with us), and a
 stateless 2026-07-28 upstream with a legacy client. Set-up goes through the service in a `manage.py
 shell`, as an owner's admin would. The other tenant sees none of them; the rest (review, failures,
-completion) is in tests/upstreams/test_extras.py, in-process.
+completion) is in tests/upstreams/test_extras_review.py, in-process.
 """
 
 from __future__ import annotations
