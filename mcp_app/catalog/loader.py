@@ -24,7 +24,7 @@ from mcp_app.core.types import (
     TenantInfo,
     ToolDef,
 )
-from mcp_app.federation.tasks import runs_as_task
+from mcp_app.federation.upstream_tasks import runs_as_task
 from mcp_app.handlers.upstream import TASK_KEY
 from mcp_app.models import Prompt, Resource, ResourceTemplate, TaskSupport, Tool, Upstream, UpstreamTool
 from tenants import wall

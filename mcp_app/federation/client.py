@@ -21,7 +21,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter
 
-from mcp_app.federation import breaker, call_stats, failures, pool, questions, tasks
+from mcp_app.federation import breaker, call_stats, failures, pool, questions, upstream_tasks
 from mcp_app.federation.errors import UpstreamBusy, UpstreamError, UpstreamUnavailable
 from mcp_app.federation.questions import Asking, Stopped
 from mcp_app.federation.target import SSE, Offering, Target
@@ -161,7 +161,7 @@ async def call_tool(
     Progress and log notifications reach ``on_progress`` / ``on_log`` while the call runs; cancelling
     the awaiting task cancels the upstream call. The upstream's questions go to ``asking``
     (federation/questions.py); what its `ask` raises, call_tool raises. ``as_task``: the upstream runs
-    the tool as a task (its definition says required), followed to its result (federation/tasks.py);
+    the tool as a task (its definition says required), followed to its result (federation/upstream_tasks.py);
     a 2026-07-28 upstream that refuses a plain call for want of tasks gets one too. Raises
     UpstreamError / UpstreamUnavailable.
     """
@@ -222,7 +222,7 @@ async def _call_once(
         meta = {types.LOG_LEVEL_META_KEY: "debug"} if wants_logs else None
 
         def as_a_task() -> Awaitable[types.CallToolResult]:
-            call = tasks.call(client.session, name, arguments, meta, on_progress, target.label)
+            call = upstream_tasks.call(client.session, name, arguments, meta, on_progress, target.label)
             return questions.send(bridge, call)
 
         if as_task:
@@ -242,7 +242,7 @@ async def _call_once(
         try:
             return await sent()
         except MCPError as exc:
-            if tasks.refused_for_want_of_tasks(exc, client):
+            if upstream_tasks.refused_for_want_of_tasks(exc, client):
                 # The tool runs only as a task, which its pinned listing did not say (2026-07-28 has no
                 # execution.taskSupport, or it changed since); refused before it ran: again as one (AMB-199).
                 bridge.over.clear()

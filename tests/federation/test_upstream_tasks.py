@@ -8,8 +8,7 @@ import asyncio
 
 import pytest
 
-from mcp_app.federation import UpstreamError, call_tool
-from mcp_app.federation import tasks as upstream_tasks
+from mcp_app.federation import UpstreamError, call_tool, upstream_tasks
 from tests.federation.support import target_for, upstream_sees
 
 
