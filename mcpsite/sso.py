@@ -4,7 +4,7 @@ On only when MCP_OIDC_ISSUER, MCP_OIDC_CLIENT_ID and MCP_OIDC_CLIENT_SECRET are 
 endpoints come from its discovery document, read once per process on first need and kept. The library
 does the code flow with state, nonce and PKCE and checks the id_token's RS256 signature against the
 provider's JWKS; we add what it leaves out (audience, issuer), take the person's claims from that
-signed id_token, match or create the account (AMB-212) and hand the memberships to tenants/sso.py
+signed id_token, match or create the account (AMB-212) and hand the memberships to tenants/sso_memberships.py
 (AMB-213). Every refusal is a page saying why (AMB-214), never a 500.
 """
 
@@ -28,7 +28,7 @@ from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 from mozilla_django_oidc.utils import import_from_settings
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
-from tenants import sso
+from tenants import sso_memberships
 from tenants.sso_rules import email_domain
 
 logger = logging.getLogger(__name__)
@@ -205,14 +205,14 @@ class SsoBackend(OIDCAuthenticationBackend):
         if not user.is_active:
             raise SignInRefused("This account is disabled.")
         groups = claims.get(settings.MCP_OIDC_GROUPS_CLAIM)
-        identity = sso.Identity(
+        identity = sso_memberships.Identity(
             email=email,
             email_verified=said is not False,
             groups=frozenset(g for g in groups if isinstance(g, str))
             if isinstance(groups, list)
             else frozenset(),
         )
-        sso.sync_memberships(user, identity)
+        sso_memberships.sync_memberships(user, identity)
         return user
 
 

@@ -169,7 +169,7 @@ class Tenant(models.Model):
     )
     # Fernet-encrypted secret of the introspection client (mcp_app/handlers/secrets.py); never shown.
     identity_client_secret = models.TextField(blank=True, default="", editable=False)
-    # Single sign-on (tenants/sso.py, AMB-213): who the platform's identity provider makes a member here.
+    # Single sign-on (tenants/sso_memberships.py, AMB-213): who the platform's identity provider makes a member here.
     sso_email_domains = models.JSONField(
         default=list,
         blank=True,

@@ -1,6 +1,6 @@
 """The checks of a tenant's single sign-on rule (AMB-213), as the model fields' validators.
 
-Apart from tenants/sso.py (which applies the rule) because the model imports these.
+Apart from tenants/sso_memberships.py (which applies the rule) because the model imports these.
 """
 
 from __future__ import annotations

@@ -140,7 +140,7 @@ SETTINGS_FIELDS = (
     "stream_poll_seconds", "stream_poll_retry_ms",
     # Its own identity provider (AMB-203); the introspection client's secret is never carried.
     "identity",
-    # Who single sign-on makes a member, and as what (tenants/sso.py, AMB-213).
+    # Who single sign-on makes a member, and as what (tenants/sso_memberships.py, AMB-213).
     "sso_email_domains", "sso_groups", "sso_role",
 )  # fmt: skip
 

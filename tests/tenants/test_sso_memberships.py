@@ -9,7 +9,7 @@ from django.urls import reverse
 from audit.models import Action, AuditEvent
 from mcp_app.portability.document import DocumentError, export_tenant
 from mcp_app.portability.importer import import_document
-from tenants import invitations, sso
+from tenants import invitations, sso_memberships
 from tenants.models import GrantedBy, Membership, Role, Tenant
 from tests.api.conftest import API, ApiClient
 from tests.tenants.test_tenant_admin import tenant_form_data
@@ -36,12 +36,12 @@ def dana(django_user_model):
 
 def identity(
     email: str = "dana@acme.test", verified: bool = True, groups: tuple[str, ...] = ()
-) -> sso.Identity:
-    return sso.Identity(email=email, email_verified=verified, groups=frozenset(groups))
+) -> sso_memberships.Identity:
+    return sso_memberships.Identity(email=email, email_verified=verified, groups=frozenset(groups))
 
 
 def test_a_verified_address_of_the_domain_makes_a_member_with_the_rule_s_role(acme, ops, dana):
-    outcome = sso.sync_memberships(dana, identity())
+    outcome = sso_memberships.sync_memberships(dana, identity())
     assert outcome.added == ["acme"] and outcome.removed == []
     membership = Membership.objects.get(user=dana)
     assert (membership.tenant, membership.role, membership.granted_by) == (acme, Role.EDITOR, GrantedBy.SSO)
@@ -50,27 +50,27 @@ def test_a_verified_address_of_the_domain_makes_a_member_with_the_rule_s_role(ac
 
 
 def test_the_domain_is_compared_without_case_and_only_whole(acme, dana):
-    assert sso.sync_memberships(dana, identity("Dana@ACME.test")).added == ["acme"]
+    assert sso_memberships.sync_memberships(dana, identity("Dana@ACME.test")).added == ["acme"]
     Membership.objects.all().delete()
     for address in ("dana@evil-acme.test", "dana@acme.test.evil", "dana@sub.acme.test", "acme.test"):
-        assert sso.sync_memberships(dana, identity(address)).added == [], address
+        assert sso_memberships.sync_memberships(dana, identity(address)).added == [], address
 
 
 def test_an_unverified_address_matches_no_domain_but_a_group_still_counts(acme, ops, dana):
-    assert sso.sync_memberships(dana, identity(verified=False)).added == []
-    outcome = sso.sync_memberships(dana, identity(verified=False, groups=("ops-team", "other")))
+    assert sso_memberships.sync_memberships(dana, identity(verified=False)).added == []
+    outcome = sso_memberships.sync_memberships(dana, identity(verified=False, groups=("ops-team", "other")))
     assert outcome.added == ["ops"]
     assert Membership.objects.get(user=dana).role == Role.VIEWER
 
 
 def test_a_membership_sso_gave_goes_when_the_rule_no_longer_matches(acme, ops, dana):
-    sso.sync_memberships(dana, identity(groups=("ops-team",)))
+    sso_memberships.sync_memberships(dana, identity(groups=("ops-team",)))
     assert set(Membership.objects.filter(user=dana).values_list("tenant__slug", flat=True)) == {"acme", "ops"}
-    outcome = sso.sync_memberships(dana, identity(groups=()))
+    outcome = sso_memberships.sync_memberships(dana, identity(groups=()))
     assert outcome.removed == ["ops"]
     acme.sso_email_domains = []
     acme.save()
-    assert sso.sync_memberships(dana, identity()).removed == ["acme"]
+    assert sso_memberships.sync_memberships(dana, identity()).removed == ["acme"]
     assert not Membership.objects.filter(user=dana).exists()
 
 
@@ -78,7 +78,7 @@ def test_a_membership_given_by_hand_or_by_invitation_is_never_taken_or_changed(a
     Membership.objects.create(user=dana, tenant=acme, role=Role.VIEWER)  # by hand (the default)
     invitation = invitations.invite(ops, "dana@acme.test", Role.EDITOR, alice)
     invitations.accept(invitation, dana)
-    outcome = sso.sync_memberships(dana, identity("dana@other.test", groups=()))
+    outcome = sso_memberships.sync_memberships(dana, identity("dana@other.test", groups=()))
     assert outcome.removed == [] and outcome.added == []
     held = dict(Membership.objects.filter(user=dana).values_list("tenant__slug", "granted_by"))
     assert held == {"acme": GrantedBy.HAND, "ops": GrantedBy.INVITATION}
@@ -86,13 +86,13 @@ def test_a_membership_given_by_hand_or_by_invitation_is_never_taken_or_changed(a
 
 
 def test_an_invitation_accepted_over_an_sso_membership_keeps_it_for_good(acme, dana, alice):
-    sso.sync_memberships(dana, identity())
+    sso_memberships.sync_memberships(dana, identity())
     invitation = invitations.invite(acme, "dana@acme.test", Role.VIEWER, alice)
     invitations.accept(invitation, dana)
     assert Membership.objects.get(user=dana).granted_by == GrantedBy.INVITATION
     acme.sso_email_domains = []
     acme.save()
-    assert sso.sync_memberships(dana, identity()).removed == []
+    assert sso_memberships.sync_memberships(dana, identity()).removed == []
 
 
 @pytest.fixture
@@ -104,11 +104,11 @@ def alice(django_user_model, acme):
 
 def test_sso_gives_and_takes_in_the_audit_trail_saying_sso(acme, dana, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
-        sso.sync_memberships(dana, identity())
+        sso_memberships.sync_memberships(dana, identity())
     with django_capture_on_commit_callbacks(execute=True):
         acme.sso_email_domains = []
         acme.save()
-        sso.sync_memberships(dana, identity())
+        sso_memberships.sync_memberships(dana, identity())
     added = AuditEvent.objects.get(action=Action.MEMBER_ADDED, tenant=acme)
     removed = AuditEvent.objects.get(action=Action.MEMBER_REMOVED, tenant=acme)
     assert added.detail == {"member": "dana", "role": "editor", "via": "sso"}
@@ -182,7 +182,7 @@ def test_the_owner_sets_the_rule_in_the_tenant_admin_and_owner_is_not_offered(cl
 
 
 def test_a_role_an_owner_changed_makes_the_membership_theirs(acme, dana, alice):
-    sso.sync_memberships(dana, identity())
+    sso_memberships.sync_memberships(dana, identity())
     client = ApiClient(alice)
     member = next(
         m for m in client.call("GET", f"{API}/acme/members/").json()["results"] if m["username"] == "dana"
@@ -190,4 +190,4 @@ def test_a_role_an_owner_changed_makes_the_membership_theirs(acme, dana, alice):
     assert member["granted_by"] == "sso"
     assert client.call("PATCH", f"{API}/acme/members/{member['id']}/", {"role": "viewer"}).status_code == 200
     assert Membership.objects.get(user=dana).granted_by == GrantedBy.HAND
-    assert sso.sync_memberships(dana, identity("dana@elsewhere.test")).removed == []
+    assert sso_memberships.sync_memberships(dana, identity("dana@elsewhere.test")).removed == []
