@@ -11,7 +11,7 @@ from django.db.models import F
 from django.utils import timezone
 from oauth2_provider.settings import oauth2_settings
 
-from tenants import identity as identity_rules
+from tenants import identity_provider
 from tenants.sso_rules import validate_domains, validate_groups
 
 
@@ -210,7 +210,7 @@ class Tenant(models.Model):
 
     def clean(self) -> None:
         super().clean()
-        identity_rules.check(self.identity)
+        identity_provider.check(self.identity)
 
     def bump_version(self) -> None:
         Tenant.objects.filter(pk=self.pk).update(definitions_version=F("definitions_version") + 1)

@@ -14,7 +14,7 @@ from django.contrib import admin
 
 from mcp_app.handlers.secrets import encrypt_secrets
 from mcp_app.oauth import external_tokens
-from tenants import identity
+from tenants import identity_provider
 from tenants.admin import TenantAdmin
 from tenants.models import Tenant
 
@@ -38,7 +38,7 @@ class TenantForm(forms.ModelForm):
             self.add_error("identity", problem)
         entered = cleaned.get("new_identity_client_secret")
         if (
-            identity.needs_secret(cleaned.get("identity"))
+            identity_provider.needs_secret(cleaned.get("identity"))
             and not entered
             and not self.instance.identity_client_secret
         ):
@@ -46,7 +46,7 @@ class TenantForm(forms.ModelForm):
         return cleaned
 
     def save(self, commit: bool = True) -> Any:
-        if not identity.needs_secret(self.cleaned_data.get("identity")):
+        if not identity_provider.needs_secret(self.cleaned_data.get("identity")):
             self.instance.identity_client_secret = ""  # no introspection, no secret of its client kept
         elif secret := self.cleaned_data.get("new_identity_client_secret"):
             self.instance.identity_client_secret = encrypt_secrets({"client_secret": secret})

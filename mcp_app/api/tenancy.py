@@ -32,7 +32,7 @@ from mcp_app.api.serializers import CleanedModelSerializer
 from mcp_app.api.views import ID, SLUG, TenantScoped
 from mcp_app.handlers.secrets import encrypt_secrets
 from mcp_app.oauth import external_tokens, resources
-from tenants import access, identity
+from tenants import access, identity_provider
 from tenants.models import Membership, Role, Tenant
 
 
@@ -113,7 +113,7 @@ class TenantSettingsSerializer(CleanedModelSerializer):
         )
         if refused := external_tokens.unreachable_urls(identity_after):
             raise serializers.ValidationError({"identity": refused})
-        if identity.needs_secret(identity_after) and not held:
+        if identity_provider.needs_secret(identity_after) and not held:
             raise serializers.ValidationError(
                 {
                     "identity_client_secret": [
@@ -127,7 +127,7 @@ class TenantSettingsSerializer(CleanedModelSerializer):
         secret = validated.pop("identity_client_secret", None)
         if secret:
             instance.identity_client_secret = encrypt_secrets({"client_secret": secret})
-        if not identity.needs_secret(validated.get("identity", instance.identity)):
+        if not identity_provider.needs_secret(validated.get("identity", instance.identity)):
             instance.identity_client_secret = ""  # no introspection, no secret of its client kept
         for name, value in validated.items():
             setattr(instance, name, value)

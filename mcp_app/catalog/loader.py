@@ -112,7 +112,7 @@ def tenant_info(
 
 
 def external_identity(tenant: Tenant) -> ExternalIdentity | None:
-    """The tenant's own identity provider, if it set one (checked on save: tenants/identity.py)."""
+    """The tenant's own identity provider, if it set one (checked on save: tenants/identity_provider.py)."""
     config = tenant.identity if isinstance(tenant.identity, dict) else {}
     if not config.get("issuer") or not config.get("audience"):
         return None

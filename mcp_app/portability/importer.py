@@ -41,7 +41,7 @@ from mcp_app.portability.document import (
     secret_names,
     value_of,
 )
-from tenants import identity
+from tenants import identity_provider
 from tenants.models import Tenant
 
 CHANGE_REASON = "imported from a tenant document"
@@ -238,7 +238,7 @@ def _plan_settings(
         ("settings.identity", problem) for problem in external_tokens.unreachable_urls(target.identity)
     )
     plan.missing_identity_secret = (
-        identity.needs_secret(target.identity) and not target.identity_client_secret
+        identity_provider.needs_secret(target.identity) and not target.identity_client_secret
     )
     plan.settings_changed = [
         n for n in SETTINGS_FIELDS if n in settings and not same(getattr(tenant, n), settings[n])
