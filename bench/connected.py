@@ -27,7 +27,7 @@ SETUP = """
 import time
 from django.contrib.auth import get_user_model
 from mcp_app.handlers.secrets import encrypt_secrets
-from mcp_app.identity import provider_http, vault
+from mcp_app.connected_accounts import provider_http, vault
 from mcp_app.models import Provider, Tool
 from mcp_app.oauth import api_keys
 from tenants.models import ApiKey, Membership, Tenant

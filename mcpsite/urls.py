@@ -11,10 +11,10 @@ from mcp_app.admin import self_check as self_check_admin
 from mcp_app.api.token_page import api_tokens
 from mcp_app.connect import wayfinding
 from mcp_app.connect.page import connect_page
+from mcp_app.connected_accounts import pages as connection_pages
 from mcp_app.demo import ask_views as demo_ask_views
 from mcp_app.demo import views as demo_views
 from mcp_app.handlers.form_page import form_page
-from mcp_app.identity import pages as connection_pages
 from mcp_app.oauth.authorization_server import (
     AuthorizeView,
     IntrospectView,
@@ -93,7 +93,7 @@ urlpatterns = [
     path("t/<slug:slug>/connect", connect_page, name="tenant-connect"),
     # A sensitive form's page (URL-mode elicitation): the person answers here, never in the client.
     path("t/<slug:slug>/form/<str:token>", form_page, name="form-page"),
-    # Connected accounts (mcp_app/identity/): a tool's start link, the provider's callback, done; the
+    # Connected accounts (mcp_app/connected_accounts/): a tool's start link, the provider's callback, done; the
     # person's own list with Disconnect.
     path("t/<slug:slug>/connections/<str:provider_name>/start", connection_pages.start, name="connection-start"),
     path(

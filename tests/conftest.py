@@ -14,8 +14,8 @@ from django.db import connections, transaction
 from django.test import TransactionTestCase
 
 from mcp_app import catalog
+from mcp_app.connected_accounts import vault
 from mcp_app.content import render_pool, rendering
-from mcp_app.identity import vault
 from mcp_app.models import Tool
 from mcp_app.oauth import ratelimit as oauth_ratelimit
 from mcp_app.protocol import quotas, ratelimit

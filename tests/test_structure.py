@@ -32,7 +32,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "handlers": ("core", "infra", "federation", "content", "lib", "tenants", HTTP),
     "definitions": ("core", "content", "handlers", "lib"),
     "models": ("core", "handlers", "definitions", "tenants"),
-    "identity": ("core", "infra", "federation", "handlers", "models", "tenants", "audit", HTTP),
+    "connected_accounts": ("core", "infra", "federation", "handlers", "models", "tenants", "audit", HTTP),
     "history": ("models", "tenants"),
     "catalog": ("core", "infra", "federation", "content", "handlers", "models", "tenants"),
     "usage": ("infra", "federation", "models", "tenants", HTTP),
@@ -99,7 +99,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "infra",
         "federation",
         "handlers",
-        "identity",
+        "connected_accounts",
         "definitions",
         "models",
         "history",
@@ -149,7 +149,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "api",
         "tenants",
     ),
-    "apps": ("handlers", "identity", "oauth", "signals"),
+    "apps": ("handlers", "connected_accounts", "oauth", "signals"),
 }
 # The top wires the rest together (settings, URLs, ASGI, Celery, pages): it may import every package.
 TOP = "mcpsite"

@@ -2,7 +2,7 @@
 
 Owners add and edit providers (the client secret write-only: "set" or "none set", never its value)
 and see each provider's connected people (who and since when, never a token); an owner's Disconnect
-revokes the person's tokens at the provider before the row goes (identity/vault.disconnect). Other
+revokes the person's tokens at the provider before the row goes (connected_accounts/vault.disconnect). Other
 members see neither: who connected what is the owners' business.
 """
 
@@ -18,8 +18,8 @@ from django.db import models
 from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 
+from mcp_app.connected_accounts import vault
 from mcp_app.handlers.secrets import encrypt_secrets
-from mcp_app.identity import vault
 from mcp_app.models import Connection, Provider
 from tenants.admin import TenantScopedAdmin, editable_tenant_ids
 from tenants.models import Role

@@ -1,6 +1,6 @@
 """The caller's own account at a provider, for a tool that acts as the person (connected accounts, AMB-215).
 
-An `http` tool whose configuration names a `connection` (a provider of the tenant, mcp_app/identity)
+An `http` tool whose configuration names a `connection` (a provider of the tenant, mcp_app/connected_accounts)
 sends the caller's access token there. When the caller has no usable connection, the call asks the
 person to connect through URL-mode elicitation: the link is our own start page for that provider,
 signed for this user and this call (its elicitation id is the call's id, the same in every

@@ -88,7 +88,7 @@ def setup(server: DaphneServer, server_b: DaphneServer) -> dict[str, str]:
 def start_link(server: DaphneServer, names: dict[str, str], who: str, elicitation: str | None = None) -> str:
     out = django_shell(
         server.env,
-        "from django.contrib.auth import get_user_model\nfrom mcp_app.identity import vault\n"
+        "from django.contrib.auth import get_user_model\nfrom mcp_app.connected_accounts import vault\n"
         "from tenants.models import Tenant\n"
         f"t = Tenant.objects.get(slug={names['acct']!r})\n"
         f"u = get_user_model().objects.get(username={names[who]!r})\n"
@@ -105,7 +105,7 @@ def vault_call(
     out = django_shell(
         {**server.env, **(env or {})},
         "import asyncio, json, time\nfrom django.contrib.auth import get_user_model\n"
-        "from mcp_app.identity import vault\nfrom tenants.models import Tenant\n"
+        "from mcp_app.connected_accounts import vault\nfrom tenants.models import Tenant\n"
         f"t = Tenant.objects.get(slug={names['acct']!r})\n"
         f"u = get_user_model().objects.get(username={names['person']!r})\n"
         "async def main():\n"
@@ -121,7 +121,7 @@ def vault_call(
 RACER = """
 import asyncio, sys
 from django.contrib.auth import get_user_model
-from mcp_app.identity import vault
+from mcp_app.connected_accounts import vault
 from tenants.models import Tenant
 t = Tenant.objects.get(slug=sys.argv[-2])
 u = get_user_model().objects.get(username=sys.argv[-1])
@@ -175,7 +175,7 @@ def expire(server: DaphneServer, names: dict[str, str]) -> None:
     vault here, forgets the token it handed out, as it would within MCP_TOKEN_CACHE_SECONDS."""
     django_shell(
         server.env,
-        "import datetime\nfrom django.utils import timezone\nfrom mcp_app.identity import vault\n"
+        "import datetime\nfrom django.utils import timezone\nfrom mcp_app.connected_accounts import vault\n"
         "from mcp_app.models import Connection\n"
         f"Connection.objects.filter(tenant__slug={names['acct']!r}).update("
         "expires_at=timezone.now() - datetime.timedelta(seconds=5))\nvault.forget()\n",

@@ -139,7 +139,7 @@ async def test_a_person_is_asked_to_connect_connects_and_the_call_goes_on_with_t
         await asyncio.to_thread(
             django_shell,
             server.env,
-            "import asyncio\nfrom mcp_app.identity import vault\nfrom mcp_app.models import Connection\n"
+            "import asyncio\nfrom mcp_app.connected_accounts import vault\nfrom mcp_app.models import Connection\n"
             f"c = Connection.objects.select_related('provider', 'tenant', 'user').get(pk={refreshed['pk']})\n"
             "asyncio.run(vault.disconnect(c))\n",
         )

@@ -26,9 +26,9 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.clickjacking import xframe_options_deny
 from django.views.decorators.http import require_http_methods, require_POST
 
+from mcp_app.connected_accounts import provider_http, vault
 from mcp_app.handlers import url_forms
 from mcp_app.handlers.secrets import SecretsError
-from mcp_app.identity import provider_http, vault
 from mcp_app.models.connections import Connection, Provider
 from tenants.models import Membership, Tenant
 

@@ -13,8 +13,8 @@ from asgiref.sync import sync_to_async
 from django.utils import timezone
 
 from audit.models import Action, AuditEvent
+from mcp_app.connected_accounts import vault
 from mcp_app.handlers.secrets import encrypt_secrets
-from mcp_app.identity import vault
 from mcp_app.models import Connection, Provider
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -32,10 +32,10 @@ from django.utils import timezone
 
 from audit.models import Action
 from audit.trail import record
+from mcp_app.connected_accounts import provider_http
 from mcp_app.handlers import url_forms
 from mcp_app.handlers.accounts import ConnectionUnavailable, NotConnected
 from mcp_app.handlers.secrets import SecretsError, encrypt_secrets
-from mcp_app.identity import provider_http
 from mcp_app.infra.cache import Cache
 from mcp_app.infra.lease import Lease
 from mcp_app.models.connections import Connection, Provider
