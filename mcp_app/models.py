@@ -75,6 +75,13 @@ class Definition(models.Model):
     draft = models.JSONField(null=True, blank=True, editable=False)
 
     objects = DefinitionQuerySet.as_manager()
+    # django-simple-history's manager, on each concrete definition (`history = HistoricalRecords(...)`).
+    history: Any
+    # Set on the instance before a save, never columns: `_keep_version` is read by save() below, the
+    # other two by django-simple-history (the version's reason and author).
+    _keep_version: bool
+    _change_reason: str
+    _history_user: Any
 
     class Meta:
         abstract = True
