@@ -26,9 +26,11 @@ OWNERS = frozenset({Role.OWNER})
 
 def owned_tenant_ids(request: HttpRequest) -> set[int] | None:
     """Tenants whose events the user may read (None: every event, for an active superuser)."""
-    if not hasattr(request, "_audit_tenants"):
-        request._audit_tenants = access.tenant_ids_for(request.user, edit=True, roles=OWNERS)
-    return request._audit_tenants
+    memo = vars(request)  # computed once per request, kept on it
+    if "_audit_tenants" not in memo:
+        memo["_audit_tenants"] = access.tenant_ids_for(request.user, edit=True, roles=OWNERS)
+    tenant_ids: set[int] | None = memo["_audit_tenants"]
+    return tenant_ids
 
 
 def jsonl_response(queryset: QuerySet) -> StreamingHttpResponse:

@@ -32,9 +32,11 @@ from tenants.models import EDIT_ROLES, Invitation, Membership, Role, Tenant
 
 def _roles(request: HttpRequest) -> dict[int, str] | None:
     """tenants.access.roles_of for the request's user, computed once per request (None: every tenant)."""
-    if not hasattr(request, "_tenant_roles"):
-        request._tenant_roles = access.roles_of(request.user)
-    return request._tenant_roles
+    memo = vars(request)
+    if "_tenant_roles" not in memo:
+        memo["_tenant_roles"] = access.roles_of(request.user)
+    roles: dict[int, str] | None = memo["_tenant_roles"]
+    return roles
 
 
 def _is_superuser(request: HttpRequest) -> bool:

@@ -25,7 +25,7 @@ def tenant_of(request: Request, slug: str) -> tuple[Tenant, str]:
         return cached
     tenant = access.access_tenant(request.user, slug)
     role = access.role_of(request.user, tenant) or ""
-    request._api_tenant = (tenant, role)
+    vars(request)["_api_tenant"] = (tenant, role)  # DRF's Request keeps it; read above
     return tenant, role
 
 

@@ -8,7 +8,7 @@ models (mcp_app/signals/definitions.py announces list_changed / resources/update
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from asgiref.sync import async_to_sync
 from django.db import models
@@ -29,7 +29,7 @@ from mcp_app.drafts import service as drafts
 from mcp_app.drafts import trial
 from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool, ToolRun
 from mcp_app.protocol import tasks
-from tenants.models import Tenant
+from tenants.models import Tenant, TenantQuerySet
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +39,14 @@ SLUG = OpenApiParameter(
 ID = OpenApiParameter("id", int, OpenApiParameter.PATH, description="The object's id.")
 
 
-class TenantScoped:
+# A mixin of DRF's generic views: the type checker sees it as one (request, kwargs, get_serializer_context).
+if TYPE_CHECKING:
+    _Base = generics.GenericAPIView
+else:
+    _Base = object
+
+
+class TenantScoped(_Base):
     """What every view under /tenants/<slug>/ shares: the tenant, its role check, its rows."""
 
     permission_classes = [IsAuthenticated, TenantRole]
@@ -51,8 +58,9 @@ class TenantScoped:
 
     def get_queryset(self) -> models.QuerySet:
         if getattr(self, "swagger_fake_view", False):  # schema generation: no tenant in the URL
-            return self.model.objects.none()
-        return self.model.objects.for_tenant(self.tenant())
+            return self.model._default_manager.none()
+        # Every model of these views is tenant-owned: its manager (`objects`, the default) is a TenantQuerySet's.
+        return cast(TenantQuerySet, self.model._default_manager.all()).for_tenant(self.tenant())
 
     def get_serializer_context(self) -> dict[str, Any]:
         context = super().get_serializer_context()
