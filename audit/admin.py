@@ -13,6 +13,7 @@ from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.urls import URLPattern, path
 from django.utils import timezone
 
@@ -84,7 +85,7 @@ class AuditEventAdmin(admin.ModelAdmin):
         export = path("export/", self.admin_site.admin_view(self.export_view), name="audit_auditevent_export")
         return [export, *super().get_urls()]
 
-    def export_view(self, request: HttpRequest) -> HttpResponse:
+    def export_view(self, request: HttpRequest) -> HttpResponseBase:
         """The changelist's rows (same filters, search and date drill-down) as JSON lines."""
         if not self.has_view_permission(request):
             return HttpResponse("Not allowed.", status=403)
@@ -95,5 +96,5 @@ class AuditEventAdmin(admin.ModelAdmin):
         return jsonl_response(changelist.get_queryset(request))
 
     @admin.action(description="Export selected events as JSON lines")
-    def export_selected(self, request: HttpRequest, queryset: QuerySet) -> HttpResponse:
+    def export_selected(self, request: HttpRequest, queryset: QuerySet) -> HttpResponseBase:
         return jsonl_response(queryset)

@@ -265,7 +265,8 @@ class MembershipForm(forms.ModelForm):
         fields = ("tenant", "user", "role")
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data  # what clean() returns: Django's stubs say it may be None
         instance = self.instance
         if (
             instance.pk
@@ -332,7 +333,8 @@ class InvitationForm(forms.ModelForm):
         fields = ("tenant", "email", "role")
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data  # what clean() returns: Django's stubs say it may be None
         if self.errors:
             return data
         # The invitation is made (and mailed) here, so each refusal (limit, pending, mail) is a form

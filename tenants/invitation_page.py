@@ -36,7 +36,8 @@ class AccountForm(BaseUserCreationForm):
         self.instance.email = invitation.email
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data  # what clean() returns: Django's stubs say it may be None
         if get_user_model().objects.filter(email__iexact=self.invitation.email).exists():
             raise forms.ValidationError(
                 f"An account with the address {self.invitation.email} exists already: sign in with it instead."

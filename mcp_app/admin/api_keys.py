@@ -47,7 +47,8 @@ class ApiKeyForm(MintForm):
         help_texts = {"scope": SCOPE_HELP}
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data  # what clean() returns: Django's stubs say it may be None
         tenant, days = data.get("tenant"), data.get("days")
         if tenant is not None and days is not None:
             data["scope"] = chosen_scope(data)

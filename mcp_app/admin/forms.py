@@ -110,7 +110,8 @@ class ToolAdminForm(forms.ModelForm):
         return check_secret_headers(value)
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data  # what clean() returns: Django's stubs say it may be None
         if data.get("secret_headers") and data.get("clear_secrets"):
             self.add_error("clear_secrets", "Either enter new secret headers or clear them, not both.")
         callable_name = data.get("python_callable")
@@ -195,7 +196,8 @@ class ResourceAdminForm(forms.ModelForm):
         kind_form.apply_help(self)
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data  # what clean() returns: Django's stubs say it may be None
         upload = data.get("upload")
         if upload and data.get("clear_blob"):
             self.add_error("clear_blob", "Either upload a file or remove the current one, not both.")

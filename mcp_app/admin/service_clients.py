@@ -40,7 +40,8 @@ class ServiceClientForm(MintForm):
         help_texts = {"scope": SCOPE_HELP}
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data  # what clean() returns: Django's stubs say it may be None
         tenant, user = data.get("tenant"), data.get("acts_as")
         if tenant is not None and user is not None:
             data["scope"] = chosen_scope(data)

@@ -28,6 +28,7 @@ from django.http import (
     JsonResponse,
     StreamingHttpResponse,
 )
+from django.http.response import HttpResponseBase
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
@@ -101,7 +102,7 @@ class TryPages:
                 context["problem"] = str(exc)
         return TemplateResponse(request, "admin/mcp_app/tool/try_tool.html", context)
 
-    def try_stream_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+    def try_stream_view(self, request: HttpRequest, object_id: str) -> HttpResponseBase:
         """One call, answered as newline-delimited JSON events while it runs."""
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])

@@ -338,7 +338,7 @@ def _outcome(version: str, result: dict[str, Any]) -> dict[str, Any]:
 
 def _ttl(ctx: RequestContext, params: dict[str, Any]) -> int:
     cap = ctx.tenant.task_ttl_seconds * 1000
-    task = params.get("task") if isinstance(params.get("task"), dict) else {}
+    task = found if isinstance(found := params.get("task"), dict) else {}
     requested = task.get("ttl")
     if isinstance(requested, int) and not isinstance(requested, bool) and requested > 0:
         return max(POLL_INTERVAL_MS, min(requested, cap))
