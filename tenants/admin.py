@@ -12,7 +12,7 @@ only superusers attach an existing account by username, and create or delete ten
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar, cast
 
 from django import forms
 from django.conf import settings
@@ -27,7 +27,7 @@ from django.utils.html import format_html
 
 from lib.formfields import json_formfield
 from tenants import access, invitations
-from tenants.models import EDIT_ROLES, Invitation, Membership, Role, Tenant
+from tenants.models import EDIT_ROLES, Invitation, InvitationQuerySet, Membership, Role, Tenant
 
 
 def _roles(request: HttpRequest) -> dict[int, str] | None:
@@ -328,6 +328,9 @@ class MembershipAdmin(TenantScopedAdmin):
 
 
 class InvitationForm(forms.ModelForm):
+    # Who invites: the signed-in person, set on the form class by InvitationAdmin.get_form.
+    invited_by: ClassVar[Any]
+
     class Meta:
         model = Invitation
         fields = ("tenant", "email", "role")
@@ -354,7 +357,9 @@ class InvitationStatusFilter(admin.SimpleListFilter):
         return list(Invitation.Status.choices)
 
     def queryset(self, request: HttpRequest, queryset: models.QuerySet) -> models.QuerySet:
-        return queryset.with_status(self.value()) if self.value() else queryset
+        # The admin's rows: Invitation.objects's queryset.
+        status = self.value()
+        return cast(InvitationQuerySet, queryset).with_status(status) if status else queryset
 
 
 @admin.register(Invitation)
@@ -385,7 +390,8 @@ class InvitationAdmin(TenantScopedAdmin):
         return () if obj is None else ("tenant", "email", "role", *self.readonly_fields)
 
     def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
-        form = super().get_form(request, obj, change, **kwargs)
+        # A subclass of this admin's form, InvitationForm (modelform_factory).
+        form = cast(type[InvitationForm], super().get_form(request, obj, change, **kwargs))
         form.invited_by = request.user
         return form
 
@@ -422,7 +428,7 @@ class InvitationAdmin(TenantScopedAdmin):
     def revoke(self, request: HttpRequest, queryset: models.QuerySet) -> None:
         ids = editable_tenant_ids(request, self.edit_roles)
         done = 0
-        for invitation in queryset.with_status(Invitation.Status.PENDING):
+        for invitation in cast(InvitationQuerySet, queryset).with_status(Invitation.Status.PENDING):
             if _allowed(ids, invitation.tenant_id):
                 invitations.revoke(invitation)
                 done += 1

@@ -39,6 +39,14 @@ from mcp_app.models import Tool
 from mcp_app.oauth.resources import canonical_uri
 
 
+def _member_id(request: HttpRequest) -> int:
+    """The signed-in person's id (the admin's views let no anonymous visitor in)."""
+    user_id = request.user.pk
+    if user_id is None:
+        raise PermissionDenied
+    return int(user_id)
+
+
 class TryPages:
     """Mixed into the tool's ModelAdmin: the Try page and its two helpers, under the tool's URL."""
 
@@ -96,7 +104,7 @@ class TryPages:
             try:
                 arguments = try_tool.parse_arguments(context["arguments"])
                 era = try_client.client_from(request.POST["era"], []).version if "era" in request.POST else ""
-                context["outcome"] = async_to_sync(try_tool.run)(tool, request.user.pk, arguments, era)
+                context["outcome"] = async_to_sync(try_tool.run)(tool, _member_id(request), arguments, era)
                 context["version"] = era or context["version"]
             except (try_tool.TryError, try_client.AnswerError) as exc:
                 context["problem"] = str(exc)
@@ -116,7 +124,7 @@ class TryPages:
             events: AsyncIterator[dict[str, Any]] = _one({"event": "problem", "message": str(exc)})
         else:
             run_id = secrets.token_urlsafe(12)
-            events = try_tool.stream(tool, request.user.pk, arguments, run_id, client)
+            events = try_tool.stream(tool, _member_id(request), arguments, run_id, client)
         response = StreamingHttpResponse(_lines(events), content_type="application/x-ndjson")
         response["Cache-Control"] = "no-cache"
         response["X-Accel-Buffering"] = "no"  # a proxy in front must pass each line at once
@@ -131,7 +139,7 @@ class TryPages:
         if not try_tool.RUN_ID.match(run_id):
             return HttpResponseBadRequest("Which call? The form sends the run id the stream started with.")
         reason = f"cancelled in the admin by {request.user.get_username()}"
-        async_to_sync(try_tool.cancel)(request.user.pk, run_id, reason)
+        async_to_sync(try_tool.cancel)(_member_id(request), run_id, reason)
         return JsonResponse({"cancelling": run_id})
 
     def try_answer_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
@@ -149,7 +157,7 @@ class TryPages:
             )
         except try_client.AnswerError as exc:
             return HttpResponseBadRequest(str(exc))
-        async_to_sync(try_tool.answer)(request.user.pk, run_id, question, body)
+        async_to_sync(try_tool.answer)(_member_id(request), run_id, question, body)
         return JsonResponse({"answered": question})
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import base64
 import copy
 from dataclasses import dataclass
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, TypeVar
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, models, transaction
@@ -25,6 +25,8 @@ from audit.trail import record
 from mcp_app.history import service as history
 from mcp_app.models import Definition, Prompt, Resource, ResourceTemplate, Tool
 from tenants.models import Tenant
+
+D = TypeVar("D", bound=Definition)
 
 MODELS: tuple[type[Definition], ...] = (Tool, Prompt, Resource, ResourceTemplate)
 # Never part of a draft: the row's identity, its bookkeeping, and secrets (written at once, AMB-219).
@@ -88,7 +90,7 @@ def status(obj: Definition) -> str:
     return f"v{obj.version} + draft" if obj.draft else f"v{obj.version}"
 
 
-def apply_draft(obj: Definition) -> Definition:
+def apply_draft(obj: D) -> D:
     """Give `obj` (in memory) its draft's values: what Try runs and the form edits."""
     pending = obj.draft or {}
     for fld in drafted_fields(type(obj)):
@@ -97,12 +99,12 @@ def apply_draft(obj: Definition) -> Definition:
     return obj
 
 
-def with_draft(obj: Definition) -> Definition:
+def with_draft(obj: D) -> D:
     """A copy of `obj` with its draft applied; `obj` is left as published."""
     return apply_draft(copy.deepcopy(obj))
 
 
-def stage(obj: Definition, user: Any = None) -> Definition:
+def stage(obj: D, user: Any = None) -> D:
     """Keep `obj`'s values (edited in memory, already checked) as its row's draft.
 
     A new or never-published definition is saved as a draft row (version 0). A published one keeps its
