@@ -219,7 +219,7 @@ async def _call_once(
     async def body(client: Any) -> types.CallToolResult | types.InputRequiredResult:
         # 2026-07-28 sends log messages only to a request that opts in: a call with someone to tell does.
         wants_logs = on_log is not None and client.protocol_version in MODERN_PROTOCOL_VERSIONS
-        meta = {types.LOG_LEVEL_META_KEY: "debug"} if wants_logs else None
+        meta: types.RequestParamsMeta | None = {types.LOG_LEVEL_META_KEY: "debug"} if wants_logs else None
 
         def as_a_task() -> Awaitable[types.CallToolResult]:
             call = tasks.call(client.session, name, arguments, meta, on_progress, target.label)
