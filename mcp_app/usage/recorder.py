@@ -207,7 +207,9 @@ def observe(
     if method == "tools/call" and isinstance(params, dict):
         name = params.get("name")
         tool = name[:MAX_LABEL_LENGTH] if isinstance(name, str) else ""
-    outcome, code, message = OK, None, ""
+    code: Any = None  # the JSON-RPC error code, checked below
+    message: Any = ""
+    outcome = OK
     if response is not None:
         error = response.get("error")
         if isinstance(error, dict):
