@@ -7,7 +7,7 @@ saved row is read-only. Another tenant's row answers 404 like a missing one (Ten
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.contrib.auth import get_user_model
@@ -40,7 +40,10 @@ class MintForm(forms.ModelForm):
         members = get_user_model().objects.filter(is_active=True, memberships__isnull=False)
         if tenant_ids is not None:
             members = members.filter(memberships__tenant_id__in=tenant_ids)
-        self.fields["acts_as"].queryset = members.distinct().order_by("username")
+        # The user ForeignKey: a ModelChoiceField.
+        cast(forms.ModelChoiceField, self.fields["acts_as"]).queryset = members.distinct().order_by(
+            "username"
+        )
 
 
 class MintAdmin(TenantScopedAdmin):

@@ -207,9 +207,9 @@ async def access_token(
             expires = connection.expires_at.timestamp() if connection.expires_at else None
             return _remember(key, token, expires, mark)
     if connection is not None:
-        token = await _refreshed(tenant_id, user_id, provider_name, connection.pk)
-        if token is not None:
-            return token
+        refreshed = await _refreshed(tenant_id, user_id, provider_name, connection.pk)
+        if refreshed is not None:
+            return refreshed
     raise await sync_to_async(_not_connected)(tenant_id, user_id, provider_name, elicitation_id)
 
 

@@ -349,7 +349,7 @@ class IntrospectView(IntrospectTokenView):
     # non-browser POST (any real client) got Django's CSRF 403 page.
     @method_decorator(csrf_exempt)
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if request.method.lower() not in self.http_method_names:
+        if (request.method or "").lower() not in self.http_method_names:
             return self.http_method_not_allowed(request, *args, **kwargs)
         if request.method == "POST" and not self.authenticate_client(request):
             response = JsonResponse({"error": "invalid_client"}, status=401)
