@@ -12,7 +12,7 @@ only superusers attach an existing account by username, and create or delete ten
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from django import forms
 from django.conf import settings
@@ -27,6 +27,10 @@ from django.utils.html import format_html
 
 from lib.formfields import json_formfield
 from tenants import access, invitations
+
+if TYPE_CHECKING:
+    from django.contrib.admin.options import _FieldsetSpec
+
 from tenants.models import EDIT_ROLES, Invitation, InvitationQuerySet, Membership, Role, Tenant
 
 
@@ -151,7 +155,7 @@ class TenantAdmin(MembershipPermissionsMixin, admin.ModelAdmin):
     list_filter = ("is_active", "auth_mode")
     search_fields = ("slug", "name", "title")
     readonly_fields = ("mcp_url", "usage_dashboard", "definitions_version", "created_at", "updated_at")
-    fieldsets = (
+    fieldsets: ClassVar[_FieldsetSpec] = (
         (
             None,
             {

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin
 
-from referencing import Registry, Resource
+from referencing import Registry
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
 
@@ -111,7 +111,7 @@ class _Resolver:
 
     def __init__(self, document: dict[str, Any]) -> None:
         # No retrieve function: a reference to anything but this document is Unresolvable.
-        resource = Resource(contents=document, specification=DRAFT202012)
+        resource = DRAFT202012.create_resource(document)
         self.resolver = Registry().with_resource(_DOCUMENT_URI, resource).resolver(base_uri=_DOCUMENT_URI)
         self.nodes = 0
 
