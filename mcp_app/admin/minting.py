@@ -56,7 +56,9 @@ class MintAdmin(TenantScopedAdmin):
         form = super().get_form(request, obj, change=change, **kwargs)
         tenant_ids = editable_tenant_ids(request, OWNERS)
 
-        class Scoped(form):  # type: ignore[misc,valid-type]
+        base: Any = form  # the form class ModelAdmin made: a base only known at run time
+
+        class Scoped(base):
             def __init__(self, *args: Any, **more: Any) -> None:
                 super().__init__(*args, tenant_ids=tenant_ids, **more)
 

@@ -97,12 +97,12 @@ class ServiceClientAdmin(MintAdmin):
             made.row.scope,
             made.row.created_at,
         )
-        request._service_client_made = made  # type: ignore[attr-defined]  # for response_add, this request only
+        vars(request)["_service_client_made"] = made  # for response_add, this request only
 
     def response_add(
         self, request: HttpRequest, obj: Any, post_url_continue: str | None = None
     ) -> HttpResponse:
-        made = request._service_client_made  # type: ignore[attr-defined]
+        made = vars(request)["_service_client_made"]
         context = {
             **self.admin_site.each_context(request),
             "title": "Service client made",

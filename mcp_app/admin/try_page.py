@@ -15,9 +15,10 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import async_to_sync
+from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.http import (
     Http404,
@@ -47,11 +48,18 @@ def _member_id(request: HttpRequest) -> int:
     return int(user_id)
 
 
-class TryPages:
+# A mixin of a ModelAdmin: the type checker sees it as one (admin_site, get_object, permissions, super()).
+if TYPE_CHECKING:
+    _AdminBase = admin.ModelAdmin
+else:
+    _AdminBase = object
+
+
+class TryPages(_AdminBase):
     """Mixed into the tool's ModelAdmin: the Try page and its two helpers, under the tool's URL."""
 
     def try_urls(self) -> list[Any]:
-        site = self.admin_site  # type: ignore[attr-defined]
+        site = self.admin_site
         return [
             path("<path:object_id>/try/stream/", site.admin_view(self.try_stream_view), name="mcp_app_tool_try_stream"),
             path("<path:object_id>/try/cancel/", site.admin_view(self.try_cancel_view), name="mcp_app_tool_try_cancel"),
@@ -60,12 +68,12 @@ class TryPages:
         ]  # fmt: skip
 
     def _tool_to_try(self, request: HttpRequest, object_id: str) -> Tool:
-        tool = self.get_object(request, object_id)  # type: ignore[attr-defined]
+        tool = self.get_object(request, object_id)
         # Another tenant's tool is None here, and has_change_permission(None) would be the model's
         # answer: refuse it as a missing one.
         if tool is None:
             raise Http404("No such tool.")
-        if not self.has_change_permission(request, tool):  # type: ignore[attr-defined]
+        if not self.has_change_permission(request, tool):
             raise PermissionDenied
         tool.tenant  # noqa: B018 -- loaded here: the async call reads it without a query
         return tool
@@ -75,7 +83,7 @@ class TryPages:
         tool = self._tool_to_try(request, object_id)
         opts = Tool._meta
         context: dict[str, Any] = {
-            **self.admin_site.each_context(request),  # type: ignore[attr-defined]
+            **self.admin_site.each_context(request),
             "opts": opts,
             "title": f"Try {tool.name}",
             "tool": tool,

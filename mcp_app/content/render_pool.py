@@ -94,8 +94,7 @@ class _Process:
         # (before the Process, which copies it).
         with _forking:
             current = multiprocessing.current_process()
-            # The process's private settings (its authkey): typeshed does not declare them.
-            config = current._config  # type: ignore[attr-defined]
+            config = vars(current)["_config"]  # the process's private settings (its authkey), not in typeshed
             if type(config.get("authkey")) is not AuthenticationString:
                 # billiard's process object stands in for the current one there: set the stdlib's type.
                 config["authkey"] = AuthenticationString(os.urandom(32))
