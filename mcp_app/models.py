@@ -7,7 +7,7 @@ The upstream servers' models live in upstream_rows/models.py (imported here, so 
 from __future__ import annotations
 
 import datetime
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
@@ -141,6 +141,9 @@ class ToolQuerySet(DefinitionQuerySet):
 WORKER_WAIT_MAX_SECONDS = 86_400
 
 
+ToolManager = models.Manager.from_queryset(ToolQuerySet)
+
+
 class Tool(Definition):
     name = models.CharField(max_length=64, validators=[tool_name_validator])
     input_schema = models.JSONField(
@@ -205,7 +208,7 @@ class Tool(Definition):
         "support is required; a 2026-07-28 client that does not accept tasks cannot call such a tool.",
     )
 
-    objects = ToolQuerySet.as_manager()
+    objects: ClassVar[ToolManager] = ToolManager()
     # Secrets stay out of history: a revert keeps today's secret values (never stored twice).
     history = HistoricalRecords(excluded_fields=["handler_secrets", "updated_at", "draft"])
 
