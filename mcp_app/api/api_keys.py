@@ -27,7 +27,7 @@ class ApiKeySerializer(serializers.ModelSerializer):
     acts_as = serializers.SerializerMethodField(help_text="A member's username, or null: the tenant itself.")
     allowed_addresses = serializers.SerializerMethodField(help_text="Networks it may come from; empty: any.")
     status = serializers.CharField(read_only=True, help_text="active, expired or revoked.")
-    created_by : serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+    created_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
         slug_field="username", read_only=True, allow_null=True
     )
 

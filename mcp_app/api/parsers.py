@@ -36,7 +36,9 @@ class BoundedJSONParser(JSONParser):
     refused before the body is read, a body longer than it says before it is parsed) and no deeper than
     MCP_MAX_JSON_DEPTH."""
 
-    def parse(self, stream: Any, media_type: str | None = None, parser_context: Mapping[str, Any] | None = None) -> Any:
+    def parse(
+        self, stream: Any, media_type: str | None = None, parser_context: Mapping[str, Any] | None = None
+    ) -> Any:
         request = (parser_context or {}).get("request")
         declared = request.META.get("CONTENT_LENGTH") if request is not None else None
         if declared and str(declared).isdigit():

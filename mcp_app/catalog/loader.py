@@ -152,6 +152,7 @@ def _load_tenant(slug: str) -> tuple[TenantInfo, int] | None:
 async def get_tenant(slug: str) -> TenantInfo | None:
     """Return the active tenant with this slug, or None (unknown and inactive look the same)."""
     cached = _tenants.get(slug)
+    token: int | None
     if cached is not None:
         token = await tokens.current_version(cached[0].id)
         if token == cached[1]:
@@ -238,7 +239,10 @@ def _tools(tenant_id: int) -> tuple[ToolDef, ...]:
     for tool in rows:
         if tool.handler != "upstream":
             tools.append(tool)
-        elif (upstream := upstreams.get(tool.handler_config.get("upstream"))) is not None:
+        elif (
+            isinstance(name := tool.handler_config.get("upstream"), str)
+            and (upstream := upstreams.get(name)) is not None
+        ):
             task = upstream_task.get(tool.id, "forbidden")
             tools.append(_resolved(tool, upstream, task, tool.id in automatic))
     return tuple(tools)

@@ -264,6 +264,7 @@ def _instrument(node: Node) -> None:
             budget.grow(grown)
         return out
 
+    # This node's own render counts against the budget: a deliberate patch of one instance's method.
     node.render_annotated = render_annotated  # type: ignore[method-assign]
     # The proxy stands in for the node's FilterExpression (it forwards every other attribute to it).
     if isinstance(node, ForNode) and isinstance(node.sequence, FilterExpression):

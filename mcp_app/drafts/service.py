@@ -127,7 +127,11 @@ def stage(obj: D, user: Any = None) -> D:
     }
     with transaction.atomic():
         model.objects.filter(pk=obj.pk).update(draft=pending or None)
-        if isinstance(obj, Tool) and isinstance(current, Tool) and obj.handler_secrets != current.handler_secrets:
+        if (
+            isinstance(obj, Tool)
+            and isinstance(current, Tool)
+            and obj.handler_secrets != current.handler_secrets
+        ):
             current.handler_secrets = obj.handler_secrets
             current._keep_version = True
             current.save(update_fields=["handler_secrets", "updated_at"])

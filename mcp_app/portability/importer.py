@@ -179,7 +179,9 @@ def _plan_kind(
     problems: list[tuple[str, str]],
     bad: set[int],
 ) -> None:
-    existing = {getattr(row, kind.natural_key): row for row in kind.model._default_manager.filter(tenant=tenant)}
+    existing = {
+        getattr(row, kind.natural_key): row for row in kind.model._default_manager.filter(tenant=tenant)
+    }
     seen: dict[str, int] = {}
     for index, item in enumerate(items):
         if index in bad:  # already reported by the JSON Schema: its values may not even have the right types
@@ -193,7 +195,9 @@ def _plan_kind(
             continue
         seen[key] = index
         current = existing.get(key)
-        target = kind.model(tenant=tenant) if current is None else kind.model._default_manager.get(pk=current.pk)
+        target = (
+            kind.model(tenant=tenant) if current is None else kind.model._default_manager.get(pk=current.pk)
+        )
         for name in kind.fields:
             value = item.get(name, default_of(kind.model, name)) if name != "blob" else item.get("blob")
             if name == "blob" and value is not None:
@@ -201,7 +205,9 @@ def _plan_kind(
             setattr(target, name, value)
         _clean(target, ["tenant"], base, problems)
         if kind.model in (Tool, Upstream):
-            held = {n.lower() for n in (secret_names(current) if isinstance(current, Tool | Upstream) else [])}
+            held = {
+                n.lower() for n in (secret_names(current) if isinstance(current, Tool | Upstream) else [])
+            }
             lacking = [n for n in item.get("secrets", []) if n.lower() not in held]
             if kind.model is Tool:
                 plan.missing_secrets += [(key, n) for n in lacking]

@@ -212,8 +212,8 @@ def upstream_pre_save(sender: type, instance: Upstream, raw: bool = False, **kwa
         if instance.pk
         else None
     )
-    instance._mcp_previous_name = previous["name"] if previous else None
-    instance._mcp_previous_switches = previous or {}
+    vars(instance)["_mcp_previous_name"] = previous["name"] if previous else None  # for upstream_saved
+    vars(instance)["_mcp_previous_switches"] = previous or {}
 
 
 @receiver(post_save, sender=Upstream, dispatch_uid="mcp_upstream_post_save")

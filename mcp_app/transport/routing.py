@@ -12,7 +12,6 @@ from mcp_app.transport.legacy import LegacyMessagesConsumer, LegacySseConsumer
 SLUG = r"(?P<slug>[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)"
 
 
-
 def asgi_route(regex: str, application: Any) -> Any:
     """Django's re_path to an ASGI application, as channels' URLRouter takes it. Typed loosely on
     purpose: Django's stubs type re_path's target as a view, channels' want a pattern type of their own."""

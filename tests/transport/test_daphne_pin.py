@@ -61,5 +61,7 @@ def test_what_the_patches_rely_on_is_there() -> None:
     spec = importlib.util.find_spec("daphne.server")
     assert spec is not None and spec.origin is not None
     tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
-    assigned = {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    assigned = {
+        t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)
+    }
     assert "twisted_loop" in assigned
