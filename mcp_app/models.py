@@ -21,6 +21,7 @@ from mcp_app.core.types import PromptDef, ResourceDef, TemplateDef, ToolDef, off
 from mcp_app.definitions import checks
 from mcp_app.identity.models import Connection, Provider  # noqa: F401 (the app's models)
 from mcp_app.upstream_rows.models import (  # noqa: F401 (the app's models)
+    UPSTREAM_SETTINGS,
     Upstream,
     UpstreamCircuit,
     UpstreamHealth,
@@ -137,6 +138,9 @@ class ToolQuerySet(DefinitionQuerySet):
         return self.for_tenant(tenant).published().filter(enabled=True).exclude(required_scope="")
 
 
+# Where a configuration given by name names its upstream (Tool.take_upstream_name).
+UPSTREAM_NAME_KEY = "upstream"
+
 # The longest a call may wait for a worker (Tool.worker_wait_seconds): a day.
 WORKER_WAIT_MAX_SECONDS = 86_400
 
@@ -161,6 +165,12 @@ class Tool(Definition):
     handler_config = models.JSONField(default=dict, blank=True)
     # Fernet-encrypted JSON object of secret values (e.g. HTTP headers); never shown again.
     handler_secrets = models.TextField(blank=True, default="", editable=False)
+    # The upstream a tool of the "upstream" kind is published from (AMB-310): the one reference to it, so
+    # a renamed upstream keeps its tools and a deleted one takes them along (they could never answer).
+    # Documents, the API and the admin name it inside the configuration instead (`wire_config`).
+    upstream = models.ForeignKey(
+        Upstream, null=True, blank=True, editable=False, on_delete=models.CASCADE, related_name="tools"
+    )
     timeout_seconds = models.PositiveIntegerField(default=30)
     execution = models.CharField(
         max_length=20,
@@ -219,8 +229,48 @@ class Tool(Definition):
     def __str__(self) -> str:
         return self.name
 
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self.take_upstream_name() and kwargs.get("update_fields") is not None:
+            kwargs["update_fields"] = {*kwargs["update_fields"], "handler_config", "upstream"}
+        super().save(*args, **kwargs)
+
     def clean(self) -> None:
+        # The configuration is checked as it is given and shown (its upstream by name), then resolved.
+        self.handler_config = self.wire_config()
         checks.clean_tool(self)
+        self.take_upstream_name()
+
+    def take_upstream_name(self) -> bool:
+        """Turn the upstream's name a configuration was given in (a document, the API, the admin, an old
+        history record) into the `upstream` reference. Whether anything changed.
+
+        A name no upstream of the tenant has stays in the configuration, unresolved: such a tool answers
+        nothing (the catalog leaves it out) until a sync of an upstream of that name adopts it.
+        """
+        config = self.handler_config if isinstance(self.handler_config, dict) else {}
+        if self.handler != "upstream":
+            if self.upstream_id is None:
+                return False
+            self.upstream = None
+            return True
+        name = config.get(UPSTREAM_NAME_KEY)
+        if not isinstance(name, str):
+            return False
+        found = Upstream.objects.filter(tenant_id=self.tenant_id, name=name).first()
+        if found is None:
+            self.upstream = None
+            return True
+        self.upstream = found
+        self.handler_config = {key: value for key, value in config.items() if key != UPSTREAM_NAME_KEY}
+        return True
+
+    def wire_config(self) -> dict[str, Any]:
+        """The configuration as documents, the API and the admin show it: an upstream tool's names its
+        upstream (``{"upstream", "tool", "fixed"}``, schema ``handler.upstream``)."""
+        config = self.handler_config if isinstance(self.handler_config, dict) else {}
+        if self.handler != "upstream" or self.upstream is None:
+            return config
+        return {UPSTREAM_NAME_KEY: self.upstream.name, **config}
 
     @property
     def resolved_task_support(self) -> str:

@@ -37,7 +37,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "history": ("models", "tenants"),
     "catalog": ("core", "infra", "federation", "content", "handlers", "upstream_rows", "models", "tenants"),
     "usage": ("infra", "federation", "upstream_rows", "models", "tenants", HTTP),
-    "upstreams": ("infra", "federation", "handlers", "upstream_rows", "models", "catalog", "tenants"),
+    "upstreams": ("infra", "federation", "handlers", "upstream_rows", "models", "history", "catalog", "tenants"),
     "oauth": ("core", "infra", "federation", "handlers", "models", "lib", "tenants", "audit", HTTP),
     "background": ("core", "infra", "handlers", "models", "catalog", "usage", "tenants"),
     "protocol": ("core", "infra", "federation", "content", "handlers", "models", "catalog", "background"),

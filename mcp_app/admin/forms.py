@@ -76,6 +76,8 @@ class ToolAdminForm(forms.ModelForm):
         if "handler_config" not in self.fields:
             return  # read-only view: the admin renders no editable fields
         new = self.instance.pk is None
+        if not new and not self.is_bound:
+            self.initial["handler_config"] = self.instance.wire_config()  # its upstream by name (AMB-310)
         kind_form.structured(
             self, {"input_schema": "schema", "output_schema": "schema", "handler_config": "form_fields"}
         )

@@ -139,9 +139,10 @@ def what_happens(tool: ToolDef) -> str:
             "type the model's reply."
         )
     if kind == "upstream":
+        upstream = tool.upstream.name if tool.upstream is not None else config.get("upstream", "?")
         return (
             f"An upstream tool calls {config.get('tool', '?')!r} on the upstream server "
-            f"{config.get('upstream', '?')!r}: that server really runs it."
+            f"{upstream!r}: that server really runs it."
         )
     return f"A {kind} tool runs on the server."
 

@@ -11,7 +11,7 @@ from django.core.exceptions import ValidationError
 from lib import nesting
 from lib.formfields import WriteOnlyTextarea
 from mcp_app.handlers.secrets import check_secret_headers, encrypt_secrets
-from mcp_app.models import Approval, Upstream
+from mcp_app.models import UPSTREAM_SETTINGS, Approval, Upstream
 
 
 class UpstreamAdminForm(forms.ModelForm):
@@ -36,23 +36,7 @@ class UpstreamAdminForm(forms.ModelForm):
 
     class Meta:
         model = Upstream
-        fields = (
-            "tenant",
-            "name",
-            "url",
-            "transport",
-            "prefix",
-            "mode",
-            "timeout_seconds",
-            "enabled",
-            "publish_new",
-            "publish_prompts",
-            "publish_resources",
-            "oauth_client_id",
-            "oauth_token_url",
-            "oauth_scope",
-            "connection",
-        )
+        fields = ("tenant", *UPSTREAM_SETTINGS)
 
     def clean_new_secret_headers(self) -> dict[str, str] | None:
         raw = self.cleaned_data.get("new_secret_headers", "").strip()

@@ -126,8 +126,15 @@ class SecretHeadersMixin(_SecretsBase):
 class ToolSerializer(SecretHeadersMixin, CleanedModelSerializer):
     class Meta:
         model = Tool
-        exclude = ("tenant", "handler_secrets")
+        # An upstream tool's upstream is named in its handler_config, read and written (AMB-310).
+        exclude = ("tenant", "handler_secrets", "upstream")
         read_only_fields = READ_ONLY
+
+    def to_representation(self, instance: Tool) -> dict[str, Any]:
+        data = super().to_representation(instance)
+        if "handler_config" in data:
+            data["handler_config"] = instance.wire_config()
+        return data
 
 
 class PromptSerializer(CleanedModelSerializer):

@@ -220,31 +220,26 @@ def _read_catalog(tenant_id: int) -> Catalog:
 
 
 def _tools(tenant_id: int) -> tuple[ToolDef, ...]:
-    """The enabled tools; an upstream tool only while its upstream exists and is enabled."""
-    found = list(Tool.objects.for_tenant(tenant_id).published().filter(enabled=True))
-    rows = [row.to_def() for row in found]
-    if not any(row.handler == "upstream" for row in rows):
-        return tuple(rows)
-    upstreams = {u.name: u for u in Upstream.objects.for_tenant(tenant_id).filter(enabled=True)}
+    """The enabled tools; an upstream tool only while its upstream is enabled (it exists: AMB-310)."""
+    found = list(
+        Tool.objects.for_tenant(tenant_id).published().filter(enabled=True).select_related("upstream")
+    )
+    upstream_rows = [row for row in found if row.handler == "upstream"]
+    if not upstream_rows:
+        return tuple(row.to_def() for row in found)
     # How each published tool's upstream runs it, by its pinned definition (AMB-199); whether the
     # owner left the tool's own task support automatic (AMB-200).
-    pins = UpstreamTool.objects.filter(
-        tenant_id=tenant_id, tool__in=[r.id for r in rows if r.handler == "upstream"]
-    )
+    pins = UpstreamTool.objects.filter(tenant_id=tenant_id, tool__in=[row.pk for row in upstream_rows])
     upstream_task = {
         tool_id: runs_as_task(pinned) for tool_id, pinned in pins.values_list("tool_id", "pinned")
     }
-    automatic = {row.pk for row in found if row.task_support == TaskSupport.AUTO}
     tools = []
-    for tool in rows:
-        if tool.handler != "upstream":
-            tools.append(tool)
-        elif (
-            isinstance(name := tool.handler_config.get("upstream"), str)
-            and (upstream := upstreams.get(name)) is not None
-        ):
-            task = upstream_task.get(tool.id, "forbidden")
-            tools.append(_resolved(tool, upstream, task, tool.id in automatic))
+    for row in found:
+        if row.handler != "upstream":
+            tools.append(row.to_def())
+        elif row.upstream is not None and row.upstream.enabled:
+            task = upstream_task.get(row.pk, "forbidden")
+            tools.append(_resolved(row.to_def(), row.upstream, task, row.task_support == TaskSupport.AUTO))
     return tuple(tools)
 
 
@@ -274,25 +269,14 @@ def _with_upstream_extras(
 
 
 def _resolved(tool: ToolDef, upstream: Upstream, task: str = "forbidden", automatic: bool = False) -> ToolDef:
-    """An upstream tool with what its handler needs of the Upstream row (handlers/upstream.py), and its
-    MCP Apps UI resource named by the URI the tenant publishes it under (AMB-191). ``task``: how the
-    upstream runs it (AMB-199); a tool it runs as a task, its own task support left automatic, is
-    "optional" for our clients: we can run it either way (AMB-200)."""
-    config = {
-        TASK_KEY: task,
-        **tool.handler_config,
-        "url": upstream.url,
-        "mode": upstream.mode,
-        "transport": upstream.transport,
-        "timeout_seconds": upstream.timeout_seconds,
-        "upstream_id": upstream.pk,
-        "oauth": upstream.oauth(),
-        "connection": upstream.connection,
-    }
+    """An upstream tool with its typed reference to its upstream (AMB-310), and its MCP Apps UI resource
+    named by the URI the tenant publishes it under (AMB-191). ``task``: how the upstream runs it
+    (AMB-199); a tool it runs as a task, its own task support left automatic, is "optional" for our
+    clients: we can run it either way (AMB-200)."""
     return dataclasses.replace(
         tool,
-        handler_config=config,
-        handler_secrets=upstream.secret_headers,
+        handler_config={TASK_KEY: task, **tool.handler_config},
+        upstream=upstream.ref(str(tool.handler_config.get("tool") or "")),
         meta=upstream_uris.published_meta(upstream.prefix, tool.meta),
         task_support="optional" if automatic and task != "forbidden" else tool.task_support,
     )

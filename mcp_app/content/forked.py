@@ -7,8 +7,8 @@ from the render processes' forkserver (Django already set up, ``render_pool``), 
 in the caller's tenant-wall scope, and returns its value or raises its exception; the calling thread (a
 view's own) only waits. Arguments, value and exception go through pickle.
 
-When another process cannot see this database (SQLite in memory: the test process), ``fn`` runs here,
-in the calling thread, as it did before. ``run_capturing`` also returns what ``fn`` published to tenants
+When another process cannot see this database (SQLite in memory: the test process), or the caller is
+inside a transaction whose rows it could not see, ``fn`` runs here, in the calling thread, as it did before. ``run_capturing`` also returns what ``fn`` published to tenants
 (infra/notify), for a caller whose channel layer does not cross processes to announce again
 (signals/definitions.run_apart).
 """
@@ -53,7 +53,9 @@ def run(fn: Callable[..., T], *args: Any, timeout: float = 600.0) -> T:
 
 def run_capturing(fn: Callable[..., T], *args: Any, timeout: float = 600.0) -> tuple[T, Events]:
     """``run``, and the tenant events ``fn`` published there (none when it ran here: they went out)."""
-    if not shared_database():
+    if not shared_database() or connection.in_atomic_block:
+        # Another process would not see this one's uncommitted rows (a caller inside a transaction: a
+        # test's): the work runs here.
         return fn(*args), []
     mp = render_pool.forkserver_context()
     ours, theirs = mp.Pipe(duplex=False)

@@ -45,6 +45,9 @@ class ToolDef:
     legacy: bool = True
     # MCP Apps: `_meta.ui.visibility` without "model", so only clients with the extension see it (AMB-273).
     app_only: bool = False
+    # A tool of the "upstream" kind: where it is served from, resolved by the catalog loader (AMB-310);
+    # None for every other kind, and for an upstream tool read some other way (it cannot be called).
+    upstream: UpstreamRef | None = None
 
 
 def offered_to_legacy(output_schema: Any) -> bool:
@@ -58,10 +61,11 @@ def offered_to_legacy(output_schema: Any) -> bool:
 
 @dataclass(frozen=True)
 class UpstreamRef:
-    """Where a prompt, resource or template published from an upstream server is served from (AMB-192).
+    """Where a tool, prompt, resource or template published from an upstream server is served from
+    (AMB-192, AMB-310).
 
-    Resolved by the catalog loader from the Upstream row, as an upstream tool's handler configuration
-    is: ``secrets`` is the row's encrypted headers, decrypted per request and never logged.
+    Built from the Upstream row by `Upstream.ref` only: ``secrets`` is the row's encrypted headers,
+    decrypted per request and never logged.
     """
 
     name: str  # the Upstream's name, which errors show (never its URL's credentials)
@@ -71,7 +75,7 @@ class UpstreamRef:
     transport: str
     timeout_seconds: int
     prefix: str
-    # The upstream's own prompt name, resource URI or URI template.
+    # The upstream's own tool name, prompt name, resource URI or URI template ("" for the server itself).
     remote: str
     secrets: str = field(default="", repr=False)
     # Its OAuth client credentials as `Upstream.oauth()` gives them (the secret still encrypted): AMB-198.

@@ -38,16 +38,15 @@ do nothing it cannot do twice before its last question, as a python handler must
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 from urllib.parse import urljoin
 
 from lib import nesting
 from mcp_app.core import notifications, ssrf
 from mcp_app.core.context import RequestContext
 from mcp_app.core.errors import ProtocolError, ToolError
-from mcp_app.handlers import form
+from mcp_app.handlers import cancelling, form
 
 STREAM_TYPES = ("application/x-ndjson", "application/jsonl")
 NO_RESULT = "The endpoint ended its stream without a result."
@@ -57,7 +56,6 @@ CANCELLED = "The call was cancelled; the endpoint's stream was closed."
 
 # Posts {"id", "result"} to a reply URL (the http kind's send: the guard, the secret headers).
 PostReply = Callable[[str, dict[str, Any]], Awaitable[None]]
-T = TypeVar("T")
 
 
 class _Malformed(Exception):
@@ -77,29 +75,7 @@ async def follow(
     Raises ToolError for a malformed line, a stream without a result, or a cancelled call.
     """
     relay = _relay(ctx, _lines(chunks), url, post_reply)
-    cancelled: asyncio.Event | None = ctx.cancelled
-    if cancelled is None:
-        return await relay
-    result = await _unless(cancelled, relay)
-    if result is None:
-        raise ToolError(CANCELLED)
-    return result
-
-
-async def _unless(cancelled: asyncio.Event, work: Coroutine[Any, Any, T]) -> T | None:
-    """`work`'s outcome, or None when `cancelled` is set first (`work` is then cancelled)."""
-    task = asyncio.ensure_future(work)
-    stop = asyncio.ensure_future(cancelled.wait())
-    try:
-        await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        stop.cancel()
-        if not task.done():
-            task.cancel()
-            # The work must have let go of the stream before the exchange closes it. (asyncio.wait,
-            # not `await task`: a cancellation of this task while it waits must not be swallowed.)
-            await asyncio.wait({task})
-    return None if task.cancelled() else task.result()
+    return await cancelling.unless_cancelled(ctx.cancelled, relay, CANCELLED)
 
 
 async def _lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[tuple[int, bytes]]:
@@ -258,7 +234,11 @@ async def _asked(ctx: RequestContext, questions: dict[str, dict[str, Any]]) -> d
     for key, question in questions.items():
         params = question["params"]
         if question["method"] == "elicitation/create":
-            params = {"mode": "form", "message": params["message"], "requestedSchema": params["requestedSchema"]}
+            params = {
+                "mode": "form",
+                "message": params["message"],
+                "requestedSchema": params["requestedSchema"],
+            }
         elif question["method"] == "sampling/createMessage":
             params = {**params, "messages": params["messages"], "maxTokens": params["maxTokens"]}
         else:

@@ -25,8 +25,6 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from mcp_app import federation
-
 _INFO = b"mcp-platform handler secrets v1"
 
 
@@ -121,49 +119,3 @@ def check_secret_headers(value: Any) -> dict[str, str]:
         if any(ch in header_value for ch in "\r\n\0"):
             raise ValidationError("Header values must not contain line breaks.")
     return value
-
-
-def upstream_target(
-    *,
-    tenant_id: int,
-    upstream_id: int,
-    url: str,
-    mode: str,
-    transport: str,
-    timeout_seconds: float,
-    headers: str,
-    oauth: dict[str, str] | None = None,
-    bearer: str = "",
-) -> federation.Target:
-    """The federation target of an upstream: its secret headers and OAuth client secret decrypted for
-    this call only (``headers`` and ``oauth["secret"]`` as stored; ``oauth`` as `Upstream.oauth()` gives it).
-
-    ``bearer``: the caller's own token at the upstream's connection (AMB-216), sent as Authorization
-    over any secret one and instead of the upstream's own OAuth client's; it enters the pool key with the other headers, so no two people share a session.
-    Raises SecretsError when a stored secret cannot be decrypted.
-    """
-    credentials = None
-    if oauth and oauth.get("client_id") and not bearer:  # the caller's token replaces the client's own
-        credentials = federation.ClientCredentials(
-            client_id=oauth["client_id"],
-            client_secret=decrypt_secrets(oauth.get("secret", "")).get("client_secret", ""),
-            token_url=oauth.get("token_url", ""),
-            scope=oauth.get("scope", ""),
-        )
-    return federation.Target(
-        tenant_id=tenant_id,
-        upstream_id=upstream_id,
-        url=url,
-        headers=tuple(sorted(_with_bearer(decrypt_secrets(headers), bearer).items())),
-        timeout_seconds=timeout_seconds,
-        mode=mode,
-        transport=transport,
-        oauth=credentials,
-    )
-
-
-def _with_bearer(headers: dict[str, str], bearer: str) -> dict[str, str]:
-    if not bearer:
-        return headers
-    kept = {name: value for name, value in headers.items() if name.lower() != "authorization"}
-    return {**kept, "Authorization": f"Bearer {bearer}"}

@@ -1,13 +1,14 @@
 """The upstream kind: a tool published from an upstream MCP server, called through mcp_app.federation.
 
-The row's configuration names the upstream and its remote tool, and the arguments the owner fixed
-(``{"upstream", "tool", "fixed"}``, schema ``handler.upstream``). The catalog loader adds what a call
-needs from the Upstream row (``url``, ``mode``, ``timeout_seconds``, ``upstream_id``) and hands the
-upstream's encrypted secret headers as the tool's ``handler_secrets``; the caller's own MCP token
-never goes upstream. An upstream that acts as the caller (``connection``, AMB-216) gets the person's
-token at that provider of the tenant instead (handlers/accounts.py asks them to connect first). The call's progress and log messages reach our client as the upstream sends
-them; our client's cancellation cancels the upstream call. An upstream that cannot be reached, or
-fails, gives an error result naming the upstream, never its secrets or internals.
+The row's configuration names its remote tool and the arguments the owner fixed (``{"tool",
+"fixed"}``; the upstream itself is the row's `upstream` reference, AMB-310). The catalog loader gives
+the tool its typed `UpstreamRef` (``tool.upstream``), from which handlers/upstream_target.py builds
+the call's federation target; the caller's own MCP token never goes upstream. An upstream that acts
+as the caller (``connection``, AMB-216) gets the person's token at that provider of the tenant
+instead (handlers/accounts.py asks them to connect first). The call's progress and log messages reach
+our client as the upstream sends them; our client's cancellation cancels the upstream call. An
+upstream that cannot be reached, or fails, gives an error result naming the upstream, never its
+secrets or internals.
 
 The upstream's questions (elicitation, sampling, roots) are our client's to answer: asked with
 `ctx.ask_together` under keys of their own (`upstream/…`), so they never meet the call's approval
@@ -28,7 +29,6 @@ with -32602 before anything runs, and `run` refuses it again for any other path)
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import re
@@ -42,7 +42,7 @@ from mcp_app.core import notifications
 from mcp_app.core.context import RequestContext
 from mcp_app.core.errors import ToolError
 from mcp_app.core.types import ToolDef
-from mcp_app.handlers import accounts, secrets
+from mcp_app.handlers import cancelling, secrets, upstream_target
 
 CANCELLED = "The call was cancelled; the upstream call was cancelled too."
 # Our key of an upstream question: `upstream/` + the federation's name of it (hashed when long, as
@@ -53,9 +53,7 @@ MAX_KEY_CHARS = 64
 # requestState holding it travels with every round); a bigger round is not carried: run again.
 CARRIED_KEY = "upstream"
 MAX_CARRIED_CHARS = 16_000
-# What the loader adds to a published tool's configuration; a row never holds these.
-RESOLVED_KEYS = ("url", "mode", "transport", "timeout_seconds", "upstream_id")
-# Also added by the loader: how the upstream runs the tool by its pinned definition ("required",
+# Added by the catalog loader to a published tool's configuration: how the upstream runs the tool by its pinned definition ("required",
 # "optional", "forbidden"). Required: called as a task upstream and followed (AMB-199); optional is
 # called plainly (AMB-200: progress and logs stream, one exchange, a cancellation reaches it as is).
 TASK_KEY = "upstream_task"
@@ -163,39 +161,23 @@ def _matches(pattern: str, name: str) -> bool:
         return False  # a pattern Python cannot read declares nothing
 
 
-def target_of(ctx: RequestContext, tool: ToolDef, bearer: str = "") -> federation.Target:
-    """The federation target of a published tool, as the catalog loader resolved it (``bearer``: the
-    caller's own token when the upstream acts as the caller, AMB-216)."""
-    config = tool.handler_config
-    if not all(key in config for key in RESOLVED_KEYS):
-        # Only the catalog loader resolves the upstream: a row read some other way cannot call it.
-        raise ToolError(f"The upstream {config.get('upstream')!r} of this tool is not available.")
-    try:
-        return secrets.upstream_target(
-            tenant_id=ctx.tenant.id,
-            upstream_id=int(config["upstream_id"]),
-            url=config["url"],
-            mode=config["mode"],
-            transport=config["transport"],
-            timeout_seconds=float(config["timeout_seconds"]),
-            headers=tool.handler_secrets,
-            oauth=config.get("oauth"),
-            bearer=bearer,
-        )
-    except secrets.SecretsError as exc:
-        raise ToolError(f"The upstream {config['upstream']!r} cannot be called: {exc}") from None
-
-
 async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> dict[str, Any]:
     """Call the remote tool with the client's arguments and the fixed ones; pass its result through."""
     config = tool.handler_config
-    provider = config.get("connection")
-    # The caller's own account first (AMB-216): a person who must connect does so before the upstream hears of it.
     if refused := undeclared(tool, arguments):
         # protocol/tools.py refused this call already; a path that runs the handler without it (a
         # background worker, a direct registry.run_inline) must not forward what was never reviewed.
         raise ToolError(refusal(tool, refused))
-    target = target_of(ctx, tool, await accounts.access_token(ctx, provider) if provider else "")
+    ref = tool.upstream
+    if ref is None:
+        # Only the catalog loader resolves the upstream: a row read some other way cannot call it.
+        raise ToolError(f"The upstream of tool {tool.name!r} is not available.")
+    try:
+        # The caller's own account first (AMB-216): a person who must connect does so before the
+        # upstream hears of it.
+        target = await upstream_target.target(ref, ctx.tenant.id, ctx)
+    except secrets.SecretsError as exc:
+        raise ToolError(f"The upstream {ref.name!r} cannot be called: {exc}") from None
     sent = {**arguments, **(config.get("fixed") or {})}
 
     # Bounded: an upstream that floods its call with messages must not keep the event loop every
@@ -209,7 +191,7 @@ async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> 
 
     call = federation.call_tool(
         target,
-        config["tool"],
+        ref.remote,
         sent,
         on_progress=relay.progress,
         on_log=on_log,
@@ -217,10 +199,10 @@ async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> 
         as_task=config.get(TASK_KEY) == "required",
     )
     try:
-        result = await _unless_cancelled(ctx.cancelled, call)
+        result = await cancelling.unless_cancelled(ctx.cancelled, call, CANCELLED)
     except federation.UpstreamError as exc:
         await relay.finish()
-        raise ToolError(f"Upstream {config['upstream']!r}: {exc.message}") from None
+        raise ToolError(f"Upstream {ref.name!r}: {exc.message}") from None
     await relay.finish()  # before the result: the last progress held back, then the dropped count
     # Its output is checked against the pinned output schema where every tool's is: protocol/tools.py.
     return result
@@ -266,22 +248,3 @@ def _unseal(token: str) -> Any:
         return json.loads(zlib.decompress(secrets.fernet().decrypt(token.encode("ascii"))))
     except (InvalidToken, ValueError, UnicodeError, zlib.error):
         return None  # a key rotated since: the call starts from the upstream's first round
-
-
-async def _unless_cancelled(cancelled: asyncio.Event | None, call: Any) -> dict[str, Any]:
-    """The call's result; when the client cancels first, the call is cancelled (so is the upstream's)."""
-    task = asyncio.ensure_future(call)
-    if cancelled is None:
-        return await task
-    stop = asyncio.ensure_future(cancelled.wait())
-    try:
-        await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        stop.cancel()
-        if not task.done():
-            task.cancel()
-            # asyncio.wait, not `await task`: a cancellation of this task must not be swallowed.
-            await asyncio.wait({task})
-    if task.cancelled():
-        raise ToolError(CANCELLED)
-    return task.result()

@@ -28,6 +28,7 @@ from lib import nesting
 from mcp_app.content import fields
 from mcp_app.handlers.secrets import SecretsError, decrypt_secrets
 from mcp_app.models import Prompt, Provider, Resource, ResourceTemplate, Tool, Upstream
+from mcp_app.upstream_rows.models import UPSTREAM_SETTINGS
 from tenants.models import Tenant
 
 FORMAT = "mcp-platform/tenant"
@@ -50,27 +51,7 @@ _COMMON = ("title", "description", "enabled")
 PROVIDER_SECRET = "client_secret"
 KINDS: tuple[Kind, ...] = (
     # Before the tools that name them (AMB-164): an upstream's published tools are entries of `tools`.
-    Kind(
-        "upstreams",
-        Upstream,
-        "name",
-        (
-            "name",
-            "url",
-            "transport",
-            "prefix",
-            "mode",
-            "timeout_seconds",
-            "enabled",
-            "publish_new",
-            "publish_prompts",
-            "publish_resources",
-            "oauth_client_id",
-            "oauth_token_url",
-            "oauth_scope",
-            "connection",
-        ),  # fmt: skip
-    ),
+    Kind("upstreams", Upstream, "name", UPSTREAM_SETTINGS),
     # Connected accounts' providers (AMB-207): the client secret by name only, the connections never.
     Kind(
         "providers",
@@ -148,6 +129,8 @@ NOT_CARRIED = frozenset(
         # A definition's published version number and its pending draft (AMB-218): the document is
         # what clients get; an import makes its own versions (or drafts, with --draft).
         "version", "draft",
+        # A tool's upstream: named inside its handler_config, as documents always did (value_of, AMB-310).
+        "upstream",
     }
 )  # fmt: skip
 SETTINGS_FIELDS = (
@@ -265,10 +248,17 @@ def pinned_of(upstream: Upstream) -> dict[str, Any]:
     return {row.remote_name: row.pinned for row in rows if row.pinned is not None}
 
 
+def value_of(obj: models.Model, field: str) -> Any:
+    """A row's field as a document carries it: a tool's configuration names its upstream (AMB-310)."""
+    if field == "handler_config" and isinstance(obj, Tool):
+        return obj.wire_config()
+    return getattr(obj, field)
+
+
 def export_item(kind: Kind, obj: models.Model) -> dict[str, Any]:
     item: dict[str, Any] = {}
     for field in kind.fields:
-        value = getattr(obj, field)
+        value = value_of(obj, field)
         if field != kind.natural_key and same(value, default_of(kind.model, field)):
             continue
         if field == "blob" and value is None:
@@ -293,6 +283,8 @@ def export_tenant(tenant: Tenant) -> dict[str, Any]:
     }
     for kind in KINDS:
         rows = kind.model._default_manager.filter(tenant=tenant).order_by(kind.natural_key)
+        if kind.model is Tool:
+            rows = rows.select_related("upstream")
         if hasattr(kind.model, "draft"):
             # What clients get: published versions; drafts stay behind (AMB-220).
             rows = rows.filter(version__gt=0)

@@ -38,6 +38,7 @@ from mcp_app.portability.document import (
     same,
     schema_problems,
     secret_names,
+    value_of,
 )
 from mcp_app.upstream_rows.models import too_many_upstreams
 from tenants import identity
@@ -226,7 +227,7 @@ def _plan_kind(
         if keep_existing:
             plan.changes.append(Change(kind.key, key, "keep", obj=current))
             continue
-        differ = [n for n in kind.fields if not same(getattr(current, n), getattr(target, n))]
+        differ = [n for n in kind.fields if not same(value_of(current, n), value_of(target, n))]
         plan.changes.append(Change(kind.key, key, "change" if differ else "unchanged", differ, target))
     if prune:
         for key, row in existing.items():
@@ -354,7 +355,7 @@ def _pin(plan: Plan, document: dict[str, Any]) -> None:
             tool = Tool.objects.filter(
                 tenant=plan.tenant,
                 handler="upstream",
-                handler_config__upstream=item["name"],
+                upstream=upstream,
                 handler_config__tool=remote_name,
                 upstream_tool__isnull=True,
             ).first()

@@ -18,7 +18,7 @@ from mcp_app.core import upstream_uris
 from mcp_app.core.context import RequestContext
 from mcp_app.core.errors import ToolError
 from mcp_app.core.types import UpstreamRef
-from mcp_app.handlers import accounts, secrets
+from mcp_app.handlers import secrets, upstream_target
 from mcp_app.protocol.jsonrpc import (
     INVALID_PARAMS,
     RESOURCE_NOT_FOUND,
@@ -33,26 +33,12 @@ _REFUSED = (INVALID_PARAMS, RESOURCE_NOT_FOUND)
 
 
 async def target(ctx: RequestContext, ref: UpstreamRef) -> federation.Target:
-    """The federation target of a published definition, as the catalog loader resolved it; with the
-    caller's own token when the upstream acts as the caller (AMB-216), who is asked to connect first."""
-    bearer = ""
-    if ref.connection:
-        try:
-            bearer = await accounts.access_token(ctx, ref.connection)
-        except ToolError as exc:
-            raise InternalError(truncate(f"Upstream {ref.name!r}: {exc.message}")) from None
+    """The federation target of a published definition (handlers/upstream_target.py), its failures as
+    JSON-RPC errors; with the caller's own token when the upstream acts as the caller (AMB-216)."""
     try:
-        return secrets.upstream_target(
-            tenant_id=ctx.tenant.id,
-            upstream_id=ref.upstream_id,
-            url=ref.url,
-            mode=ref.mode,
-            transport=ref.transport,
-            timeout_seconds=float(ref.timeout_seconds),
-            headers=ref.secrets,
-            oauth=dict(ref.oauth),
-            bearer=bearer,
-        )
+        return await upstream_target.target(ref, ctx.tenant.id, ctx)
+    except ToolError as exc:
+        raise InternalError(truncate(f"Upstream {ref.name!r}: {exc.message}")) from None
     except secrets.SecretsError as exc:
         raise InternalError(truncate(f"Upstream {ref.name!r} cannot be called: {exc}")) from None
 

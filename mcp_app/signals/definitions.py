@@ -194,13 +194,10 @@ def tenant_saved(
         logger.exception("could not queue the change of tenant %s", instance.pk)
 
 
-# --- upstream servers (their published tools are Tool rows naming them: handlers/upstream.py) ----
-
-
-def _tools_of(upstream: Upstream, name: str) -> list[Tool]:
-    return list(
-        Tool.objects.filter(tenant_id=upstream.tenant_id, handler="upstream", handler_config__upstream=name)
-    )
+# --- upstream servers (their published tools reference them: Tool.upstream, AMB-310) ------------
+# A renamed upstream keeps its tools (they reference the row, not its name) and a deleted one takes
+# them along (the foreign key cascades: each deleted tool is announced by definition_deleted above).
+# What is left here: the catalog's resolved tools and the upstream's published extras are stale.
 
 
 @receiver(pre_save, sender=Upstream, dispatch_uid="mcp_upstream_pre_save")
@@ -208,12 +205,11 @@ def upstream_pre_save(sender: type, instance: Upstream, raw: bool = False, **kwa
     if raw:
         return
     previous = (
-        Upstream.objects.filter(pk=instance.pk).values("name", "publish_prompts", "publish_resources").first()
+        Upstream.objects.filter(pk=instance.pk).values("publish_prompts", "publish_resources").first()
         if instance.pk
         else None
     )
-    vars(instance)["_mcp_previous_name"] = previous["name"] if previous else None  # for upstream_saved
-    vars(instance)["_mcp_previous_switches"] = previous or {}
+    vars(instance)["_mcp_previous_switches"] = previous or {}  # for upstream_saved
 
 
 @receiver(post_save, sender=Upstream, dispatch_uid="mcp_upstream_post_save")
@@ -223,12 +219,6 @@ def upstream_saved(
     """Its URL, mode, timeout, secrets or switch moved: the catalog's resolved tools are stale."""
     if raw:
         return
-    previous = getattr(instance, "_mcp_previous_name", None)
-    if previous and previous != instance.name:
-        # A renamed upstream keeps its published tools: they name it by its new name.
-        for tool in _tools_of(instance, previous):
-            tool.handler_config = {**tool.handler_config, "upstream": instance.name}
-            tool.save(update_fields=["handler_config", "updated_at"])
     queue_change(instance.tenant_id, "tools", (), using)
     # Its published prompts, resources and templates (AMB-190) are served from the row itself.
     was = getattr(instance, "_mcp_previous_switches", {})
@@ -239,9 +229,7 @@ def upstream_saved(
 
 @receiver(pre_delete, sender=Upstream, dispatch_uid="mcp_upstream_pre_delete")
 def upstream_deleting(sender: type, instance: Upstream, using: str = "default", **kwargs: Any) -> None:
-    """Its published tools go with it (AMB-163): a tool nothing can answer is not kept."""
-    for tool in _tools_of(instance, instance.name):
-        tool.delete()
+    """Its published tools go with it by the cascade (AMB-163, AMB-310); its extras leave the lists."""
     queue_change(instance.tenant_id, "tools", (), using)
     for switch, kind in (("publish_prompts", "prompts"), ("publish_resources", "resources")):
         if getattr(instance, switch):

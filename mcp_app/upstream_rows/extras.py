@@ -57,97 +57,71 @@ def _list(item: dict[str, Any], key: str) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+# Per list: the tenant's definitions it collides with (a `Taken` field), what the collision is told as,
+# and what an item's remote URI without a scheme is told as (prompts are named, not put under a scheme).
+_KINDS = {
+    "prompts": ("prompts", "the tenant has a prompt of that name", ""),
+    "resources": (
+        "resources",
+        "the tenant has a resource of that URI",
+        "its URI has no scheme:// to put the prefix after",
+    ),
+    "resourceTemplates": (
+        "templates",
+        "the tenant has a resource template of that URI template",
+        "its URI template has no scheme:// to put the prefix after",
+    ),
+}
+
+
 def published(upstream: Upstream, taken: Taken = Taken()) -> Published:
     """What of ``upstream``'s pinned extras clients see (nothing for a kind whose switch is off)."""
     out = Published()
     pinned = upstream.pinned_extras or {}
-    completions = "completions" in (upstream.last_capabilities or {})
-
-    def ref(remote: str, size: Any = None) -> UpstreamRef:
-        return UpstreamRef(
-            name=upstream.name,
-            upstream_id=upstream.pk,
-            url=upstream.url,
-            mode=upstream.mode,
-            transport=upstream.transport,
-            timeout_seconds=upstream.timeout_seconds,
-            prefix=upstream.prefix,
-            remote=remote,
-            secrets=upstream.secret_headers,
-            oauth=tuple(sorted(upstream.oauth().items())),
-            connection=upstream.connection,
-            completions=completions,
-            size=size if isinstance(size, int) and not isinstance(size, bool) else None,
-        )
-
-    def leave_out(what: str, why: str) -> None:
-        out.left_out[what] = why
-        logger.info("upstream %s of tenant %s: %s left out: %s", upstream.pk, upstream.tenant_id, what, why)
-
-    for remote, item in extras_by_key("prompts", pinned.get("prompts")).items():
-        name = f"{upstream.prefix}{remote}"
-        if name in taken.prompts:
-            leave_out(name, "the tenant has a prompt of that name")
-            continue
-        arguments = [a for a in _list(item, "arguments") if isinstance(a, dict)]
-        out.prompts.append(
-            PromptDef(
-                id=NO_ROW,
-                name=name,
-                title=_text(item, "title"),
-                description=_text(item, "description"),
-                arguments=arguments,
-                messages=[],
-                icons=_list(item, "icons"),
-                meta=_dict(item, "_meta"),
-                upstream=ref(remote),
+    for kind, (field_name, collision, no_scheme) in _KINDS.items():
+        for remote, item in extras_by_key(kind, pinned.get(kind)).items():
+            key = (
+                f"{upstream.prefix}{remote}"
+                if kind == "prompts"
+                else upstream_uris.published(upstream.prefix, remote)
             )
-        )
-    for remote, item in extras_by_key("resources", pinned.get("resources")).items():
-        uri = upstream_uris.published(upstream.prefix, remote)
-        if uri is None:
-            leave_out(remote, "its URI has no scheme:// to put the prefix after")
-        elif uri in taken.resources:
-            leave_out(uri, "the tenant has a resource of that URI")
-        else:
-            out.resources.append(
-                ResourceDef(
-                    id=NO_ROW,
-                    uri=uri,
-                    name=_text(item, "name") or remote,
-                    title=_text(item, "title"),
-                    description=_text(item, "description"),
-                    mime_type=_text(item, "mimeType"),
-                    text="",
-                    blob=None,
-                    annotations=_dict(item, "annotations"),
-                    icons=_list(item, "icons"),
-                    meta=_dict(item, "_meta"),
-                    upstream=ref(remote, item.get("size")),
-                )
-            )
-    for remote, item in extras_by_key("resourceTemplates", pinned.get("resourceTemplates")).items():
-        uri_template = upstream_uris.published(upstream.prefix, remote)
-        if uri_template is None:
-            leave_out(remote, "its URI template has no scheme:// to put the prefix after")
-        elif uri_template in taken.templates:
-            leave_out(uri_template, "the tenant has a resource template of that URI template")
-        else:
-            out.templates.append(
-                TemplateDef(
-                    id=NO_ROW,
-                    uri_template=uri_template,
-                    name=_text(item, "name") or remote,
-                    title=_text(item, "title"),
-                    description=_text(item, "description"),
-                    mime_type=_text(item, "mimeType"),
-                    handler="upstream",
-                    handler_config={},
-                    completions={},
-                    annotations=_dict(item, "annotations"),
-                    icons=_list(item, "icons"),
-                    meta=_dict(item, "_meta"),
-                    upstream=ref(remote),
-                )
+            if key is None:
+                why, what = no_scheme, remote
+            elif key in getattr(taken, field_name):
+                why, what = collision, key
+            else:
+                size = item.get("size") if kind == "resources" else None
+                getattr(out, field_name).append(_definition(kind, key, item, upstream.ref(remote, size)))
+                continue
+            out.left_out[what] = why
+            logger.info(
+                "upstream %s of tenant %s: %s left out: %s", upstream.pk, upstream.tenant_id, what, why
             )
     return out
+
+
+def _definition(
+    kind: str, key: str, item: dict[str, Any], ref: UpstreamRef
+) -> PromptDef | ResourceDef | TemplateDef:
+    """The catalog's definition of one pinned item, published as ``key`` (a name, URI or URI template)."""
+    common: dict[str, Any] = {
+        "id": NO_ROW,
+        "title": _text(item, "title"),
+        "description": _text(item, "description"),
+        "icons": _list(item, "icons"),
+        "meta": _dict(item, "_meta"),
+    }
+    if kind == "prompts":
+        arguments = [a for a in _list(item, "arguments") if isinstance(a, dict)]
+        return PromptDef(name=key, arguments=arguments, messages=[], upstream=ref, **common)
+    more: dict[str, Any] = {
+        "name": _text(item, "name") or ref.remote,
+        "mime_type": _text(item, "mimeType"),
+        "annotations": _dict(item, "annotations"),
+        **common,
+    }
+    if kind == "resources":
+        return ResourceDef(uri=key, text="", blob=None, upstream=ref, **more)
+    return TemplateDef(
+        uri_template=key, handler="upstream", handler_config={}, completions={}, upstream=ref, **more
+    )

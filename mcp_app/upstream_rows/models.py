@@ -16,6 +16,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.db import models
 from simple_history.models import HistoricalRecords
 
+from mcp_app.core.types import UpstreamRef
 from tenants.models import Tenant, TenantQuerySet
 
 # Prefixed onto a remote tool's name, so the result must still be a legal tool name (no colons:
@@ -203,6 +204,25 @@ class Upstream(models.Model):
             "secret": self.oauth_client_secret,
         }
 
+    def ref(self, remote: str = "", size: Any = None) -> UpstreamRef:
+        """Where a definition it publishes (``remote``: the upstream's own name or URI of it; "" for the
+        server itself) is served from: the one mapping of this row to what a call needs (AMB-310)."""
+        return UpstreamRef(
+            name=self.name,
+            upstream_id=self.pk,
+            url=self.url,
+            mode=self.mode,
+            transport=self.transport,
+            timeout_seconds=self.timeout_seconds,
+            prefix=self.prefix,
+            remote=remote,
+            secrets=self.secret_headers,
+            oauth=tuple(sorted(self.oauth().items())),
+            connection=self.connection,
+            completions="completions" in (self.last_capabilities or {}),
+            size=size if isinstance(size, int) and not isinstance(size, bool) else None,
+        )
+
     def pin_published(self) -> bool:
         """Match the pins to the switches: a kind turned on pins what was offered (once something was);
         a kind turned off drops its pin. Whether the pins changed.
@@ -237,6 +257,14 @@ class Upstream(models.Model):
             if changed:
                 pending[kind] = changed
         return pending
+
+
+# What an owner sets of an upstream, in the order it is shown: the admin's form (after its tenant) and a
+# tenant document's entry (portability/document.py) carry these and no other (AMB-314).
+UPSTREAM_SETTINGS = (
+    "name", "url", "transport", "prefix", "mode", "timeout_seconds", "enabled", "publish_new", "publish_prompts",
+    "publish_resources", "oauth_client_id", "oauth_token_url", "oauth_scope", "connection",
+)  # fmt: skip
 
 
 def too_many_upstreams(cap: int) -> str:

@@ -19,12 +19,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from asgiref.sync import async_to_sync
-from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from mcp_app import federation
-from mcp_app.handlers import secrets
+from mcp_app.handlers import secrets, upstream_target
+from mcp_app.history import service as history
 from mcp_app.models import Tool, Upstream, UpstreamTool
 from mcp_app.upstream_rows.models import REVIEWED_FIELDS
 from mcp_app.upstreams import extras
@@ -82,18 +83,10 @@ class FieldDiff:
 
 
 def target(upstream: Upstream) -> federation.Target:
-    """The federation target of an upstream row (its secrets decrypted, for this call only)."""
+    """The federation target of the owner's own exchanges with an upstream row (discovery, sync, the
+    watcher, the self-check): its own credentials, never a caller's (handlers/upstream_target.py)."""
     try:
-        return secrets.upstream_target(
-            tenant_id=upstream.tenant_id,
-            upstream_id=upstream.pk,
-            url=upstream.url,
-            mode=upstream.mode,
-            transport=upstream.transport,
-            timeout_seconds=float(upstream.timeout_seconds),
-            headers=upstream.secret_headers,
-            oauth=upstream.oauth(),
-        )
+        return async_to_sync(upstream_target.target)(upstream.ref(), upstream.tenant_id)
     except secrets.SecretsError as exc:
         raise federation.UpstreamError(str(exc)) from None
 
@@ -180,18 +173,24 @@ def apply_offering(upstream: Upstream, tools: list[dict[str, Any]]) -> SyncRepor
 
 
 def _imported_tool(upstream: Upstream, remote_name: str) -> Tool | None:
-    """A published tool of this remote tool that no row links yet: one a tenant document brought."""
-    return (
-        Tool.objects.filter(
-            tenant_id=upstream.tenant_id,
-            handler="upstream",
-            handler_config__upstream=upstream.name,
-            handler_config__tool=remote_name,
-            upstream_tool__isnull=True,
-        )
-        .order_by("pk")
-        .first()
+    """A published tool of this remote tool that no row links yet: one a tenant document brought
+    (naming this upstream, or by a name no upstream had when it came: `Tool.take_upstream_name`)."""
+    unlinked = Tool.objects.filter(
+        tenant_id=upstream.tenant_id,
+        handler="upstream",
+        handler_config__tool=remote_name,
+        upstream_tool__isnull=True,
     )
+    found = unlinked.filter(upstream=upstream).order_by("pk").first()
+    if found is None:
+        found = (
+            unlinked.filter(upstream__isnull=True, handler_config__upstream=upstream.name)
+            .order_by("pk")
+            .first()
+        )
+        if found is not None:
+            found.save(update_fields=["handler_config", "upstream", "updated_at"])  # resolves its name
+    return found
 
 
 def _adopt(row: UpstreamTool, tool: Tool) -> None:
@@ -289,15 +288,6 @@ def _fixed(tool: Tool) -> dict[str, Any]:
     return dict((tool.handler_config or {}).get("fixed") or {})
 
 
-def _describe(exc: ValidationError) -> str:
-    if not hasattr(exc, "error_dict"):
-        return " ".join(exc.messages)
-    return "; ".join(
-        " ".join(errors) if name == NON_FIELD_ERRORS else f"{name}: {' '.join(errors)}"
-        for name, errors in exc.message_dict.items()
-    )
-
-
 def _save_tool(tool: Tool, reason: str, user: Any = None, **changes: Any) -> Tool:
     """full_clean + save, so the change is recorded and announced like any edit."""
     for name, value in changes.items():
@@ -309,7 +299,7 @@ def _save_tool(tool: Tool, reason: str, user: Any = None, **changes: Any) -> Too
         with transaction.atomic():
             tool.save()
     except ValidationError as exc:
-        raise UpstreamProblem(f"Tool {tool.name!r}: {_describe(exc)}") from None
+        raise UpstreamProblem(f"Tool {tool.name!r}: {history.describe(exc)}") from None
     except IntegrityError:
         raise UpstreamProblem(f"The tenant already has a tool named {tool.name!r}.") from None
     return tool
@@ -340,7 +330,8 @@ def publish(
         tenant_id=row.tenant_id,
         name=name or f"{upstream.prefix}{row.remote_name}",
         handler="upstream",
-        handler_config={"upstream": upstream.name, "tool": row.remote_name, "fixed": fixed},
+        handler_config={"tool": row.remote_name, "fixed": fixed},
+        upstream=upstream,
         timeout_seconds=upstream.timeout_seconds + TIMEOUT_MARGIN_SECONDS,
         **_derived(definition, fixed, dict(defaults or {})),
     )

@@ -10,7 +10,7 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from mcp_app import catalog
-from mcp_app.core.types import ToolDef
+from mcp_app.core.types import ToolDef, UpstreamRef
 from mcp_app.federation import breaker, health
 from mcp_app.handlers import registry, upstream
 from mcp_app.handlers.secrets import encrypt_secrets
@@ -78,12 +78,13 @@ async def test_the_catalog_gives_the_handler_the_upstream_and_leaves_out_a_disab
     await sync_to_async(published)(tenant_a, remote)
     echo = await tool_def(tenant_a, "docs_echo")
     row = await Upstream.objects.aget(tenant=tenant_a)
-    assert echo.handler_config | {} == {
-        "upstream": "docs", "tool": "echo", "fixed": {},
-        "url": remote.url, "mode": "auto", "transport": "streamable-http", "timeout_seconds": 5, "upstream_id": row.pk,
-        "oauth": {}, "connection": "", "upstream_task": "forbidden",
-    }  # fmt: skip
-    assert echo.handler_secrets == row.secret_headers
+    # The handler's configuration is the row's; its upstream is a typed reference (AMB-310).
+    assert echo.handler_config == {"tool": "echo", "fixed": {}, "upstream_task": "forbidden"}
+    assert echo.upstream == UpstreamRef(
+        name="docs", upstream_id=row.pk, url=remote.url, mode="auto", transport="streamable-http",
+        timeout_seconds=5, prefix="docs_", remote="echo", secrets=row.secret_headers, oauth=(), connection="",
+        completions="completions" in row.last_capabilities,
+    )  # fmt: skip
     row.enabled = False
     await row.asave()
     assert await tool_def(tenant_a, "docs_echo") is None

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
+from django.apps import apps as django_apps
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
+from mcp_app.catalog import loader
 from mcp_app.models import Tool, Upstream, UpstreamTool
 from tenants import wall
 from tests.e2e.servers import require_services
@@ -85,13 +89,44 @@ def test_another_tenants_upstreams_and_remote_tools_are_behind_the_wall(tenant_a
         assert UpstreamTool.objects.get().remote_name == "echo"
 
 
-def test_renaming_an_upstream_renames_it_in_its_tools_and_deleting_it_deletes_them(tenant_a) -> None:
+def test_renaming_an_upstream_keeps_its_tools_working_and_deleting_it_deletes_them(tenant_a) -> None:
+    # AMB-310: the tool references the row (a foreign key, cascading), so no signal rewrites or deletes it.
     upstream = make_upstream(tenant_a)
     config = {"upstream": "docs", "tool": "echo", "fixed": {}}
     Tool.objects.create(tenant=tenant_a, name="docs_echo", handler="upstream", handler_config=config)
     Tool.objects.create(tenant=tenant_a, name="native", handler="template", handler_config={"text": "x"})
     upstream.name = "manuals"
     upstream.save()
-    assert Tool.objects.get(name="docs_echo").handler_config == {**config, "upstream": "manuals"}
+    tool = Tool.objects.get(name="docs_echo")
+    assert tool.upstream == upstream and tool.wire_config() == {**config, "upstream": "manuals"}
+    served = loader._load_catalog(tenant_a.id).tools_by_name["docs_echo"]
+    assert served.upstream is not None and (served.upstream.name, served.upstream.remote) == (
+        "manuals",
+        "echo",
+    )
     upstream.delete()
     assert list(Tool.objects.filter(tenant=tenant_a).values_list("name", flat=True)) == ["native"]
+
+
+def test_the_migration_fills_the_reference_from_the_remote_tool_row_or_the_name(tenant_a, tenant_b) -> None:
+    fill = importlib.import_module("mcp_app.migrations.0026_fill_tool_upstream").fill_upstream
+    docs, other = make_upstream(tenant_a), make_upstream(tenant_b)
+    old = {"upstream": "docs", "tool": "echo", "fixed": {}}
+    by_name = Tool.objects.create(tenant=tenant_a, name="a", handler="upstream", handler_config={"tool": "x"})
+    by_row = Tool.objects.create(tenant=tenant_a, name="b", handler="upstream", handler_config={"tool": "y"})
+    unknown = Tool.objects.create(tenant=tenant_a, name="c", handler="upstream", handler_config={"tool": "z"})
+    # As rows stood before the migration: the name in the configuration, no reference.
+    Tool.objects.filter(pk=by_name.pk).update(upstream=None, handler_config=old)
+    Tool.objects.filter(pk=by_row.pk).update(upstream=None, handler_config={**old, "upstream": "renamed"})
+    Tool.objects.filter(pk=unknown.pk).update(upstream=None, handler_config={**old, "upstream": "gone"})
+    UpstreamTool.objects.create(
+        tenant=tenant_a, upstream=docs, remote_name="y", offered={}, tool=by_row, last_seen_at=timezone.now()
+    )
+    fill(django_apps, None)
+    rows = {t.name: (t.upstream_id, t.handler_config) for t in Tool.objects.all()}
+    assert rows == {
+        "a": (docs.pk, {"tool": "echo", "fixed": {}}),
+        "b": (docs.pk, {"tool": "echo", "fixed": {}}),
+        "c": (None, {**old, "upstream": "gone"}),  # left out of the catalog, as before
+    }
+    assert other.pk not in {pk for pk, _config in rows.values()}

@@ -62,7 +62,10 @@ def test_publishing_pins_the_definition_hides_fixed_arguments_and_sets_defaults(
     assert "delay" not in tool.input_schema["properties"]
     assert tool.input_schema["properties"]["n"]["default"] == 3
     assert "n" not in tool.input_schema.get("required", [])
-    assert tool.handler_config == {"upstream": "docs", "tool": "slow_count", "fixed": {"delay": 0.01}}
+    # The upstream is the tool's reference (AMB-310); shown by name, as documents and the API show it.
+    assert tool.upstream == upstream
+    assert tool.handler_config == {"tool": "slow_count", "fixed": {"delay": 0.01}}
+    assert tool.wire_config() == {"upstream": "docs", "tool": "slow_count", "fixed": {"delay": 0.01}}
     row.refresh_from_db()
     assert row.pinned == row.offered and row.tool_id == tool.pk
 
