@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,7 +27,7 @@ import pytest
 from mcp import MCPError
 from mcp_types import CreateMessageResult, ElicitResult, ListRootsResult, Root, TextContent
 
-from tests.e2e.helpers import REQUEST_SECONDS, open_legacy_session, rpc_reply, sdk_client, wait_until_served
+from tests.e2e.helpers import MCP_HEADERS, REQUEST_SECONDS, open_legacy_session, rpc_reply, sdk_client
 from tests.e2e.servers import DaphneServer, django_shell
 
 pytestmark = [
@@ -57,7 +58,26 @@ def demo_tools(server: DaphneServer) -> Iterator[None]:
         f"    tool.handler_config = {{**tool.handler_config, 'url': {server.url!r} + path}}\n"
         "    tool.save()\n",
     )
-    wait_until_served(server.mcp_url("demo"), "fail_on_purpose")
+    # Listed all along: wait until a call reaches this server's endpoint (a JSON-RPC error), not the
+    # seeded URL (a tool error) that a catalog cached before the edit still serves until its recheck.
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "fail_on_purpose", "arguments": {}, "_meta": modern_meta({})},
+    }
+    headers = {
+        **MCP_HEADERS,
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "fail_on_purpose",
+    }
+    deadline = time.monotonic() + 30
+    while "error" not in (
+        answer := httpx.post(server.mcp_url("demo"), json=body, headers=headers, timeout=10).json()
+    ):
+        assert time.monotonic() < deadline, f"the edited URLs were not served within 30 s: {answer}"
+        time.sleep(0.2)
     yield
 
 

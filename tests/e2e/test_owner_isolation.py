@@ -12,7 +12,8 @@ import asyncio
 import secrets
 import statistics
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 import httpx
@@ -108,24 +109,27 @@ async def measured_while(
     raise AssertionError("unreachable")
 
 
-async def heard_and_served(url: str, work: Awaitable[T], names: set[str]) -> T:
-    """`work`'s outcome, awaited while a legacy session of the owned tenant is open: the tools' change
-    (made in a process of its own) is announced to that session and served by this server at once, not
-    after its version recheck (AMB-277)."""
+@asynccontextmanager
+async def owned_session(url: str) -> AsyncIterator[Callable[[set[str]], Awaitable[None]]]:
+    """A legacy session of the owned tenant, open while the owner's work runs; what it yields checks,
+    after the work, that the tools' change (made in a process of its own) was announced to the session
+    and is served by this server at once, not after its version recheck (AMB-277)."""
     inbox = Inbox()
     async with mcp_client(url, inbox) as client:
         await inbox.wait_for_get_stream()
-        outcome = await work
-        await inbox.wait_for("notifications/tools/list_changed")
-        listed: set[str] = set()
-        cursor = None
-        while True:
-            page = await client.list_tools(cursor=cursor)
-            listed |= {tool.name for tool in page.tools}
-            if not (cursor := page.next_cursor):
-                break
-    assert names <= listed, f"{len(names - listed)} of {len(names)} not listed yet"
-    return outcome
+
+        async def heard_and_served(names: set[str]) -> None:
+            await inbox.wait_for("notifications/tools/list_changed")
+            listed: set[str] = set()
+            cursor = None
+            while True:
+                page = await client.list_tools(cursor=cursor)
+                listed |= {tool.name for tool in page.tools}
+                if not (cursor := page.next_cursor):
+                    break
+            assert names <= listed, f"{len(names - listed)} of {len(names)} not listed yet"
+
+        yield heard_and_served
 
 
 def api_token(server: DaphneServer) -> str:
@@ -190,12 +194,11 @@ async def test_publishing_two_thousand_upstream_tools_slows_no_other_tenant(
             async with httpx.AsyncClient(timeout=300, headers={"Authorization": f"Bearer {token}"}) as http:
                 return await http.post(f"{server.url}/api/v1/tenants/{owned}/upstreams/{upstream_id}/sync/")
 
-        names = {f"m_many_{i:04d}" for i in range(BIG)}
-        began = time.perf_counter()
-        during, answer = await latencies_while(
-            server.mcp_url(quiet), heard_and_served(server.mcp_url(owned), sync_and_publish(), names)
-        )
-        seconds = time.perf_counter() - began
+        async with owned_session(server.mcp_url(owned)) as heard_and_served:
+            began = time.perf_counter()
+            during, answer = await latencies_while(server.mcp_url(quiet), sync_and_publish())
+            seconds = time.perf_counter() - began
+            await heard_and_served({f"m_many_{i:04d}" for i in range(BIG)})
     assert answer.status_code == 200, answer.text[:500]
     assert len(answer.json()["published"]) >= BIG
     within_ratio(idle, during, f"publishing {BIG} upstream tools ({seconds:.1f} s)")
@@ -220,12 +223,11 @@ async def test_importing_two_thousand_tools_slows_no_other_tenant(server: Daphne
         async with httpx.AsyncClient(timeout=300, headers={"Authorization": f"Bearer {token}"}) as http:
             return await http.post(f"{server.url}/api/v1/tenants/{owned}/import", json=document)
 
-    names = {f"tool_{i:04d}" for i in range(BIG)}
-    began = time.perf_counter()
-    during, answer = await latencies_while(
-        server.mcp_url(quiet), heard_and_served(server.mcp_url(owned), import_it(), names)
-    )
-    seconds = time.perf_counter() - began
+    async with owned_session(server.mcp_url(owned)) as heard_and_served:
+        began = time.perf_counter()
+        during, answer = await latencies_while(server.mcp_url(quiet), import_it())
+        seconds = time.perf_counter() - began
+        await heard_and_served({f"tool_{i:04d}" for i in range(BIG)})
     assert answer.status_code == 200, answer.text[:500]
     assert answer.json()["counts"]["create"] == BIG, answer.text[:300]
     within_ratio(idle, during, f"importing {BIG} tools ({seconds:.1f} s)")

@@ -449,7 +449,12 @@ async def test_a_2025_11_25_task_that_asks_sends_its_question_on_the_session_str
     created = await result_of(ctx, "tools/call", {"name": asking_tool, "arguments": {}, "task": {}})
     task_id = created["task"]["taskId"]
     await status_becomes(ctx, task_id, "input_required")
-    (question,) = [m for m in sent if m.get("method") == "elicitation/create"]
+    # The status is written before the question goes out on the stream: on a busy machine a moment apart.
+    for _ in range(200):
+        if asked := [m for m in sent if m.get("method") == "elicitation/create"]:
+            break
+        await asyncio.sleep(0.05)
+    (question,) = asked
     assert question["params"]["_meta"][tasks.RELATED_TASK] == {"taskId": task_id}
     answer = {"action": "accept", "content": {"name": "Ada"}}
     await asking.deliver("sess-1", {"jsonrpc": "2.0", "id": question["id"], "result": answer})
