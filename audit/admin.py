@@ -13,6 +13,7 @@ from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.urls import URLPattern, path
 from django.utils import timezone
 
@@ -26,9 +27,11 @@ OWNERS = frozenset({Role.OWNER})
 
 def owned_tenant_ids(request: HttpRequest) -> set[int] | None:
     """Tenants whose events the user may read (None: every event, for an active superuser)."""
-    if not hasattr(request, "_audit_tenants"):
-        request._audit_tenants = access.tenant_ids_for(request.user, edit=True, roles=OWNERS)
-    return request._audit_tenants
+    memo = vars(request)  # computed once per request, kept on it
+    if "_audit_tenants" not in memo:
+        memo["_audit_tenants"] = access.tenant_ids_for(request.user, edit=True, roles=OWNERS)
+    tenant_ids: set[int] | None = memo["_audit_tenants"]
+    return tenant_ids
 
 
 def jsonl_response(queryset: QuerySet) -> StreamingHttpResponse:
@@ -82,7 +85,7 @@ class AuditEventAdmin(admin.ModelAdmin):
         export = path("export/", self.admin_site.admin_view(self.export_view), name="audit_auditevent_export")
         return [export, *super().get_urls()]
 
-    def export_view(self, request: HttpRequest) -> HttpResponse:
+    def export_view(self, request: HttpRequest) -> HttpResponseBase:
         """The changelist's rows (same filters, search and date drill-down) as JSON lines."""
         if not self.has_view_permission(request):
             return HttpResponse("Not allowed.", status=403)
@@ -93,5 +96,5 @@ class AuditEventAdmin(admin.ModelAdmin):
         return jsonl_response(changelist.get_queryset(request))
 
     @admin.action(description="Export selected events as JSON lines")
-    def export_selected(self, request: HttpRequest, queryset: QuerySet) -> HttpResponse:
+    def export_selected(self, request: HttpRequest, queryset: QuerySet) -> HttpResponseBase:
         return jsonl_response(queryset)

@@ -54,9 +54,11 @@ def _signed_out(sender: Any, request: HttpRequest | None, user: Any, **kwargs: A
         record(Action.SIGN_OUT, request=request, actor=user)
 
 
+# A pre_save receiver keeps the row's old values on the instance (in its __dict__, never a column) for
+# the post_save one: `vars(instance)[name]`, read back with getattr(instance, name, default).
 @receiver(pre_save, sender=Membership, dispatch_uid="audit-membership-before")
 def _membership_before(sender: Any, instance: Membership, **kwargs: Any) -> None:
-    instance._audit_old_role = (
+    vars(instance)["_audit_old_role"] = (
         Membership.objects.filter(pk=instance.pk).values_list("role", flat=True).first() if instance.pk else None
     )
 
@@ -87,7 +89,7 @@ def _membership_deleted(sender: Any, instance: Membership, **kwargs: Any) -> Non
 @receiver(pre_save, sender=Invitation, dispatch_uid="audit-invitation-before")
 def _invitation_before(sender: Any, instance: Invitation, **kwargs: Any) -> None:
     old = Invitation.objects.filter(pk=instance.pk).values("accepted_at", "revoked_at").first() if instance.pk else None
-    instance._audit_old_state = old
+    vars(instance)["_audit_old_state"] = old
 
 
 @receiver(post_save, sender=Invitation, dispatch_uid="audit-invitation-saved")
@@ -110,7 +112,7 @@ def _settings(tenant: Model) -> dict[str, Any]:
 @receiver(pre_save, sender=Tenant, dispatch_uid="audit-tenant-before")
 def _tenant_before(sender: Any, instance: Tenant, **kwargs: Any) -> None:
     old = Tenant.objects.filter(pk=instance.pk).first() if instance.pk else None
-    instance._audit_old_settings = _settings(old) if old is not None else None
+    vars(instance)["_audit_old_settings"] = _settings(old) if old is not None else None
 
 
 @receiver(post_save, sender=Tenant, dispatch_uid="audit-tenant-saved")

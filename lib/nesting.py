@@ -119,7 +119,7 @@ class _BoundedLoader(yaml.SafeLoader):
         self.sizes: dict[int, int] = {}  # id(node) → nodes it stands for, aliases expanded
         self.aliased = 0
 
-    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
         if self.check_event(yaml.AliasEvent):
             node = super().compose_node(parent, index)
             if isinstance(node, yaml.CollectionNode) and id(node) not in self.heights:
@@ -142,6 +142,7 @@ class _BoundedLoader(yaml.SafeLoader):
             raise TooDeep(self.max_depth)
         node = super().compose_node(parent, index)
         self.depth -= 1
+        assert node is not None, "a collection's start event composes a node"
         children = (
             [n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode) else node.value
         )

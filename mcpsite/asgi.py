@@ -8,7 +8,6 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mcpsite.settings")
 django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from django.urls import re_path  # noqa: E402
 
 from mcp_app.content import render_pool  # noqa: E402
 from mcp_app.infra import tracing  # noqa: E402
@@ -21,6 +20,7 @@ from mcp_app.transport.daphne_tuning import (  # noqa: E402
     watch_upstreams_when_serving,
 )
 from mcp_app.transport.lifespan import lifespan  # noqa: E402
+from mcp_app.transport.routing import asgi_route  # noqa: E402
 from mcp_app.transport.routing import urlpatterns as mcp_urlpatterns  # noqa: E402
 
 disable_form_parsing()  # Daphne hands bodies over raw; Twisted's form parsing is pure cost
@@ -32,7 +32,7 @@ render_pool.warm()  # the first large template must not wait for the render proc
 
 application = ProtocolTypeRouter(
     {
-        "http": URLRouter([*mcp_urlpatterns, re_path(r"", django_asgi_app)]),
+        "http": URLRouter([*mcp_urlpatterns, asgi_route(r"", django_asgi_app)]),
         "lifespan": lifespan,  # uvicorn's start and stop (Daphne sends none)
     }
 )

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
 from django.middleware.common import CommonMiddleware as DjangoCommonMiddleware
 from django.utils.deprecation import MiddlewareMixin
 
@@ -52,7 +52,7 @@ class HttpsOnlyWrites(MiddlewareMixin):
 class CommonMiddleware(DjangoCommonMiddleware):
     """Django's CommonMiddleware; the probes and /metrics skip its host check (AMB-111)."""
 
-    def process_request(self, request: HttpRequest) -> HttpResponse | None:
+    def process_request(self, request: HttpRequest) -> HttpResponsePermanentRedirect | None:
         if _exempt(request, settings.MCP_CLUSTER_PATHS):
             return None
         return super().process_request(request)

@@ -14,6 +14,7 @@ import re
 import secrets
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import dj_database_url
@@ -211,7 +212,7 @@ ROOT_URLCONF = "mcpsite.urls"
 ASGI_APPLICATION = "mcpsite.asgi.application"
 WSGI_APPLICATION = None
 
-TEMPLATES = [
+TEMPLATES: list[dict[str, Any]] = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
         "DIRS": [BASE_DIR / "templates"],

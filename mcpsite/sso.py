@@ -141,7 +141,8 @@ class SsoBackend(OIDCAuthenticationBackend):
         try:
             return super().authenticate(request, **kwargs)
         except requests.HTTPError as exc:
-            logger.warning("single sign-on: the token request failed: %s", exc.response.status_code)
+            status = exc.response.status_code if exc.response is not None else "no response"
+            logger.warning("single sign-on: the token request failed: %s", status)
             raise SignInRefused(
                 "The sign-in provider refused to finish the sign-in; start again.", 400
             ) from exc
@@ -207,7 +208,8 @@ class SsoBackend(OIDCAuthenticationBackend):
         groups = claims.get(settings.MCP_OIDC_GROUPS_CLAIM)
         identity = sso_memberships.Identity(
             email=email,
-            email_verified=said is not False,
+            # A claim other than true was refused above: here it is true or absent, and absent counts.
+            email_verified=said is None or said is True,
             groups=frozenset(g for g in groups if isinstance(g, str))
             if isinstance(groups, list)
             else frozenset(),

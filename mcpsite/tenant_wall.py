@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator, Callable
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 
 from tenants import access, wall
 from tenants.models import Tenant
@@ -42,16 +43,19 @@ async def _scoped_async(scope: wall.Scope, chunks: AsyncIterator[bytes]) -> Asyn
 class TenantWallMiddleware:
     """After authentication: runs the view, and a streaming body after it, inside the request's scope."""
 
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         scope = request_scope(request)
         with wall.scoped(scope):
             response = self.get_response(request)
-        if response.streaming:
-            content = response.streaming_content  # type: ignore[attr-defined]
-            response.streaming_content = (  # type: ignore[attr-defined]
-                _scoped_async(scope, content) if response.is_async else wall.wrap_iterator(scope, content)
+        if isinstance(response, StreamingHttpResponse):  # `streaming` is True for these only
+            content = response.streaming_content
+            # An async body (response.is_async) is an async iterator, a sync one an iterator.
+            response.streaming_content = (
+                _scoped_async(scope, content)
+                if isinstance(content, AsyncIterator)
+                else wall.wrap_iterator(scope, content)
             )
         return response

@@ -12,7 +12,7 @@ only superusers attach an existing account by username, and create or delete ten
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from django import forms
 from django.conf import settings
@@ -27,14 +27,20 @@ from django.utils.html import format_html
 
 from lib.formfields import json_formfield
 from tenants import access, invitations
-from tenants.models import EDIT_ROLES, Invitation, Membership, Role, Tenant
+
+if TYPE_CHECKING:
+    from django.contrib.admin.options import _FieldsetSpec
+
+from tenants.models import EDIT_ROLES, Invitation, InvitationQuerySet, Membership, Role, Tenant
 
 
 def _roles(request: HttpRequest) -> dict[int, str] | None:
     """tenants.access.roles_of for the request's user, computed once per request (None: every tenant)."""
-    if not hasattr(request, "_tenant_roles"):
-        request._tenant_roles = access.roles_of(request.user)
-    return request._tenant_roles
+    memo = vars(request)
+    if "_tenant_roles" not in memo:
+        memo["_tenant_roles"] = access.roles_of(request.user)
+    roles: dict[int, str] | None = memo["_tenant_roles"]
+    return roles
 
 
 def _is_superuser(request: HttpRequest) -> bool:
@@ -149,7 +155,7 @@ class TenantAdmin(MembershipPermissionsMixin, admin.ModelAdmin):
     list_filter = ("is_active", "auth_mode")
     search_fields = ("slug", "name", "title")
     readonly_fields = ("mcp_url", "usage_dashboard", "definitions_version", "created_at", "updated_at")
-    fieldsets = (
+    fieldsets: ClassVar[_FieldsetSpec] = (
         (
             None,
             {
@@ -263,7 +269,8 @@ class MembershipForm(forms.ModelForm):
         fields = ("tenant", "user", "role")
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data  # what clean() returns: Django's stubs say it may be None
         instance = self.instance
         if (
             instance.pk
@@ -325,12 +332,16 @@ class MembershipAdmin(TenantScopedAdmin):
 
 
 class InvitationForm(forms.ModelForm):
+    # Who invites: the signed-in person, set on the form class by InvitationAdmin.get_form.
+    invited_by: ClassVar[Any]
+
     class Meta:
         model = Invitation
         fields = ("tenant", "email", "role")
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data  # what clean() returns: Django's stubs say it may be None
         if self.errors:
             return data
         # The invitation is made (and mailed) here, so each refusal (limit, pending, mail) is a form
@@ -350,7 +361,9 @@ class InvitationStatusFilter(admin.SimpleListFilter):
         return list(Invitation.Status.choices)
 
     def queryset(self, request: HttpRequest, queryset: models.QuerySet) -> models.QuerySet:
-        return queryset.with_status(self.value()) if self.value() else queryset
+        # The admin's rows: Invitation.objects's queryset.
+        status = self.value()
+        return cast(InvitationQuerySet, queryset).with_status(status) if status else queryset
 
 
 @admin.register(Invitation)
@@ -381,7 +394,8 @@ class InvitationAdmin(TenantScopedAdmin):
         return () if obj is None else ("tenant", "email", "role", *self.readonly_fields)
 
     def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
-        form = super().get_form(request, obj, change, **kwargs)
+        # A subclass of this admin's form, InvitationForm (modelform_factory).
+        form = cast(type[InvitationForm], super().get_form(request, obj, change, **kwargs))
         form.invited_by = request.user
         return form
 
@@ -418,7 +432,7 @@ class InvitationAdmin(TenantScopedAdmin):
     def revoke(self, request: HttpRequest, queryset: models.QuerySet) -> None:
         ids = editable_tenant_ids(request, self.edit_roles)
         done = 0
-        for invitation in queryset.with_status(Invitation.Status.PENDING):
+        for invitation in cast(InvitationQuerySet, queryset).with_status(Invitation.Status.PENDING):
             if _allowed(ids, invitation.tenant_id):
                 invitations.revoke(invitation)
                 done += 1

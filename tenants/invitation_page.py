@@ -36,7 +36,8 @@ class AccountForm(BaseUserCreationForm):
         self.instance.email = invitation.email
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data  # what clean() returns: Django's stubs say it may be None
         if get_user_model().objects.filter(email__iexact=self.invitation.email).exists():
             raise forms.ValidationError(
                 f"An account with the address {self.invitation.email} exists already: sign in with it instead."
@@ -78,7 +79,7 @@ def _page(request: HttpRequest, link: invitations.Link, status: int = 200, **ext
 @require_http_methods(["GET", "POST"])
 def invitation_page(request: HttpRequest, token: str) -> HttpResponse:
     link = invitations.resolve(token)
-    if _accepted_by_this_person(request, link):
+    if _accepted_by_this_person(request, link) and link.invitation is not None:
         # Where the acceptance leads: the person's own view of a used link says what they joined.
         role = access.role_of(request.user, link.invitation.tenant)
         return _page(request, link, joined=True, role=Role(role).label.lower() if role else "")

@@ -170,9 +170,12 @@ def resolve(token: str) -> Link:
         return INVALID
     if not isinstance(data, dict):
         return INVALID
+    invitation_id = data.get("id")
+    if not isinstance(invitation_id, int):
+        return INVALID
     with wall.bypass("an invitation link names its tenant"):
         invitation = (
-            Invitation.objects.select_related("tenant", "invited_by").filter(pk=data.get("id")).first()
+            Invitation.objects.select_related("tenant", "invited_by").filter(pk=invitation_id).first()
         )
     if invitation is None or invitation.email.casefold() != data.get("email"):
         return INVALID

@@ -384,7 +384,7 @@ class ApiKey(models.Model):
 
     @property
     def acts_as(self) -> str:
-        return self.user.get_username() if self.user_id else "the tenant (service identity)"
+        return self.user.get_username() if self.user is not None else "the tenant (service identity)"
 
     @property
     def status(self) -> str:

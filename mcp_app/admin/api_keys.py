@@ -47,7 +47,8 @@ class ApiKeyForm(MintForm):
         help_texts = {"scope": SCOPE_HELP}
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data  # what clean() returns: Django's stubs say it may be None
         tenant, days = data.get("tenant"), data.get("days")
         if tenant is not None and days is not None:
             data["scope"] = chosen_scope(data)
@@ -116,12 +117,12 @@ class ApiKeyAdmin(MintAdmin):
             made.row.prefix,
             made.row.created_at,
         )  # what the admin logs
-        request._api_key_made = made  # type: ignore[attr-defined]  # for response_add, this request only
+        vars(request)["_api_key_made"] = made  # for response_add, this request only
 
     def response_add(
         self, request: HttpRequest, obj: Any, post_url_continue: str | None = None
     ) -> HttpResponse:
-        made = request._api_key_made  # type: ignore[attr-defined]
+        made = vars(request)["_api_key_made"]
         context = {
             **self.admin_site.each_context(request),
             "title": "API key made",

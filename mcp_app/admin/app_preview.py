@@ -10,7 +10,7 @@ inline script would be blocked with a console error.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin
 from django.http import Http404, HttpRequest, HttpResponse
@@ -33,18 +33,25 @@ def preview_response(resource: Resource) -> HttpResponse:
     return response
 
 
-class AppPreview:
+# A mixin of a ModelAdmin: the type checker sees it as one (admin_site, get_object, permissions, super()).
+if TYPE_CHECKING:
+    _AdminBase = admin.ModelAdmin
+else:
+    _AdminBase = object
+
+
+class AppPreview(_AdminBase):
     """ResourceAdmin's preview field and page."""
 
     def app_preview_urls(self) -> list[Any]:
-        site = self.admin_site  # type: ignore[attr-defined]
-        opts = self.opts  # type: ignore[attr-defined]
+        site = self.admin_site
+        opts = self.opts
         view = site.admin_view(self.app_preview_view)
         return [path("<path:object_id>/app-preview/", view, name=f"{opts.app_label}_{opts.model_name}_app_preview")]
 
     def app_preview_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        resource = self.get_object(request, object_id)  # type: ignore[attr-defined]
-        if resource is None or not self.has_view_permission(request, resource):  # type: ignore[attr-defined]
+        resource = self.get_object(request, object_id)
+        if resource is None or not self.has_view_permission(request, resource):
             raise Http404("No such resource.")
         return preview_response(resource)
 

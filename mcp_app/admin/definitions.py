@@ -6,7 +6,7 @@ Saving any of them announces the change to connected clients (mcp_app/signals/de
 from __future__ import annotations
 
 import base64
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from django.contrib import admin
 from django.db import models
@@ -34,22 +34,25 @@ from mcp_app.core.types import offered_to_legacy
 from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool
 from tenants.admin import TenantScopedAdmin
 
+if TYPE_CHECKING:
+    from django.contrib.admin.options import _FieldOpts, _FieldsetSpec
+
 
 class DefinitionAdmin(SelfCheckOnSave, PublishingAdminMixin, TenantScopedAdmin):
     """Shared by every definition: JSON textareas, the tenant filter, enabled toggles, drafts, history,
     the self-check's warnings after a save (of the draft)."""
 
-    list_filter = ("enabled", DraftFilter)
-    readonly_fields = ("updated_at",)
+    list_filter: ClassVar[tuple[Any, ...]] = ("enabled", DraftFilter)
+    readonly_fields: ClassVar[tuple[str, ...]] = ("updated_at",)
     save_on_top = True
     # Fields declared on the form only (no model attribute): a read-only view cannot show them.
     form_only_fields: tuple[str, ...] = ()
 
-    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> list[tuple[Any, dict[str, Any]]]:
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> _FieldsetSpec:
         fieldsets = super().get_fieldsets(request, obj)
         if obj is None or self.has_change_permission(request, obj):
             return fieldsets
-        trimmed = []
+        trimmed: list[tuple[Any, _FieldOpts]] = []
         for name, options in fieldsets:
             fields = [f for f in options["fields"] if f not in self.form_only_fields]
             if fields:
@@ -67,7 +70,7 @@ class DefinitionAdmin(SelfCheckOnSave, PublishingAdminMixin, TenantScopedAdmin):
         return f"{self.opts.app_label}_{self.opts.model_name}"
 
     def get_urls(self) -> list[Any]:
-        view = self.admin_site.admin_view(json_check.check_view(self.opts.model_name))
+        view = self.admin_site.admin_view(json_check.check_view(self.opts.model_name or ""))
         check = path("check-json/", view, name=f"{self._url_prefix()}_check_json")
         return [check, *super().get_urls()]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import mimetypes
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.core.exceptions import ValidationError
@@ -81,10 +81,11 @@ class ToolAdminForm(forms.ModelForm):
         kind_form.structured(
             self, {"input_schema": "schema", "output_schema": "schema", "handler_config": "form_fields"}
         )
-        self.fields["handler"].choices = _kind_choices()
+        cast(forms.ChoiceField, self.fields["handler"]).choices = _kind_choices()  # declared below as one
         kind_form.apply_help(self)
         docs = kind_examples.callable_docs()
-        self.fields["python_callable"].choices = [("", "---------"), *[(name, name) for name in docs]]
+        callables = cast(forms.ChoiceField, self.fields["python_callable"])
+        callables.choices = [("", "---------"), *[(name, name) for name in docs]]
         self.fields["python_callable"].help_text = kind_form.callables_help(docs)
         self.fields["handler_config"].help_text = "Settings of the kind: " + kind_form.CONFIG_HELP.get(
             self.instance.handler or "template", "a JSON object."
@@ -112,7 +113,8 @@ class ToolAdminForm(forms.ModelForm):
         return check_secret_headers(value)
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data  # what clean() returns: Django's stubs say it may be None
         if data.get("secret_headers") and data.get("clear_secrets"):
             self.add_error("clear_secrets", "Either enter new secret headers or clear them, not both.")
         callable_name = data.get("python_callable")
@@ -197,7 +199,8 @@ class ResourceAdminForm(forms.ModelForm):
         kind_form.apply_help(self)
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data  # what clean() returns: Django's stubs say it may be None
         upload = data.get("upload")
         if upload and data.get("clear_blob"):
             self.add_error("clear_blob", "Either upload a file or remove the current one, not both.")
@@ -253,7 +256,7 @@ class ResourceTemplateAdminForm(forms.ModelForm):
         if "handler_config" not in self.fields:
             return  # read-only view
         kind_form.apply_help(self)
-        self.fields["handler"].choices = _template_kind_choices()
+        cast(forms.ChoiceField, self.fields["handler"]).choices = _template_kind_choices()
         self.fields["handler"].initial = self.instance.handler or "template"
         names = ", ".join(_python_names()) or "none"
         self.fields["handler_config"].help_text = (

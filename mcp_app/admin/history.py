@@ -8,7 +8,7 @@ reads, editors and owners revert and restore (POST with CSRF); a viewer's POST i
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
@@ -20,10 +20,16 @@ from django.views.decorators.http import require_POST
 
 from mcp_app.drafts import service as drafts
 from mcp_app.history import service
-from tenants.admin import editable_tenant_ids, viewable_tenant_ids
+from tenants.admin import TenantScopedAdmin, editable_tenant_ids, viewable_tenant_ids
+
+# A mixin of a TenantScopedAdmin: the type checker sees it as one (its model, admin_site, get_object, ...).
+if TYPE_CHECKING:
+    _Base = TenantScopedAdmin
+else:
+    _Base = object
 
 
-class HistoryAdminMixin:
+class HistoryAdminMixin(_Base):
     """Adds <id>/history/ (replaced), <id>/history/<hid>/revert/, deleted/ and deleted/<hid>/restore/."""
 
     def _name(self, suffix: str) -> str:

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.db.models import Model
 from django.http import HttpRequest
 from django.urls import reverse
 
 from mcp_app.drafts import service as drafts
 from mcp_app.federation import breaker
-from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool, Upstream
+from mcp_app.models import Definition, Prompt, Resource, ResourceTemplate, Tool, Upstream
 from mcp_app.oauth.resources import canonical_uri
 from mcp_app.upstreams import deployment_health
 from mcp_app.usage import queries
@@ -24,7 +23,7 @@ from tenants import access
 from tenants.models import EDIT_ROLES, Role, Tenant
 
 # Each kind of definition: (key, label of one, model).
-DEFINITIONS: tuple[tuple[str, str, type[Model]], ...] = (
+DEFINITIONS: tuple[tuple[str, str, type[Definition]], ...] = (
     ("tools", "tool", Tool),
     ("prompts", "prompt", Prompt),
     ("resources", "resource", Resource),

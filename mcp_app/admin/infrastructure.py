@@ -10,7 +10,7 @@ its own ModelAdmin behind a superuser gate, so its pages stay as they were for s
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
 from django.contrib import admin
@@ -34,23 +34,30 @@ def _superuser(request: HttpRequest) -> bool:
     return bool(user.is_active and user.is_superuser)
 
 
-class SuperusersOnly:
+# A mixin of a ModelAdmin: the type checker sees it as one (admin_site, get_object, permissions, super()).
+if TYPE_CHECKING:
+    _AdminBase = admin.ModelAdmin
+else:
+    _AdminBase = object
+
+
+class SuperusersOnly(_AdminBase):
     """has_*_permission: an active superuser, and nobody else."""
 
     def has_module_permission(self, request: HttpRequest) -> bool:
         return _superuser(request)
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return _superuser(request) and super().has_view_permission(request, obj)  # type: ignore[misc]
+        return _superuser(request) and super().has_view_permission(request, obj)
 
     def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
-        return _superuser(request) and super().has_add_permission(request, *args)  # type: ignore[misc]
+        return _superuser(request) and super().has_add_permission(request, *args)
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return _superuser(request) and super().has_change_permission(request, obj)  # type: ignore[misc]
+        return _superuser(request) and super().has_change_permission(request, obj)
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return _superuser(request) and super().has_delete_permission(request, obj)  # type: ignore[misc]
+        return _superuser(request) and super().has_delete_permission(request, obj)
 
 
 def gate(site: admin.AdminSite = admin.site) -> None:

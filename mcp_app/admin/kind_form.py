@@ -10,6 +10,7 @@ line each field says about itself where the model's own help is missing or too l
 from __future__ import annotations
 
 import json
+from collections.abc import MutableMapping
 from typing import Any
 
 from django import forms
@@ -105,7 +106,7 @@ def callables_help(docs: dict[str, str]) -> str:
 
 def new_tool_initial(form: forms.ModelForm) -> None:
     """Prefill a new tool's form with its kind's example (template unless the add link names one)."""
-    initial: dict[str, Any] = form.initial
+    initial: MutableMapping[str, Any] = form.initial
     kind = initial.get("handler") or "template"
     example = kind_examples.examples().get(kind)
     initial["handler"] = kind

@@ -7,7 +7,7 @@ saved row is read-only. Another tenant's row answers 404 like a missing one (Ten
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.contrib.auth import get_user_model
@@ -40,7 +40,10 @@ class MintForm(forms.ModelForm):
         members = get_user_model().objects.filter(is_active=True, memberships__isnull=False)
         if tenant_ids is not None:
             members = members.filter(memberships__tenant_id__in=tenant_ids)
-        self.fields["acts_as"].queryset = members.distinct().order_by("username")
+        # The user ForeignKey: a ModelChoiceField.
+        cast(forms.ModelChoiceField, self.fields["acts_as"]).queryset = members.distinct().order_by(
+            "username"
+        )
 
 
 class MintAdmin(TenantScopedAdmin):
@@ -53,7 +56,9 @@ class MintAdmin(TenantScopedAdmin):
         form = super().get_form(request, obj, change=change, **kwargs)
         tenant_ids = editable_tenant_ids(request, OWNERS)
 
-        class Scoped(form):  # type: ignore[misc,valid-type]
+        base: Any = form  # the form class ModelAdmin made: a base only known at run time
+
+        class Scoped(base):
             def __init__(self, *args: Any, **more: Any) -> None:
                 super().__init__(*args, tenant_ids=tenant_ids, **more)
 

@@ -53,7 +53,7 @@ def _uploaded_text(request: HttpRequest, field: str = "document") -> str:
         text = request.POST.get(f"{field}_text", "")
         refuse_large(len(text.encode()))
         return text
-    refuse_large(upload.size)
+    refuse_large(upload.size or 0)  # an uploaded file has its size
     try:
         return upload.read().decode("utf-8")
     except UnicodeDecodeError:

@@ -43,7 +43,7 @@ def template_preview(obj: ResourceTemplate) -> str:
         return "Saved contents are shown here."
     if obj.handler != "template":
         return "A python callable makes these contents: read them from a client (the connect page lists it)."
-    variables = example_variables(obj.uri_template, obj.completions)
+    variables: dict[str, Any] = example_variables(obj.uri_template, obj.completions)
     uri = URITemplate(obj.uri_template).expand(variables)
     ctx = RequestContext(tenant=loader.tenant_info(obj.tenant))
     try:

@@ -221,8 +221,10 @@ class PublishingAdminMixin(HistoryAdminMixin):
 def _back_to_the_form(request: HttpRequest) -> HttpRequest:
     """After "Save and publish", the form again (as "Save and continue editing"): it shows what was published."""
     if "_publish" in request.POST and "_continue" not in request.POST:
-        request.POST = request.POST.copy()
-        request.POST["_continue"] = "1"
+        post = request.POST.copy()
+        post["_continue"] = "1"
+        # The stubs type request.POST as immutable; Django replaces it with a copy like this itself.
+        request.POST = post  # type: ignore[assignment]
     return request
 
 

@@ -13,7 +13,7 @@ and the tools' list (``{% self_check_links %}``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin, messages
 from django.http import HttpRequest, HttpResponse
@@ -63,15 +63,22 @@ def warn_saved(request: HttpRequest, obj: Any) -> None:
         messages.warning(request, format_html('Saved anyway. <a href="{}">Check the whole tenant</a>.', url))
 
 
-class SelfCheckOnSave:
+# A mixin of a ModelAdmin: the type checker sees it as one (admin_site, get_object, permissions, super()).
+if TYPE_CHECKING:
+    _AdminBase = admin.ModelAdmin
+else:
+    _AdminBase = object
+
+
+class SelfCheckOnSave(_AdminBase):
     """Mixed into a definition's ModelAdmin: after a save, the self-check's warnings (never blocking)."""
 
     def response_add(
         self, request: HttpRequest, obj: Any, post_url_continue: str | None = None
     ) -> HttpResponse:
         warn_saved(request, obj)
-        return super().response_add(request, obj, post_url_continue)  # type: ignore[misc]
+        return super().response_add(request, obj, post_url_continue)
 
     def response_change(self, request: HttpRequest, obj: Any) -> HttpResponse:
         warn_saved(request, obj)
-        return super().response_change(request, obj)  # type: ignore[misc]
+        return super().response_change(request, obj)

@@ -40,7 +40,8 @@ class ServiceClientForm(MintForm):
         help_texts = {"scope": SCOPE_HELP}
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data  # what clean() returns: Django's stubs say it may be None
         tenant, user = data.get("tenant"), data.get("acts_as")
         if tenant is not None and user is not None:
             data["scope"] = chosen_scope(data)
@@ -96,12 +97,12 @@ class ServiceClientAdmin(MintAdmin):
             made.row.scope,
             made.row.created_at,
         )
-        request._service_client_made = made  # type: ignore[attr-defined]  # for response_add, this request only
+        vars(request)["_service_client_made"] = made  # for response_add, this request only
 
     def response_add(
         self, request: HttpRequest, obj: Any, post_url_continue: str | None = None
     ) -> HttpResponse:
-        made = request._service_client_made  # type: ignore[attr-defined]
+        made = vars(request)["_service_client_made"]
         context = {
             **self.admin_site.each_context(request),
             "title": "Service client made",

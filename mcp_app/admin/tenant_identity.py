@@ -33,7 +33,8 @@ class TenantForm(forms.ModelForm):
         fields = ("identity",)  # the admin adds every field of its fieldsets
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data  # what clean() returns: Django's stubs say it may be None
         for problem in external_tokens.unreachable_urls(cleaned.get("identity")):
             self.add_error("identity", problem)
         entered = cleaned.get("new_identity_client_secret")

@@ -57,7 +57,7 @@ class Client:
     def capabilities(self) -> dict[str, Any]:
         """The ClientCapabilities this client declares, in its revision's shape."""
         declared: dict[str, Any] = {}
-        modes = {mode: {} for mode in ("form", "url") if f"elicitation.{mode}" in self.declared}
+        modes: dict[str, Any] = {mode: {} for mode in ("form", "url") if f"elicitation.{mode}" in self.declared}
         if modes:
             declared["elicitation"] = modes
         if "sampling" in self.declared:
@@ -68,7 +68,7 @@ class Client:
             if self.modern:
                 declared["extensions"] = {EXTENSION: {}}
             elif self.version >= V2025_11_25:
-                requests = {"sampling": {"createMessage": {}}, "elicitation": {"create": {}}}
+                requests: dict[str, Any] = {"sampling": {"createMessage": {}}, "elicitation": {"create": {}}}
                 declared["tasks"] = {"list": {}, "cancel": {}, "requests": requests}
         return declared
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import async_to_sync
+from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.http import (
     Http404,
@@ -28,6 +29,7 @@ from django.http import (
     JsonResponse,
     StreamingHttpResponse,
 )
+from django.http.response import HttpResponseBase
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
@@ -38,11 +40,26 @@ from mcp_app.models import Tool
 from mcp_app.oauth.resources import canonical_uri
 
 
-class TryPages:
+def _member_id(request: HttpRequest) -> int:
+    """The signed-in person's id (the admin's views let no anonymous visitor in)."""
+    user_id = request.user.pk
+    if user_id is None:
+        raise PermissionDenied
+    return int(user_id)
+
+
+# A mixin of a ModelAdmin: the type checker sees it as one (admin_site, get_object, permissions, super()).
+if TYPE_CHECKING:
+    _AdminBase = admin.ModelAdmin
+else:
+    _AdminBase = object
+
+
+class TryPages(_AdminBase):
     """Mixed into the tool's ModelAdmin: the Try page and its two helpers, under the tool's URL."""
 
     def try_urls(self) -> list[Any]:
-        site = self.admin_site  # type: ignore[attr-defined]
+        site = self.admin_site
         return [
             path("<path:object_id>/try/stream/", site.admin_view(self.try_stream_view), name="mcp_app_tool_try_stream"),
             path("<path:object_id>/try/cancel/", site.admin_view(self.try_cancel_view), name="mcp_app_tool_try_cancel"),
@@ -51,12 +68,12 @@ class TryPages:
         ]  # fmt: skip
 
     def _tool_to_try(self, request: HttpRequest, object_id: str) -> Tool:
-        tool = self.get_object(request, object_id)  # type: ignore[attr-defined]
+        tool = self.get_object(request, object_id)
         # Another tenant's tool is None here, and has_change_permission(None) would be the model's
         # answer: refuse it as a missing one.
         if tool is None:
             raise Http404("No such tool.")
-        if not self.has_change_permission(request, tool):  # type: ignore[attr-defined]
+        if not self.has_change_permission(request, tool):
             raise PermissionDenied
         tool.tenant  # noqa: B018 -- loaded here: the async call reads it without a query
         return tool
@@ -66,7 +83,7 @@ class TryPages:
         tool = self._tool_to_try(request, object_id)
         opts = Tool._meta
         context: dict[str, Any] = {
-            **self.admin_site.each_context(request),  # type: ignore[attr-defined]
+            **self.admin_site.each_context(request),
             "opts": opts,
             "title": f"Try {tool.name}",
             "tool": tool,
@@ -95,13 +112,13 @@ class TryPages:
             try:
                 arguments = try_tool.parse_arguments(context["arguments"])
                 era = try_client.client_from(request.POST["era"], []).version if "era" in request.POST else ""
-                context["outcome"] = async_to_sync(try_tool.run)(tool, request.user.pk, arguments, era)
+                context["outcome"] = async_to_sync(try_tool.run)(tool, _member_id(request), arguments, era)
                 context["version"] = era or context["version"]
             except (try_tool.TryError, try_client.AnswerError) as exc:
                 context["problem"] = str(exc)
         return TemplateResponse(request, "admin/mcp_app/tool/try_tool.html", context)
 
-    def try_stream_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+    def try_stream_view(self, request: HttpRequest, object_id: str) -> HttpResponseBase:
         """One call, answered as newline-delimited JSON events while it runs."""
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])
@@ -115,7 +132,7 @@ class TryPages:
             events: AsyncIterator[dict[str, Any]] = _one({"event": "problem", "message": str(exc)})
         else:
             run_id = secrets.token_urlsafe(12)
-            events = try_tool.stream(tool, request.user.pk, arguments, run_id, client)
+            events = try_tool.stream(tool, _member_id(request), arguments, run_id, client)
         response = StreamingHttpResponse(_lines(events), content_type="application/x-ndjson")
         response["Cache-Control"] = "no-cache"
         response["X-Accel-Buffering"] = "no"  # a proxy in front must pass each line at once
@@ -130,7 +147,7 @@ class TryPages:
         if not try_tool.RUN_ID.match(run_id):
             return HttpResponseBadRequest("Which call? The form sends the run id the stream started with.")
         reason = f"cancelled in the admin by {request.user.get_username()}"
-        async_to_sync(try_tool.cancel)(request.user.pk, run_id, reason)
+        async_to_sync(try_tool.cancel)(_member_id(request), run_id, reason)
         return JsonResponse({"cancelling": run_id})
 
     def try_answer_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
@@ -148,7 +165,7 @@ class TryPages:
             )
         except try_client.AnswerError as exc:
             return HttpResponseBadRequest(str(exc))
-        async_to_sync(try_tool.answer)(request.user.pk, run_id, question, body)
+        async_to_sync(try_tool.answer)(_member_id(request), run_id, question, body)
         return JsonResponse({"answered": question})
 
 

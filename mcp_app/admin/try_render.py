@@ -33,7 +33,7 @@ def view(response: dict[str, Any]) -> dict[str, Any]:
         if explained:
             out["explain"] = explained
         return out
-    result = response.get("result") if isinstance(response.get("result"), dict) else {}
+    result = found if isinstance(found := response.get("result"), dict) else {}
     blocks = [_block(item) for item in result.get("content") or [] if isinstance(item, dict)]
     out = {"is_error": bool(result.get("isError")), "protocol_error": False, "blocks": blocks}
     if result.get("resultType") == "input_required":
@@ -67,7 +67,7 @@ def _block(item: dict[str, Any]) -> dict[str, Any]:
             "description": str(item.get("description", "")),
         }
     if kind == "resource":
-        resource = item.get("resource") if isinstance(item.get("resource"), dict) else {}
+        resource = found if isinstance(found := item.get("resource"), dict) else {}
         text = resource.get("text")
         return {
             "kind": "resource",
@@ -109,7 +109,7 @@ def _explain_error(error: dict[str, Any]) -> str:
     """For a -32021 (2026-07-28: the client lacks a capability): that every such client gets it too."""
     if error.get("code") != MissingRequiredClientCapability.code:
         return ""
-    data = error.get("data") if isinstance(error.get("data"), dict) else {}
+    data = found if isinstance(found := error.get("data"), dict) else {}
     required = data.get("requiredCapabilities")
     names = ", ".join(sorted(required)) if isinstance(required, dict) and required else "it"
     return (

@@ -49,7 +49,8 @@ class UpstreamAdminForm(forms.ModelForm):
         return check_secret_headers(value)
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data  # what clean() returns: Django's stubs say it may be None
         if data.get("new_secret_headers") and data.get("clear_secrets"):
             self.add_error("clear_secrets", "Either enter new secret headers or clear them, not both.")
         return data

@@ -359,7 +359,7 @@ class UpstreamAdmin(TenantScopedAdmin):
             if action == "publish":
                 form = PublishForm(request.POST, prefix=f"r{row.pk}")
                 if not form.is_valid():
-                    problems = "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items())
+                    problems = "; ".join(f"{k}: {' '.join(str(e) for e in v)}" for k, v in form.errors.items())
                     messages.error(request, f"{row.remote_name} was not published: {problems}")
                     return back
                 data = form.cleaned_data

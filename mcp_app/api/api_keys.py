@@ -27,18 +27,20 @@ class ApiKeySerializer(serializers.ModelSerializer):
     acts_as = serializers.SerializerMethodField(help_text="A member's username, or null: the tenant itself.")
     allowed_addresses = serializers.SerializerMethodField(help_text="Networks it may come from; empty: any.")
     status = serializers.CharField(read_only=True, help_text="active, expired or revoked.")
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    created_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
 
     class Meta:
         model = ApiKey
-        fields = (
+        fields: tuple[str, ...] = (
             "id", "name", "prefix", "acts_as", "scope", "allowed_addresses", "expires_at", "status",
             "last_used_at", "revoked_at", "created_by", "created_at",
         )  # fmt: skip
         read_only_fields = fields
 
     def get_acts_as(self, row: ApiKey) -> str | None:
-        return row.user.get_username() if row.user_id else None
+        return row.user.get_username() if row.user is not None else None
 
     def get_allowed_addresses(self, row: ApiKey) -> list[str]:
         return row.allowed_addresses.split()

@@ -69,7 +69,8 @@ class ManageTokenAuthentication(OAuth2Authentication):
             raise exceptions.AuthenticationFailed(NOT_FOR_API if description else INVALID)
         user, token = found
         if not is_manage_token(token):
-            request.oauth2_error = {"error": "invalid_token", "error_description": NOT_FOR_API}
+            # Where DOT's authentication leaves its error, read by authenticate_header (WWW-Authenticate).
+            vars(request)["oauth2_error"] = {"error": "invalid_token", "error_description": NOT_FOR_API}
             raise exceptions.AuthenticationFailed(NOT_FOR_API)
         if user is None or not user.is_active:
             raise exceptions.AuthenticationFailed(INVALID)

@@ -25,7 +25,9 @@ NOT_FOUND = "Not found."
 class ErrorBodySerializer(serializers.Serializer):
     code = serializers.CharField(help_text="Machine-readable: not_found, permission_denied, invalid, ...")
     message = serializers.CharField(help_text="What went wrong, in a sentence for people.")
-    fields = serializers.DictField(
+    # The error body's key "fields": DRF's metaclass moves a declared field into _declared_fields, so
+    # the serializer's own `fields` property stays; the stubs see the class attribute only.
+    fields = serializers.DictField(  # type: ignore[assignment]
         child=serializers.ListField(child=serializers.CharField()),
         required=False,
         help_text="Field name → its error messages (validation errors only).",

@@ -33,7 +33,8 @@ HISTORY_ID = OpenApiParameter("history_id", int, OpenApiParameter.PATH, descript
 
 class FieldChangeSerializer(serializers.Serializer):
     name = serializers.CharField(help_text="The field.")
-    label = serializers.CharField(help_text="Its name for people.")
+    # A field named like Field.label: DRF's metaclass moves it into _declared_fields (see errors.py).
+    label = serializers.CharField(help_text="Its name for people.")  # type: ignore[assignment]
     old = serializers.CharField(allow_blank=True, help_text="The value before (JSON pretty-printed).")
     new = serializers.CharField(allow_blank=True, help_text="The value after (JSON pretty-printed).")
     lines = serializers.ListField(
@@ -51,7 +52,7 @@ class VersionSerializer(serializers.Serializer):
     user = serializers.CharField(allow_blank=True, help_text="Who saved it (blank: unknown, e.g. a command).")
     type = serializers.ChoiceField(choices=["created", "changed", "deleted"])
     reason = serializers.CharField(allow_blank=True, help_text='E.g. "Rolled back to version 2 (...) by alice".')
-    label = serializers.CharField(help_text="The definition's name at this version.")
+    label = serializers.CharField(help_text="The definition's name at this version.")  # type: ignore[assignment]
     number = serializers.IntegerField(
         help_text="The published version it is (AMB-218); 0: recorded before versions were numbered."
     )
@@ -85,7 +86,8 @@ class HistoryView(generics.ListAPIView):
     serializer_class = VersionSerializer
     filter_backends: list[Any] = []
 
-    def get_queryset(self) -> list[service.Version]:
+    # A list, not a QuerySet: DRF's list view and pagination take either.
+    def get_queryset(self) -> list[service.Version]:  # type: ignore[override]
         if getattr(self, "swagger_fake_view", False):
             return []
         obj = _definition(self.request, self.kwargs["slug"], self.kwargs["kind"], self.kwargs["pk"])

@@ -6,7 +6,7 @@ address has an account. Only owners see invitations (they hold people's addresse
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import django_filters
 from django.db import models
@@ -21,7 +21,7 @@ from mcp_app.api.errors import ErrorSerializer, error_response
 from mcp_app.api.permissions import OWNER_ONLY
 from mcp_app.api.views import ID, SLUG, TenantScoped
 from tenants import invitations
-from tenants.models import Invitation, Role, Tenant
+from tenants.models import Invitation, InvitationQuerySet, Role, Tenant
 
 # The statuses an invitation call may answer besides the shared ones (mcp_app/api/schema.py).
 REFUSALS = {429: ErrorSerializer, 503: ErrorSerializer}
@@ -29,8 +29,12 @@ REFUSALS = {429: ErrorSerializer, 503: ErrorSerializer}
 
 class InvitationSerializer(serializers.ModelSerializer):
     status = serializers.ChoiceField(choices=Invitation.Status.choices, read_only=True)
-    invited_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
-    accepted_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    invited_by : serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
+    accepted_by : serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
 
     class Meta:
         model = Invitation
@@ -71,7 +75,7 @@ class InvitationFilter(django_filters.FilterSet):
         fields = ("status", "role")
 
     def by_status(self, queryset: models.QuerySet, name: str, value: str) -> models.QuerySet:
-        return queryset.with_status(value)
+        return cast(InvitationQuerySet, queryset).with_status(value)  # the view's Invitation rows
 
 
 @extend_schema_view(

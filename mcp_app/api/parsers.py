@@ -7,6 +7,7 @@ API takes, checks the nesting first and answers DRF's ParseError (400, the one e
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
@@ -35,7 +36,9 @@ class BoundedJSONParser(JSONParser):
     refused before the body is read, a body longer than it says before it is parsed) and no deeper than
     MCP_MAX_JSON_DEPTH."""
 
-    def parse(self, stream: Any, media_type: str | None = None, parser_context: dict | None = None) -> Any:
+    def parse(
+        self, stream: Any, media_type: str | None = None, parser_context: Mapping[str, Any] | None = None
+    ) -> Any:
         request = (parser_context or {}).get("request")
         declared = request.META.get("CONTENT_LENGTH") if request is not None else None
         if declared and str(declared).isdigit():

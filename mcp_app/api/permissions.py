@@ -25,7 +25,7 @@ def tenant_of(request: Request, slug: str) -> tuple[Tenant, str]:
         return cached
     tenant = access.access_tenant(request.user, slug)
     role = access.role_of(request.user, tenant) or ""
-    request._api_tenant = (tenant, role)
+    vars(request)["_api_tenant"] = (tenant, role)  # DRF's Request keeps it; read above
     return tenant, role
 
 
@@ -34,7 +34,7 @@ class TenantRole(permissions.BasePermission):
     (definitions: owner or editor)."""
 
     def has_permission(self, request: Request, view: Any) -> bool:
-        if not (request.user and request.user.is_authenticated):
+        if not (request.user is not None and request.user.is_authenticated):
             return False
         _tenant, role = tenant_of(request, view.kwargs["slug"])
         reading = request.method in READ_METHODS

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
@@ -24,7 +24,7 @@ WITH_BODY = {"415": "The request body's Content-Type is not JSON or multipart fo
 class ApiSchema(AutoSchema):
     """drf-spectacular's AutoSchema with the one error shape documented on every operation."""
 
-    def _get_response_bodies(self, direction: str = "response") -> dict[str, Any]:
+    def _get_response_bodies(self, direction: Literal["request", "response"] = "response") -> dict[str, Any]:
         responses = super()._get_response_bodies(direction)
         errors = {**ERRORS, **(WITH_BODY if self.method in ("POST", "PUT", "PATCH") else {})}
         for code, description in errors.items():

@@ -13,7 +13,7 @@ import base64
 import binascii
 import copy
 import mimetypes
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import models
@@ -43,7 +43,8 @@ class CleanedModelSerializer(serializers.ModelSerializer):
 
     def candidate(self, attrs: dict[str, Any]) -> models.Model:
         """The row as it would be saved with these attributes (never saved here)."""
-        row = copy.copy(self.instance) if self.instance is not None else self.Meta.model()
+        model: type[models.Model] = self.Meta.model
+        row: Any = copy.copy(self.instance) if self.instance is not None else model()  # a tenant's row
         row.tenant = self.context["tenant"]
         for name, value in attrs.items():
             setattr(row, name, value)
@@ -56,13 +57,16 @@ class CleanedModelSerializer(serializers.ModelSerializer):
             raise serializers.ValidationError(django_errors(error)) from None
         return attrs
 
-    def create(self, validated: dict[str, Any]) -> models.Model:
+    # The row's model varies with the subclass (a definition, an Upstream, a Provider, a Tenant): Any.
+    def create(self, validated: dict[str, Any]) -> Any:
         if not self.context.get("stage"):
             return super().create(validated)
-        row = self.Meta.model(**validated)
+        model: type[models.Model] = self.Meta.model
+        row = model(**validated)
+        assert drafts.is_drafted(row), "only the definitions' views stage (?draft=true)"
         return drafts.stage(row, self.context["request"].user)
 
-    def update(self, instance: models.Model, validated: dict[str, Any]) -> models.Model:
+    def update(self, instance: Any, validated: dict[str, Any]) -> Any:
         if not self.context.get("stage"):
             return super().update(instance, validated)
         # `instance` has its draft applied (the view's get_object): a PATCH edits the draft.
@@ -71,7 +75,14 @@ class CleanedModelSerializer(serializers.ModelSerializer):
         return drafts.stage(instance, self.context["request"].user)
 
 
-class SecretHeadersMixin(serializers.Serializer):
+# A mixin of a CleanedModelSerializer: the type checker sees it as one (candidate, create, update).
+if TYPE_CHECKING:
+    _SecretsBase = CleanedModelSerializer
+else:
+    _SecretsBase = serializers.Serializer
+
+
+class SecretHeadersMixin(_SecretsBase):
     """Write-only `secrets` (header → value, stored encrypted in `secrets_field`) and readable `secret_names`."""
 
     secrets_field = "handler_secrets"

@@ -26,12 +26,14 @@ class ServiceClientSerializer(serializers.ModelSerializer):
     name = serializers.CharField(source="application.name", read_only=True)
     client_id = serializers.CharField(source="application.client_id", read_only=True)
     acts_as = serializers.CharField(source="application.user.username", read_only=True)
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    created_by : serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
     audience = serializers.SerializerMethodField(help_text="The MCP endpoint its tokens are for.")
 
     class Meta:
         model = ServiceClient
-        fields = ("id", "name", "client_id", "acts_as", "scope", "audience", "created_by", "created_at")
+        fields: tuple[str, ...] = ("id", "name", "client_id", "acts_as", "scope", "audience", "created_by", "created_at")
         read_only_fields = fields
 
     def get_audience(self, row: ServiceClient) -> str:

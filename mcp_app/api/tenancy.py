@@ -12,6 +12,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import models, transaction
+from django.db.models.functions import Coalesce
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from oauth2_provider.models import (
     get_access_token_model,
@@ -100,6 +101,7 @@ class TenantSettingsSerializer(CleanedModelSerializer):
 
     def candidate(self, attrs: dict[str, Any]) -> models.Model:
         row = self.instance
+        assert row is not None, "a tenant's settings are changed, never created, here"
         for name, value in attrs.items():
             if name != "identity_client_secret":
                 setattr(row, name, value)
@@ -153,7 +155,7 @@ class TenantSettingsView(TenantScoped, generics.RetrieveUpdateAPIView):
 
 
 class MembershipSerializer(serializers.ModelSerializer):
-    username = serializers.SlugRelatedField(
+    username: serializers.Field = serializers.SlugRelatedField(
         source="user", slug_field="username", queryset=get_user_model().objects.all(),
         help_text="Username of an existing account (fixed once the membership exists); "
         "superusers only when adding: owners invite an e-mail address.",
@@ -195,7 +197,8 @@ class MembershipChangeSerializer(MembershipSerializer):
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         named = attrs.pop("user", {}).get("username")
-        if named is not None and named != self.instance.user.get_username():
+        instance = self.instance  # a change: the membership exists
+        if named is not None and instance is not None and named != instance.user.get_username():
             raise serializers.ValidationError({"username": ["A membership's user cannot change."]})
         return super().validate(attrs)
 
@@ -281,7 +284,7 @@ class MembershipViewSet(TenantScoped, viewsets.ModelViewSet):
             api_invitations.InvitationSerializer(invitation).data, status=status.HTTP_202_ACCEPTED
         )
 
-    def perform_create(self, serializer: serializers.ModelSerializer) -> None:
+    def perform_create(self, serializer: serializers.BaseSerializer) -> None:
         serializer.save(tenant=self.tenant())
 
     def perform_destroy(self, instance: Membership) -> None:
@@ -337,7 +340,7 @@ class ClientViewSet(
         live = access_tokens.values("application").annotate(n=models.Count("pk")).values("n")
         return (
             application.objects.filter(pk__in=ids)
-            .annotate(live_tokens=models.functions.Coalesce(models.Subquery(live), 0))
+            .annotate(live_tokens=Coalesce(models.Subquery(live), 0))
             .order_by("-created")
         )
 

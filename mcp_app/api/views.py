@@ -8,13 +8,13 @@ models (mcp_app/signals/definitions.py announces list_changed / resources/update
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from asgiref.sync import async_to_sync
 from django.db import models
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
-from rest_framework import filters, generics, mixins, serializers, status, viewsets
+from rest_framework import exceptions, filters, generics, mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import IsAuthenticated
@@ -29,7 +29,7 @@ from mcp_app.drafts import service as drafts
 from mcp_app.drafts import trial
 from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool, ToolRun
 from mcp_app.protocol import tasks
-from tenants.models import Tenant
+from tenants.models import Tenant, TenantQuerySet
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +39,14 @@ SLUG = OpenApiParameter(
 ID = OpenApiParameter("id", int, OpenApiParameter.PATH, description="The object's id.")
 
 
-class TenantScoped:
+# A mixin of DRF's generic views: the type checker sees it as one (request, kwargs, get_serializer_context).
+if TYPE_CHECKING:
+    _Base = generics.GenericAPIView
+else:
+    _Base = object
+
+
+class TenantScoped(_Base):
     """What every view under /tenants/<slug>/ shares: the tenant, its role check, its rows."""
 
     permission_classes = [IsAuthenticated, TenantRole]
@@ -51,11 +58,12 @@ class TenantScoped:
 
     def get_queryset(self) -> models.QuerySet:
         if getattr(self, "swagger_fake_view", False):  # schema generation: no tenant in the URL
-            return self.model.objects.none()
-        return self.model.objects.for_tenant(self.tenant())
+            return self.model._default_manager.none()
+        # Every model of these views is tenant-owned: its manager (`objects`, the default) is a TenantQuerySet's.
+        return cast(TenantQuerySet, self.model._default_manager.all()).for_tenant(self.tenant())
 
     def get_serializer_context(self) -> dict[str, Any]:
-        context = super().get_serializer_context()
+        context = {**super().get_serializer_context()}
         if not getattr(self, "swagger_fake_view", False) and "slug" in self.kwargs:
             context["tenant"] = self.tenant()
         return context
@@ -116,14 +124,14 @@ class DefinitionViewSet(TenantScoped, viewsets.ModelViewSet):
     def staged(self) -> bool:
         return self.request.query_params.get("draft", "").lower() in ("1", "true", "yes")
 
-    def get_object(self) -> models.Model:
+    def get_object(self) -> Any:  # a definition; an Upstream in UpstreamViewSet
         obj = super().get_object()
         return drafts.apply_draft(obj) if self.staged() else obj
 
     def get_serializer_context(self) -> dict[str, Any]:
         return {**super().get_serializer_context(), "stage": self.staged()}
 
-    def perform_create(self, serializer: serializers.ModelSerializer) -> None:
+    def perform_create(self, serializer: serializers.BaseSerializer) -> None:
         serializer.save(tenant=self.tenant())
 
     @extend_schema(parameters=[SLUG, ID], request=None, responses={200: PublishedSerializer, 409: ErrorSerializer})
@@ -176,11 +184,14 @@ class ToolViewSet(DefinitionViewSet):
         capability would, and return the answer: a pipeline stages, tries, then publishes (AMB-223)."""
         asked = TrySerializer(data=request.data)
         asked.is_valid(raise_exception=True)
-        row = drafts.apply_draft(self.get_object())
+        row = drafts.apply_draft(cast(Tool, self.get_object()))  # this viewset's rows are Tools
         row.tenant  # noqa: B018 -- loaded here: the trial reads it without a query
+        user_id = request.user.pk
+        if user_id is None:  # IsAuthenticated let no anonymous caller in
+            raise exceptions.NotAuthenticated()
         try:
             answer = async_to_sync(trial.call_once)(
-                row, request.user.pk, f"api-try-{request.user.pk}", asked.validated_data["arguments"],
+                row, user_id, f"api-try-{user_id}", asked.validated_data["arguments"],
                 asked.validated_data.get("era", ""),
             )  # fmt: skip
         except trial.TrialError as exc:
@@ -243,7 +254,9 @@ ACTIVE = (ToolRun.Status.QUEUED, ToolRun.Status.RUNNING)
 
 
 class ToolRunSerializer(serializers.ModelSerializer):
-    user = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    user: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
     is_task = serializers.SerializerMethodField()
 
     class Meta:

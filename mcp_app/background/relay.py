@@ -50,7 +50,7 @@ import logging
 import math
 import secrets
 import time
-from typing import Any
+from typing import Any, cast
 
 from asgiref.sync import sync_to_async
 from celery import current_app
@@ -187,8 +187,9 @@ async def _relay_ask(ask: Asker, job_id: str, event: dict[str, Any]) -> None:
         answer = {"error": exc.message}
     except InputRequired as asked:
         await _answer(job_id, ask_id, {"input_required": list(asked.requests)})
+        asked_request = cast(dict[str, Any], request)  # ask() ran: it is a request (checked above)
         await runs.note_exchange(
-            job_id, request, {"error": "Asked as a 2026-07-28 round: the retry runs anew."}
+            job_id, asked_request, {"error": "Asked as a 2026-07-28 round: the retry runs anew."}
         )
         raise
     except MissingCapability as missing:
@@ -470,6 +471,7 @@ async def run(
     # The default prefix: channels_redis reads all of a process's "specific" channels from one Redis
     # list under one lock; a channel of another prefix waited behind that reader (replies never came).
     layer = get_channel_layer()
+    assert layer is not None, "CHANNEL_LAYERS is configured (mcpsite/settings.py)"
     channel = await layer.new_channel()
     job = _job(ctx, tool, arguments, channel, job_id)
     return await _Relay(ctx, tool, ask, job, layer).run(row_exists=job_id is not None)

@@ -54,7 +54,9 @@ class _Replies:
     def __init__(self, job: dict[str, Any]) -> None:
         self.job_id = job["id"]
         self.channel = job["reply_to"]
-        self.layer = get_channel_layer()
+        layer = get_channel_layer()
+        assert layer is not None, "CHANNEL_LAYERS is configured (mcpsite/settings.py)"
+        self.layer = layer
 
     async def send(self, kind: str, **fields: Any) -> None:
         await self.layer.send(self.channel, {"type": kind, "job": self.job_id, **fields})
@@ -274,10 +276,10 @@ async def work(job: dict[str, Any]) -> str:
             "A worker received it after its caller gave up.",
         )
         return "expired"
-    cancelled_by = await redis_client.client().get(contract.cancel_key(job_id))
-    if cancelled_by is not None:
+    cancelled_early = await redis_client.client().get(contract.cancel_key(job_id))
+    if cancelled_early is not None:
         logger.info("job %s (tool %s) dropped: cancelled before it started", job_id, job["tool_name"])
-        operator = contract.admin_canceller(cancelled_by)
+        operator = contract.admin_canceller(cancelled_early)
         detail = f"Cancelled in the admin by {operator} before it started." if operator else ""
         await runs.close_run(
             job_id,

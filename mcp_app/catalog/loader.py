@@ -151,6 +151,7 @@ def _load_tenant(slug: str) -> tuple[TenantInfo, int] | None:
 async def get_tenant(slug: str) -> TenantInfo | None:
     """Return the active tenant with this slug, or None (unknown and inactive look the same)."""
     cached = _tenants.get(slug)
+    token: int | None
     if cached is not None:
         token = await tokens.current_version(cached[0].id)
         if token == cached[1]:

@@ -104,7 +104,7 @@ def _definition(
     kind: str, key: str, item: dict[str, Any], ref: UpstreamRef
 ) -> PromptDef | ResourceDef | TemplateDef:
     """The catalog's definition of one pinned item, published as ``key`` (a name, URI or URI template)."""
-    common = {
+    common: dict[str, Any] = {
         "id": NO_ROW,
         "title": _text(item, "title"),
         "description": _text(item, "description"),
@@ -114,7 +114,7 @@ def _definition(
     if kind == "prompts":
         arguments = [a for a in _list(item, "arguments") if isinstance(a, dict)]
         return PromptDef(name=key, arguments=arguments, messages=[], upstream=ref, **common)
-    more = {
+    more: dict[str, Any] = {
         "name": _text(item, "name") or ref.remote,
         "mime_type": _text(item, "mimeType"),
         "annotations": _dict(item, "annotations"),

@@ -19,6 +19,8 @@ from urllib.parse import urlencode
 
 from asgiref.sync import async_to_sync
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import AnonymousUser, User
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -35,6 +37,13 @@ from tenants.models import Membership, Tenant
 FLOWS = "mcp_connection_flows"
 # Flows a session keeps at once (a person who starts many and finishes none drops the oldest).
 MAX_FLOWS = 8
+
+
+def _member(request: HttpRequest) -> User:
+    """The signed-in person (these views are login_required: never anonymous)."""
+    if isinstance(request.user, AnonymousUser):
+        raise PermissionDenied
+    return request.user
 
 
 def _find(slug: str, name: str) -> Provider | None:
@@ -78,7 +87,7 @@ def start(request: HttpRequest, slug: str, provider_name: str) -> HttpResponse:
         return render(request, "connections/start.html", {"gone": True}, status=404)
     context: dict[str, Any] = {"provider": provider, "tenant": provider.tenant}
     signed_in = request.user.is_authenticated
-    if not signed_in or url_forms.user_mark(request.user.pk) != link.get("u"):
+    if not signed_in or request.user.pk is None or url_forms.user_mark(request.user.pk) != link.get("u"):
         context.update(
             intended=_intended(provider.tenant, str(link.get("u"))),
             login_url=f"{reverse('oauth-login')}?{urlencode({'next': request.get_full_path()})}",
@@ -154,7 +163,7 @@ def callback(request: HttpRequest, slug: str, provider_name: str) -> HttpRespons
 @login_required(login_url="oauth-login")
 def done(request: HttpRequest, slug: str, provider_name: str) -> HttpResponse:
     provider = _provider(slug, provider_name)
-    if not Connection.objects.filter(provider=provider, user=request.user).exists():
+    if not Connection.objects.filter(provider=provider, user=_member(request)).exists():
         raise Http404("No such connection.")
     return render(
         request, "connections/done.html", {"provider": provider, "tenant": provider.tenant, "ok": True}
@@ -166,7 +175,7 @@ def done(request: HttpRequest, slug: str, provider_name: str) -> HttpResponse:
 def mine(request: HttpRequest) -> HttpResponse:
     """The signed-in person's connections in every tenant they may see (the tenant wall scopes the query)."""
     rows = (
-        Connection.objects.filter(user=request.user)
+        Connection.objects.filter(user=_member(request))
         .select_related("provider", "tenant")
         .order_by("tenant__slug", "provider__name")
     )
@@ -179,7 +188,7 @@ def mine(request: HttpRequest) -> HttpResponse:
 def disconnect(request: HttpRequest, connection_id: int) -> HttpResponse:
     connection = (
         Connection.objects.select_related("provider", "tenant", "user")
-        .filter(pk=connection_id, user=request.user)
+        .filter(pk=connection_id, user=_member(request))
         .first()
     )
     if connection is None:

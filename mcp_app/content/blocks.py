@@ -84,6 +84,8 @@ def _lookup(resources: Mapping[str, ResourceDef], uri: Any) -> ResourceDef:
 
 
 def _media_block(spec: dict[str, Any], kind: str, resources: Mapping[str, ResourceDef]) -> dict[str, Any]:
+    data: Any  # base64 text: checked below when the definition gave it
+    mime: Any
     if "resource" in spec:
         resource = _lookup(resources, spec["resource"])
         if resource.blob is None:
@@ -117,7 +119,8 @@ async def _link_block(
         # Unknown URI and nothing to describe it with: almost surely a typo in the definition.
         _lookup(resources, uri)
     block: dict[str, Any] = {"type": "resource_link", "uri": uri}
-    block["name"] = spec.get("name") or resource.name
+    # Without a name the URI is a known resource's (_lookup refused an unknown one above).
+    block["name"] = spec.get("name") or (resource.name if resource is not None else "")
     for key, attr in (("title", "title"), ("description", "description"), ("mimeType", "mime_type")):
         value = spec.get(key) or (getattr(resource, attr) if resource else "")
         if value:

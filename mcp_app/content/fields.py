@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn, cast
 
 from django.core.exceptions import ValidationError
 from jsonschema import Draft202012Validator, FormatChecker, validators
@@ -62,7 +62,7 @@ _A = {
 }
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     raise ValidationError(message)
 
 
@@ -156,20 +156,22 @@ def _capital(text: str) -> str:
 
 
 def _unknown(error: SchemaError) -> list[str]:
-    known = set(error.schema.get("properties", {}))
+    known = set(error.schema.get("properties", {})) if isinstance(error.schema, Mapping) else set()
     return sorted(set(error.instance) - known) if isinstance(error.instance, dict) else []
 
 
 def _predicates(error: SchemaError) -> list[str]:
     """The failing keyword as what the value must do ("must be a string"), one per problem."""
-    keyword, wanted, value = error.validator, error.validator_value, error.instance
+    # Set on every error a validation reports (the stubs allow jsonschema's "unset" marker too).
+    keyword, wanted, value = str(error.validator), cast(Any, error.validator_value), error.instance
     if keyword == "type":
         kinds = wanted if isinstance(wanted, list) else [wanted]
-        return [f"must be {' or '.join(_A.get(k, k) for k in kinds)}."]
+        return [f"must be {' or '.join(_A.get(k) or k for k in kinds)}."]
     if keyword == "required" and isinstance(value, dict):
         return [f"needs {key!r}." for key in wanted if key not in value]
     if keyword == "additionalProperties":
-        allowed = ", ".join(sorted(error.schema.get("properties", {}))) or "none"
+        properties = error.schema.get("properties", {}) if isinstance(error.schema, Mapping) else {}
+        allowed = ", ".join(sorted(properties)) or "none"
         return [f"has unknown keys {', '.join(_unknown(error))}; allowed: {allowed}."]
     if keyword == "enum":
         return [f"must be one of: {', '.join(json.dumps(w) for w in wanted)}."]
@@ -201,7 +203,7 @@ def _custom(error: SchemaError) -> list[str] | None:
     if isinstance(given, dict) and error.validator == "required" and isinstance(error.instance, dict):
         # One message per missing key, those without their own falling back to the plain one.
         return [
-            given.get(k, f"{{up0}} needs {k!r}.") for k in error.validator_value if k not in error.instance
+            given.get(k, f"{{up0}} needs {k!r}.") for k in cast(Any, error.validator_value) if k not in error.instance
         ]
     return [given] if isinstance(given, str) else None
 

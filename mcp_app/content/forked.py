@@ -20,7 +20,8 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db.backends.sqlite3.base import DatabaseWrapper as SQLiteDatabase
 
 from mcp_app.content import render_pool
 from mcp_app.infra import notify
@@ -38,7 +39,8 @@ class Lost(Exception):
 
 def shared_database() -> bool:
     """Whether another process sees this process's database (not an in-memory SQLite)."""
-    return not (connection.vendor == "sqlite" and connection.is_in_memory_db())
+    database = connections[DEFAULT_DB_ALIAS]
+    return not (isinstance(database, SQLiteDatabase) and database.is_in_memory_db())
 
 
 Events = list[tuple[int, dict[str, Any]]]

@@ -15,12 +15,12 @@ import asyncio
 import collections
 import logging
 import multiprocessing
+import multiprocessing.process
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from multiprocessing import forkserver
 from multiprocessing.context import ForkServerContext
-from multiprocessing.process import AuthenticationString
 from typing import Any
 
 from django.conf import settings
@@ -29,6 +29,9 @@ from mcp_app.content import render_worker
 from mcp_app.core.errors import ContentError
 
 logger = logging.getLogger(__name__)
+
+# CPython's type of a process's authkey (private, absent from typeshed): looked up, not imported.
+AuthenticationString: type[bytes] = vars(multiprocessing.process)["AuthenticationString"]
 
 # Past the job's own deadline (the render stops itself there), how long before the process is killed.
 KILL_MARGIN_SECONDS = 1.0
@@ -91,7 +94,7 @@ class _Process:
         # (before the Process, which copies it).
         with _forking:
             current = multiprocessing.current_process()
-            config = current._config  # type: ignore[attr-defined]
+            config = vars(current)["_config"]  # the process's private settings (its authkey), not in typeshed
             if type(config.get("authkey")) is not AuthenticationString:
                 # billiard's process object stands in for the current one there: set the stdlib's type.
                 config["authkey"] = AuthenticationString(os.urandom(32))

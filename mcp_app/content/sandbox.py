@@ -250,7 +250,7 @@ class _CheckedSequence:
 def _instrument(node: Node) -> None:
     inner = node.render_annotated
 
-    def render_annotated(context: Context) -> str:
+    def render_annotated(context: Context) -> int | str:
         budget = _BUDGET.get()
         if budget is None:
             return inner(context)
@@ -259,16 +259,18 @@ def _instrument(node: Node) -> None:
         out = inner(context)
         # Count only what this node made beyond its children (they counted theirs), so a loop's
         # output is counted once, as it grows.
-        grown = len(out) - (budget.chars - before)
+        grown = (len(out) if isinstance(out, str) else 0) - (budget.chars - before)
         if grown > 0:
             budget.grow(grown)
         return out
 
+    # This node's own render counts against the budget: a deliberate patch of one instance's method.
     node.render_annotated = render_annotated  # type: ignore[method-assign]
-    if isinstance(node, ForNode):
-        node.sequence = _CheckedSequence(node.sequence)
+    # The proxy stands in for the node's FilterExpression (it forwards every other attribute to it).
+    if isinstance(node, ForNode) and isinstance(node.sequence, FilterExpression):
+        vars(node)["sequence"] = _CheckedSequence(node.sequence)
     elif isinstance(node, RegroupNode):
-        node.target = _CheckedSequence(node.target)
+        vars(node)["target"] = _CheckedSequence(node.target)
 
 
 def _check_tags(source: str) -> int:

@@ -38,7 +38,7 @@ def _properties(schema: Any) -> tuple[dict[str, Any], list[Any]]:
     properties = schema.get("properties") if isinstance(schema, dict) else None
     if not isinstance(properties, dict):
         return {}, []
-    required = schema.get("required") if isinstance(schema.get("required"), list) else []
+    required = found if isinstance(found := schema.get("required"), list) else []
     return properties, required
 
 
@@ -84,8 +84,8 @@ def _string(spec: dict[str, Any]) -> str:
     fmt = spec.get("format")
     if isinstance(fmt, str) and fmt in _FORMATS:
         return _FORMATS[fmt]
-    low = spec.get("minLength") if isinstance(spec.get("minLength"), int) else 0
-    high = spec.get("maxLength") if isinstance(spec.get("maxLength"), int) else None
+    low = found if isinstance(found := spec.get("minLength"), int) else 0
+    high = found if isinstance(found := spec.get("maxLength"), int) else None
     text = "example"
     if len(text) < low:
         text = text + "x" * (low - len(text))
@@ -111,7 +111,7 @@ def sample_value(spec: Any, depth: int = 0) -> Any:
     if kind == "object":
         return _object(spec, depth + 1)
     if kind == "array":
-        count = spec.get("minItems") if isinstance(spec.get("minItems"), int) else 0
+        count = found if isinstance(found := spec.get("minItems"), int) else 0
         items = spec.get("items")
         return [sample_value(items, depth + 1) for _ in range(min(count, 10))]
     if kind in ("integer", "number"):

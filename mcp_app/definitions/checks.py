@@ -13,12 +13,13 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, cast
 
 from django.apps import apps
 from django.core.exceptions import ValidationError
 from django.db import models
 from jsonschema import Draft202012Validator
+from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 from uritemplate import URITemplate
 
@@ -57,9 +58,10 @@ def _schema(name: str) -> Check:
 # --- JSON Schema -------------------------------------------------------------------------------
 
 
-def schema_validator_class(schema: dict[str, Any]) -> type:
+def schema_validator_class(schema: dict[str, Any]) -> type[Validator]:
     """Return the jsonschema validator class for the schema's $schema (default Draft 2020-12)."""
-    cls = validator_for(schema, default=None)
+    # None marks an unknown $schema (jsonschema hands back the default it is given; its stubs allow only a class).
+    cls: type[Validator] | None = validator_for(schema, default=cast(Any, None))
     if cls is None:
         if "$schema" in schema:
             fields.fail(

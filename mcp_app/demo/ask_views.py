@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
@@ -46,7 +47,7 @@ def _line(**event: Any) -> str:
     return json.dumps(event) + "\n"
 
 
-def _stream(events: AsyncIterator[str]) -> HttpResponse:
+def _stream(events: AsyncIterator[str]) -> HttpResponseBase:
     return StreamingHttpResponse(events, content_type="application/x-ndjson")
 
 
@@ -126,7 +127,7 @@ async def _ask_together_events(asking: _Asking) -> AsyncIterator[str]:
 
 @csrf_exempt  # a machine endpoint: no browser session, no cookies, nothing to forge
 @require_POST
-async def ask_together(request: HttpRequest) -> HttpResponse:
+async def ask_together(request: HttpRequest) -> HttpResponseBase:
     """Ask a name (a form), a greeting (the client's model) and the client's roots in one event (AMB-284),
     then answer with all three."""
     return _busy() or _stream(_ask_together_events(_Asking()))
@@ -155,7 +156,7 @@ async def _task_events(asking: _Asking) -> AsyncIterator[str]:
 
 @csrf_exempt  # a machine endpoint, as ask_together
 @require_POST
-async def ask_then_task(request: HttpRequest) -> HttpResponse:
+async def ask_then_task(request: HttpRequest) -> HttpResponseBase:
     """Ask a name, say the questions are done (`{"type": "task"}`), then work a few steps and greet."""
     return _busy() or _stream(_task_events(_Asking()))
 
@@ -167,7 +168,7 @@ async def _failing_events() -> AsyncIterator[str]:
 
 @csrf_exempt  # a machine endpoint, as ask_together
 @require_POST
-async def fail(request: HttpRequest) -> HttpResponse:
+async def fail(request: HttpRequest) -> HttpResponseBase:
     """Start, then fail at the protocol level (an `error` event, AMB-285)."""
     return _stream(_failing_events())
 

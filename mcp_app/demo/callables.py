@@ -28,7 +28,7 @@ async def echo(ctx: RequestContext, arguments: dict[str, Any]) -> dict[str, Any]
 async def add(ctx: RequestContext, arguments: dict[str, Any]) -> dict[str, Any]:
     """Return a + b as text and as structuredContent {"sum": a + b}."""
     a, b = arguments.get("a"), arguments.get("b")
-    if not all(isinstance(n, int) and not isinstance(n, bool) for n in (a, b)):
+    if not isinstance(a, int) or not isinstance(b, int) or isinstance(a, bool) or isinstance(b, bool):
         raise ToolError("'a' and 'b' must be integers.")
     total = a + b
     return {"content": [{"type": "text", "text": str(total)}], "structuredContent": {"sum": total}}

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
@@ -61,7 +62,7 @@ async def _count_events(n: int, delay: float) -> AsyncIterator[str]:
 
 @csrf_exempt  # a machine endpoint, as echo
 @require_POST
-async def stream(request: HttpRequest) -> HttpResponse:
+async def stream(request: HttpRequest) -> HttpResponseBase:
     """Count to `n` (JSON body `{"n", "delay"}`), one event a step: the http kind's streamed reply.
 
     Each line is a JSON event (handlers/http_stream.py): progress and a log message per step, then

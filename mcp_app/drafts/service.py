@@ -15,7 +15,7 @@ from __future__ import annotations
 import base64
 import copy
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard, TypeVar
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, models, transaction
@@ -23,10 +23,12 @@ from django.db import IntegrityError, models, transaction
 from audit.models import Action
 from audit.trail import record
 from mcp_app.history import service as history
-from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool
+from mcp_app.models import Definition, Prompt, Resource, ResourceTemplate, Tool
 from tenants.models import Tenant
 
-MODELS: tuple[type[models.Model], ...] = (Tool, Prompt, Resource, ResourceTemplate)
+D = TypeVar("D", bound=Definition)
+
+MODELS: tuple[type[Definition], ...] = (Tool, Prompt, Resource, ResourceTemplate)
 # Never part of a draft: the row's identity, its bookkeeping, and secrets (written at once, AMB-219).
 NOT_DRAFTED = frozenset({"id", "tenant", "updated_at", "version", "draft", "handler_secrets"})
 REASON_LENGTH = history.REASON_LENGTH
@@ -50,7 +52,7 @@ class Published:
     pk: int
 
 
-def drafted_fields(model: type[models.Model]) -> list[models.Field]:
+def drafted_fields(model: type[Definition]) -> list[models.Field]:
     return [f for f in model._meta.concrete_fields if f.name not in NOT_DRAFTED]
 
 
@@ -71,24 +73,24 @@ def _value(obj: models.Model, fld: models.Field) -> Any:
     return bytes(value) if isinstance(value, memoryview) else value
 
 
-def is_drafted(obj: models.Model) -> bool:
+def is_drafted(obj: models.Model) -> TypeGuard[Definition]:
     """Whether the row is a definition, whose changes can wait as a draft."""
     return isinstance(obj, MODELS)
 
 
-def has_draft(obj: models.Model) -> bool:
+def has_draft(obj: Definition) -> bool:
     """Whether the definition has changes no client sees yet (or was never published)."""
     return obj.version == 0 or bool(obj.draft)
 
 
-def status(obj: models.Model) -> str:
+def status(obj: Definition) -> str:
     """One short line for lists: "draft", "v3", "v3 + draft"."""
     if obj.version == 0:
         return "draft (never published)"
     return f"v{obj.version} + draft" if obj.draft else f"v{obj.version}"
 
 
-def apply_draft(obj: models.Model) -> models.Model:
+def apply_draft(obj: D) -> D:
     """Give `obj` (in memory) its draft's values: what Try runs and the form edits."""
     pending = obj.draft or {}
     for fld in drafted_fields(type(obj)):
@@ -97,12 +99,12 @@ def apply_draft(obj: models.Model) -> models.Model:
     return obj
 
 
-def with_draft(obj: models.Model) -> models.Model:
+def with_draft(obj: D) -> D:
     """A copy of `obj` with its draft applied; `obj` is left as published."""
     return apply_draft(copy.deepcopy(obj))
 
 
-def stage(obj: models.Model, user: Any = None) -> models.Model:
+def stage(obj: D, user: Any = None) -> D:
     """Keep `obj`'s values (edited in memory, already checked) as its row's draft.
 
     A new or never-published definition is saved as a draft row (version 0). A published one keeps its
@@ -125,7 +127,11 @@ def stage(obj: models.Model, user: Any = None) -> models.Model:
     }
     with transaction.atomic():
         model.objects.filter(pk=obj.pk).update(draft=pending or None)
-        if isinstance(obj, Tool) and obj.handler_secrets != current.handler_secrets:
+        if (
+            isinstance(obj, Tool)
+            and isinstance(current, Tool)
+            and obj.handler_secrets != current.handler_secrets
+        ):
             current.handler_secrets = obj.handler_secrets
             current._keep_version = True
             current.save(update_fields=["handler_secrets", "updated_at"])
@@ -134,13 +140,13 @@ def stage(obj: models.Model, user: Any = None) -> models.Model:
     return obj
 
 
-def _attribute(obj: models.Model, user: Any, reason: str) -> None:
+def _attribute(obj: Definition, user: Any, reason: str) -> None:
     # django-simple-history reads these: who made the change, and why.
     obj._change_reason = reason[:REASON_LENGTH]
     obj._history_user = user if user is not None and getattr(user, "is_authenticated", False) else None
 
 
-def _publish_row(row: models.Model, user: Any, reason: str) -> Published:
+def _publish_row(row: Definition, user: Any, reason: str) -> Published:
     apply_draft(row)
     row.draft = None
     try:
@@ -156,16 +162,16 @@ def _publish_row(row: models.Model, user: Any, reason: str) -> Published:
         raise PublishError(
             f"{row} cannot be published: another definition of the tenant has its name or URI."
         ) from None
-    return Published(row._meta.model_name, str(row), row.version, row.pk)
+    return Published(row._meta.model_name or "", str(row), row.version, row.pk)
 
 
-def publish(obj: models.Model, user: Any = None) -> Published | None:
+def publish(obj: Definition, user: Any = None) -> Published | None:
     """Make the definition's draft what clients get, as its next version (None: nothing to publish)."""
     done = publish_many([obj], user)
     return done[0] if done else None
 
 
-def publish_many(rows: list[models.Model], user: Any = None, reason: str = "Published") -> list[Published]:
+def publish_many(rows: list[Definition], user: Any = None, reason: str = "Published") -> list[Published]:
     """Publish the drafts of `rows` as one change: all or none, one list_changed per list and tenant."""
     done: list[tuple[int, Published]] = []
     with transaction.atomic():
@@ -180,9 +186,9 @@ def publish_many(rows: list[models.Model], user: Any = None, reason: str = "Publ
     return [d for _t, d in done]
 
 
-def pending(tenant: Tenant | int) -> list[models.Model]:
+def pending(tenant: Tenant | int) -> list[Definition]:
     """The tenant's definitions with a draft, kind by kind, in each kind's order."""
-    rows: list[models.Model] = []
+    rows: list[Definition] = []
     for model in MODELS:
         rows.extend(model.objects.for_tenant(tenant).filter(WAITING))
     return rows
@@ -203,7 +209,7 @@ def _audit(done: list[Published], tenant_id: int, user: Any) -> None:
     )
 
 
-def discard(obj: models.Model) -> bool:
+def discard(obj: Definition) -> bool:
     """Drop the draft: a published definition keeps its published version; one never published
     is deleted (nothing of it was ever live). True when something was discarded."""
     with transaction.atomic():
@@ -217,14 +223,14 @@ def discard(obj: models.Model) -> bool:
     return True
 
 
-def changes(obj: models.Model) -> list[history.FieldChange]:
+def changes(obj: Definition) -> list[history.FieldChange]:
     """What the draft changes in the published definition, field by field (the history's diff)."""
     if not obj.draft:
         return []
     return history.compare(obj, with_draft(obj), drafted_fields(type(obj)))
 
 
-def rollback(obj: models.Model, history_id: int, user: Any = None) -> models.Model:
+def rollback(obj: Definition, history_id: int, user: Any = None) -> Definition:
     """Publish an earlier version again, as the next version (its draft, if any, stays a draft)."""
     row = history.revert(obj, history_id, user)
     back_to = type(obj).history.filter(history_id=history_id).values_list("version", flat=True).first()

@@ -98,7 +98,7 @@ def call_context(
         cancelled=asyncio.Event(),
         draft_tool=tool,  # what definition_for chose: the draft, or the published one itself
     )
-    message = {
+    message: dict[str, Any] = {
         "jsonrpc": "2.0",
         "id": REQUEST_ID,
         "method": "tools/call",

@@ -101,7 +101,7 @@ async def watch(
                 raise NothingToWatch(f"Upstream {target.label} announces no list changes.")
             if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
                 listens = True
-                flags = {f"{kind}_list_changed": True for kind in watched}
+                flags: dict[str, Any] = {f"{kind}_list_changed": True for kind in watched}
                 async with client.listen(**flags) as subscription:
                     if on_ready is not None:
                         on_ready(list(watched))

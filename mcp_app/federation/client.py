@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
@@ -219,7 +219,7 @@ async def _call_once(
     async def body(client: Any) -> types.CallToolResult | types.InputRequiredResult:
         # 2026-07-28 sends log messages only to a request that opts in: a call with someone to tell does.
         wants_logs = on_log is not None and client.protocol_version in MODERN_PROTOCOL_VERSIONS
-        meta = {types.LOG_LEVEL_META_KEY: "debug"} if wants_logs else None
+        meta: dict[str, Any] | None = {types.LOG_LEVEL_META_KEY: "debug"} if wants_logs else None
 
         def as_a_task() -> Awaitable[types.CallToolResult]:
             call = upstream_tasks.call(client.session, name, arguments, meta, on_progress, target.label)
@@ -228,7 +228,12 @@ async def _call_once(
         if as_task:
             return await as_a_task()
         params = types.CallToolRequestParams(
-            name=name, arguments=arguments, _meta=meta, input_responses=answers, request_state=request_state
+            # RequestParamsMeta is an open TypedDict (extra_items=Any): any {key: value} is one.
+            name=name,
+            arguments=arguments,
+            _meta=cast("types.RequestParamsMeta | None", meta),
+            input_responses=answers,
+            request_state=request_state,
         )
         request = types.CallToolRequest(params=params)
 

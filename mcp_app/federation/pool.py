@@ -29,6 +29,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
+import httpx2
 import mcp_types as types
 from django.conf import settings
 from mcp import Client
@@ -75,7 +76,12 @@ async def sdk_client(
     if sse:
         # The SDK's SSE client opens and closes the HTTP client it is given itself, and the 2024-11-05
         # transport knows no 2026-07-28 discover, only a handshake.
-        streams: Any = sse_client(target.url, httpx_client_factory=lambda **_: http)
+        def given_client(
+            headers: dict[str, str] | None = None, timeout: Any = None, auth: Any = None
+        ) -> httpx2.AsyncClient:
+            return http  # configured by open_http_client above; the SDK's own settings are not wanted
+
+        streams: Any = sse_client(target.url, httpx_client_factory=given_client)
         owner: AbstractAsyncContextManager[Any] = contextlib.nullcontext()
         mode = "legacy"
     else:

@@ -24,7 +24,7 @@ import re
 import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urljoin, urlparse
 
 import httpx2
@@ -290,13 +290,14 @@ class PinnedTransport(httpx2.AsyncBaseTransport):
         sse = "text/event-stream" in response.headers.get("content-type", "")
         limit = int(settings.MCP_UPSTREAM_MAX_MESSAGE_BYTES)
         stream: httpx2.AsyncByteStream
+        body = cast(httpx2.AsyncByteStream, response.stream)  # an async transport's reply: an async stream
         if not sse:
-            stream = CappedStream(response.stream, limit, sse, state)  # type: ignore[arg-type]
+            stream = CappedStream(body, limit, sse, state)
         elif request.method == "POST" and state is not None and request.headers.get("mcp-method") != LISTEN:
             # A call's reply stream has a budget of its own (AMB-188).
-            stream = CappedStream(response.stream, limit, sse, state, message_budget())  # type: ignore[arg-type]
+            stream = CappedStream(body, limit, sse, state, message_budget())
         else:
-            stream = CappedStream(response.stream, limit, sse, state, self.stream_budget, self.on_flood)  # type: ignore[arg-type]
+            stream = CappedStream(body, limit, sse, state, self.stream_budget, self.on_flood)
         if self.on_lost is not None and sse and request.method == "GET":
             stream = EndpointGuard(stream, str(url), limit, state, self.on_lost)
         response.stream = stream

@@ -119,7 +119,7 @@ async def _follow(
         if modern and status == "completed":
             return _result(task.get("result"), label)
         if modern and status == "failed":
-            error = task.get("error") if isinstance(task.get("error"), dict) else {}
+            error = found if isinstance(found := task.get("error"), dict) else {}
             raise _Ended(
                 f"Upstream {label} failed the call: {str(error.get('message') or 'no reason given')[:500]}"
             )

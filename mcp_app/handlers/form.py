@@ -114,7 +114,7 @@ async def run(ctx: RequestContext, tool: ToolDef, arguments: dict[str, Any]) -> 
         for q in questions
     }
     results = await ctx.ask_together(requests)
-    answers: dict[str, Any] = {}
+    answers = {}
     for question in questions:
         declined = _declined(results.get(question["name"]) or {"action": "cancel"})
         if declined is not None:
@@ -193,7 +193,7 @@ def choices_of(spec: dict[str, Any]) -> list[tuple[str, str]]:
     if not isinstance(items, dict):
         return []
     if isinstance(items.get("enum"), list):
-        names = spec.get("enumNames") if isinstance(spec.get("enumNames"), list) else items["enum"]
+        names = found if isinstance(found := spec.get("enumNames"), list) else items["enum"]
         return [(str(v), str(n)) for v, n in zip(items["enum"], names, strict=False)]
     titled = items.get("oneOf") if spec.get("type") != "array" else items.get("anyOf")
     if isinstance(titled, list):
@@ -212,10 +212,13 @@ def _choices(spec: dict[str, Any]) -> list[str] | None:
 def _field_rules(spec: dict[str, Any]) -> list[str]:
     found: list[str] = []
     for low, high in (("minLength", "maxLength"), ("minItems", "maxItems"), ("minimum", "maximum")):
-        values = spec.get(low), spec.get(high)
+        least, most = spec.get(low), spec.get(high)
         if (
-            all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
-            and values[0] > values[1]
+            isinstance(least, int | float)
+            and isinstance(most, int | float)
+            and not isinstance(least, bool)
+            and not isinstance(most, bool)
+            and least > most
         ):
             found.append(f"{low!r} is above {high!r}.")
     enum, names = spec.get("enum"), spec.get("enumNames")

@@ -122,7 +122,7 @@ def refused_arguments(tool: ToolDef, arguments: dict[str, Any]) -> tuple[list[st
     if check is None:
         return None
     names = check(tool, arguments)
-    return (names, module.refusal(tool, names)) if names else None
+    return (names, module.refusal(tool, names)) if names and module is not None else None
 
 
 def _normalise(result: Any) -> dict[str, Any]:

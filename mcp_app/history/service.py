@@ -22,11 +22,11 @@ from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import IntegrityError, models, transaction
 from django.db.models import Subquery
 
-from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool
+from mcp_app.models import Definition, Prompt, Resource, ResourceTemplate, Tool
 from tenants.models import Tenant
 
 # The URL word of each definition kind (API paths), and back.
-KINDS: dict[str, type[models.Model]] = {
+KINDS: dict[str, type[Definition]] = {
     "tools": Tool,
     "prompts": Prompt,
     "resources": Resource,
@@ -168,7 +168,7 @@ def _versions(records: list[Any]) -> list[Version]:
     return versions
 
 
-def versions(model: type[models.Model], object_id: int) -> list[Version]:
+def versions(model: type[Definition], object_id: int) -> list[Version]:
     """Every recorded version of one definition (live or deleted), newest first."""
     records = list(model.history.filter(id=object_id).select_related("history_user"))
     return _versions(records)
@@ -189,7 +189,7 @@ def describe(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def _save_checked(obj: models.Model, reason: str, user: Any, *, insert: bool) -> None:
+def _save_checked(obj: Definition, reason: str, user: Any, *, insert: bool) -> None:
     """full_clean then save in one transaction; a refusal becomes a HistoryError naming the fields."""
     obj._change_reason = reason[:REASON_LENGTH]
     obj._history_user = user if user is not None and user.is_authenticated else None
@@ -206,7 +206,7 @@ def _save_checked(obj: models.Model, reason: str, user: Any, *, insert: bool) ->
         ) from None
 
 
-def revert(obj: models.Model, history_id: int, user: Any) -> models.Model:
+def revert(obj: Definition, history_id: int, user: Any) -> Definition:
     """Give `obj` the fields of one of its versions (its tenant and a Tool's secrets stay as they are)."""
     record = type(obj).history.filter(id=obj.pk, history_id=history_id).first()
     if record is None:
@@ -224,7 +224,7 @@ def revert(obj: models.Model, history_id: int, user: Any) -> models.Model:
     return current
 
 
-def between(model: type[models.Model], object_id: int, older_id: int, newer_id: int) -> list[FieldChange]:
+def between(model: type[Definition], object_id: int, older_id: int, newer_id: int) -> list[FieldChange]:
     """What changed from one recorded version of a definition to another (any two, either order)."""
     records = {
         r.history_id: r
@@ -236,7 +236,7 @@ def between(model: type[models.Model], object_id: int, older_id: int, newer_id: 
     return diff(older, newer, _tenant_slugs([older, newer]))
 
 
-def deleted(model: type[models.Model], tenant_ids: set[int] | None) -> list[Version]:
+def deleted(model: type[Definition], tenant_ids: set[int] | None) -> list[Version]:
     """The deletions of definitions that are still gone, newest first (within `tenant_ids`; None: all)."""
     live = model.objects.values("pk")
     qs = model.history.filter(history_type="-").exclude(id__in=Subquery(live))
@@ -251,7 +251,7 @@ def deleted(model: type[models.Model], tenant_ids: set[int] | None) -> list[Vers
     return _versions(latest)
 
 
-def deletion(model: type[models.Model], history_id: int, tenant_ids: set[int] | None) -> Any:
+def deletion(model: type[Definition], history_id: int, tenant_ids: set[int] | None) -> Any:
     """The record of one deletion within `tenant_ids` (None: any), or NoSuchVersion."""
     qs = model.history.filter(history_id=history_id, history_type="-")
     if tenant_ids is not None:
@@ -262,7 +262,7 @@ def deletion(model: type[models.Model], history_id: int, tenant_ids: set[int] | 
     return record
 
 
-def restore(record: Any, user: Any) -> models.Model:
+def restore(record: Any, user: Any) -> Definition:
     """Bring a deleted definition back as it was when deleted, with its id (its history continues).
 
     A Tool comes back without secret values (they are never in history): enter them again."""

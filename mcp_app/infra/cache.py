@@ -169,7 +169,7 @@ def _on_message(raw: Any) -> None:
         return
     if not isinstance(message, dict):
         return
-    cache = _caches.get(message.get("cache")) if isinstance(message.get("cache"), str) else None
+    cache = _caches.get(name) if isinstance(name := message.get("cache"), str) else None
     if cache is None:
         return
     if "key" in message:

@@ -14,6 +14,7 @@ from typing import Any
 import redis
 import redis.asyncio
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 
 # What a Redis outage raises (a refused, dropped or timed-out connection): callers answer these with a
 # clear "retry shortly" instead of an internal error; the pools reconnect by themselves once it is back.
@@ -45,10 +46,16 @@ def channel(name: str) -> str:
     return f"{name}:db{redis.connection.parse_url(settings.REDIS_URL).get('db', 0)}"
 
 
+def _url() -> str:
+    if settings.REDIS_URL is None:
+        raise ImproperlyConfigured("REDIS_URL is not set: this needs Redis.")
+    return settings.REDIS_URL
+
+
 def client() -> Any:
     """Return this loop's redis.asyncio client for REDIS_URL (decoded strings)."""
     clients = _clients.setdefault(asyncio.get_running_loop(), {})
-    url = settings.REDIS_URL
+    url = _url()
     found = clients.get(url)
     if found is None:
         pool = redis.asyncio.BlockingConnectionPool.from_url(
@@ -60,7 +67,7 @@ def client() -> Any:
 
 def sync_client() -> Any:
     """Return the process's synchronous client for REDIS_URL (signal handlers, management commands)."""
-    url = settings.REDIS_URL
+    url = _url()
     found = _sync_clients.get(url)
     if found is None:
         pool = redis.BlockingConnectionPool.from_url(

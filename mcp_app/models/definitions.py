@@ -5,7 +5,7 @@ Longer than 400 lines: the four definitions share one abstract base and their va
 
 from __future__ import annotations
 
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
@@ -63,6 +63,13 @@ class Definition(models.Model):
     draft = models.JSONField(null=True, blank=True, editable=False)
 
     objects = DefinitionQuerySet.as_manager()
+    # django-simple-history's manager, on each concrete definition (`history = HistoricalRecords(...)`).
+    history: Any
+    # Set on the instance before a save, never columns: `_keep_version` is read by save() below, the
+    # other two by django-simple-history (the version's reason and author).
+    _keep_version: bool
+    _change_reason: str
+    _history_user: Any
 
     class Meta:
         abstract = True
@@ -123,6 +130,9 @@ UPSTREAM_NAME_KEY = "upstream"
 
 # The longest a call may wait for a worker (Tool.worker_wait_seconds): a day.
 WORKER_WAIT_MAX_SECONDS = 86_400
+
+
+ToolManager = models.Manager.from_queryset(ToolQuerySet)
 
 
 class Tool(Definition):
@@ -195,7 +205,7 @@ class Tool(Definition):
         "support is required; a 2026-07-28 client that does not accept tasks cannot call such a tool.",
     )
 
-    objects = ToolQuerySet.as_manager()
+    objects: ClassVar[ToolManager] = ToolManager()
     # Secrets stay out of history: a revert keeps today's secret values (never stored twice).
     history = HistoricalRecords(excluded_fields=["handler_secrets", "updated_at", "draft"])
 
@@ -245,7 +255,7 @@ class Tool(Definition):
         """The configuration as documents, the API and the admin show it: an upstream tool's names its
         upstream (``{"upstream", "tool", "fixed"}``, schema ``handler.upstream``)."""
         config = self.handler_config if isinstance(self.handler_config, dict) else {}
-        if self.handler != "upstream" or self.upstream_id is None:
+        if self.handler != "upstream" or self.upstream is None:
             return config
         return {UPSTREAM_NAME_KEY: self.upstream.name, **config}
 

@@ -28,6 +28,7 @@ from oauth2_provider.http import OAuth2ResponseRedirect
 from oauth2_provider.models import get_access_token_model, get_application_model
 from oauth2_provider.views import AuthorizationView, IntrospectTokenView, OAuthServerMetadataView, TokenView
 from oauthlib.oauth2 import Server
+from oauthlib.oauth2.rfc6749.grant_types.base import GrantTypeBase
 from oauthlib.openid import Server as OpenIDServer
 
 from mcp_app.models import Tool
@@ -53,8 +54,13 @@ def _harden(server: Server | OpenIDServer, request_validator: Any) -> None:
         code_grants.append(server.openid_connect_auth.proxy_target)
     for grant in code_grants:
         dot_compat.allow_only_s256(grant)
-        grant.custom_validators.pre_auth.append(request_validator.validate_authorization_extras)
-    server.credentials_grant.custom_validators.post_token.append(request_validator.validate_service_client)
+        _custom_validators(grant).pre_auth.append(request_validator.validate_authorization_extras)
+    _custom_validators(server.credentials_grant).post_token.append(request_validator.validate_service_client)
+
+
+def _custom_validators(grant: GrantTypeBase) -> Any:
+    """The grant's hooks (oauthlib's GrantTypeBase sets them in __init__; its stubs do not declare them)."""
+    return vars(grant)["custom_validators"]
 
 
 class McpOAuthServer(Server):
@@ -349,7 +355,7 @@ class IntrospectView(IntrospectTokenView):
     # non-browser POST (any real client) got Django's CSRF 403 page.
     @method_decorator(csrf_exempt)
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if request.method.lower() not in self.http_method_names:
+        if (request.method or "").lower() not in self.http_method_names:
             return self.http_method_not_allowed(request, *args, **kwargs)
         if request.method == "POST" and not self.authenticate_client(request):
             response = JsonResponse({"error": "invalid_client"}, status=401)

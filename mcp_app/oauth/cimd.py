@@ -97,7 +97,7 @@ class McpMetadataFetcher(dot_cimd.SafeMetadataFetcher):
             infos = socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)
         except socket.gaierror as exc:
             raise dot_cimd.CIMDError(f"could not resolve client_id host: {exc}") from exc
-        ips = [info[4][0] for info in infos]
+        ips = [str(info[4][0]) for info in infos]
         if not ips:
             raise dot_cimd.CIMDError("client_id host did not resolve to any address")
         return ips

@@ -24,7 +24,7 @@ from mcp_app.infra import redis_client
 KEY_PREFIX = "mcp:oauth:rate"
 WINDOW_SECONDS = 60
 
-_limiters: dict[str, MovingWindowRateLimiter] = {}
+_limiters: dict[str | None, MovingWindowRateLimiter] = {}  # by REDIS_URL (None: memory)
 
 
 def _limiter() -> MovingWindowRateLimiter:

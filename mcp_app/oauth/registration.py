@@ -214,17 +214,19 @@ def display_metadata(client_id: str) -> dict[str, str]:
     return cache.get(_display_key(client_id)) or {}
 
 
-def _parse_metadata(body: bytes) -> tuple[dict[str, Any] | None, HttpResponse | None]:
-    """DOT's parse, behind the one nesting limit (AMB-115): its json.loads recursed into a 500."""
+def _parse_metadata(body: bytes) -> dict[str, Any] | HttpResponse:
+    """DOT's parse, behind the one nesting limit (AMB-115): its json.loads recursed into a 500.
+    The metadata, or the error response that refuses it."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
-        return None, dot_compat.error_response("invalid_client_metadata", "Request body must be UTF-8 JSON")
+        return dot_compat.error_response("invalid_client_metadata", "Request body must be UTF-8 JSON")
     if nesting.json_depth_exceeds(text, nesting.limit()):
-        return None, dot_compat.error_response(
+        return dot_compat.error_response(
             "invalid_client_metadata", f"Request body is nested deeper than {nesting.limit()} levels"
         )
-    return dot_compat.parse_metadata(text)
+    data, error = dot_compat.parse_metadata(text)
+    return error if error is not None else data
 
 
 def _too_large() -> HttpResponse:
@@ -263,9 +265,9 @@ class RegistrationView(DynamicClientRegistrationView):
             return dot_compat.error_response(
                 "access_denied", "Authentication required to register a client", status=401
             )
-        data, error = _parse_metadata(request.body)
-        if error:
-            return error
+        data = _parse_metadata(request.body)
+        if isinstance(data, HttpResponse):
+            return data
         refusal = metadata_problem(data)
         if refusal:
             return refusal.response()
@@ -319,9 +321,9 @@ class RegistrationManagementView(DynamicClientRegistrationManagementView):
             return auth
         if _oversized(request):
             return _too_large()
-        data, error = _parse_metadata(request.body)
-        if error:
-            return error
+        data = _parse_metadata(request.body)
+        if isinstance(data, HttpResponse):
+            return data
         refusal = metadata_problem(data)
         if refusal:
             return refusal.response()

@@ -152,6 +152,6 @@ def token_request(request: Request, requested: list[str]) -> ServiceClient:
         raise errors.InvalidScopeError(
             description=f"This client may ask for at most: {' '.join(sorted(allowed))}.", request=request
         )
-    request.resource = [canonical]
+    vars(request)["resource"] = [canonical]  # DOT binds the token to it (oauthlib's request takes any attribute)
     request.scopes = sorted(asked)
     return row

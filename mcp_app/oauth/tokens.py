@@ -193,8 +193,9 @@ async def verify(token: str, tenant: TenantInfo) -> Grant:
 def on_token_changed(sender: Any, instance: Any, **kwargs: Any) -> None:
     """A saved or deleted AccessToken (revocation, refresh rotation) or API key drops its cached entry everywhere."""
     key = getattr(instance, "token_checksum", "") or getattr(instance, "key_hash", "") or ""
-    if not key and getattr(instance, "token", ""):
-        key = checksum(instance.token)
+    token = getattr(instance, "token", "")
+    if not key and token:
+        key = checksum(token)
     if key and kwargs.get("created"):
         cache.evict(key)  # a new token is in no other process's cache: nothing to tell the others
     elif key:

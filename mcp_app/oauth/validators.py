@@ -167,13 +167,14 @@ class McpOAuth2Validator(OAuth2Validator):
 
     def validate_service_client(self, request: Request) -> dict[str, Any]:
         """The client credentials grant's last check: a tenant's service client, for that tenant (AMB-197)."""
-        request.service_client = service_clients.token_request(request, requested_resources(request))
+        # Kept on oauthlib's request (which takes any attribute; its stubs declare its own only).
+        vars(request)["service_client"] = service_clients.token_request(request, requested_resources(request))
         return {}
 
     def _create_access_token(self, expires: Any, request: Request, token: dict, *args: Any, **kwargs: Any) -> Any:
         if request.grant_type == service_clients.GRANT:
             # DOT gives a client credentials token no user; ours acts as the member the owner chose.
-            request.user = request.service_client.application.user
+            request.user = vars(request)["service_client"].application.user
         return super()._create_access_token(expires, request, token, *args, **kwargs)
 
     def save_authorization_code(
@@ -190,7 +191,7 @@ class McpOAuth2Validator(OAuth2Validator):
             raise errors.AccessDeniedError(
                 description="Only members of this MCP server can grant access to it.", request=request
             )
-        request.resource = [resources.canonical_uri(tenant.slug)]
+        vars(request)["resource"] = [resources.canonical_uri(tenant.slug)]
         super().save_authorization_code(client_id, code, request, *args, **kwargs)
 
     def save_bearer_token(self, token: dict, request: Request, *args: Any, **kwargs: Any) -> None:
@@ -248,11 +249,11 @@ class McpOAuth2Validator(OAuth2Validator):
                 )
             canonical.append(resources.canonical_uri(tenant.slug))
         # Compared with the grant's (canonical) resource by DOT: a different tenant is invalid_target.
-        request.resource = canonical
+        vars(request)["resource"] = canonical
         super()._check_and_set_request_resource(request)
         if not request.resource and is_identity_request(request):
             # A sign-in client's token: bound to the provider itself, which no MCP endpoint or API accepts.
-            request.resource = [resources.issuer()]
+            vars(request)["resource"] = [resources.issuer()]
         if not request.resource:
             # Tokens without an audience are never issued (the resource server would refuse them anyway).
             raise _invalid_target(request, "This grant is not bound to an MCP endpoint.")

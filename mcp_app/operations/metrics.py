@@ -235,7 +235,7 @@ class PlatformCollector:
 
 
 _registry = CollectorRegistry(auto_describe=False)
-_registry.register(PlatformCollector())  # type: ignore[arg-type]
+_registry.register(PlatformCollector())
 
 
 def _allowed(request: HttpRequest) -> bool:

@@ -15,9 +15,10 @@ import enum
 import functools
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 from django.db import models
@@ -220,7 +221,9 @@ def dumps(document: dict[str, Any], fmt: str = "yaml") -> str:
 
 def default_of(model: type[models.Model], field: str) -> Any:
     """The field's default as a document holds it: a choice as its plain value (AMB-118)."""
-    default = model._meta.get_field(field).get_default()
+    default = cast(
+        models.Field, model._meta.get_field(field)
+    ).get_default()  # a column, not a relation's far end
     return default.value if isinstance(default, enum.Enum) else default
 
 
@@ -261,11 +264,11 @@ def export_item(kind: Kind, obj: models.Model) -> dict[str, Any]:
         if field == "blob" and value is None:
             continue
         item[field] = to_document_value(field, value)
-    if kind.model in (Tool, Upstream) and (names := secret_names(obj)):  # type: ignore[arg-type]
+    if isinstance(obj, Tool | Upstream) and (names := secret_names(obj)):
         item["secrets"] = names
-    if kind.model is Provider and obj.client_secret:  # type: ignore[attr-defined]
+    if isinstance(obj, Provider) and obj.client_secret:
         item["secrets"] = [PROVIDER_SECRET]
-    if kind.model is Upstream and (pins := pinned_of(obj)):  # type: ignore[arg-type]
+    if isinstance(obj, Upstream) and (pins := pinned_of(obj)):
         item["pinned"] = pins
     return item
 
@@ -279,7 +282,7 @@ def export_tenant(tenant: Tenant) -> dict[str, Any]:
         "settings": {field: getattr(tenant, field) for field in SETTINGS_FIELDS},
     }
     for kind in KINDS:
-        rows = kind.model.objects.filter(tenant=tenant).order_by(kind.natural_key)
+        rows = kind.model._default_manager.filter(tenant=tenant).order_by(kind.natural_key)
         if kind.model is Tool:
             rows = rows.select_related("upstream")
         if hasattr(kind.model, "draft"):
@@ -358,10 +361,12 @@ def _explain(error: SchemaValidationError) -> list[tuple[str, str]]:
     parts = list(error.absolute_path)
     if in_definition_field(parts):
         where = path_of(parts[:3])
-        subject = fields.schema()["$defs"].get(FIELD_SCHEMAS.get(parts[2], ""), {}).get("title", "The value")
+        subject = (
+            fields.schema()["$defs"].get(FIELD_SCHEMAS.get(str(parts[2]), ""), {}).get("title", "The value")
+        )
         return [(where, m) for m in fields.explain(error, skip=3, root=str(parts[2]), subject=subject)]
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-        allowed = set(error.schema.get("properties", {}))
+        allowed = set(error.schema.get("properties", {})) if isinstance(error.schema, Mapping) else set()
         return [
             (path_of([*parts, key]), f"Unknown key; allowed: {', '.join(sorted(allowed))}.")
             for key in sorted(set(error.instance) - allowed)
@@ -369,7 +374,7 @@ def _explain(error: SchemaValidationError) -> list[tuple[str, str]]:
     if error.validator == "required" and isinstance(error.instance, dict):
         return [
             (path_of([*parts, key]), "Required.")
-            for key in error.validator_value
+            for key in cast(Any, error.validator_value)
             if key not in error.instance
         ]
     if error.validator == "type":
@@ -391,7 +396,8 @@ def _json_type(value: Any) -> str:
         return "boolean"
     if isinstance(value, int | float):
         return "number"
-    return {str: "string", list: "array", dict: "object"}.get(type(value), type(value).__name__)
+    names: dict[type, str] = {str: "string", list: "array", dict: "object"}
+    return names.get(type(value), type(value).__name__)
 
 
 def _a(kind: str) -> str:

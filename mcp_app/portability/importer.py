@@ -180,7 +180,9 @@ def _plan_kind(
     problems: list[tuple[str, str]],
     bad: set[int],
 ) -> None:
-    existing = {getattr(row, kind.natural_key): row for row in kind.model.objects.filter(tenant=tenant)}
+    existing = {
+        getattr(row, kind.natural_key): row for row in kind.model._default_manager.filter(tenant=tenant)
+    }
     seen: dict[str, int] = {}
     for index, item in enumerate(items):
         if index in bad:  # already reported by the JSON Schema: its values may not even have the right types
@@ -194,7 +196,9 @@ def _plan_kind(
             continue
         seen[key] = index
         current = existing.get(key)
-        target = kind.model(tenant=tenant) if current is None else kind.model.objects.get(pk=current.pk)
+        target = (
+            kind.model(tenant=tenant) if current is None else kind.model._default_manager.get(pk=current.pk)
+        )
         for name in kind.fields:
             value = item.get(name, default_of(kind.model, name)) if name != "blob" else item.get("blob")
             if name == "blob" and value is not None:
@@ -202,16 +206,20 @@ def _plan_kind(
             setattr(target, name, value)
         _clean(target, ["tenant"], base, problems)
         if kind.model in (Tool, Upstream):
-            held = {n.lower() for n in (secret_names(current) if current is not None else [])}
+            held = {
+                n.lower() for n in (secret_names(current) if isinstance(current, Tool | Upstream) else [])
+            }
             lacking = [n for n in item.get("secrets", []) if n.lower() not in held]
             if kind.model is Tool:
                 plan.missing_secrets += [(key, n) for n in lacking]
             else:
-                if item.get("oauth_client_id") and (current is None or not current.oauth_client_secret):
+                if item.get("oauth_client_id") and (
+                    not isinstance(current, Upstream) or not current.oauth_client_secret
+                ):
                     lacking.append(OAUTH_SECRET)
                 plan.missing_upstream_secrets += [(key, n) for n in lacking]
         wants_secret = kind.model is Provider and PROVIDER_SECRET in item.get("secrets", [])
-        if wants_secret and (current is None or not current.client_secret):
+        if wants_secret and (not isinstance(current, Provider) or not current.client_secret):
             plan.missing_provider_secrets.append(key)
         if current is None:
             plan.changes.append(Change(kind.key, key, "create", obj=target))
@@ -317,7 +325,7 @@ def apply(plan: Plan, document: dict[str, Any], user: Any = None, *, draft: bool
     for change in plan.changes:
         if change.action not in ("create", "change"):
             continue
-        if draft and drafts.is_drafted(change.obj):
+        if draft and change.obj is not None and drafts.is_drafted(change.obj):
             drafts.stage(_tag(change.obj, user), user)
         else:
             _tag(change.obj, user).save()
@@ -336,7 +344,11 @@ def _pin(plan: Plan, document: dict[str, Any]) -> None:
     As if a sync had seen them: the first real sync compares what the upstream offers with these, so a
     definition that changed since the export waits for review. A tool already linked keeps its row.
     """
-    upstreams = {c.key: c.obj for c in plan.changes if c.kind == "upstreams" and c.action != "delete"}
+    upstreams = {
+        c.key: c.obj
+        for c in plan.changes
+        if c.kind == "upstreams" and c.action != "delete" and isinstance(c.obj, Upstream)
+    }
     for item in document.get("upstreams", []):
         upstream = upstreams.get(item["name"])
         for remote_name, definition in (item.get("pinned") or {}).items():

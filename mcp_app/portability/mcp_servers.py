@@ -160,5 +160,5 @@ def apply(servers_plan: ServersPlan) -> None:
         for row in servers_plan.create:
             headers = servers_plan.headers.get(row.name)
             row.secret_headers = encrypt_secrets(headers) if headers else ""
-            row._change_reason = CHANGE_REASON
+            vars(row)["_change_reason"] = CHANGE_REASON  # django-simple-history reads it
             row.save()

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin
 
-from referencing import Registry, Resource
+from referencing import Registry
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
 
@@ -111,7 +111,7 @@ class _Resolver:
 
     def __init__(self, document: dict[str, Any]) -> None:
         # No retrieve function: a reference to anything but this document is Unresolvable.
-        resource = Resource(contents=document, specification=DRAFT202012)
+        resource = DRAFT202012.create_resource(document)
         self.resolver = Registry().with_resource(_DOCUMENT_URI, resource).resolver(base_uri=_DOCUMENT_URI)
         self.nodes = 0
 
@@ -238,7 +238,7 @@ def parse(document: Any, source_url: str = "") -> Description:
     paths = document.get("paths")
     if not isinstance(paths, dict):
         raise OpenApiError("The document has no 'paths' object.")
-    info = document.get("info") if isinstance(document.get("info"), dict) else {}
+    info = found if isinstance(found := document.get("info"), dict) else {}
     resolver = _Resolver(document)
     taken: set[str] = set()
     operations = []
@@ -359,7 +359,7 @@ def _request_body(
 
 
 def _output(resolver: _Resolver, operation: dict[str, Any]) -> dict[str, Any] | None:
-    responses = operation.get("responses") if isinstance(operation.get("responses"), dict) else {}
+    responses = found if isinstance(found := operation.get("responses"), dict) else {}
     for status in sorted(str(s) for s in responses):
         if not (status.startswith("2") and len(status) == 3):
             continue

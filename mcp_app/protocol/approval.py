@@ -143,7 +143,8 @@ async def check(
             return error_result(f"{exc.message} Tool {tool.name!r} was not run.")
         fresh = True
     action = answer.get("action")
-    outcome = {"accept": Outcome.APPROVED, "decline": Outcome.DECLINED}.get(action, Outcome.CANCELLED)
+    outcomes: dict[Any, Outcome] = {"accept": Outcome.APPROVED, "decline": Outcome.DECLINED}
+    outcome = outcomes.get(action, Outcome.CANCELLED)
     if fresh:
         await decided(outcome)
     if outcome == Outcome.APPROVED:

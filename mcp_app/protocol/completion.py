@@ -71,7 +71,8 @@ async def handle_complete(ctx: RequestContext, params: dict[str, Any]) -> dict[s
     name = argument["name"]
 
     if ref["type"] == "ref/prompt":
-        prompt = catalog.prompts_by_name.get(ref.get("name")) if isinstance(ref.get("name"), str) else None
+        prompt_name = ref.get("name")
+        prompt = catalog.prompts_by_name.get(prompt_name) if isinstance(prompt_name, str) else None
         if prompt is None:
             raise InvalidParams(truncate(f"Unknown prompt: {ref.get('name')}", 200))
         declared = {a.get("name"): a for a in prompt.arguments if isinstance(a, dict)}

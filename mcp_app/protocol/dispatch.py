@@ -77,7 +77,8 @@ class Method:
             ref = params.get("ref") if isinstance(params, dict) else None
             kind = ref.get("type") if isinstance(ref, dict) else None
             # Completions reveal a prompt's or a template's values: they need that family's scope.
-            family = {"ref/prompt": scopes.PROMPTS, "ref/resource": scopes.RESOURCES}.get(kind)
+            families: dict[Any, str] = {"ref/prompt": scopes.PROMPTS, "ref/resource": scopes.RESOURCES}
+            family = families.get(kind)
             if family:
                 needed.add(family)
         if self.tool_scope:
@@ -187,7 +188,7 @@ async def dispatch(
             kind = classify(message)
         except InvalidRequest as exc:
             return error_response(usable_id(message), exc)
-    method = message.get("method")
+    method: str = message.get("method") or ""  # a str: classify() checked the request or notification
     params = message.get("params") or {}
     if kind == "response":
         return None  # answers to server-issued requests are correlated by the transport

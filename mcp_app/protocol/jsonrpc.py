@@ -113,7 +113,7 @@ def usable_id(message: object) -> RequestId | None:
     if isinstance(message, dict):
         value = message.get("id")
         if is_valid_id(value):
-            return value  # type: ignore[return-value]
+            return value
     return None
 
 

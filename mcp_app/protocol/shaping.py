@@ -56,7 +56,7 @@ def icons(items: Any) -> list[Obj]:
     return [_pick(i, ICON_KEYS) for i in items or () if isinstance(i, dict) and i.get("src")]
 
 
-def annotations(obj: Any, version: str) -> Obj:
+def annotations_for(obj: Any, version: str) -> Obj:
     """Annotations on resources, templates and content blocks (lastModified is 2025-06-18+)."""
     if not isinstance(obj, dict):
         return {}
@@ -67,7 +67,7 @@ def annotations(obj: Any, version: str) -> Obj:
 def _finish(shaped: Obj, source: Obj, version: str) -> Obj:
     """Shape the nested annotations and icons that survived the key filter."""
     if "annotations" in shaped:
-        shaped["annotations"] = annotations(source["annotations"], version)
+        shaped["annotations"] = annotations_for(source["annotations"], version)
         if not shaped["annotations"]:
             del shaped["annotations"]
     if "icons" in shaped:

@@ -85,7 +85,9 @@ def asker(ctx: RequestContext, job_id: str, announce: Announce) -> Asker:
         if request.get("method") == AS_TASK:
             return {}  # already a task
         group = asking.group_of(request)
-        named = {names.claim(str(n)): (n, r) for n, r in group.items()} if group is not None else None
+        named: dict[str, tuple[Any, dict[str, Any]]] | None = (
+            {names.claim(str(n)): (n, r) for n, r in group.items()} if group is not None else None
+        )
         if named is None:
             named = {names.claim(f"q{next(numbers)}"): (None, request)}
         for _name, question in named.values():

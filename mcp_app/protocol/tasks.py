@@ -28,7 +28,7 @@ import os
 import secrets
 import socket
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -71,10 +71,10 @@ MAX_ANNOUNCED_RESULT_BYTES = 64 * 1024
 TERMINAL = ("completed", "failed", "cancelled")
 NOT_FOUND = "Failed to retrieve task: Task not found"
 
-_running: dict[str, asyncio.Task] = {}  # task id → the run going on in this process
+_running: dict[str | None, asyncio.Task] = {}  # task id → the run going on in this process
 _last_purge: float | None = None
 
-Run = Callable[[RequestContext, str], Awaitable[dict[str, Any]]]
+Run = Callable[[RequestContext, str], Coroutine[Any, Any, dict[str, Any]]]
 
 
 # --- Who may ask for tasks ----------------------------------------------------------------------
@@ -338,7 +338,7 @@ def _outcome(version: str, result: dict[str, Any]) -> dict[str, Any]:
 
 def _ttl(ctx: RequestContext, params: dict[str, Any]) -> int:
     cap = ctx.tenant.task_ttl_seconds * 1000
-    task = params.get("task") if isinstance(params.get("task"), dict) else {}
+    task = found if isinstance(found := params.get("task"), dict) else {}
     requested = task.get("ttl")
     if isinstance(requested, int) and not isinstance(requested, bool) and requested > 0:
         return max(POLL_INTERVAL_MS, min(requested, cap))
@@ -415,6 +415,7 @@ async def create(
     task's handler gets their answers, as the same call (its call id and what it carried).
     """
     row = await database_sync_to_async(_create)(ctx, tool, _ttl(ctx, params))
+    assert row.task_id is not None, "_create gives the run its task id"
     task_ctx = dataclasses.replace(
         ctx, emit=_task_emit(ctx, row.task_id), cancelled=asyncio.Event(), request_id=None
     )

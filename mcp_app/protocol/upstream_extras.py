@@ -111,7 +111,7 @@ async def complete(
         result = await federation.complete(await target(ctx, ref), remote_ref, sent, context or None)
     except federation.UpstreamError as exc:
         raise error(ref, exc) from None
-    completion = result.get("completion") if isinstance(result.get("completion"), dict) else {}
+    completion = found if isinstance(found := result.get("completion"), dict) else {}
     values = [v for v in completion.get("values") or [] if isinstance(v, str)][:100]
     out: dict[str, Any] = {"values": values}
     for field_name in ("total", "hasMore"):

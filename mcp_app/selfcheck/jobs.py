@@ -19,6 +19,7 @@ thread: its ``sync_to_async`` calls come back to that thread, not to the serving
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import threading
 import time
@@ -56,7 +57,7 @@ def check(slug: str, tenant_id: int, network: bool = True) -> Report:
             started = time.time()
             future = _pool.submit(_run, slug, tenant_id, network, started)
             running = _running[slug] = (future, started)
-            future.add_done_callback(lambda done, slug=slug: _forget(slug, done))
+            future.add_done_callback(functools.partial(_forget, slug))
     future, started = running
     report = future.result()
     if not joined:

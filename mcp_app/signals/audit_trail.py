@@ -57,7 +57,7 @@ def _names(token: str) -> dict[str, str] | None:
 @receiver(pre_save, sender=Tool, dispatch_uid="audit-secrets-before")
 def _secrets_before(sender: Any, instance: Tool, raw: bool = False, **kwargs: Any) -> None:
     old = Tool.objects.filter(pk=instance.pk).values_list("handler_secrets", flat=True).first() if instance.pk else ""
-    instance._audit_old_secrets = old or ""
+    vars(instance)["_audit_old_secrets"] = old or ""  # never a column: read by _secrets_changed
 
 
 @receiver(post_save, sender=Tool, dispatch_uid="audit-secrets-changed")

@@ -209,7 +209,7 @@ def upstream_pre_save(sender: type, instance: Upstream, raw: bool = False, **kwa
         if instance.pk
         else None
     )
-    instance._mcp_previous_switches = previous or {}
+    vars(instance)["_mcp_previous_switches"] = previous or {}  # for upstream_saved
 
 
 @receiver(post_save, sender=Upstream, dispatch_uid="mcp_upstream_post_save")

@@ -211,7 +211,7 @@ class _Listener:
         )
         while True:
             try:
-                event = await receive(layer.receive, channel)
+                event: dict[str, Any] = await receive(layer.receive, channel)
             except asyncio.CancelledError:
                 raise
             except Exception:

@@ -37,7 +37,7 @@ def check_scopes(caller: Caller, tenant: TenantInfo, messages: Iterable[Any]) ->
     for message in messages:
         if not isinstance(message, dict) or "id" not in message:
             continue  # notifications and responses need no scope; malformed messages get their error
-        method = METHODS.get(message.get("method"))  # type: ignore[arg-type]
+        method = METHODS.get(name) if isinstance(name := message.get("method"), str) else None
         if method is None:
             continue  # answered -32601 by the dispatcher
         scopes, tool = method.scopes(tenant, message.get("params"))

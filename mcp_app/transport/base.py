@@ -12,6 +12,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from mcp_app import catalog
+from mcp_app.core.context import Caller
 from mcp_app.core.types import TenantInfo
 from mcp_app.infra import redis_client
 from mcp_app.protocol import quotas
@@ -36,10 +37,15 @@ class McpConsumer(AsyncHttpConsumer):
     """
 
     allowed_methods: tuple[str, ...] = ()
+    # Set by handle_request before anything reads them: the URL's tenant, then the authenticated caller.
+    tenant: TenantInfo
+    caller: Caller
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         self.scope = scope
         self.base_send = send
+        # The URL's captured parts (channels' URLRouter puts them in the scope).
+        self.route_kwargs: dict[str, Any] = scope.get("url_route", {}).get("kwargs", {})
         self.receive = receive
         self.started = False  # response headers sent
         self.finished = False  # last body chunk sent
@@ -89,7 +95,7 @@ class McpConsumer(AsyncHttpConsumer):
 
     # --- responses ------------------------------------------------------------------------------
 
-    async def send(self, message: dict[str, Any]) -> None:
+    async def send(self, message: Any) -> None:
         if message["type"] == "http.response.start":
             self.started = True
         elif not message.get("more_body"):
@@ -143,7 +149,7 @@ class McpConsumer(AsyncHttpConsumer):
     async def resolve_tenant(self) -> TenantInfo:
         """Check Host, find the tenant from the URL, check Origin; 400/404/403 otherwise."""
         origin.check_host(self.request)
-        slug = self.scope["url_route"]["kwargs"]["slug"]
+        slug = self.route_kwargs["slug"]
         tenant = await catalog.get_tenant(slug)
         if tenant is None:
             # The same answer for unknown and inactive tenants.
@@ -196,7 +202,7 @@ class McpConsumer(AsyncHttpConsumer):
         self,
         groups: list[str],
         on_event: Callable[[dict[str, Any]], Awaitable[bool]],
-        on_idle: Callable[[], Awaitable[bool | None]] | None = None,
+        on_idle: Callable[[], Awaitable[object]] | None = None,
         prelude: Callable[[], Awaitable[None]] | None = None,
         on_drain: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
@@ -204,6 +210,7 @@ class McpConsumer(AsyncHttpConsumer):
         until the client leaves or `on_event` (or `on_idle`, run at each keep-alive) returns False,
         or the process drains (streams/drain.py: `on_drain` sends the stream's last words)."""
         layer = get_channel_layer()
+        assert layer is not None, "CHANNEL_LAYERS is configured (mcpsite/settings.py)"
         channel = await layer.new_channel()
         for group in groups:
             await layer.group_add(group, channel)

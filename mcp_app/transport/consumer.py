@@ -95,7 +95,7 @@ class StreamableHttpConsumer(SessionStreams, McpConsumer):
         """
         if not redis_client.enabled():
             return
-        tenant_id = catalog.cached_tenant_id(self.scope["url_route"]["kwargs"]["slug"])
+        tenant_id = catalog.cached_tenant_id(self.route_kwargs["slug"])
         session_id = (self.request.header(SESSION_HEADER) or "").strip()
         if tenant_id is None or not sessions.valid_session_id(session_id) or sessions.is_legacy(session_id):
             return
@@ -290,7 +290,7 @@ class StreamableHttpConsumer(SessionStreams, McpConsumer):
                 await self.create_session(ctx, message, response["result"])
             return
         session = ctx.session
-        if runner.session_changed(self._snapshot, session):
+        if session is not None and runner.session_changed(self._snapshot, session):
             await runner.persist_session(session, self._snapshot)
 
     async def create_session(

@@ -30,6 +30,19 @@ from mcp_app.infra.redaction import redact_path
 from mcp_app.streams import drain
 from mcp_app.upstreams import watcher
 
+# The Daphne these patches were written against (pyproject.toml pins it), and the source of each function
+# they wrap or mirror (`_reap` does what application_checker does), SHA-256 of its `def` as the installed
+# file has it: tests/transport/test_daphne_pin.py fails when an upgrade changes any of them (AMB-330).
+DAPHNE_VERSION = "4.2.3"
+PATCHED_SOURCES = {
+    "daphne.http_protocol:WebRequest.__init__": "3df71546c31d6d835c00ad352ec90aa3ee96d395c66370a4fda6d7e00d7bc5d2",
+    "daphne.access:AccessLogGenerator.__call__": "cdd3711d038d24bc2b9aeac8bf529d07d1fcd408efae9ecc484402adc13809b0",
+    "daphne.server:Server.kill_all_applications": "e1553fe607cdb1941b6b18f988e7a05f7177199d5d50474064859af7fba5961b",
+    "daphne.server:Server.create_application": "e440a9663047ea8568dbb2e68ec6dae0a110d4f82e70a16712e84d7acccbeffa",
+    "daphne.server:Server.protocol_disconnected": "7c05736186760b4008a708cd151eaf7ffc0d33985d8c5035bee6b2b20b3435c6",
+    "daphne.server:Server.application_checker": "1721c6d6833e7f86ce1dd4c29d8b0ff49860233534f3f306e130ea2d6360331c",
+}
+
 
 def disable_form_parsing() -> bool:
     """Make Daphne's requests skip Twisted's form parsing (idempotent); True once installed."""
@@ -42,8 +55,8 @@ def disable_form_parsing() -> bool:
         kwargs.setdefault("parsePOSTFormSubmission", False)
         original(self, *args, **kwargs)
 
-    __init__._mcp_no_form_parsing = True  # type: ignore[attr-defined]
-    WebRequest.__init__ = __init__  # type: ignore[method-assign]
+    vars(__init__)["_mcp_no_form_parsing"] = True  # the wrapper's mark (a function takes attributes)
+    WebRequest.__init__ = __init__
     return True
 
 
@@ -94,7 +107,7 @@ def drain_before_shutdown() -> bool:
         waited.addBoth(lambda _: original(self))
         return waited
 
-    kill_all_applications._mcp_drains = True  # type: ignore[attr-defined]
+    vars(kill_all_applications)["_mcp_drains"] = True
     server.kill_all_applications = kill_all_applications
     return True
 
@@ -132,7 +145,7 @@ def reap_finished_requests_at_once() -> bool:
         disconnected(self, protocol)
         _reap(self, protocol)
 
-    create_application._mcp_reaps = True  # type: ignore[attr-defined]
+    vars(create_application)["_mcp_reaps"] = True
     server.create_application = create_application
     server.protocol_disconnected = protocol_disconnected
     return True
@@ -176,6 +189,6 @@ def redact_access_log() -> bool:
             details = {**details, "path": redact_path(details["path"])}
         return original(self, protocol, action, details)
 
-    __call__._mcp_redacts = True  # type: ignore[attr-defined]
-    AccessLogGenerator.__call__ = __call__  # type: ignore[method-assign]
+    vars(__call__)["_mcp_redacts"] = True
+    AccessLogGenerator.__call__ = __call__
     return True

@@ -146,7 +146,7 @@ class Exchange:
                 try:
                     if response is not None:
                         await self._publish(response, final=last)
-                    elif last:
+                    elif last and self.stream_id is not None:
                         await events.get_store().mark_done(self.stream_id)
                 finally:
                     if last:

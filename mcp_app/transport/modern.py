@@ -113,7 +113,8 @@ _KEPT: dict[str, Any] = {"result": {}}  # what usage needs to know of a kept ans
 
 def _status(response: dict[str, Any]) -> int:
     error = response.get("error")
-    return ERROR_STATUS.get(error.get("code"), 200) if isinstance(error, dict) else 200
+    code = error.get("code") if isinstance(error, dict) else None
+    return ERROR_STATUS.get(code, 200) if isinstance(code, int) else 200
 
 
 def forget_answers() -> None:

@@ -217,5 +217,5 @@ async def accept_message(
         await asking.deliver(session.id, message)  # the client's answer to a question a handler asked
     before = snapshot(session)
     await run_dispatch(ctx, message, kind)
-    if session_changed(before, session):
+    if session is not None and session_changed(before, session):
         await persist_session(session, before)

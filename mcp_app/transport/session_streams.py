@@ -29,6 +29,13 @@ logger = logging.getLogger(__name__)
 class SessionStreams(McpConsumer):
     """GET (the session's standalone stream) and the replay of a POST's stream."""
 
+    # The streamable HTTP consumer's (consumer.py), which this class is a part of.
+    async def load_session(self, required: bool = True, request_id: Any = None) -> SessionState | None:
+        raise NotImplementedError
+
+    def check_version_header(self, session: SessionState | None, request_id: Any = None) -> str:
+        raise NotImplementedError
+
     # --- GET ------------------------------------------------------------------------------------
 
     async def handle_get(self) -> None:
@@ -50,7 +57,7 @@ class SessionStreams(McpConsumer):
         if last_event_id:
             parsed = events.parse_event_id(last_event_id)
             info = await store.info(parsed[0]) if parsed else None
-            if info is not None and info.session_id == session.id:
+            if parsed is not None and info is not None and info.session_id == session.id:
                 if info.kind == "post":
                     await self.resume_post_stream(parsed[0], parsed[1], version)
                     return

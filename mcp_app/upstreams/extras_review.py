@@ -56,8 +56,9 @@ def lines(old: Any, new: Any) -> list[tuple[str, str]]:
 
 def save(upstream: Upstream, reason: str, user: Any = None) -> None:
     """Save the row's pins as an edit: history, audit, the version bump and list_changed follow."""
-    upstream._change_reason = reason[:100]
-    upstream._history_user = user if user is not None and user.is_authenticated else None
+    # Read by django-simple-history (never columns).
+    vars(upstream)["_change_reason"] = reason[:100]
+    vars(upstream)["_history_user"] = user if user is not None and user.is_authenticated else None
     upstream.save(update_fields=["pinned_extras", "updated_at"])
 
 

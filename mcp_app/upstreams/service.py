@@ -231,7 +231,7 @@ def _publish_new(row: UpstreamTool, report: SyncReport) -> None:
 def published_schema(schema: Any, fixed: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
     """The remote input schema as our clients see it: fixed arguments gone, the owner's defaults set."""
     out = copy.deepcopy(schema) if isinstance(schema, dict) else {"type": "object"}
-    properties = out.get("properties") if isinstance(out.get("properties"), dict) else {}
+    properties = found if isinstance(found := out.get("properties"), dict) else {}
     for name in fixed:
         properties.pop(name, None)
     for name, value in defaults.items():
@@ -319,7 +319,7 @@ def publish(
     `fixed` arguments are always sent with these values and hidden from clients; `defaults` are set
     in the published schema; `overrides` are other Tool fields (title, description, approval, ...).
     """
-    if row.published:
+    if row.tool is not None:  # published
         raise UpstreamProblem(f"{row.remote_name!r} is already published as {row.tool.name!r}.")
     if row.gone_at is not None:
         raise UpstreamProblem(f"The upstream no longer offers {row.remote_name!r}.")

@@ -7,6 +7,7 @@ so p50/p95 of a step or a tool are those of all its requests, within a bucket's 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -32,7 +33,7 @@ class Totals:
     histogram: tuple[int, ...] = ()
 
     @classmethod
-    def of(cls, row: dict[str, Any]) -> Totals:
+    def of(cls, row: Mapping[str, Any]) -> Totals:
         return cls(
             calls=row["s_calls"] or 0,
             errors=row["s_errors"] or 0,

@@ -66,6 +66,9 @@ class Recorder:
     """The counts of one process since its last flush, its totals, its recent errors and open listeners."""
 
     def __init__(self, process_id: str | None = None) -> None:
+        self._start(process_id)
+
+    def _start(self, process_id: str | None) -> None:
         self.process_id = process_id or f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
         self._lock = threading.Lock()
         self._pending: dict[Key, Counts] = {}
@@ -77,7 +80,7 @@ class Recorder:
     def forked(self) -> None:
         """In a child forked after this recorder was made (a Celery pool process): a process of its
         own, with none of the parent's counts (its lock, perhaps held at the fork, is a new one)."""
-        self.__init__()  # type: ignore[misc]
+        self._start(None)
 
     def record(self, tenant_id: int, method: str, tool: str, seconds: float, outcome: int = OK) -> None:
         """Count one request: its outcome and its latency, in this minute's bucket."""
@@ -207,7 +210,9 @@ def observe(
     if method == "tools/call" and isinstance(params, dict):
         name = params.get("name")
         tool = name[:MAX_LABEL_LENGTH] if isinstance(name, str) else ""
-    outcome, code, message = OK, None, ""
+    code: Any = None  # the JSON-RPC error code, checked below
+    message: Any = ""
+    outcome = OK
     if response is not None:
         error = response.get("error")
         if isinstance(error, dict):

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from django.db import connection, transaction
 
@@ -64,7 +66,7 @@ def increment(before: call_stats.Health | None, now: call_stats.Health) -> Incre
     )
 
 
-def _upsert(rows: list[tuple[object, ...]]) -> None:
+def _upsert(rows: Sequence[tuple[Any, ...]]) -> None:
     quote = connection.ops.quote_name
     table = quote(UpstreamHealth._meta.db_table)
     names = ", ".join(quote(c) for c in COLUMNS)

@@ -5,6 +5,8 @@ Anyone else gets the 404 of a missing tenant (tenants.access), and a signed-out 
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
@@ -94,7 +96,7 @@ def overview(request: HttpRequest) -> HttpResponse:
     totals = queries.per_tenant(window)
     ids = [t.id for t in tenants]
     sessions, listeners = queries.live_counts(ids)
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "tenant": t,
             "totals": totals.get(t.id, queries.Totals()),

@@ -39,10 +39,12 @@ class Command(BaseCommand):
             stream = open(output, "w", encoding="utf-8") if output else None  # noqa: SIM115 - closed below
         except OSError as error:
             raise CommandError(f"Cannot write {output}: {error.strerror}") from None
-        target = stream or self.stdout
         try:
             for line in json_lines(events.iterator()):
-                target.write(line, ending="") if stream is None else target.write(line)
+                if stream is None:
+                    self.stdout.write(line, ending="")
+                else:
+                    stream.write(line)
                 count += 1
         finally:
             if stream is not None:

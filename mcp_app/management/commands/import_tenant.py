@@ -16,7 +16,7 @@ from django.db import transaction
 
 from mcp_app.portability import mcp_servers
 from mcp_app.portability.document import DocumentError, loads
-from mcp_app.portability.importer import import_document
+from mcp_app.portability.importer import Plan, import_document
 from tenants.models import Tenant
 
 # Exit status when the document has problems (CommandError's own status, 1, means it could not run).
@@ -79,10 +79,12 @@ class Command(BaseCommand):
             tenant = tenant or self._named_tenant(document, servers)
             with transaction.atomic():
                 target = self._tenant(tenant, create)
+                plan: mcp_servers.ServersPlan | Plan
                 if servers:
-                    plan = mcp_servers.plan(target, document)
+                    servers_plan = mcp_servers.plan(target, document)
                     if not dry_run:
-                        mcp_servers.apply(plan)
+                        mcp_servers.apply(servers_plan)
+                    plan = servers_plan
                 else:
                     plan = import_document(target, document, prune=prune, dry_run=dry_run, draft=draft)
                 if dry_run:

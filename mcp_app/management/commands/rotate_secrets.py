@@ -59,8 +59,8 @@ class Command(BaseCommand):
             # Connected accounts (AMB-207, AMB-208): providers' client secrets and each connection's tokens.
             rotated_accounts = 0
             for model, column in ((Provider, "client_secret"), (Connection, "tokens")):
-                rows = model.objects.exclude(**{column: ""}).select_related("tenant").order_by("pk")
-                for row in rows.iterator():
+                accounts = model.objects.exclude(**{column: ""}).select_related("tenant").order_by("pk")
+                for row in accounts.iterator():
                     stored = getattr(row, column)
                     try:
                         token = rotate(stored)

@@ -83,6 +83,7 @@ class Command(BaseCommand):
         user_model = get_user_model()
         env_password = os.environ.get("MCP_ADMIN_PASSWORD") or None
         user = user_model.objects.filter(username=ADMIN_USERNAME).first()
+        password: str | None
         if user is None:
             password = env_password or secrets.token_urlsafe(12)
             user_model.objects.create_superuser(ADMIN_USERNAME, "admin@example.com", password)
@@ -102,4 +103,4 @@ class Command(BaseCommand):
             changed = True
         if changed:
             user.save()
-        return (ADMIN_USERNAME, password or env_password) if print_login else None
+        return (ADMIN_USERNAME, password or env_password or "") if print_login else None
