@@ -10,8 +10,9 @@ import threading
 
 import pytest
 import pytest_asyncio
+from django.conf import settings
 from django.db import connections, transaction
-from django.test import TransactionTestCase
+from django.test import TransactionTestCase, override_settings
 
 from mcp_app import catalog
 from mcp_app.connected_accounts import vault
@@ -26,6 +27,14 @@ from tenants.models import Membership, Role, Tenant
 # Fixtures and assertions read and write every tenant; code under test sets its own scope as it would
 # in a server (the consumer, the middleware, a job), and servers in other processes start with none.
 wall.bypass_process("the test process")
+
+# Django's default hasher (PBKDF2, a million rounds) spent ~0.5 s of CPU on each password set or checked
+# (alice, bob, admin_user, client.login(), ... hundreds in the suite): the tests' users hash with a cheap
+# one, as Django advises for tests. The project's own hashers follow it, so a hash made by the servers
+# (seed_demo, the e2e processes, which keep theirs) still verifies here. AMB-335.
+override_settings(
+    PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher", *settings.PASSWORD_HASHERS]
+).enable()
 
 # What Django's flush after each transactional test writes back through post_migrate: kept, not rewritten.
 _POST_MIGRATE_TABLES = frozenset({"django_content_type", "auth_permission"})

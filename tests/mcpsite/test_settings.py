@@ -4,22 +4,15 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 
-from django.conf import settings as django_settings
+from tests import zygote
 
 
 def engine_under(**env: str) -> subprocess.CompletedProcess[str]:
     code = "import django; django.setup(); from django.conf import settings as s; print(s.DATABASES['default']['ENGINE'])"
     run_env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DATABASE_ROLE")}
     run_env.update(DJANGO_SETTINGS_MODULE="mcpsite.settings", **env)
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        env=run_env,
-        capture_output=True,
-        text=True,
-        cwd=django_settings.BASE_DIR,
-    )
+    return zygote.run_code(code, run_env)
 
 
 def test_an_empty_database_url_means_the_embedded_sqlite_database_as_an_unset_one_does() -> None:
@@ -34,13 +27,7 @@ def setting_under(name: str, **env: str) -> str:
     code = f"from mcpsite import settings as s; print(s.{name})"
     run_env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", name)}
     run_env.update(DJANGO_SETTINGS_MODULE="mcpsite.settings", **env)
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        env=run_env,
-        capture_output=True,
-        text=True,
-        cwd=django_settings.BASE_DIR,
-    )
+    done = zygote.run_code(code, run_env)
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 

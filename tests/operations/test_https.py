@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 
 import pytest
-from django.conf import settings as django_settings
 
 from mcp_app.core.versions import V2025_11_25
+from tests import zygote
 from tests.transport.support import Client as McpClient
 
 PUBLIC = "https://mcp.example.com"
@@ -24,9 +23,7 @@ def settings_under(**env: str) -> subprocess.CompletedProcess[str]:
     )
     run_env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_")}
     run_env.update(DJANGO_SETTINGS_MODULE="mcpsite.settings", **env)
-    return subprocess.run(
-        [sys.executable, "-c", code], env=run_env, capture_output=True, text=True, cwd=django_settings.BASE_DIR
-    )
+    return zygote.run_code(code, run_env)
 
 
 def test_the_proxys_header_is_off_by_default_and_the_redirect_needs_https_and_the_header() -> None:
