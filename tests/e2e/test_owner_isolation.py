@@ -79,10 +79,16 @@ async def latencies_while(url: str, work: Awaitable[Any], minimum: int = 40) -> 
     return taken, await task
 
 
-def within_ratio(idle: list[float], during: list[float], what: str) -> None:
-    quiet, busy = p99(idle), p99(during)
+async def within_ratio(url: str, idle: list[float], during: list[float], what: str) -> None:
+    """The other tenant's p99 while the work ran within RATIO of its idle p99, idle measured before the
+    work and again after it, the larger taken: CI's other workers load the machine unevenly, and a
+    baseline taken before the load came would blame the work for it. The work's own slowdown (39x on
+    the loop) is gone after it, so it still fails."""
+    after = await greet_latencies(url, 60)
+    quiet, busy = max(p99(idle), p99(after)), p99(during)
     print(
-        f"{what}: idle p99 {quiet * 1000:.1f} ms, during p99 {busy * 1000:.1f} ms ({len(during)} calls), ratio {busy / quiet:.2f}"
+        f"{what}: idle p99 {p99(idle) * 1000:.1f} ms before, {p99(after) * 1000:.1f} ms after; during p99 "
+        f"{busy * 1000:.1f} ms ({len(during)} calls), ratio {busy / quiet:.2f}"
     )
     assert busy <= RATIO * max(quiet, NOISE_FLOOR), (
         f"{what}: the other tenant's p99 went from {quiet * 1000:.1f} ms idle to {busy * 1000:.1f} ms "
@@ -150,7 +156,9 @@ async def test_four_self_checks_of_a_big_tenant_at_once_slow_no_other_tenant(ser
 
     bodies = [answer.json() for answer in answers]
     assert [answer.status_code for answer in answers] == [200] * 4, bodies
-    within_ratio(idle, during, f"four self-checks of {BIG} tools ({seconds:.1f} s)")
+    await within_ratio(
+        server.mcp_url(quiet), idle, during, f"four self-checks of {BIG} tools ({seconds:.1f} s)"
+    )
     # One check ran; the three asked while it ran got its report, saying so.
     assert sorted(body["joined"] for body in bodies) == [False, True, True, True], [
         b["joined"] for b in bodies
@@ -201,7 +209,9 @@ async def test_publishing_two_thousand_upstream_tools_slows_no_other_tenant(
             await heard_and_served({f"m_many_{i:04d}" for i in range(BIG)})
     assert answer.status_code == 200, answer.text[:500]
     assert len(answer.json()["published"]) >= BIG
-    within_ratio(idle, during, f"publishing {BIG} upstream tools ({seconds:.1f} s)")
+    await within_ratio(
+        server.mcp_url(quiet), idle, during, f"publishing {BIG} upstream tools ({seconds:.1f} s)"
+    )
 
 
 async def test_importing_two_thousand_tools_slows_no_other_tenant(server: DaphneServer) -> None:
@@ -230,7 +240,7 @@ async def test_importing_two_thousand_tools_slows_no_other_tenant(server: Daphne
         await heard_and_served({f"tool_{i:04d}" for i in range(BIG)})
     assert answer.status_code == 200, answer.text[:500]
     assert answer.json()["counts"]["create"] == BIG, answer.text[:300]
-    within_ratio(idle, during, f"importing {BIG} tools ({seconds:.1f} s)")
+    await within_ratio(server.mcp_url(quiet), idle, during, f"importing {BIG} tools ({seconds:.1f} s)")
 
 
 async def test_trying_drafts_of_a_background_tool_slows_no_other_tenant(server: DaphneServer) -> None:
@@ -265,4 +275,6 @@ async def test_trying_drafts_of_a_background_tool_slows_no_other_tenant(server: 
     assert all(a.json()["definition"] == "draft" for a in answers), answers[0].text[:600]
     texts = [(a.json()["result"] or {}).get("content", [{}])[0].get("text", a.text[:300]) for a in answers]
     assert all(text == "Counted to 20." for text in texts), texts
-    within_ratio(idle, during, f"twelve draft Try runs of a background tool ({seconds:.1f} s)")
+    await within_ratio(
+        server.mcp_url(quiet), idle, during, f"twelve draft Try runs of a background tool ({seconds:.1f} s)"
+    )
