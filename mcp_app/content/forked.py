@@ -8,7 +8,8 @@ in the caller's tenant-wall scope, and returns its value or raises its exception
 view's own) only waits. Arguments, value and exception go through pickle.
 
 When another process cannot see this database (SQLite in memory: the test process), or the caller is
-inside a transaction whose rows it could not see, ``fn`` runs here, in the calling thread, as it did before. ``run_capturing`` also returns what ``fn`` published to tenants
+inside a transaction whose rows it could not see, or this process's settings were overridden (a test),
+``fn`` runs here, in the calling thread, as it did before. ``run_capturing`` also returns what ``fn`` published to tenants
 (infra/notify), for a caller whose channel layer does not cross processes to announce again
 (signals/definitions.run_apart).
 """
@@ -20,6 +21,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
+from django.conf import UserSettingsHolder, settings
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.backends.sqlite3.base import DatabaseWrapper as SQLiteDatabase
 
@@ -53,9 +55,10 @@ def run(fn: Callable[..., T], *args: Any, timeout: float = 600.0) -> T:
 
 def run_capturing(fn: Callable[..., T], *args: Any, timeout: float = 600.0) -> tuple[T, Events]:
     """``run``, and the tenant events ``fn`` published there (none when it ran here: they went out)."""
-    if not shared_database() or connection.in_atomic_block:
-        # Another process would not see this one's uncommitted rows (a caller inside a transaction: a
-        # test's): the work runs here.
+    overridden = isinstance(settings._wrapped, UserSettingsHolder)
+    if not shared_database() or connection.in_atomic_block or overridden:
+        # Another process would not see this one's uncommitted rows (a caller inside a transaction), nor
+        # settings changed here after the forkserver started (a test's override): the work runs here.
         return fn(*args), []
     mp = render_pool.forkserver_context()
     ours, theirs = mp.Pipe(duplex=False)
