@@ -55,7 +55,7 @@ def run(fn: Callable[..., T], *args: Any, timeout: float = 600.0) -> T:
 
 def run_capturing(fn: Callable[..., T], *args: Any, timeout: float = 600.0) -> tuple[T, Events]:
     """``run``, and the tenant events ``fn`` published there (none when it ran here: they went out)."""
-    overridden = isinstance(settings._wrapped, UserSettingsHolder)
+    overridden = isinstance(getattr(settings, "_wrapped", None), UserSettingsHolder)
     if not shared_database() or connection.in_atomic_block or overridden:
         # Another process would not see this one's uncommitted rows (a caller inside a transaction), nor
         # settings changed here after the forkserver started (a test's override): the work runs here.
