@@ -41,6 +41,14 @@ RATIO = 3.0
 # multiply: the ratio is taken of at least this much.
 NOISE_FLOOR = 0.015
 
+# Timing tests not yet reliable on a loaded 2-core machine: the p99 of 40-90 calls is nearly their
+# maximum, and one spike fails it (issue 32 section 3; decisions/operations.md AMB-277). Measured
+# 2026-12-02 on CI alone and on a fresh clone without services: the publish 28.7 -> 158.8 ms (PostgreSQL),
+# the import 35.6 -> 107.5 ms and the Try 38.8 -> 213.6 ms (SQLite), medians 12-14 ms; quiet, all pass.
+LOADED = pytest.mark.xfail(
+    strict=False, reason="a timing test not yet reliable on a loaded machine: issue 32 section 3"
+)
+
 
 def p99(values: list[float]) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[98]
@@ -145,6 +153,7 @@ def api_token(server: DaphneServer) -> str:
     return used_secret(manage(server.env, "api_token", ADMIN_USERNAME).strip().splitlines()[-1])
 
 
+@LOADED
 async def test_four_self_checks_of_a_big_tenant_at_once_slow_no_other_tenant(server: DaphneServer) -> None:
     big, quiet = await asyncio.to_thread(big_and_quiet, server)
     token = await asyncio.to_thread(api_token, server)
@@ -193,6 +202,7 @@ def owned_and_quiet(server: DaphneServer, upstream_url: str = "") -> tuple[str, 
     return owned, quiet, out.strip()
 
 
+@LOADED
 async def test_publishing_a_thousand_upstream_tools_slows_no_other_tenant(
     server: DaphneServer, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
@@ -217,6 +227,7 @@ async def test_publishing_a_thousand_upstream_tools_slows_no_other_tenant(
     )
 
 
+@LOADED
 async def test_importing_a_thousand_tools_slows_no_other_tenant(server: DaphneServer) -> None:
     owned, quiet, _ = await asyncio.to_thread(owned_and_quiet, server)
     token = await asyncio.to_thread(api_token, server)
@@ -246,6 +257,7 @@ async def test_importing_a_thousand_tools_slows_no_other_tenant(server: DaphneSe
     await within_ratio(server.mcp_url(quiet), idle, during, f"importing {MANY} tools ({seconds:.1f} s)")
 
 
+@LOADED
 async def test_trying_drafts_of_a_background_tool_slows_no_other_tenant(server: DaphneServer) -> None:
     """A draft of a background tool is tried in the serving process (workers run published versions
     only): four Try runs at once, three times, each counting for a second with a progress and a log
