@@ -86,6 +86,8 @@ class Subscriber:
         # A Retry on the connection would be wrong here: redis-py would reconnect and resubscribe
         # inside get_message, and the messages published in the gap would be lost unnoticed.
         failures = 0
+        me = asyncio.current_task()
+        assert me is not None  # always run as a task (ensure)
         while True:
             pubsub = redis_client.client().pubsub()
             try:
@@ -98,6 +100,11 @@ class Subscriber:
                 while True:
                     # A bounded wait: redis-py's socket timeout would fail an unbounded one on a quiet channel.
                     message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
+                    if me.cancelling():
+                        # redis-py 8.1's read timeout (async_timeout) swallows a cancel that lands just
+                        # as it expires: the read returns None and this loop would outlive its event
+                        # loop's shutdown (asyncio.run waiting forever for this task).
+                        raise asyncio.CancelledError
                     if message is not None and message.get("type") == "message":
                         self.on_message(message.get("data"))
             except asyncio.CancelledError:
@@ -105,6 +112,8 @@ class Subscriber:
                 raise
             except Exception as exc:
                 listening_now.clear()
+                if me.cancelling():
+                    raise asyncio.CancelledError from exc  # the same swallowed cancel, as a TimeoutError
                 self.generation += 1
                 failures += 1
                 (logger.warning if failures == 1 else logger.debug)(

@@ -233,12 +233,6 @@ async def connect_in_browser(page: Page, link: str, names: dict[str, str], shots
     return callbacks[-1]
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="in both CI runs of 2026-12-02 the e2e shell gave no answer within 180 s at its second vault_call "
-    "(vault.access_token, after the vault's cache moved onto infra/cache.py, AMB-300); passes alone, after "
-    "test_connected_tools and after test_owner_isolation: the cause is not found yet",
-)
 async def test_a_person_connects_refreshes_once_and_disconnects_and_a_dropped_grant_asks_again(
     server: DaphneServer, server_b: DaphneServer, page: Page, request: pytest.FixtureRequest
 ) -> None:

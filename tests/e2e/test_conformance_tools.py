@@ -72,11 +72,20 @@ def demo_tools(server: DaphneServer) -> Iterator[None]:
         "Mcp-Method": "tools/call",
         "Mcp-Name": "fail_on_purpose",
     }
-    deadline = time.monotonic() + 30
-    while "error" not in (
-        answer := httpx.post(server.mcp_url("demo"), json=body, headers=headers, timeout=10).json()
-    ):
-        assert time.monotonic() < deadline, f"the edited URLs were not served within 30 s: {answer}"
+    # A loaded CI machine has taken over 10 s for the first call (the worker's first task, the
+    # server calling itself), so a slow answer is waited out like a stale one, within the deadline.
+    deadline = time.monotonic() + 90
+    answer: Any = None
+    while True:
+        try:
+            answer = httpx.post(
+                server.mcp_url("demo"), json=body, headers=headers, timeout=REQUEST_SECONDS
+            ).json()
+        except httpx.TimeoutException as slow:
+            answer = repr(slow)
+        if isinstance(answer, dict) and "error" in answer:
+            break
+        assert time.monotonic() < deadline, f"the edited URLs were not served within 90 s: {answer}"
         time.sleep(0.2)
     yield
 
