@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import threading
@@ -191,9 +192,10 @@ async def mcp_client(url: str, inbox: Inbox | None = None, mode: str = "legacy")
 # --- raw JSON-RPC over Streamable HTTP ---------------------------------------------------------
 
 
-async def greet_latencies(url: str, count: int) -> list[float]:
+async def greet_latencies(url: str, count: int, pace: float = 0.0) -> list[float]:
     """`count` sequential calls of a tenant's `greet` template tool ("Hello, {{ name }}!") through the SDK in
-    auto mode (2026-07-28), after one to warm up: the other tenant's side of the isolation tests."""
+    auto mode (2026-07-28), after one to warm up, `pace` seconds apart: the other tenant's side of the
+    isolation tests."""
     taken: list[float] = []
     async with mcp_client(url, mode="auto") as client:
         await client.call_tool("greet", {"name": "warm"})
@@ -202,6 +204,7 @@ async def greet_latencies(url: str, count: int) -> list[float]:
             result = await client.call_tool("greet", {"name": str(i)})
             taken.append(time.perf_counter() - started)
             assert result.content[0].text == f"Hello, {i}!"
+            await asyncio.sleep(pace)
     return taken
 
 
@@ -340,7 +343,11 @@ class AdminBrowser:
         )
 
     async def change(
-        self, path: str, form_id: str, updates: dict[str, str], button: tuple[str, str] = ("_publish", "Save and publish")
+        self,
+        path: str,
+        form_id: str,
+        updates: dict[str, str],
+        button: tuple[str, str] = ("_publish", "Save and publish"),
     ) -> None:
         """Open a change form, replace some fields, and save it as a browser would (a definition's form:
         published, unless `button` is ("_save", "Save draft"))."""

@@ -13,7 +13,7 @@ import secrets
 import statistics
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any, TypeVar
 
 import httpx
@@ -38,16 +38,12 @@ PACE = 0.05
 # The other tenant's p99 while the owner's work runs stays within this many times its idle p99.
 RATIO = 3.0
 # Below this the idle p99 is noise (a scheduler tick on a busy 2-core machine), not a latency to
-# multiply: the ratio is taken of at least this much.
-NOISE_FLOOR = 0.015
+# multiply: the ratio is taken of at least this much. Quiet, the paced idle p99 is 7-11 ms; at 15 ms
+# an import run in the serving process (p99 40 ms beside 8.5 ms idle) passed by the floor alone.
+NOISE_FLOOR = 0.010
 
-# Timing tests not yet reliable on a loaded 2-core machine: the p99 of 40-90 calls is nearly their
-# maximum, and one spike fails it (issue 32 section 3; decisions/operations.md AMB-277). Measured
-# 2026-12-02 on CI alone and on a fresh clone without services: the publish 28.7 -> 158.8 ms (PostgreSQL),
-# the import 35.6 -> 107.5 ms and the Try 38.8 -> 213.6 ms (SQLite), medians 12-14 ms; quiet, all pass.
-LOADED = pytest.mark.xfail(
-    strict=False, reason="a timing test not yet reliable on a loaded machine: issue 32 section 3"
-)
+# A measurement over the ratio is taken again with fresh work, this many times in all (see `isolated`).
+ATTEMPTS = 3
 
 
 def p99(values: list[float]) -> float:
@@ -90,40 +86,49 @@ async def latencies_while(url: str, work: Awaitable[Any], minimum: int = 40) -> 
     return taken, await task
 
 
-async def within_ratio(url: str, idle: list[float], during: list[float], what: str) -> None:
-    """The other tenant's p99 while the work ran within RATIO of its idle p99, idle measured before the
-    work and again after it, the larger taken: CI's other workers load the machine unevenly, and a
-    baseline taken before the load came would blame the work for it. The work's own slowdown (39x on
-    the loop) is gone after it, so it still fails."""
-    after = await greet_latencies(url, 60)
-    quiet, busy = max(p99(idle), p99(after)), p99(during)
-    print(
-        f"{what}: idle p99 {p99(idle) * 1000:.1f} ms before, {p99(after) * 1000:.1f} ms after; during p99 "
-        f"{busy * 1000:.1f} ms ({len(during)} calls), ratio {busy / quiet:.2f}"
+Afterwards = Callable[[], Awaitable[None]]
+
+
+async def isolated(
+    url: str,
+    what: str,
+    prepare: Callable[[AsyncExitStack], Awaitable[tuple[Awaitable[T], Afterwards | None]]],
+) -> T:
+    """The other tenant's `greet` p99 while the owner's work runs stays within RATIO of its idle p99;
+    the work's outcome.
+
+    Idle is measured before the work and again after it, the larger taken, the second time over as
+    many calls as were made during it (at most 200; the p99 of 40-150 calls is nearly their maximum, and the larger
+    sample would otherwise have the larger maximum), paced as they were. CI's other test workers load this 2-core machine
+    unevenly: one scheduler hiccup sets such a maximum (seen: 158 ms beside a median of 13 ms). So a
+    measurement over the ratio is taken again, with fresh work, up to ATTEMPTS times: a real slowdown
+    (the self-check on the serving loop: 3,000x) fails every one.
+
+    `prepare` sets up one attempt (entering into the stack what must stay open until its check: a
+    client's session is entered and left in this task) and returns the work, to run while measured,
+    and that check, run after the measurement so that its own requests are not measured."""
+    before = await greet_latencies(url, 60, PACE)
+    for number in range(1, ATTEMPTS + 1):
+        async with AsyncExitStack() as stack:
+            work, afterwards = await prepare(stack)
+            began = time.perf_counter()
+            during, outcome = await latencies_while(url, work)
+            seconds = time.perf_counter() - began
+            if afterwards is not None:
+                await afterwards()
+        after = await greet_latencies(url, min(max(60, len(during)), 200), PACE)
+        quiet, busy = max(p99(before), p99(after)), p99(during)
+        print(
+            f"{what} ({seconds:.1f} s, attempt {number}): idle p99 {p99(before) * 1000:.1f} ms before, "
+            f"{p99(after) * 1000:.1f} ms after; during p99 {busy * 1000:.1f} ms ({len(during)} calls, "
+            f"median {statistics.median(during) * 1000:.1f} ms), ratio {busy / quiet:.2f}"
+        )
+        if busy <= RATIO * max(quiet, NOISE_FLOOR):
+            return outcome
+        before = after
+    raise AssertionError(
+        f"{what}: the other tenant's p99 exceeded {RATIO:g}x its idle p99 in {ATTEMPTS} attempts (above)"
     )
-    assert busy <= RATIO * max(quiet, NOISE_FLOOR), (
-        f"{what}: the other tenant's p99 went from {quiet * 1000:.1f} ms idle to {busy * 1000:.1f} ms "
-        f"({len(during)} calls; median {statistics.median(during) * 1000:.1f} ms)"
-    )
-
-
-def is_within_ratio(idle: list[float], during: list[float]) -> bool:
-    return p99(during) <= RATIO * max(p99(idle), NOISE_FLOOR)
-
-
-async def measured_while(
-    url: str, idle: list[float], work: Callable[[], Awaitable[T]]
-) -> tuple[list[float], T, float]:
-    """`latencies_while` of a fresh `work()`, taken a second time when the first exceeds the ratio: the
-    p99 of ~40 calls is nearly their maximum, which one scheduler hiccup of CI's other test workers sets
-    (seen: 66 ms beside a median of 18 ms). A real slowdown (the self-check on the loop: 39x) fails both."""
-    for attempt in range(2):
-        began = time.perf_counter()
-        during, outcome = await latencies_while(url, work())
-        seconds = time.perf_counter() - began
-        if is_within_ratio(idle, during) or attempt == 1:
-            return during, outcome, seconds
-    raise AssertionError("unreachable")
 
 
 @asynccontextmanager
@@ -153,24 +158,22 @@ def api_token(server: DaphneServer) -> str:
     return used_secret(manage(server.env, "api_token", ADMIN_USERNAME).strip().splitlines()[-1])
 
 
-@LOADED
 async def test_four_self_checks_of_a_big_tenant_at_once_slow_no_other_tenant(server: DaphneServer) -> None:
     big, quiet = await asyncio.to_thread(big_and_quiet, server)
     token = await asyncio.to_thread(api_token, server)
-    idle = await greet_latencies(server.mcp_url(quiet), 60)
 
     async def four_checks() -> list[httpx.Response]:
         async with httpx.AsyncClient(timeout=300, headers={"Authorization": f"Bearer {token}"}) as http:
             url = f"{server.url}/api/v1/tenants/{big}/check/"
             return await asyncio.gather(*(http.post(url) for _ in range(4)))
 
-    during, answers, seconds = await measured_while(server.mcp_url(quiet), idle, four_checks)
+    async def prepare(_: AsyncExitStack) -> tuple[Awaitable[list[httpx.Response]], None]:
+        return four_checks(), None
+
+    answers = await isolated(server.mcp_url(quiet), f"four self-checks of {BIG} tools", prepare)
 
     bodies = [answer.json() for answer in answers]
     assert [answer.status_code for answer in answers] == [200] * 4, bodies
-    await within_ratio(
-        server.mcp_url(quiet), idle, during, f"four self-checks of {BIG} tools ({seconds:.1f} s)"
-    )
     # One check ran; the three asked while it ran got its report, saying so.
     assert sorted(body["joined"] for body in bodies) == [False, True, True, True], [
         b["joined"] for b in bodies
@@ -202,34 +205,30 @@ def owned_and_quiet(server: DaphneServer, upstream_url: str = "") -> tuple[str, 
     return owned, quiet, out.strip()
 
 
-@LOADED
 async def test_publishing_a_thousand_upstream_tools_slows_no_other_tenant(
     server: DaphneServer, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
+    token = await asyncio.to_thread(api_token, server)
+    _, quiet, _ = await asyncio.to_thread(owned_and_quiet, server)
     with running_upstream(tmp_path_factory.mktemp("many"), many=MANY) as remote:
-        owned, quiet, upstream_id = await asyncio.to_thread(owned_and_quiet, server, remote.url)
-        token = await asyncio.to_thread(api_token, server)
-        idle = await greet_latencies(server.mcp_url(quiet), 60)
 
-        async def sync_and_publish() -> httpx.Response:
+        async def sync_and_publish(owned: str, upstream_id: str) -> None:
             async with httpx.AsyncClient(timeout=300, headers={"Authorization": f"Bearer {token}"}) as http:
-                return await http.post(f"{server.url}/api/v1/tenants/{owned}/upstreams/{upstream_id}/sync/")
+                answer = await http.post(f"{server.url}/api/v1/tenants/{owned}/upstreams/{upstream_id}/sync/")
+            assert answer.status_code == 200, answer.text[:500]
+            assert len(answer.json()["published"]) >= MANY
 
-        async with owned_session(server.mcp_url(owned)) as heard_and_served:
-            began = time.perf_counter()
-            during, answer = await latencies_while(server.mcp_url(quiet), sync_and_publish())
-            seconds = time.perf_counter() - began
-            await heard_and_served({f"m_many_{i:04d}" for i in range(MANY)})
-    assert answer.status_code == 200, answer.text[:500]
-    assert len(answer.json()["published"]) >= MANY
-    await within_ratio(
-        server.mcp_url(quiet), idle, during, f"publishing {MANY} upstream tools ({seconds:.1f} s)"
-    )
+        async def prepare(stack: AsyncExitStack) -> tuple[Awaitable[None], Afterwards]:
+            owned, _, upstream_id = await asyncio.to_thread(owned_and_quiet, server, remote.url)
+            heard_and_served = await stack.enter_async_context(owned_session(server.mcp_url(owned)))
+            names = {f"m_many_{i:04d}" for i in range(MANY)}
+            return sync_and_publish(owned, upstream_id), lambda: heard_and_served(names)
+
+        await isolated(server.mcp_url(quiet), f"publishing {MANY} upstream tools", prepare)
 
 
-@LOADED
 async def test_importing_a_thousand_tools_slows_no_other_tenant(server: DaphneServer) -> None:
-    owned, quiet, _ = await asyncio.to_thread(owned_and_quiet, server)
+    _, quiet, _ = await asyncio.to_thread(owned_and_quiet, server)
     token = await asyncio.to_thread(api_token, server)
     schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
     document = {
@@ -241,23 +240,22 @@ async def test_importing_a_thousand_tools_slows_no_other_tenant(server: DaphneSe
             for i in range(MANY)
         ],
     }  # fmt: skip
-    idle = await greet_latencies(server.mcp_url(quiet), 60)
 
-    async def import_it() -> httpx.Response:
+    async def import_it(owned: str) -> None:
         async with httpx.AsyncClient(timeout=300, headers={"Authorization": f"Bearer {token}"}) as http:
-            return await http.post(f"{server.url}/api/v1/tenants/{owned}/import", json=document)
+            answer = await http.post(f"{server.url}/api/v1/tenants/{owned}/import", json=document)
+        assert answer.status_code == 200, answer.text[:500]
+        assert answer.json()["counts"]["create"] == MANY, answer.text[:300]
 
-    async with owned_session(server.mcp_url(owned)) as heard_and_served:
-        began = time.perf_counter()
-        during, answer = await latencies_while(server.mcp_url(quiet), import_it())
-        seconds = time.perf_counter() - began
-        await heard_and_served({f"tool_{i:04d}" for i in range(MANY)})
-    assert answer.status_code == 200, answer.text[:500]
-    assert answer.json()["counts"]["create"] == MANY, answer.text[:300]
-    await within_ratio(server.mcp_url(quiet), idle, during, f"importing {MANY} tools ({seconds:.1f} s)")
+    async def prepare(stack: AsyncExitStack) -> tuple[Awaitable[None], Afterwards]:
+        owned, _, _ = await asyncio.to_thread(owned_and_quiet, server)
+        heard_and_served = await stack.enter_async_context(owned_session(server.mcp_url(owned)))
+        names = {f"tool_{i:04d}" for i in range(MANY)}
+        return import_it(owned), lambda: heard_and_served(names)
+
+    await isolated(server.mcp_url(quiet), f"importing {MANY} tools", prepare)
 
 
-@LOADED
 async def test_trying_drafts_of_a_background_tool_slows_no_other_tenant(server: DaphneServer) -> None:
     """A draft of a background tool is tried in the serving process (workers run published versions
     only): four Try runs at once, three times, each counting for a second with a progress and a log
@@ -274,7 +272,6 @@ async def test_trying_drafts_of_a_background_tool_slows_no_other_tenant(server: 
         )
     ).strip()
     token = await asyncio.to_thread(api_token, server)
-    idle = await greet_latencies(server.mcp_url(quiet), 60)
 
     async def tries() -> list[httpx.Response]:
         answers: list[httpx.Response] = []
@@ -285,11 +282,11 @@ async def test_trying_drafts_of_a_background_tool_slows_no_other_tenant(server: 
                 answers += await asyncio.gather(*(http.post(url, json=body) for _ in range(4)))
         return answers
 
-    during, answers, seconds = await measured_while(server.mcp_url(quiet), idle, tries)
+    async def prepare(_: AsyncExitStack) -> tuple[Awaitable[list[httpx.Response]], None]:
+        return tries(), None
+
+    answers = await isolated(server.mcp_url(quiet), "twelve draft Try runs of a background tool", prepare)
     assert [a.status_code for a in answers] == [200] * 12, answers[0].text[:500]
     assert all(a.json()["definition"] == "draft" for a in answers), answers[0].text[:600]
     texts = [(a.json()["result"] or {}).get("content", [{}])[0].get("text", a.text[:300]) for a in answers]
     assert all(text == "Counted to 20." for text in texts), texts
-    await within_ratio(
-        server.mcp_url(quiet), idle, during, f"twelve draft Try runs of a background tool ({seconds:.1f} s)"
-    )
