@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -124,52 +125,84 @@ def sync(upstream: Upstream) -> SyncReport:
     return report
 
 
+# Remote tools recorded (and published) in one transaction. On SQLite one write transaction holds the
+# whole database: a sync of thousands in one transaction made every other writer wait out its timeout
+# (20 s) and fail with "database is locked" (docs/operations.md).
+CHUNK = 100
+
+
 def apply_offering(upstream: Upstream, tools: list[dict[str, Any]]) -> SyncReport:
-    """Record the remote tools offered now: new, changed (held for review), gone, back."""
+    """Record the remote tools offered now: new, changed (held for review), gone, back.
+
+    Committed CHUNK remote tools at a time, each chunk under a lock on the upstream's row (two syncs of
+    one upstream take turns); what is gone is settled last, once every offered tool is recorded. A sync
+    that fails half-way keeps the chunks it committed: the next sync finds the rest.
+    """
     report = SyncReport()
     now = timezone.now()
     offered = {t["name"]: t for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)}
+    names = list(offered)
+    for start in range(0, len(names), CHUNK):
+        chunk = names[start : start + CHUNK]
+        with transaction.atomic():
+            Upstream.objects.select_for_update().filter(pk=upstream.pk).first()
+            rows = {
+                r.remote_name: r
+                for r in UpstreamTool.objects.filter(upstream=upstream, remote_name__in=chunk)
+            }
+            for name in chunk:
+                _apply_one(upstream, name, offered[name], rows.get(name), now, report)
     with transaction.atomic():
-        rows = {r.remote_name: r for r in UpstreamTool.objects.select_for_update().filter(upstream=upstream)}
-        for name, definition in offered.items():
-            row = rows.get(name)
-            if row is None:
-                row = UpstreamTool.objects.create(
-                    tenant_id=upstream.tenant_id,
-                    upstream=upstream,
-                    remote_name=name,
-                    offered=definition,
-                    last_seen_at=now,
-                )
-                report.new.append(name)
-                if (imported := _imported_tool(upstream, name)) is not None:
-                    _adopt(row, imported)
-                    report.published.append(name)
-                elif upstream.publish_new:
-                    _publish_new(row, report)
-                continue
-            if row.offered != definition:
-                row.offered = definition
-                if row.published:
-                    report.changed.append(name)
-            row.last_seen_at = now
-            if row.gone_at is not None:
-                row.gone_at = None
-                report.back.append(name)
-                if row.withdrawn and row.tool is not None:
-                    _save_tool(row.tool, "The upstream offers it again", enabled=True)
-                row.withdrawn = False
-            row.save()
-        for name, row in rows.items():
-            if name in offered or row.gone_at is not None:
+        Upstream.objects.select_for_update().filter(pk=upstream.pk).first()
+        for row in UpstreamTool.objects.filter(upstream=upstream, gone_at__isnull=True).select_related(
+            "tool"
+        ):
+            if row.remote_name in offered:
                 continue
             row.gone_at = now
-            report.gone.append(name)
+            report.gone.append(row.remote_name)
             if row.tool is not None and row.tool.enabled:
                 _save_tool(row.tool, "The upstream no longer offers it", enabled=False)
                 row.withdrawn = True
             row.save()
     return report
+
+
+def _apply_one(
+    upstream: Upstream,
+    name: str,
+    definition: dict[str, Any],
+    row: UpstreamTool | None,
+    now: datetime,
+    report: SyncReport,
+) -> None:
+    if row is None:
+        row = UpstreamTool.objects.create(
+            tenant_id=upstream.tenant_id,
+            upstream=upstream,
+            remote_name=name,
+            offered=definition,
+            last_seen_at=now,
+        )
+        report.new.append(name)
+        if (imported := _imported_tool(upstream, name)) is not None:
+            _adopt(row, imported)
+            report.published.append(name)
+        elif upstream.publish_new:
+            _publish_new(row, report)
+        return
+    if row.offered != definition:
+        row.offered = definition
+        if row.published:
+            report.changed.append(name)
+    row.last_seen_at = now
+    if row.gone_at is not None:
+        row.gone_at = None
+        report.back.append(name)
+        if row.withdrawn and row.tool is not None:
+            _save_tool(row.tool, "The upstream offers it again", enabled=True)
+        row.withdrawn = False
+    row.save()
 
 
 def _imported_tool(upstream: Upstream, remote_name: str) -> Tool | None:

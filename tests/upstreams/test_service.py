@@ -143,3 +143,35 @@ def test_an_unreachable_upstream_fails_the_sync_clearly_and_records_the_error(te
     assert upstream.last_error == caught.value.message and "127.0.0.1" in caught.value.message
     with pytest.raises(httpx.HTTPError):
         remote.stats()
+
+
+def test_a_large_offering_is_committed_in_chunks_and_a_failure_keeps_what_was_committed(
+    tenant_a, monkeypatch
+) -> None:
+    """SQLite holds the whole database for one write transaction: a sync of thousands in one made every
+    other writer fail with "database is locked" (docs/operations.md). Each chunk commits on its own; a
+    sync that fails keeps the chunks before, and the next one records the rest and settles what is gone."""
+    monkeypatch.setattr(service, "CHUNK", 3)
+    upstream = make_upstream(tenant_a, "http://127.0.0.1:9/mcp", publish_new=True)
+    offered = [{"name": f"t{i}", "inputSchema": {"type": "object"}} for i in range(8)]
+    real = service._publish_new
+
+    def publish_or_fail(row, report) -> None:  # noqa: ANN001
+        if row.remote_name == "t4":
+            raise RuntimeError("the worker died")
+        real(row, report)
+
+    with wall.tenant(tenant_a.id):
+        service.apply_offering(upstream, [{"name": "old", "inputSchema": {"type": "object"}}])
+        monkeypatch.setattr(service, "_publish_new", publish_or_fail)
+        with pytest.raises(RuntimeError):
+            service.apply_offering(upstream, offered)
+        # The first chunk (t0-t2) stayed; the second (t3-t5) was rolled back whole; nothing is gone yet.
+        kept = set(UpstreamTool.objects.filter(upstream=upstream).values_list("remote_name", flat=True))
+        assert kept == {"old", "t0", "t1", "t2"}
+        assert not UpstreamTool.objects.filter(upstream=upstream, gone_at__isnull=False).exists()
+        monkeypatch.setattr(service, "_publish_new", real)
+        report = service.apply_offering(upstream, offered)
+        names = set(Tool.objects.filter(tenant=tenant_a).values_list("name", flat=True))
+    assert sorted(report.new) == ["t3", "t4", "t5", "t6", "t7"] and report.gone == ["old"]
+    assert {f"docs_t{i}" for i in range(8)} <= names
