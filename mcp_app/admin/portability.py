@@ -16,7 +16,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
-from mcp_app.catalog.apart import run_apart
+from mcp_app.catalog.apart import Unfinished, run_apart
 from mcp_app.portability.document import DocumentError, dumps, export_tenant, loads
 from mcp_app.portability.importer import import_document
 from mcp_app.portability.limits import refuse_large
@@ -99,6 +99,9 @@ def import_view(request: HttpRequest, tenant_id: int) -> HttpResponse:
     except DocumentError as exc:
         context["problems"] = exc.problems
         return TemplateResponse(request, "admin/portability/import.html", context, status=400)
+    except Unfinished as exc:
+        context["problems"] = [("(document)", f"{exc} Try again.")]
+        return TemplateResponse(request, "admin/portability/import.html", context, status=503)
     if confirm:
         counts = plan.counts()
         messages.success(
@@ -158,6 +161,9 @@ def openapi_view(request: HttpRequest, tenant_id: int) -> HttpResponse:
     except DocumentError as exc:
         context["problems"] = exc.problems
         return TemplateResponse(request, "admin/portability/openapi.html", context, status=400)
+    except Unfinished as exc:
+        context["problems"] = [("(document)", f"{exc} Try again.")]
+        return TemplateResponse(request, "admin/portability/openapi.html", context, status=503)
     messages.success(
         request,
         f"OpenAPI import: {len(outcome.created)} tool(s) created, {len(outcome.updated)} updated, "

@@ -28,7 +28,7 @@ from django.views.decorators.http import require_POST
 from mcp_app import federation
 from mcp_app.admin import upstream_publishing
 from mcp_app.admin.upstream_forms import PublishForm, UpstreamAdminForm
-from mcp_app.catalog.apart import run_apart
+from mcp_app.catalog.apart import Unfinished, run_apart
 from mcp_app.federation import breaker, call_stats
 from mcp_app.handlers.secrets import secret_names
 from mcp_app.models import Upstream, UpstreamTool
@@ -284,6 +284,8 @@ class UpstreamAdmin(TenantScopedAdmin):
             report = run_apart(service.sync, upstream)
         except federation.UpstreamError as exc:
             messages.error(request, f"Sync failed: {exc.message}")
+        except Unfinished as exc:
+            messages.error(request, f"Sync failed: {exc} Try again.")
         else:
             parts = [
                 f"{len(getattr(report, k))} {k}" for k in ("new", "published", "changed", "gone", "back")

@@ -17,6 +17,8 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
+from mcp_app.catalog import apart
+
 logger = logging.getLogger(__name__)
 
 NOT_FOUND = "Not found."
@@ -86,6 +88,8 @@ def handle(exc: Exception, context: dict[str, Any]) -> Response:
         exc = exceptions.NotFound(NOT_FOUND)  # the same words for a missing and a hidden object
     elif isinstance(exc, PermissionDenied):
         exc = exceptions.PermissionDenied(str(exc) or None)
+    elif isinstance(exc, apart.Unfinished):
+        return error_response(status.HTTP_503_SERVICE_UNAVAILABLE, "unfinished", f"{exc} Try again.")
     response = exception_handler(exc, context)
     if response is None:
         logger.exception("management API error", exc_info=exc)

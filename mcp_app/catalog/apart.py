@@ -23,6 +23,10 @@ from mcp_app.infra import notify
 
 logger = logging.getLogger(__name__)
 
+# The work's process died, outlived its deadline, or never got a turn (content/forked.py): its callers
+# answer 503 with this message (the API's error handler) or show it (the admin), never a 500.
+Unfinished = forked.Lost
+
 T = TypeVar("T")
 
 

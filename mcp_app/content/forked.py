@@ -16,8 +16,11 @@ inside a transaction whose rows it could not see, or this process's settings wer
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
@@ -33,6 +36,13 @@ T = TypeVar("T")
 
 # The process yields the CPU to the serving process (nice(2): 0 is the default, 19 the least).
 NICENESS = 10
+# At most this many such processes at once in a serving process (each a forked Django, ~100 MB), and one
+# per tenant: an owner's fifty imports at once wait their turn (in their own request threads) instead of
+# forking fifty processes, and cannot take every turn from another tenant's owner.
+AT_ONCE = 3
+_turns = threading.BoundedSemaphore(AT_ONCE)
+_tenant_turns: dict[tuple[int, ...], threading.Lock] = {}
+_tenant_turns_lock = threading.Lock()
 
 
 class Lost(Exception):
@@ -45,6 +55,14 @@ def shared_database() -> bool:
     return not (isinstance(database, SQLiteDatabase) and database.is_in_memory_db())
 
 
+def runs_here() -> bool:
+    """Whether the work must run in this process: another would not see this one's database (SQLite in
+    memory), its uncommitted rows (a caller inside a transaction), or settings changed here after the
+    forkserver started (a test's override)."""
+    overridden = isinstance(getattr(settings, "_wrapped", None), UserSettingsHolder)
+    return not shared_database() or connection.in_atomic_block or overridden
+
+
 Events = list[tuple[int, dict[str, Any]]]
 
 
@@ -55,16 +73,37 @@ def run(fn: Callable[..., T], *args: Any, timeout: float = 600.0) -> T:
 
 def run_capturing(fn: Callable[..., T], *args: Any, timeout: float = 600.0) -> tuple[T, Events]:
     """``run``, and the tenant events ``fn`` published there (none when it ran here: they went out)."""
-    overridden = isinstance(getattr(settings, "_wrapped", None), UserSettingsHolder)
-    if not shared_database() or connection.in_atomic_block or overridden:
-        # Another process would not see this one's uncommitted rows (a caller inside a transaction), nor
-        # settings changed here after the forkserver started (a test's override): the work runs here.
+    if runs_here():
         return fn(*args), []
+    deadline = time.monotonic() + timeout
+    scope = wall.current()
+    with _turn(_tenant_turn(scope), deadline), _turn(_turns, deadline):
+        return _run_forked(fn, args, scope, deadline - time.monotonic())
+
+
+def _tenant_turn(scope: wall.Scope) -> threading.Lock:
+    with _tenant_turns_lock:
+        return _tenant_turns.setdefault(scope.tenants, threading.Lock())
+
+
+@contextlib.contextmanager
+def _turn(lock: threading.Lock | threading.BoundedSemaphore, deadline: float) -> Iterator[None]:
+    if not lock.acquire(timeout=max(deadline - time.monotonic(), 0)):
+        raise Lost("Other work of this tenant or of this server ran all the time this work could wait.")
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _run_forked(
+    fn: Callable[..., T], args: tuple[Any, ...], scope: wall.Scope, timeout: float
+) -> tuple[T, Events]:
     mp = render_pool.forkserver_context()
     ours, theirs = mp.Pipe(duplex=False)
     # Not daemonic: what it runs may need a render process of its own.
     database = connection.settings_dict["NAME"]
-    proc = mp.Process(target=_child, args=(theirs, wall.current(), database, fn, args), name="mcp-owner-work")
+    proc = mp.Process(target=_child, args=(theirs, scope, database, fn, args), name="mcp-owner-work")
     proc.start()
     theirs.close()
     try:

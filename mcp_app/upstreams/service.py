@@ -9,6 +9,9 @@ through full_clean + save, so history, audit, the version bump and list_changed 
 edit. A tool the upstream stopped offering has its published tool disabled, and enabled again when
 it comes back (AMB-162). Callers set the tenant wall's scope (tenants/wall.py); nothing here reads
 a request.
+
+Longer than 400 lines: sync, publish, diff and accept are one row's life, and the helpers they share
+(`_derived`, `_save_tool`) would make any split of them a cycle.
 """
 
 from __future__ import annotations

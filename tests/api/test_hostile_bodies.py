@@ -11,6 +11,7 @@ import json
 
 import pytest
 
+from mcp_app.content import forked
 from mcp_app.models import Prompt, Resource, Tool
 from tenants.models import Membership
 from tests.api.conftest import API, tool_body
@@ -97,3 +98,22 @@ def test_a_schema_at_the_definitions_share_is_saved(as_alice, tenant_a):
 
 def test_the_table_covers_every_write_named_in_the_issue():
     assert {r[1] for r in ROWS} >= {"tools", "prompts", "resources", "members", "import"}
+
+
+def test_an_import_whose_process_was_lost_is_a_503_that_says_so(as_alice, tenant_a, monkeypatch):
+    """The work's process died, outlived its deadline or never got its turn (content/forked.py): a 503
+    whose message says which, never a 500."""
+
+    def lost(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise forked.Lost("The work's process ended before it answered; see the server's log.")
+
+    monkeypatch.setattr(forked, "runs_here", lambda: False)
+    monkeypatch.setattr(forked, "_run_forked", lost)
+    document = {"format": "mcp-platform/tenant", "version": 1, "tools": [tool_body()]}
+    response = as_alice.call("POST", f"{BASE}/import", document)
+    assert response.status_code == 503, response.content[:300]
+    assert response.json()["error"] == {
+        "code": "unfinished",
+        "message": "The work's process ended before it answered; see the server's log. Try again.",
+    }
+    assert not Tool.objects.exists()
