@@ -22,6 +22,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from playwright.async_api import Browser, Page, async_playwright
+from playwright.async_api import Error as PlaywrightError
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("MCP_TEST_CHROMIUM", "/usr/bin/chromium")
@@ -76,7 +77,17 @@ class Screenshots:
 
     async def take(self, page: Page, name: str) -> Path:
         path = self.folder / f"{len(self.taken) + 1:02d}-{name}.png"
-        await page.screenshot(path=str(path), full_page=True)
+        for attempt in range(3):
+            try:
+                await page.screenshot(path=str(path), full_page=True)
+                break
+            except PlaywrightError as exc:
+                # Headless Chromium on a loaded machine (CI's three workers beside its own renderer) has
+                # answered "Unable to capture screenshot" for a page that was already shown: a frame not
+                # ready yet, gone a moment later.
+                if "Unable to capture screenshot" not in str(exc) or attempt == 2:
+                    raise
+                await asyncio.sleep(0.5)
         self.taken.append(path)
         return path
 
