@@ -10,14 +10,16 @@ README's transport decisions (AMB-6..12); a failing row is a bug in the server, 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 from django.conf import settings as django_settings
+from django.core.management import call_command
 
 from mcp_app.core.versions import SUPPORTED_VERSIONS
+from mcp_app.models import McpSession
 from mcp_app.protocol.jsonrpc import (
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -25,9 +27,13 @@ from mcp_app.protocol.jsonrpc import (
     PARSE_ERROR,
     RESOURCE_NOT_FOUND,
 )
+from tenants.models import Tenant
+from tests.security.conftest import make_foreign, make_sleeping, seed_demo
 from tests.transport.support import BOTH, Client, Response, call
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# The rows only read what the module's tenants hold: seeded once for the module (`tenants`), not flushed
+# and seeded again for each of 126 rows (230 worker-seconds of a loaded CI run; 62 s alone on PostgreSQL,
+# 50 of them that).
 
 DEMO = "/t/demo/mcp"
 V0326 = "2025-03-26"
@@ -230,8 +236,17 @@ ROWS: list[Row] = [
     Row("deeply_nested_arrays", b"[" * DEEP + b"]" * DEEP, 400, PARSE_ERROR, reply_id=None, says="nested"),
     Row("deeply_nested_arguments", nested_arguments, 400, PARSE_ERROR, reply_id=None, says="nested"),
     # AMB-115: far past the limit on both eras, a whole megabyte of "[", and exactly at the limit.
-    Row("nested_100000_deep", b"[" * 100_000 + b"]" * 100_000, 400, PARSE_ERROR, reply_id=None, says="64 levels"),
-    Row("nested_100000_deep_objects", b'{"a":' * 100_000 + b"1" + b"}" * 100_000, 400, PARSE_ERROR, says="64"),
+    Row(
+        "nested_100000_deep",
+        b"[" * 100_000 + b"]" * 100_000,
+        400,
+        PARSE_ERROR,
+        reply_id=None,
+        says="64 levels",
+    ),
+    Row(
+        "nested_100000_deep_objects", b'{"a":' * 100_000 + b"1" + b"}" * 100_000, 400, PARSE_ERROR, says="64"
+    ),
     Row(
         "nested_100000_deep_modern",
         deep_arguments(100_000, modern=True),
@@ -244,7 +259,11 @@ ROWS: list[Row] = [
     ),
     Row("a_megabyte_of_open_brackets", b"[" * 1_000_000, 400, PARSE_ERROR, reply_id=None, says="64 levels"),
     # At the limit the message is parsed and reaches the tool (whose schema refuses the extra argument).
-    Row("nesting_at_the_limit_is_parsed", deep_arguments(LIMIT - 3), check=is_tool_error("'deep' was unexpected")),
+    Row(
+        "nesting_at_the_limit_is_parsed",
+        deep_arguments(LIMIT - 3),
+        check=is_tool_error("'deep' was unexpected"),
+    ),
     Row("nesting_one_past_the_limit", deep_arguments(LIMIT - 2), 400, PARSE_ERROR, says="64 levels"),
     Row(
         "nesting_at_the_limit_is_parsed_modern",
@@ -714,8 +733,28 @@ class Env:
         return value
 
 
+@pytest.fixture(scope="module")
+def tenants(django_db_setup, django_db_blocker) -> Iterator[None]:  # noqa: ANN001 - pytest-django's
+    """demo, foreign and sleeping (tests/security/conftest.py), once for the module; then flushed, as a
+    transactional test's database is after it."""
+    with django_db_blocker.unblock():
+        seed_demo(), make_foreign(), make_sleeping()
+    yield
+    with django_db_blocker.unblock():
+        call_command("flush", verbosity=0, interactive=False)
+
+
+@pytest.fixture(autouse=True)
+def _database(tenants, django_db_blocker) -> Iterator[None]:  # noqa: ANN001 - pytest-django's
+    """Each test in: the server it calls reads the module's tenants from its own threads. The sessions
+    a row opened are ended after it (without Redis they are rows, and 100 per client are the cap)."""
+    with django_db_blocker.unblock():
+        yield
+        McpSession.objects.all().delete()
+
+
 @pytest.fixture
-async def env(demo, foreign, sleeping, settings) -> Env:
+async def env(settings) -> Env:
     env = Env()
     other = Client("foreign")
     await other.initialize()
@@ -817,3 +856,8 @@ async def test_hostile_request_gets_its_exact_answer_and_the_server_keeps_servin
     response = await call(row.method, path, encode_body(row, env), request_headers(row, client, env))
     assert_answer(row, response)
     await assert_server_still_serves()
+
+
+@pytest.mark.django_db  # so that pytest-django sets up the test database for a run of this module alone
+def test_the_module_tenants_are_seeded_once() -> None:
+    assert {"demo", "foreign", "sleeping"} <= set(Tenant.objects.values_list("slug", flat=True))
