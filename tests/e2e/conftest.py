@@ -206,9 +206,10 @@ def celery_worker(
     worker.stop()
 
 
-@pytest.fixture
+@pytest.fixture(scope="package")
 def worker_if_any(request: pytest.FixtureRequest) -> Iterator[ServerProcess | None]:
-    """The Celery worker when Redis is configured; None on embedded defaults (tools run in Daphne)."""
+    """The Celery worker when Redis is configured; None on embedded defaults (tools run in Daphne).
+    Package-scoped, as the worker is, so that a module's set-up that calls tools can ask for it too."""
     yield request.getfixturevalue("celery_worker") if os.environ.get("REDIS_URL") else None
 
 

@@ -28,7 +28,7 @@ from mcp import MCPError
 from mcp_types import CreateMessageResult, ElicitResult, ListRootsResult, Root, TextContent
 
 from tests.e2e.helpers import MCP_HEADERS, REQUEST_SECONDS, open_legacy_session, rpc_reply, sdk_client
-from tests.e2e.servers import DaphneServer, django_shell
+from tests.e2e.servers import DaphneServer, ServerProcess, django_shell
 
 pytestmark = [
     pytest.mark.e2e,
@@ -47,9 +47,11 @@ _ids = itertools.count(1000)
 
 
 @pytest.fixture(scope="module")
-def demo_tools(server: DaphneServer) -> Iterator[None]:
+def demo_tools(server: DaphneServer, worker_if_any: ServerProcess | None) -> Iterator[None]:
     """The seeded tools as bin/serve leaves them: posting to this platform's own endpoints (the e2e
-    database was seeded before this server's port was known)."""
+    database was seeded before this server's port was known). With Redis the call below is queued for
+    the worker: without it running (this module's first test had not started it yet), the call waited
+    for nobody, and this set-up failed whenever no earlier module of the worker had started it."""
     django_shell(
         server.env,
         "from mcp_app.models import Tool\n"
@@ -74,7 +76,7 @@ def demo_tools(server: DaphneServer) -> Iterator[None]:
     }
     # A loaded CI machine has taken over 10 s for the first call (the worker's first task, the
     # server calling itself), so a slow answer is waited out like a stale one, within the deadline.
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + 60
     answer: Any = None
     while True:
         try:
@@ -85,7 +87,7 @@ def demo_tools(server: DaphneServer) -> Iterator[None]:
             answer = repr(slow)
         if isinstance(answer, dict) and "error" in answer:
             break
-        assert time.monotonic() < deadline, f"the edited URLs were not served within 90 s: {answer}"
+        assert time.monotonic() < deadline, f"the edited URLs were not served within 60 s: {answer}"
         time.sleep(0.2)
     yield
 
