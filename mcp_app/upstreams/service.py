@@ -25,6 +25,7 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from mcp_app import federation
@@ -145,6 +146,9 @@ def apply_offering(upstream: Upstream, tools: list[dict[str, Any]]) -> SyncRepor
     now = timezone.now()
     offered = {t["name"]: t for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)}
     names = list(offered)
+    # The remote names a tool a document imported may stand for: only those are looked for (two
+    # queries a new remote tool otherwise, in a sync publishing thousands).
+    importable = set(_unlinked(upstream.tenant_id).values_list("handler_config__tool", flat=True))
     for start in range(0, len(names), CHUNK):
         chunk = names[start : start + CHUNK]
         with transaction.atomic():
@@ -154,7 +158,7 @@ def apply_offering(upstream: Upstream, tools: list[dict[str, Any]]) -> SyncRepor
                 for r in UpstreamTool.objects.filter(upstream=upstream, remote_name__in=chunk)
             }
             for name in chunk:
-                _apply_one(upstream, name, offered[name], rows.get(name), now, report)
+                _apply_one(upstream, name, offered[name], rows.get(name), now, report, name in importable)
     with transaction.atomic():
         Upstream.objects.select_for_update().filter(pk=upstream.pk).first()
         for row in UpstreamTool.objects.filter(upstream=upstream, gone_at__isnull=True).select_related(
@@ -178,6 +182,7 @@ def _apply_one(
     row: UpstreamTool | None,
     now: datetime,
     report: SyncReport,
+    importable: bool,
 ) -> None:
     if row is None:
         row = UpstreamTool.objects.create(
@@ -188,7 +193,7 @@ def _apply_one(
             last_seen_at=now,
         )
         report.new.append(name)
-        if (imported := _imported_tool(upstream, name)) is not None:
+        if importable and (imported := _imported_tool(upstream, name)) is not None:
             _adopt(row, imported)
             report.published.append(name)
         elif upstream.publish_new:
@@ -208,15 +213,15 @@ def _apply_one(
     row.save()
 
 
+def _unlinked(tenant_id: int) -> QuerySet[Tool]:
+    """The tenant's upstream tools no remote tool's row links yet."""
+    return Tool.objects.filter(tenant_id=tenant_id, handler="upstream", upstream_tool__isnull=True)
+
+
 def _imported_tool(upstream: Upstream, remote_name: str) -> Tool | None:
     """A published tool of this remote tool that no row links yet: one a tenant document brought
     (naming this upstream, or by a name no upstream had when it came: `Tool.take_upstream_name`)."""
-    unlinked = Tool.objects.filter(
-        tenant_id=upstream.tenant_id,
-        handler="upstream",
-        handler_config__tool=remote_name,
-        upstream_tool__isnull=True,
-    )
+    unlinked = _unlinked(upstream.tenant_id).filter(handler_config__tool=remote_name)
     found = unlinked.filter(upstream=upstream).order_by("pk").first()
     if found is None:
         found = (
