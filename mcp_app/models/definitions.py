@@ -243,7 +243,13 @@ class Tool(Definition):
         name = config.get(UPSTREAM_NAME_KEY)
         if not isinstance(name, str):
             return False
-        found = Upstream.objects.filter(tenant_id=self.tenant_id, name=name).first()
+        # The upstream this row already holds, when the name is its (wire_config put it there): a sync
+        # publishing thousands otherwise read it back once a tool.
+        held = self._state.fields_cache.get("upstream")
+        if isinstance(held, Upstream) and held.tenant_id == self.tenant_id and held.name == name:
+            found: Upstream | None = held
+        else:
+            found = Upstream.objects.filter(tenant_id=self.tenant_id, name=name).first()
         if found is None:
             self.upstream = None
             return True

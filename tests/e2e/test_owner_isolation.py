@@ -28,9 +28,14 @@ pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprec
 T = TypeVar("T")
 
 BIG = 2_000
-# A publish or an import of this many tools: 1,000 rows checked and written, in a process of its own. At
-# 2,000 a loaded CI machine (two suites at once) took over pytest's 300 s for the publish test alone.
+# An import of this many tools: 1,000 rows checked and written, in a process of its own. Run in the
+# serving process instead, it fails every attempt (4.7-9.4x); 500 of them failed only two of three.
 MANY = 1_000
+# A sync publishing this many upstream tools. Its writes leave the GIL often: even in the serving process
+# a publish of 1,000 cost the other tenant 2.5x, so this test shows the bound holds rather than guarding
+# the fork, and 500 show it as well as 1,000 at half the time (at 2,000 a loaded CI machine took over
+# pytest's 300 s for this test alone).
+PUBLISHED = 500
 # Of them, template tools (a dry run calls each); the others are python tools no dry run calls.
 DRY_RUN = 20
 # Between two of the other tenant's calls: under its tenant's rate limit (1,200 calls a minute).
@@ -205,26 +210,26 @@ def owned_and_quiet(server: DaphneServer, upstream_url: str = "") -> tuple[str, 
     return owned, quiet, out.strip()
 
 
-async def test_publishing_a_thousand_upstream_tools_slows_no_other_tenant(
+async def test_publishing_hundreds_of_upstream_tools_slows_no_other_tenant(
     server: DaphneServer, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     token = await asyncio.to_thread(api_token, server)
     _, quiet, _ = await asyncio.to_thread(owned_and_quiet, server)
-    with running_upstream(tmp_path_factory.mktemp("many"), many=MANY) as remote:
+    with running_upstream(tmp_path_factory.mktemp("many"), many=PUBLISHED) as remote:
 
         async def sync_and_publish(owned: str, upstream_id: str) -> None:
             async with httpx.AsyncClient(timeout=300, headers={"Authorization": f"Bearer {token}"}) as http:
                 answer = await http.post(f"{server.url}/api/v1/tenants/{owned}/upstreams/{upstream_id}/sync/")
             assert answer.status_code == 200, answer.text[:500]
-            assert len(answer.json()["published"]) >= MANY
+            assert len(answer.json()["published"]) >= PUBLISHED
 
         async def prepare(stack: AsyncExitStack) -> tuple[Awaitable[None], Afterwards]:
             owned, _, upstream_id = await asyncio.to_thread(owned_and_quiet, server, remote.url)
             heard_and_served = await stack.enter_async_context(owned_session(server.mcp_url(owned)))
-            names = {f"m_many_{i:04d}" for i in range(MANY)}
+            names = {f"m_many_{i:04d}" for i in range(PUBLISHED)}
             return sync_and_publish(owned, upstream_id), lambda: heard_and_served(names)
 
-        await isolated(server.mcp_url(quiet), f"publishing {MANY} upstream tools", prepare)
+        await isolated(server.mcp_url(quiet), f"publishing {PUBLISHED} upstream tools", prepare)
 
 
 async def test_importing_a_thousand_tools_slows_no_other_tenant(server: DaphneServer) -> None:
