@@ -4,7 +4,8 @@ It runs before pytest-django imports the settings, so the REDIS_URL a worker's s
 its own: worker gwN takes Redis database (REDIS_URL's + N). Tenant ids repeat across the workers' test
 databases (pytest-django names them test_<name>_gwN), so a shared Redis database would mix their quotas,
 sessions and catalog versions. Everything else is per worker already: e2e databases, Celery queues and
-ports are picked afresh by the fixtures, STATIC_ROOT by tests/e2e/conftest.py. Without xdist it does nothing.
+ports are picked afresh by the fixtures; the e2e servers share one STATIC_ROOT, collected once under a
+lock (tests/e2e/conftest.py). Without xdist it does nothing.
 """
 
 from __future__ import annotations

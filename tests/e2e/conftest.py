@@ -9,10 +9,12 @@ Redis the processes share the channel layer. Server output is attached to failin
 
 from __future__ import annotations
 
+import fcntl
 import os
 import secrets
 import threading
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -112,6 +114,27 @@ def e2e_database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
+def static_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the servers' static files are collected: one folder for every worker of this run (their
+    base temporary folders share a parent under xdist), or one of this process's own."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return tmp_path_factory.getbasetemp().parent / "e2e-static"
+    return tmp_path_factory.mktemp("e2e-static")
+
+
+def collected(env: dict[str, str]) -> None:
+    """collectstatic into STATIC_ROOT once for every worker sharing it: whitenoise compresses each file
+    there, seconds of CPU a worker. A lock orders the workers; a marker says it is whole."""
+    root = Path(env["STATIC_ROOT"])
+    root.mkdir(parents=True, exist_ok=True)
+    with (root.parent / f"{root.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = root.parent / f"{root.name}.done"
+        if not done.exists():
+            manage(env, "collectstatic", "--noinput", "--verbosity", "0")
+            done.touch()
+
+
 @pytest.fixture(scope="package")
 def e2e_env(
     e2e_database_url: str, upstream: Upstream, tmp_path_factory: pytest.TempPathFactory
@@ -135,8 +158,7 @@ def e2e_env(
         PYTHONUNBUFFERED="1",
         EMAIL_BACKEND="django.core.mail.backends.filebased.EmailBackend",
         EMAIL_FILE_PATH=str(tmp_path_factory.mktemp("e2e-mail")),
-        # collectstatic of its own: parallel workers writing one directory would race (tests/parallel.py).
-        STATIC_ROOT=str(tmp_path_factory.mktemp("e2e-static")),
+        STATIC_ROOT=str(static_root(tmp_path_factory)),
         # Every test's clients reach the shared servers from 127.0.0.1, one "client" by address (AMB-100):
         # no per-client cap here; test_session_caps.py starts servers of its own with one.
         MCP_SESSIONS_PER_CLIENT="0",
@@ -151,7 +173,7 @@ def e2e_env(
     # The same steps as bin/serve (a PostgreSQL database was cloned from a migrated template).
     if e2e_database_url.startswith("sqlite"):
         manage(env, "migrate", "--noinput")
-    manage(env, "collectstatic", "--noinput", "--verbosity", "0")
+    collected(env)
     manage(env, "seed_demo")
     # Point the seeded http tools at our upstream before any server caches the catalog.
     django_shell(
