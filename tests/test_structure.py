@@ -31,7 +31,8 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "content": ("core", "infra", "tenants"),
     "handlers": ("core", "infra", "federation", "content", "lib", "tenants", HTTP),
     "definitions": ("core", "content", "handlers", "lib"),
-    "models": ("core", "handlers", "definitions", "tenants"),
+    "governance": ("core",),
+    "models": ("core", "handlers", "definitions", "governance", "tenants"),
     "connected_accounts": ("core", "infra", "federation", "handlers", "models", "tenants", "audit", HTTP),
     "history": ("models", "tenants"),
     "catalog": ("core", "infra", "federation", "content", "handlers", "models", "tenants"),
@@ -39,7 +40,9 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "upstreams": ("infra", "federation", "handlers", "models", "history", "catalog", "tenants"),
     "oauth": ("core", "infra", "federation", "handlers", "models", "lib", "tenants", "audit", HTTP),
     "background": ("core", "infra", "handlers", "models", "catalog", "usage", "tenants"),
-    "protocol": ("core", "infra", "federation", "content", "handlers", "models", "catalog", "background"),
+    "protocol": (
+        "core", "infra", "federation", "content", "handlers", "governance", "models", "catalog", "background",
+    ),  # fmt: skip
     "streams": ("core", "infra", "models", "usage", "protocol"),
     "connect": ("core", "catalog", "protocol", "tenants", HTTP),
     "drafts": ("core", "models", "history", "catalog", "protocol", "tenants", "audit"),

@@ -7,6 +7,7 @@ from mcp_app.admin import (  # noqa: F401 - importing them registers the ModelAd
     api_tokens,
     definitions,
     infrastructure,
+    policies,
     providers,
     runs,
     service_clients,

@@ -26,7 +26,16 @@ from mcp_app.core.types import (
 )
 from mcp_app.federation.upstream_tasks import runs_as_task
 from mcp_app.handlers.upstream import TASK_KEY
-from mcp_app.models import Prompt, Resource, ResourceTemplate, TaskSupport, Tool, Upstream, UpstreamTool
+from mcp_app.models import (
+    Policy,
+    Prompt,
+    Resource,
+    ResourceTemplate,
+    TaskSupport,
+    Tool,
+    Upstream,
+    UpstreamTool,
+)
 from tenants import wall
 from tenants.models import AuthMode, Tenant
 
@@ -215,6 +224,7 @@ def _read_catalog(tenant_id: int) -> Catalog:
         tools_by_name={t.name: t for t in tools},
         prompts_by_name={p.name: p for p in prompts},
         resources_by_uri={r.uri: r for r in resources},
+        policies=tuple(row.to_def() for row in Policy.objects.for_tenant(tenant_id).filter(enabled=True)),
     )
 
 

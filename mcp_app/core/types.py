@@ -141,6 +141,16 @@ class TemplateDef:
 
 
 @dataclass(frozen=True)
+class PolicyDef:
+    """A tenant's policy as written (governance/ compiles it, once per definitions version; AMB-347)."""
+
+    name: str
+    effect: str  # "allow" | "deny"
+    applies_to: str  # "all" | "tools" | "prompts" | "resources" (resources and templates)
+    condition: str  # CEL over caller, target and arguments
+
+
+@dataclass(frozen=True)
 class Catalog:
     """One tenant's enabled definitions at one definitions_version, each list sorted by its key."""
 
@@ -153,6 +163,7 @@ class Catalog:
     tools_by_name: dict[str, ToolDef] = field(default_factory=dict)
     prompts_by_name: dict[str, PromptDef] = field(default_factory=dict)
     resources_by_uri: dict[str, ResourceDef] = field(default_factory=dict)
+    policies: tuple[PolicyDef, ...] = ()  # enabled ones, by name
 
 
 # JWS algorithms a tenant's identity provider may sign with: asymmetric only, never `none` or HS*

@@ -19,6 +19,7 @@ from typing import Any
 from mcp_app import catalog as catalogs
 from mcp_app.core.context import RequestContext
 from mcp_app.core.versions import V2025_06_18
+from mcp_app.governance import decision
 from mcp_app.protocol import upstream_extras
 from mcp_app.protocol.jsonrpc import InvalidParams, truncate
 from mcp_app.protocol.uritemplates import variable_names
@@ -73,7 +74,7 @@ async def handle_complete(ctx: RequestContext, params: dict[str, Any]) -> dict[s
     if ref["type"] == "ref/prompt":
         prompt_name = ref.get("name")
         prompt = catalog.prompts_by_name.get(prompt_name) if isinstance(prompt_name, str) else None
-        if prompt is None:
+        if prompt is None or decision.hidden(ctx, catalog, prompt):
             raise InvalidParams(truncate(f"Unknown prompt: {ref.get('name')}", 200))
         declared = {a.get("name"): a for a in prompt.arguments if isinstance(a, dict)}
         if name not in declared:
@@ -84,7 +85,7 @@ async def handle_complete(ctx: RequestContext, params: dict[str, Any]) -> dict[s
     elif ref["type"] == "ref/resource":
         uri = ref.get("uri")
         template = next((t for t in catalog.templates if t.uri_template == uri), None)
-        if template is None:
+        if template is None or decision.hidden(ctx, catalog, template):
             raise InvalidParams(truncate(f"Unknown resource template: {uri}", 300))
         if name not in variable_names(template.uri_template):
             raise InvalidParams(

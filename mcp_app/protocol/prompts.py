@@ -16,6 +16,7 @@ from mcp_app.content.blocks import render_blocks
 from mcp_app.core.context import RequestContext, resources_of
 from mcp_app.core.errors import HandlerError
 from mcp_app.core.types import PromptDef
+from mcp_app.governance import decision
 from mcp_app.protocol import asking, shaping, upstream_extras
 from mcp_app.protocol.jsonrpc import InternalError, InvalidParams, truncate
 from mcp_app.protocol.pagination import paginate, with_cursor
@@ -47,7 +48,8 @@ def describe(prompt: PromptDef) -> dict[str, Any]:
 
 async def handle_list(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     catalog = await catalogs.get_catalog(ctx.tenant.id)
-    page, next_cursor = paginate(ctx, params, "prompts", catalog.prompts, lambda p: p.name)
+    shown = tuple(p for p in catalog.prompts if not decision.hidden(ctx, catalog, p))
+    page, next_cursor = paginate(ctx, params, "prompts", shown, lambda p: p.name)
     prompts = [shaping.prompt(describe(p), ctx.protocol_version) for p in page]
     return with_cursor({"prompts": prompts}, next_cursor)
 
@@ -118,9 +120,11 @@ async def handle_get(ctx: RequestContext, params: dict[str, Any]) -> dict[str, A
         raise InvalidParams('prompts/get needs "name" (a string).')
     catalog = await catalogs.get_catalog(ctx.tenant.id)
     prompt = catalog.prompts_by_name.get(name)
-    if prompt is None:
+    if prompt is None or decision.hidden(ctx, catalog, prompt):
         raise InvalidParams(truncate(f"Unknown prompt: {name}", 200))
     arguments = _arguments(params.get("arguments"))
+    if (denial := decision.check(ctx, catalog, prompt, dict(arguments))) is not None:
+        raise InvalidParams(truncate(denial.message("prompt", name), 300), data={"policy": denial.policy})
     if prompt.upstream is not None:
         result = await upstream_extras.get_prompt(ctx, prompt.upstream, arguments)
         messages = [

@@ -11,6 +11,7 @@ from mcp_app.core.context import RequestContext, resources_of
 from mcp_app.core.errors import HandlerError
 from mcp_app.core.types import Catalog, ResourceDef, TemplateDef
 from mcp_app.core.versions import is_modern
+from mcp_app.governance import decision
 from mcp_app.handlers import registry
 from mcp_app.protocol import asking, shaping, upstream_extras, uritemplates
 from mcp_app.protocol.jsonrpc import InternalError, InvalidParams, JsonRpcError, ResourceNotFound, truncate
@@ -88,14 +89,16 @@ def _uri(params: dict[str, Any]) -> str:
 
 async def handle_list(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     catalog = await catalogs.get_catalog(ctx.tenant.id)
-    page, next_cursor = paginate(ctx, params, "resources", catalog.resources, lambda r: r.uri)
+    shown = tuple(r for r in catalog.resources if not decision.hidden(ctx, catalog, r))
+    page, next_cursor = paginate(ctx, params, "resources", shown, lambda r: r.uri)
     resources = [shaping.resource(describe_resource(r), ctx.protocol_version) for r in page]
     return with_cursor({"resources": resources}, next_cursor)
 
 
 async def handle_templates_list(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     catalog = await catalogs.get_catalog(ctx.tenant.id)
-    page, next_cursor = paginate(ctx, params, "templates", catalog.templates, lambda t: t.uri_template)
+    shown = tuple(t for t in catalog.templates if not decision.hidden(ctx, catalog, t))
+    page, next_cursor = paginate(ctx, params, "templates", shown, lambda t: t.uri_template)
     templates = [shaping.resource_template(describe_template(t), ctx.protocol_version) for t in page]
     return with_cursor({"resourceTemplates": templates}, next_cursor)
 
@@ -105,6 +108,8 @@ async def handle_read(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
     uri = _uri(params)
     catalog = await catalogs.get_catalog(ctx.tenant.id)
     resource = catalog.resources_by_uri.get(uri)
+    if resource is not None and decision.hidden(ctx, catalog, resource):
+        raise not_found(ctx, uri)
     if resource is not None and resource.upstream is not None:
         contents = await upstream_extras.read(ctx, resource.upstream, uri, not_found(ctx, uri))
     elif resource is not None:
@@ -114,6 +119,12 @@ async def handle_read(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
         if found is None:
             raise not_found(ctx, uri)
         template, variables = found
+        if decision.hidden(ctx, catalog, template):
+            raise not_found(ctx, uri)
+        if (denial := decision.check(ctx, catalog, template, dict(variables))) is not None:
+            raise InvalidParams(
+                truncate(denial.message("resource template", template.name), 300), data={"policy": denial.policy}
+            )
         if template.upstream is not None:
             contents = await upstream_extras.read(ctx, template.upstream, uri, not_found(ctx, uri))
             shaped = [shaping.resource_contents(c, ctx.protocol_version) for c in contents]
@@ -139,7 +150,9 @@ async def handle_subscribe(ctx: RequestContext, params: dict[str, Any]) -> dict[
     """Subscribe the session to a resource or template expansion (AMB-21); stateless: accepted, no effect."""
     uri = _uri(params)
     catalog = await catalogs.get_catalog(ctx.tenant.id)
-    if uri not in catalog.resources_by_uri and find_template(catalog, uri) is None:
+    resource, found = catalog.resources_by_uri.get(uri), find_template(catalog, uri)
+    target = resource if resource is not None else (found[0] if found is not None else None)
+    if target is None or decision.hidden(ctx, catalog, target):
         raise not_found(ctx, uri)
     upstream = served_upstream(catalog, uri)
     if upstream is not None:

@@ -23,6 +23,7 @@ from mcp_app.core.errors import (
 from mcp_app.core.mcp_headers import check_param_headers
 from mcp_app.core.types import Catalog, ToolDef
 from mcp_app.core.versions import is_modern
+from mcp_app.governance import decision
 from mcp_app.handlers import registry
 from mcp_app.protocol import approval, asking, quotas, ratelimit, schemas, shaping, tasks
 from mcp_app.protocol.jsonrpc import HeaderMismatch, InvalidParams, JsonRpcError, truncate
@@ -51,7 +52,11 @@ def offered(ctx: RequestContext, catalog: Catalog) -> tuple[ToolDef, ...]:
     """The tools this request's client can be offered: a legacy client never sees a 2026-only shape,
     and a client without MCP Apps never sees a tool only an app calls (AMB-273)."""
     apps = ui_apps.client_supports(ctx.client_capabilities)
-    found = tuple(tool for tool in catalog.tools if is_offered(ctx, tool, apps))
+    found = tuple(
+        tool
+        for tool in catalog.tools
+        if is_offered(ctx, tool, apps) and not decision.hidden(ctx, catalog, tool)
+    )
     return catalog.tools if len(found) == len(catalog.tools) else found
 
 
@@ -229,7 +234,7 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
     catalog = await catalogs.get_catalog(ctx.tenant.id)
     draft = ctx.draft_tool
     tool = draft if draft is not None and draft.name == name else catalog.tools_by_name.get(name)
-    if tool is None or not is_offered(ctx, tool):
+    if tool is None or not is_offered(ctx, tool) or decision.hidden(ctx, catalog, tool):
         raise InvalidParams(truncate(f"Unknown tool: {name}", 200))
     if tool.mirrors_headers and ctx.param_headers is not None:
         # 2026-07-28: the Mcp-Param-* headers mirror the arguments (x-mcp-header); an intermediary may
@@ -244,6 +249,9 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
         # a request the tool cannot take, like an unknown tool, before it costs a call.
         names, why = refused
         raise InvalidParams(truncate(why, 500), data={"arguments": [truncate(n, 100) for n in names[:20]]})
+    # The one decision (governance/decision.py): a denial that depends on the arguments names its policy.
+    if (denial := decision.check(ctx, catalog, tool, arguments)) is not None:
+        return shaping.call_tool_result(error_result(denial.message("tool", name)), ctx.protocol_version)
     ratelimit.check_tool_call(ctx)
     await quotas.check(ctx, name)
     in_background = background.runs_in_background(tool)  # decided once: every step below follows it

@@ -19,7 +19,7 @@ from django.dispatch import receiver
 
 from mcp_app import catalog
 from mcp_app.infra import notify
-from mcp_app.models import Prompt, Resource, ResourceTemplate, Tool, Upstream
+from mcp_app.models import Policy, Prompt, Resource, ResourceTemplate, Tool, Upstream
 from tenants.models import Tenant
 
 logger = logging.getLogger(__name__)
@@ -174,6 +174,24 @@ def definition_saved(
 @receiver(post_delete, sender=ResourceTemplate, dispatch_uid="mcp_template_post_delete")
 def definition_deleted(sender: type, instance: Any, using: str = "default", **kwargs: Any) -> None:
     _definition_saved_or_deleted(instance, using, deleted=True)
+
+
+# A policy may change what any list holds (AMB-347): every kind it applies to is announced.
+POLICY_KINDS = {"all": ("tools", "prompts", "resources"), "tools": ("tools",), "prompts": ("prompts",)}
+
+
+@receiver(post_save, sender=Policy, dispatch_uid="mcp_policy_post_save")
+@receiver(post_delete, sender=Policy, dispatch_uid="mcp_policy_post_delete")
+def policy_saved_or_deleted(
+    sender: type, instance: Policy, raw: bool = False, using: str = "default", **kwargs: Any
+) -> None:
+    if raw:
+        return
+    try:
+        for kind in POLICY_KINDS.get(instance.applies_to, ("resources",)):
+            queue_change(instance.tenant_id, kind, (), using)
+    except Exception:
+        logger.exception("could not queue the change of policy %r", instance)
 
 
 @receiver(post_save, sender=Tenant, dispatch_uid="mcp_tenant_post_save")

@@ -1,0 +1,64 @@
+"""A policy's condition: a CEL expression (common-expression-language, the Rust cel-interpreter), checked
+and compiled once. What an owner may write is bounded so that evaluating it is too (AMB-348): at most
+MAX_CONDITION_CHARS characters, only the variables `caller`, `target` and `arguments`, and no
+comprehension (`all`, `exists`, `exists_one`, `map`, `filter`: the one construct of CEL whose cost grows
+with the product of its inputs). What is left costs at most its length times the size of its input."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import cel
+
+MAX_CONDITION_CHARS = 2_000
+VARIABLES = frozenset({"caller", "target", "arguments"})
+COMPREHENSION = re.compile(r"\.\s*(all|exists|exists_one|map|filter)\s*\(")
+
+
+class ConditionError(ValueError):
+    """A condition that cannot be used, and why (shown to the owner who wrote it)."""
+
+
+@dataclass(frozen=True)
+class Condition:
+    source: str
+    program: Any  # cel.Program
+    uses_arguments: bool
+
+    def holds(self, activation: dict[str, Any]) -> bool:
+        """Whether the condition is true; ConditionError when it cannot be evaluated (a missing key,
+        a type mismatch) or is not a boolean."""
+        try:
+            value = self.program.execute(activation)
+        except Exception as exc:  # the binding raises RuntimeError, TypeError, ValueError
+            raise ConditionError(str(exc).split(". Check that")[0][:300]) from None
+        if not isinstance(value, bool):
+            raise ConditionError(f"the condition gave {type(value).__name__}, not true or false")
+        return value
+
+
+def compile_condition(source: str) -> Condition:
+    """The compiled condition, or ConditionError saying what is wrong with it."""
+    text = source.strip()
+    if not text:
+        raise ConditionError("the condition is empty (write `true` for every request)")
+    if len(text) > MAX_CONDITION_CHARS:
+        raise ConditionError(f"the condition is longer than {MAX_CONDITION_CHARS} characters")
+    try:
+        program = cel.compile(text)
+    except Exception as exc:
+        raise ConditionError(f"it does not compile: {str(exc)[:500]}") from None
+    names = set(program.variables())
+    # A macro shows in neither list when its loop variable goes unused (`xs.map(x, 1)`): the text says it.
+    if COMPREHENSION.search(text) or "@not_strictly_false" in program.functions():
+        raise ConditionError(
+            "comprehensions (all, exists, exists_one, map, filter) are not allowed: their cost grows "
+            "with the product of their inputs"
+        )
+    if unknown := sorted(names - VARIABLES):
+        raise ConditionError(
+            f"unknown name {', '.join(unknown)}: a condition reads only caller, target and arguments"
+        )
+    return Condition(source=text, program=program, uses_arguments="arguments" in names)

@@ -1,0 +1,43 @@
+"""A policy's condition is checked and compiled once; what it may contain bounds what it costs (AMB-348)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcp_app.governance.conditions import MAX_CONDITION_CHARS, ConditionError, compile_condition
+
+
+def test_a_condition_compiles_once_and_says_whether_it_reads_the_arguments() -> None:
+    condition = compile_condition(' caller.auth == "api_key" && arguments.table.startsWith("sys_") ')
+    assert condition.source == 'caller.auth == "api_key" && arguments.table.startsWith("sys_")'
+    assert condition.uses_arguments
+    assert condition.holds({"caller": {"auth": "api_key"}, "target": {}, "arguments": {"table": "sys_users"}})
+    assert not condition.holds(
+        {"caller": {"auth": "oauth"}, "target": {}, "arguments": {"table": "sys_users"}}
+    )
+    assert not compile_condition("target.name == 'x'").uses_arguments
+
+
+@pytest.mark.parametrize(
+    ("source", "reason"),
+    [
+        ("", "empty"),
+        ("target.name ==", "does not compile"),
+        ("request.name == 'x'", "unknown name request"),
+        ("arguments.items.exists(i, i == 'x')", "comprehensions"),
+        ("[1, 2].all(x, x > 0)", "comprehensions"),
+        ("arguments.rows.map(r, arguments.rows.map(s, 1)).size() > 0", "comprehensions"),
+        ("arguments.rows.filter(r, true).size() > 0", "comprehensions"),
+        ("target.name == '" + "x" * MAX_CONDITION_CHARS + "'", "longer than"),
+    ],
+)
+def test_a_condition_that_cannot_be_used_is_refused_with_its_reason(source: str, reason: str) -> None:
+    with pytest.raises(ConditionError, match=reason):
+        compile_condition(source)
+
+
+def test_a_condition_that_cannot_be_evaluated_or_is_not_a_boolean_says_so() -> None:
+    with pytest.raises(ConditionError, match="arguments"):
+        compile_condition("arguments.path == '/'").holds({"caller": {}, "target": {}})
+    with pytest.raises(ConditionError, match="not true or false"):
+        compile_condition("target.name").holds({"caller": {}, "target": {"name": "x"}})
