@@ -27,7 +27,7 @@ from jsonschema.exceptions import ValidationError as SchemaValidationError
 from lib import nesting
 from mcp_app.content import fields
 from mcp_app.handlers.secrets import SecretsError, decrypt_secrets
-from mcp_app.models import Prompt, Provider, Resource, ResourceTemplate, Tool, Upstream
+from mcp_app.models import Policy, Prompt, Provider, Resource, ResourceTemplate, Tool, Upstream
 from mcp_app.models.upstreams import UPSTREAM_SETTINGS
 from tenants.models import Tenant
 
@@ -116,6 +116,8 @@ KINDS: tuple[Kind, ...] = (
             "meta",
         ),
     ),  # fmt: skip
+    # Last: a policy names targets the kinds above define (AMB-347).
+    Kind("policies", Policy, "name", ("name", "description", "effect", "applies_to", "condition", "enabled")),
 )
 # Model fields a document never carries: identity, bookkeeping, and the encrypted secret values.
 # An upstream's sync status is what its server said last, not a definition: a sync writes it again.

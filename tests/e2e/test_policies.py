@@ -84,3 +84,15 @@ async def test_a_policy_saved_in_the_admin_tells_a_held_session_and_its_next_lis
         assert [tool.name for tool in (await client.list_tools()).tools] == ["drop_table", "greet"]
         dropped = await client.call_tool("drop_table", {"name": "users"})
         assert dropped.content[0].text == "Dropped users."
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_the_demo_tenants_policy_keeps_a_password_from_being_echoed(
+    server: DaphneServer, mode: str
+) -> None:
+    async with mcp_client(server.mcp_url(), mode=mode) as client:
+        echoed = await client.call_tool("echo", {"message": "hello"})
+        assert echoed.content[0].text == "hello"
+        denied = await client.call_tool("echo", {"message": "my Password is hunter2"})
+        assert denied.is_error and "'keep-passwords-out'" in denied.content[0].text
+        assert "hunter2" not in denied.content[0].text

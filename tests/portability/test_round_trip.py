@@ -9,7 +9,7 @@ from django.db import models
 
 from mcp_app.demo.seed import DEMO_SLUG, seed_tenant
 from mcp_app.handlers.secrets import decrypt_secrets
-from mcp_app.models import Approval, Execution, Prompt, Resource, ResourceTemplate, TaskSupport, Tool
+from mcp_app.models import Approval, Execution, Policy, Prompt, Resource, ResourceTemplate, TaskSupport, Tool
 from mcp_app.portability.document import (
     KINDS,
     NOT_CARRIED,
@@ -296,3 +296,15 @@ def test_the_demo_tenants_export_imported_into_itself_changes_nothing(db):
 
 def test_exports_are_accepted_by_the_published_json_schema(rich_tenant):
     assert schema_problems(loads(dumps(export_tenant(rich_tenant)))) == []
+
+
+def test_a_policy_whose_condition_cannot_be_used_is_refused_at_its_path(rich_tenant):
+    document = export_tenant(rich_tenant)
+    document["policies"].append(
+        {"name": "loops", "condition": "arguments.rows.exists(r, r == 'x')", "effect": "deny"}
+    )
+    with pytest.raises(DocumentError) as refused:
+        import_document(rich_tenant, document)
+    [(path, message)] = [p for p in refused.value.problems if p[0].startswith("policies")]
+    assert path.startswith("policies[1]") and "comprehensions" in message
+    assert not Policy.objects.filter(tenant=rich_tenant, name="loops").exists()
