@@ -16,8 +16,9 @@ and answered exactly as a missing one; a denial that depends on the arguments na
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from cachetools import LRUCache
 
@@ -55,13 +56,18 @@ class Denial:
 _COMPILED: LRUCache[tuple[int, int], tuple[Compiled, ...]] = LRUCache(maxsize=512)
 # (tenant, version, caller, target) -> its denial without arguments: the lists' hot path.
 _HIDDEN: LRUCache[tuple[Any, ...], Denial | None] = LRUCache(maxsize=65_536)
+_LOCK = threading.Lock()
+_UNKNOWN = object()
 
 
 def compiled(catalog: Catalog) -> tuple[Compiled, ...]:
     key = (catalog.tenant_id, catalog.version)
-    found = _COMPILED.get(key)
+    with _LOCK:
+        found = _COMPILED.get(key)
     if found is None:
-        found = _COMPILED[key] = tuple(_compile(p) for p in catalog.policies)
+        found = tuple(_compile(p) for p in catalog.policies)
+        with _LOCK:
+            _COMPILED[key] = found
     return found
 
 
@@ -134,13 +140,16 @@ def _without_arguments(ctx: RequestContext, catalog: Catalog, target: Target) ->
         target.name,
         getattr(target, "uri", ""),
     )
-    if key in _HIDDEN:
-        return _HIDDEN[key]
+    with _LOCK:  # the serving loop and the threads of Try and the admin share it
+        found = _HIDDEN.get(key, _UNKNOWN)
+    if found is not _UNKNOWN:
+        return cast("Denial | None", found)
     # A static resource takes no arguments: its list entry is its whole decision.
     denial = _decide(ctx, catalog, target, {} if isinstance(target, ResourceDef) else None)
     if denial is not None:
         denial = Denial(denial.policy, hidden=True)
-    _HIDDEN[key] = denial
+    with _LOCK:
+        _HIDDEN[key] = denial
     return denial
 
 
