@@ -8,6 +8,7 @@ from mcp_app.api import (
     api_keys,
     history,
     invitations,
+    policies,
     portability,
     providers,
     root,
@@ -35,6 +36,7 @@ tenant_router.register("clients", tenancy.ClientViewSet, basename="client")
 tenant_router.register("api-keys", api_keys.ApiKeyViewSet, basename="api-key")
 tenant_router.register("service-clients", service_clients.ServiceClientViewSet, basename="service-client")
 tenant_router.register("providers", providers.ProviderViewSet, basename="provider")
+tenant_router.register("policies", policies.PolicyViewSet, basename="policy")
 
 urlpatterns = [
     # The API root: its resources as links and the docs page (mcp_app/api/root.py).
@@ -56,6 +58,7 @@ urlpatterns = [
         name="tenant-import-openapi",
     ),
     path("tenants/<str:slug>/check/", self_check.SelfCheckView.as_view(), name="tenant-check"),
+    path("tenants/<str:slug>/policy/simulate/", policies.SimulateView.as_view(), name="policy-simulate"),
     path("tenants/<str:slug>/<str:kind>/<int:pk>/history/", history.HistoryView.as_view(), name="history"),
     path(
         "tenants/<str:slug>/<str:kind>/<int:pk>/history/compare/",

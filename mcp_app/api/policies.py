@@ -1,0 +1,95 @@
+"""The API of a tenant's policies (AMB-347) and their simulator (AMB-350): owners write, members read.
+
+As every tenant-scoped API: the URL's tenant's rows only (another tenant's policy is a 404 like a
+missing one), every write through `full_clean`, so a condition that cannot be used is a 400 naming why.
+`POST policy/simulate/` answers what the one decision says for a described caller, target and
+arguments, and that caller's lists, without running anything.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema, extend_schema_view
+from rest_framework import serializers
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from mcp_app.api.permissions import OWNER_ONLY, TenantRole, tenant_of
+from mcp_app.api.serializers import CleanedModelSerializer
+from mcp_app.api.views import ID, SLUG, DefinitionViewSet
+from mcp_app.catalog.loader import tenant_info
+from mcp_app.models import Policy
+from mcp_app.protocol.simulate import AUTHS, KINDS, SimulatedCaller, SimulationError, simulate
+
+
+class PolicySerializer(CleanedModelSerializer):
+    class Meta:
+        model = Policy
+        exclude = ("tenant",)
+        read_only_fields = ("id", "updated_at")
+
+
+@extend_schema_view(**{a: extend_schema(parameters=[SLUG]) for a in ("list", "create")})
+@extend_schema_view(
+    **{a: extend_schema(parameters=[SLUG, ID]) for a in ("retrieve", "update", "partial_update", "destroy")}
+)
+class PolicyViewSet(DefinitionViewSet):
+    """Who may use which tool, prompt or resource with which arguments; owners change them, members read."""
+
+    model = Policy
+    serializer_class = PolicySerializer
+    write_roles = OWNER_ONLY
+    search_fields = ["name", "description", "condition"]
+    ordering_fields = ["id", "name"]
+
+
+class CallerSerializer(serializers.Serializer):
+    auth = serializers.ChoiceField(choices=AUTHS, default="anonymous")
+    user = serializers.IntegerField(required=False, allow_null=True, help_text="A user id.")
+    subject = serializers.CharField(required=False, allow_blank=True, max_length=500)
+    client_id = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    scopes = serializers.ListField(child=serializers.CharField(max_length=200), required=False, max_length=50)
+    address = serializers.CharField(required=False, allow_blank=True, max_length=100)
+
+
+class SimulateSerializer(serializers.Serializer):
+    caller = CallerSerializer(required=False)
+    kind = serializers.ChoiceField(choices=KINDS)
+    name = serializers.CharField(
+        max_length=2000, help_text="A tool's or prompt's name, a resource's URI, a template's URI template."
+    )
+    arguments = serializers.DictField(required=False, default=dict)
+
+
+class SimulateView(APIView):
+    """What the tenant's policies decide for a caller, a target and arguments, and that caller's lists."""
+
+    permission_classes = [IsAuthenticated, TenantRole]
+
+    @extend_schema(parameters=[SLUG], request=SimulateSerializer, responses={200: OpenApiTypes.OBJECT})
+    def post(self, request: Request, slug: str) -> Response:
+        tenant, _role = tenant_of(request, slug)
+        body = SimulateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data: dict[str, Any] = body.validated_data
+        given = data.get("caller") or {}
+        caller = SimulatedCaller(
+            auth=given.get("auth", "anonymous"),
+            user_id=given.get("user"),
+            subject=given.get("subject", ""),
+            client_id=given.get("client_id", ""),
+            scopes=tuple(given.get("scopes", ())),
+            address=given.get("address", ""),
+        )
+        try:
+            result = async_to_sync(simulate)(
+                tenant_info(tenant), caller, data["kind"], data["name"], data["arguments"]
+            )
+        except SimulationError as exc:
+            raise serializers.ValidationError({"detail": str(exc)}) from None
+        return Response(result.as_dict())

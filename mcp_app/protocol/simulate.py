@@ -1,0 +1,105 @@
+"""The policy simulator (AMB-350): what the one decision says for a caller an owner describes, without a
+request and without running anything. The admin's page and the API's `policy/simulate/` ask here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp_app import catalog as catalogs
+from mcp_app.core.context import RequestContext
+from mcp_app.core.types import Catalog, TenantInfo
+from mcp_app.core.versions import LATEST_MODERN
+from mcp_app.governance import decision
+from mcp_app.protocol import tools
+
+AUTHS = ("anonymous", "oauth", "api_key", "identity_provider")
+KINDS = ("tool", "prompt", "resource", "template")
+
+
+class SimulationError(ValueError):
+    """What the description of the caller or the target lacks."""
+
+
+@dataclass(frozen=True)
+class SimulatedCaller:
+    auth: str = "anonymous"
+    user_id: int | None = None
+    subject: str = ""
+    client_id: str = ""
+    scopes: tuple[str, ...] = ()
+    address: str = ""
+
+
+@dataclass
+class Simulation:
+    allowed: bool
+    policy: str | None
+    hidden: bool
+    message: str | None
+    lists: dict[str, list[str]] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "allowed": self.allowed,
+            "policy": self.policy,
+            "hidden": self.hidden,
+            "message": self.message,
+            "lists": self.lists,
+        }
+
+
+def context_for(tenant: TenantInfo, caller: SimulatedCaller) -> RequestContext:
+    """The request context the transport would build for such a caller (a 2026-07-28 request)."""
+    if caller.auth not in AUTHS:
+        raise SimulationError(f"auth must be one of {', '.join(AUTHS)}.")
+    client_id = caller.client_id
+    if caller.auth == "api_key" and not client_id.startswith("api-key:"):
+        client_id = "api-key:0"
+    return RequestContext(
+        tenant=tenant,
+        protocol_version=LATEST_MODERN,
+        user_id=caller.user_id if caller.auth != "anonymous" else None,
+        client_id=client_id or None,
+        scopes=None if caller.auth == "anonymous" else frozenset(caller.scopes),
+        subject=(caller.subject or "simulated") if caller.auth == "identity_provider" else None,
+        client_address=caller.address or None,
+    )
+
+
+def _target(catalog: Catalog, kind: str, name: str) -> decision.Target:
+    found: decision.Target | None
+    if kind == "tool":
+        found = catalog.tools_by_name.get(name)
+    elif kind == "prompt":
+        found = catalog.prompts_by_name.get(name)
+    elif kind == "resource":
+        found = catalog.resources_by_uri.get(name)
+    elif kind == "template":
+        found = next((t for t in catalog.templates if t.uri_template == name), None)
+    else:
+        raise SimulationError(f"kind must be one of {', '.join(KINDS)}.")
+    if found is None:
+        raise SimulationError(f"The tenant serves no {kind} {name!r}.")
+    return found
+
+
+async def simulate(
+    tenant: TenantInfo, caller: SimulatedCaller, kind: str, name: str, arguments: dict[str, Any]
+) -> Simulation:
+    """The decision for this caller, target and arguments, and what this caller's lists hold."""
+    catalog = await catalogs.get_catalog(tenant.id)
+    ctx = context_for(tenant, caller)
+    target = _target(catalog, kind, name)
+    denial = decision.check(ctx, catalog, target, arguments)
+    lists = {
+        "tools": [t.name for t in tools.offered(ctx, catalog)],
+        "prompts": [p.name for p in catalog.prompts if not decision.hidden(ctx, catalog, p)],
+        "resources": [r.uri for r in catalog.resources if not decision.hidden(ctx, catalog, r)],
+        "resource_templates": [
+            t.uri_template for t in catalog.templates if not decision.hidden(ctx, catalog, t)
+        ],
+    }
+    if denial is None:
+        return Simulation(True, None, False, None, lists)
+    return Simulation(False, denial.policy or None, denial.hidden, denial.message(kind, name), lists)
