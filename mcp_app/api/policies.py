@@ -51,6 +51,7 @@ class PolicyViewSet(DefinitionViewSet):
 class CallerSerializer(serializers.Serializer):
     auth = serializers.ChoiceField(choices=AUTHS, default="anonymous")
     user = serializers.IntegerField(required=False, allow_null=True, help_text="A user id.")
+    role = serializers.ChoiceField(choices=("", "owner", "editor", "viewer"), required=False, default="")
     subject = serializers.CharField(required=False, allow_blank=True, max_length=500)
     client_id = serializers.CharField(required=False, allow_blank=True, max_length=200)
     scopes = serializers.ListField(child=serializers.CharField(max_length=200), required=False, max_length=50)
@@ -81,6 +82,7 @@ class SimulateView(APIView):
         caller = SimulatedCaller(
             auth=given.get("auth", "anonymous"),
             user_id=given.get("user"),
+            role=given.get("role", ""),
             subject=given.get("subject", ""),
             client_id=given.get("client_id", ""),
             scopes=tuple(given.get("scopes", ())),

@@ -129,6 +129,7 @@ class RequestContext:
     client_id: str | None = None
     scopes: frozenset[str] | None = None  # None: the endpoint is public, nothing is scope-limited
     subject: str | None = None  # Caller.subject: a tenant's own identity provider's user
+    role: str = ""  # Caller.role: the user's role in the tenant, "" for none (a policy's caller.role)
     request_id: str | int | None = None
     progress_token: str | int | None = None
     # The request's own log level (2026-07-28 `_meta`); a legacy session's level lives in the session.
@@ -203,6 +204,7 @@ class Caller:
     scopes: frozenset[str] | None = None  # None: public endpoint, nothing scope-limited
     # "<issuer>#<sub>" of a tenant's own identity provider's token, which names no local user (AMB-204).
     subject: str | None = None
+    role: str = ""  # the user's role in the tenant (owner, editor, viewer); "" for none
 
 
 PUBLIC = Caller()

@@ -93,6 +93,7 @@ def caller_of(ctx: RequestContext) -> dict[str, Any]:
     return {
         "auth": auth,
         "user": ctx.user_id,
+        "role": ctx.role,
         "subject": ctx.subject or "",
         "client_id": ctx.client_id or "",
         "scopes": sorted(ctx.scopes or ()),
@@ -114,7 +115,7 @@ def target_of(target: Target) -> dict[str, Any]:
 
 
 def _caller_key(ctx: RequestContext) -> tuple[Any, ...]:
-    return (ctx.subject, ctx.user_id, ctx.client_id, ctx.scopes, ctx.client_address)
+    return (ctx.subject, ctx.user_id, ctx.role, ctx.client_id, ctx.scopes, ctx.client_address)
 
 
 def _applying(policies: tuple[Compiled, ...], target: Target) -> list[Compiled]:

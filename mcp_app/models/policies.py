@@ -39,7 +39,7 @@ class Policy(models.Model):
     applies_to = models.CharField(max_length=16, choices=AppliesTo.choices, default=AppliesTo.ALL)
     condition = models.TextField(
         default="true",
-        help_text="A CEL expression over `caller` (auth, user, subject, client_id, scopes, address), `target` "
+        help_text="A CEL expression over `caller` (auth, user, role, subject, client_id, scopes, address), `target` "
         "(kind, name, upstream, annotations, uri) and `arguments`, e.g. "
         "`target.annotations.destructiveHint == true && caller.auth == \"api_key\"`.",
     )

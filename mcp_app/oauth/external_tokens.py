@@ -135,7 +135,9 @@ async def authenticate(token: str, tenant: TenantInfo) -> Caller:
     if identity.keep_platform_tokens and not looks_like_jwt(token):
         try:
             grant = await tokens.verify(token, tenant)
-            return Caller(user_id=grant.user_id, client_id=grant.client_id, scopes=grant.scopes)
+            return Caller(
+                user_id=grant.user_id, client_id=grant.client_id, scopes=grant.scopes, role=grant.role
+            )
         except InvalidToken:
             if not identity.introspection_url:
                 raise

@@ -100,7 +100,7 @@ async def authenticate(
             grant = await tokens.verify(token, tenant)
     except tokens.InvalidToken as refused:
         raise unauthorized(tenant, refused.reason) from None
-    return Caller(user_id=grant.user_id, client_id=grant.client_id, scopes=grant.scopes)
+    return Caller(user_id=grant.user_id, client_id=grant.client_id, scopes=grant.scopes, role=grant.role)
 
 
 def _refuse_query_credentials(query: str, tenant: TenantInfo) -> None:

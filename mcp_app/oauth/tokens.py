@@ -23,7 +23,7 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Subquery
 from oauth2_provider.models import get_access_token_model
 
 from mcp_app.core.types import TenantInfo
@@ -58,6 +58,7 @@ class TokenRecord:
     audience: tuple[str, ...] = ()  # normalized resource indicators
     member: bool = False
     networks: tuple[Any, ...] = ()  # an API key's allowed networks (ipaddress), empty: any (AMB-202)
+    role: str = ""  # the user's role in the tenant (a policy's `caller.role`, AMB-347); "" for none
     key_id: int | None = None  # an API key's row
 
 
@@ -68,6 +69,7 @@ class Grant:
     user_id: int | None  # None: an API key of the tenant's own service identity
     client_id: str
     scopes: frozenset[str]
+    role: str = ""  # the user's role in the tenant: owner, editor, viewer
 
 
 def checksum(token: str) -> str:
@@ -96,7 +98,7 @@ def _fetch(key: str, tenant_id: int) -> TokenRecord:
     rows = list(
         get_access_token_model()
         .objects.filter(token_checksum=key)
-        .annotate(is_member=Exists(membership))
+        .annotate(is_member=Exists(membership), member_role=Subquery(membership.values("role")[:1]))
         .values(
             "user_id",
             "user__is_active",
@@ -105,6 +107,7 @@ def _fetch(key: str, tenant_id: int) -> TokenRecord:
             "expires",
             "resource",
             "is_member",
+            "member_role",
         )[:1]
     )
     if not rows:
@@ -122,6 +125,7 @@ def _fetch(key: str, tenant_id: int) -> TokenRecord:
         expires_at=row["expires"].timestamp() if row["expires"] else 0.0,
         audience=audience,
         member=bool(row["is_member"] and row["user_id"] is not None and row["user__is_active"]),
+        role=row["member_role"] or "",
     )
 
 
@@ -184,7 +188,7 @@ async def verify(token: str, tenant: TenantInfo) -> Grant:
             raise InvalidToken(UNKNOWN)
     if not record.member or record.user_id is None:
         raise InvalidToken(NOT_MEMBER)
-    return Grant(user_id=record.user_id, client_id=record.client_id, scopes=record.scopes)
+    return Grant(user_id=record.user_id, client_id=record.client_id, scopes=record.scopes, role=record.role)
 
 
 # --- eviction (connected in mcp_app.oauth.signals) -------------------------------------------------------

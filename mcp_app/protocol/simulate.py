@@ -25,6 +25,7 @@ class SimulationError(ValueError):
 class SimulatedCaller:
     auth: str = "anonymous"
     user_id: int | None = None
+    role: str = ""
     subject: str = ""
     client_id: str = ""
     scopes: tuple[str, ...] = ()
@@ -63,6 +64,7 @@ def context_for(tenant: TenantInfo, caller: SimulatedCaller) -> RequestContext:
         client_id=client_id or None,
         scopes=None if caller.auth == "anonymous" else frozenset(caller.scopes),
         subject=(caller.subject or "simulated") if caller.auth == "identity_provider" else None,
+        role=caller.role if caller.auth != "anonymous" else "",
         client_address=caller.address or None,
     )
 

@@ -642,3 +642,36 @@ async def test_a_garbled_eviction_message_is_ignored_and_the_subscriber_keeps_wo
     await sync_to_async(sql)(f"DELETE FROM {table} WHERE token_checksum = %s", [key])
     publish({"key": key})
     assert (await eventually_refused(client)).status == 401
+
+
+# --- the member's role in a policy (AMB-347) -------------------------------------------------------
+
+
+async def test_a_policy_on_the_members_role_applies_to_their_token_and_follows_a_role_change_at_once(
+    secured, alice, bob, app_one
+):
+    def deny_viewers() -> None:
+        from mcp_app.models import Policy  # noqa: PLC0415 - this test's own model
+
+        row = Policy(
+            tenant=secured, name="viewers-look-only", condition="caller.role == 'viewer'", applies_to="tools"
+        )
+        row.full_clean()
+        row.save()
+
+    await sync_to_async(deny_viewers)()
+    owner = await connected(await sync_to_async(issue_token)(alice, secured, app_one))
+    viewer = await connected(await sync_to_async(issue_token)(bob, secured, app_one))
+    listed = {
+        "owner": (await owner.request("tools/list")).json()["result"]["tools"],
+        "viewer": (await viewer.request("tools/list")).json()["result"]["tools"],
+    }
+    assert listed["owner"] and listed["viewer"] == []
+
+    def promote() -> None:  # as the admin saves a membership: its change evicts the cached tokens
+        membership = Membership.objects.get(user=bob, tenant=secured)
+        membership.role = Role.EDITOR
+        membership.save()
+
+    await sync_to_async(promote)()
+    assert (await viewer.request("tools/list")).json()["result"]["tools"] == listed["owner"]
