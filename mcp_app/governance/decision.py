@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from cachetools import LRUCache
 
@@ -55,9 +56,11 @@ class Denial:
 # (tenant, definitions version) -> its compiled policies: compiled once a version, in each process.
 _COMPILED: LRUCache[tuple[int, int], tuple[Compiled, ...]] = LRUCache(maxsize=512)
 # (tenant, version, caller, target) -> its denial without arguments: the lists' hot path.
-_HIDDEN: LRUCache[tuple[Any, ...], Denial | None] = LRUCache(maxsize=65_536)
+_HIDDEN: LRUCache[tuple[Any, ...], _Listed] = LRUCache(maxsize=65_536)
+# (tenant, version, caller, kind, variant) -> a list without what the caller may never use.
+_SHOWN: LRUCache[tuple[Any, ...], tuple[Any, ...]] = LRUCache(maxsize=4_096)
 _LOCK = threading.Lock()
-_UNKNOWN = object()
+T = TypeVar("T")
 
 
 def compiled(catalog: Catalog) -> tuple[Compiled, ...]:
@@ -114,13 +117,24 @@ def target_of(target: Target) -> dict[str, Any]:
     return found
 
 
-def _caller_key(ctx: RequestContext) -> tuple[Any, ...]:
+def caller_key(ctx: RequestContext) -> tuple[Any, ...]:
+    """What of a caller a condition may read: decisions are cached per this and the definitions version."""
     return (ctx.subject, ctx.user_id, ctx.role, ctx.client_id, ctx.scopes, ctx.client_address)
+
+
+@dataclass(frozen=True)
+class _Listed:
+    """A target's decision without its arguments, cached: the lists' hot path, and the first half of a use."""
+
+    denial: Denial | None  # hidden
+    allowed: bool  # an allow policy that reads no arguments held (or none applies): no argument allow needed
+    later: tuple[Compiled, ...]  # the policies that read the arguments: evaluated at each use
+    about: dict[str, Any] | None = None  # `caller` and `target` as the conditions read them, built once
 
 
 def _applying(policies: tuple[Compiled, ...], target: Target) -> list[Compiled]:
     kind = KIND_OF_LIST[type(target)]
-    return [p for p in policies if p.applies_to in ("all", kind)]
+    return [p for p in policies if p.applies_to in ("all", kind) and p.condition is not None]
 
 
 def hidden(ctx: RequestContext, catalog: Catalog, target: Target) -> bool:
@@ -128,63 +142,91 @@ def hidden(ctx: RequestContext, catalog: Catalog, target: Target) -> bool:
     answered as missing."""
     if not catalog.policies:
         return False
-    denial = _without_arguments(ctx, catalog, target)
-    return denial is not None
+    return _listed(ctx, catalog, target).denial is not None
 
 
-def _without_arguments(ctx: RequestContext, catalog: Catalog, target: Target) -> Denial | None:
+def shown(
+    ctx: RequestContext, catalog: Catalog, items: tuple[T, ...], variant: Hashable = ""
+) -> tuple[T, ...]:
+    """`items` (one kind's list, as `variant` of the request chose it) without what this caller may
+    never use; cached per caller and version, so a paged list filters once."""
+    if not catalog.policies or not items:
+        return items
+    key = (catalog.tenant_id, catalog.version, caller_key(ctx), type(items[0]), variant)
+    with _LOCK:
+        found = _SHOWN.get(key)
+    if found is None:
+        found = tuple(item for item in items if not hidden(ctx, catalog, cast(Target, item)))
+        with _LOCK:
+            _SHOWN[key] = found
+    return cast("tuple[T, ...]", found)
+
+
+def _listed(ctx: RequestContext, catalog: Catalog, target: Target) -> _Listed:
     key = (
         catalog.tenant_id,
         catalog.version,
-        _caller_key(ctx),
+        caller_key(ctx),
         type(target),
         target.name,
         getattr(target, "uri", ""),
     )
     with _LOCK:  # the serving loop and the threads of Try and the admin share it
-        found = _HIDDEN.get(key, _UNKNOWN)
-    if found is not _UNKNOWN:
-        return cast("Denial | None", found)
+        found = _HIDDEN.get(key)
+    if found is None:
+        found = _decide_listed(ctx, catalog, target)
+        with _LOCK:
+            _HIDDEN[key] = found
+    return found
+
+
+def _decide_listed(ctx: RequestContext, catalog: Catalog, target: Target) -> _Listed:
+    applying = _applying(compiled(catalog), target)
+    if not applying:
+        return _Listed(None, True, ())
     # A static resource takes no arguments: its list entry is its whole decision.
-    denial = _decide(ctx, catalog, target, {} if isinstance(target, ResourceDef) else None)
-    if denial is not None:
-        denial = Denial(denial.policy, hidden=True)
-    with _LOCK:
-        _HIDDEN[key] = denial
-    return denial
+    static = isinstance(target, ResourceDef)
+    activation: dict[str, Any] = {"caller": caller_of(ctx), "target": target_of(target)}
+    if static:
+        activation["arguments"] = {}
+    later = tuple(
+        p for p in applying if p.condition is not None and p.condition.uses_arguments and not static
+    )
+    now = [p for p in applying if p not in later]
+    allows = [p for p in applying if not p.deny]
+    allowed = not allows
+    for policy in now:
+        holds = _holds(policy, activation)
+        if policy.deny and holds:
+            return _Listed(Denial(policy.name, hidden=True), False, ())
+        allowed = allowed or (not policy.deny and holds)
+    if not allowed and not any(not p.deny for p in later):
+        return _Listed(Denial("", hidden=True), False, ())
+    return _Listed(None, allowed, later, activation if later else None)
+
+
+def _holds(policy: Compiled, activation: dict[str, Any]) -> bool:
+    assert policy.condition is not None
+    try:
+        return policy.condition.holds(activation)
+    except ConditionError:
+        return policy.deny  # fails closed: a deny holds, an allow does not
 
 
 def check(ctx: RequestContext, catalog: Catalog, target: Target, arguments: dict[str, Any]) -> Denial | None:
     """The denial of this use of the target with these arguments, or None: allowed."""
     if not catalog.policies:
         return None
-    return _without_arguments(ctx, catalog, target) or _decide(ctx, catalog, target, arguments)
-
-
-def _decide(
-    ctx: RequestContext, catalog: Catalog, target: Target, arguments: dict[str, Any] | None
-) -> Denial | None:
-    applying = _applying(compiled(catalog), target)
-    if not applying:
-        return None
-    activation = {"caller": caller_of(ctx), "target": target_of(target)}
-    if arguments is not None:
-        activation["arguments"] = arguments
-    undecided_allow = False
-    allows = False
-    for policy in applying:
-        if policy.condition is None:
-            continue
-        if arguments is None and policy.condition.uses_arguments:
-            undecided_allow = undecided_allow or not policy.deny
-            continue
-        try:
-            holds = policy.condition.holds(activation)
-        except ConditionError:
-            holds = policy.deny  # fails closed
-        if policy.deny and holds:
-            return Denial(policy.name, hidden=arguments is None)
-        allows = allows or (not policy.deny and holds)
-    if any(not p.deny and p.condition is not None for p in applying) and not (allows or undecided_allow):
-        return Denial("", hidden=arguments is None)
-    return None
+    listed = _listed(ctx, catalog, target)
+    if listed.denial is not None or not listed.later:
+        return listed.denial
+    about = listed.about or {"caller": caller_of(ctx), "target": target_of(target)}
+    activation = {**about, "arguments": arguments}
+    allowed = listed.allowed
+    for policy in listed.later:
+        if policy.deny:
+            if _holds(policy, activation):
+                return Denial(policy.name, hidden=False)
+        elif not allowed:
+            allowed = _holds(policy, activation)
+    return None if allowed else Denial("", hidden=False)

@@ -96,11 +96,9 @@ async def simulate(
     denial = decision.check(ctx, catalog, target, arguments)
     lists = {
         "tools": [t.name for t in tools.offered(ctx, catalog)],
-        "prompts": [p.name for p in catalog.prompts if not decision.hidden(ctx, catalog, p)],
-        "resources": [r.uri for r in catalog.resources if not decision.hidden(ctx, catalog, r)],
-        "resource_templates": [
-            t.uri_template for t in catalog.templates if not decision.hidden(ctx, catalog, t)
-        ],
+        "prompts": [p.name for p in decision.shown(ctx, catalog, catalog.prompts)],
+        "resources": [r.uri for r in decision.shown(ctx, catalog, catalog.resources)],
+        "resource_templates": [t.uri_template for t in decision.shown(ctx, catalog, catalog.templates)],
     }
     if denial is None:
         return Simulation(True, None, False, None, lists)

@@ -52,12 +52,10 @@ def offered(ctx: RequestContext, catalog: Catalog) -> tuple[ToolDef, ...]:
     """The tools this request's client can be offered: a legacy client never sees a 2026-only shape,
     and a client without MCP Apps never sees a tool only an app calls (AMB-273)."""
     apps = ui_apps.client_supports(ctx.client_capabilities)
-    found = tuple(
-        tool
-        for tool in catalog.tools
-        if is_offered(ctx, tool, apps) and not decision.hidden(ctx, catalog, tool)
-    )
-    return catalog.tools if len(found) == len(catalog.tools) else found
+    found = tuple(tool for tool in catalog.tools if is_offered(ctx, tool, apps))
+    found = catalog.tools if len(found) == len(catalog.tools) else found
+    # Then what the one decision keeps from this caller (governance/decision.py), once per caller and version.
+    return decision.shown(ctx, catalog, found, (apps, is_modern(ctx.protocol_version)))
 
 
 def is_offered(ctx: RequestContext, tool: ToolDef, apps: bool | None = None) -> bool:

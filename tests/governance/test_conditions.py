@@ -28,6 +28,7 @@ def test_a_condition_compiles_once_and_says_whether_it_reads_the_arguments() -> 
         ("[1, 2].all(x, x > 0)", "comprehensions"),
         ("arguments.rows.map(r, arguments.rows.map(s, 1)).size() > 0", "comprehensions"),
         ("arguments.rows.filter(r, true).size() > 0", "comprehensions"),
+        ("arguments.path.matches('^/etc')", "matches"),
         ("target.name == '" + "x" * MAX_CONDITION_CHARS + "'", "longer than"),
     ],
 )

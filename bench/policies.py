@@ -1,0 +1,152 @@
+"""What a tenant's policies cost the request path, side by side in one run (issue 34 "Speed", AMB-347).
+
+    .venv/bin/python bench/policies.py [--rounds 7] [--calls 300] [--lists 30]
+
+Prints figures; it is not a test. One scratch SQLite database in a temporary folder (migrated here),
+two tenants of 1,000 template tools each (one of them `echo`), the second with 20 policies (deny and
+allow, on the caller, the target and the arguments, one of them reading the arguments of every call).
+Requests go through the dispatcher in this process, as the transport hands them over (no HTTP: the
+transport's cost is the same for both and would only add noise). Slices alternate between the two
+tenants, each slice a warm `tools/call echo` loop and a `tools/list` loop (a list of 1,000 tools, five
+pages of the default page size walked whole); the medians of the slices are compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+FOLDER = tempfile.mkdtemp(prefix="mcp-policies-bench-")
+os.environ.update(
+    DJANGO_SETTINGS_MODULE="mcpsite.settings",
+    DATABASE_URL=f"sqlite:///{FOLDER}/bench.sqlite3",
+    REDIS_URL="",
+    MCP_CHANGE_TOKEN_SUBSCRIBER="0",
+    # The per-caller rate limit would measure itself: both tenants' loops run far past it.
+    MCP_TOOL_CALLS_PER_MINUTE="0",
+)
+
+import django  # noqa: E402 - after the settings are chosen
+
+django.setup()
+
+from django.core.management import call_command  # noqa: E402
+
+from tenants import wall  # noqa: E402
+
+TOOLS = 1_000
+POLICIES = [
+    ("deny", "tools", "caller.auth == 'api_key' && target.annotations.destructiveHint == true"),
+    ("deny", "tools", "target.name == 'echo' && arguments.message.contains('password')"),
+    ("deny", "prompts", "caller.role == 'viewer'"),
+    ("allow", "all", "true"),
+    *(
+        ("deny", "tools", f"target.name == 'never_{i}' || target.upstream == 'nowhere_{i}'")
+        for i in range(16)
+    ),
+]
+
+
+def seed() -> tuple[Any, Any]:
+    from mcp_app.models import Policy, Tool  # noqa: PLC0415 - after django.setup()
+    from tenants.models import Tenant  # noqa: PLC0415
+
+    with wall.bypass("bench"):
+        call_command("migrate", verbosity=0)
+        tenants = []
+        for slug in ("plain", "governed"):
+            tenant = Tenant.objects.create(slug=slug, name=slug, auth_mode="public")
+            Tool.objects.bulk_create(
+                Tool(tenant=tenant, name="echo" if i == 0 else f"tool_{i:04d}", handler="template",
+                     handler_config={"text": "{{ message }}"}, version=1,
+                     input_schema={"type": "object", "properties": {"message": {"type": "string"}}})
+                for i in range(TOOLS)
+            )  # fmt: skip
+            tenants.append(tenant)
+        for i, (effect, applies_to, condition) in enumerate(POLICIES):
+            Policy.objects.create(tenant=tenants[1], name=f"p{i:02d}", effect=effect, applies_to=applies_to,
+                                  condition=condition)  # fmt: skip
+            tenants[1].bump_version()
+    return tenants[0], tenants[1]
+
+
+async def one_slice(ctx: Any, calls: int, lists: int) -> tuple[float, float]:
+    from mcp_app.protocol.dispatch import dispatch  # noqa: PLC0415
+
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"message": "hi"}},
+    }
+    started = time.perf_counter()
+    for _ in range(calls):
+        reply = await dispatch(ctx, call)
+        assert reply is not None and "result" in reply, reply
+    per_call = (time.perf_counter() - started) / calls
+    started = time.perf_counter()
+    for _ in range(lists):
+        cursor = None
+        count = 0
+        while True:
+            params = {"cursor": cursor} if cursor else {}
+            reply = await dispatch(ctx, {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": params})
+            assert reply is not None
+            count += len(reply["result"]["tools"])
+            if not (cursor := reply["result"].get("nextCursor")):
+                break
+        assert count == TOOLS, count
+    per_list = (time.perf_counter() - started) / lists
+    return per_call, per_list
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--lists", type=int, default=30)
+    args = parser.parse_args()
+    from asgiref.sync import sync_to_async  # noqa: PLC0415
+
+    from mcp_app.catalog.loader import tenant_info  # noqa: PLC0415
+    from mcp_app.core.context import RequestContext  # noqa: PLC0415
+    from mcp_app.core.versions import LATEST_MODERN  # noqa: PLC0415
+
+    plain, governed = await sync_to_async(seed)()
+    contexts = {
+        name: RequestContext(
+            tenant=tenant_info(tenant), protocol_version=LATEST_MODERN, client_address="127.0.0.1"
+        )
+        for name, tenant in (("none", plain), ("20 policies", governed))
+    }
+    figures: dict[str, list[tuple[float, float]]] = {name: [] for name in contexts}
+    for ctx in contexts.values():  # warm: catalogs loaded, policies compiled, list decisions cached
+        await one_slice(ctx, 20, 2)
+    for _ in range(args.rounds):
+        for name, ctx in contexts.items():
+            figures[name].append(await one_slice(ctx, args.calls, args.lists))
+    call = {n: statistics.median(c for c, _ in f) for n, f in figures.items()}
+    listing = {n: statistics.median(li for _, li in f) for n, f in figures.items()}
+    print(f"| tenant | tools/call echo µs | calls/s | tools/list of {TOOLS} tools (whole) ms |")
+    print("|---|---:|---:|---:|")
+    for name in contexts:
+        print(f"| {name} | {call[name] * 1e6:.0f} | {1 / call[name]:.0f} | {listing[name] * 1e3:.2f} |")
+    print(
+        f"\nthroughput with policies / without: {call['none'] / call['20 policies']:.2f}x; "
+        f"list p50 with / without: {listing['20 policies'] / listing['none']:.2f}x"
+    )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
