@@ -31,6 +31,7 @@ logger = logging.getLogger(__name__)
 
 Target = ToolDef | PromptDef | ResourceDef | TemplateDef
 KIND_OF_LIST = {ToolDef: "tools", PromptDef: "prompts", ResourceDef: "resources", TemplateDef: "resources"}
+HINT_DEFAULTS = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": True}
 KIND_NAME = {ToolDef: "tool", PromptDef: "prompt", ResourceDef: "resource", TemplateDef: "template"}
 
 
@@ -109,7 +110,9 @@ def target_of(target: Target) -> dict[str, Any]:
     upstream = target.upstream.name if target.upstream is not None else ""
     found: dict[str, Any] = {"kind": KIND_NAME[type(target)], "name": target.name, "upstream": upstream}
     if isinstance(target, ToolDef):
-        found["annotations"] = dict(target.annotations or {})
+        # Every hint present, as the spec's ToolAnnotations defaults read when a tool leaves it out: a
+        # condition on one never fails on a missing key (which would deny, failing closed).
+        found["annotations"] = {**HINT_DEFAULTS, **(target.annotations or {})}
     elif isinstance(target, ResourceDef):
         found["uri"] = target.uri
     elif isinstance(target, TemplateDef):

@@ -117,3 +117,12 @@ def test_a_policy_that_cannot_be_used_is_refused_when_saved(tenant_a) -> None:
     with pytest.raises(ValidationError) as caught:
         policy(tenant_a, "typo", "caler.auth == 'oauth'")
     assert "unknown name caler" in str(caught.value.message_dict["condition"])
+
+
+async def test_a_hint_a_tool_leaves_out_reads_as_the_specs_default(demo_a) -> None:
+    # echo has no annotations: destructiveHint reads true and readOnlyHint false, as ToolAnnotations says.
+    await sync_to_async(policy)(
+        demo_a, "look-only", "target.annotations.destructiveHint && !target.annotations.readOnlyHint"
+    )
+    listed = await tool_names(make_ctx(demo_a))
+    assert "greet" in listed and "echo" not in listed
