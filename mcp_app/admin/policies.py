@@ -1,12 +1,63 @@
-"""The admin of a tenant's policies (AMB-347): owners write who may use what; the condition is checked
-when saved (governance/conditions.py) and its error shown on the field."""
+"""The admin of a tenant's policies (AMB-347) and their simulator (AMB-350).
+
+Owners write policies; the condition is checked when saved (governance/conditions.py) and its error
+shown on the field. **Simulate** (``admin/mcp_app/policy/simulate/``) asks the one decision what it says
+for a caller an owner describes, a target and arguments, and shows that caller's lists; nothing runs.
+"""
 
 from __future__ import annotations
 
-from django.contrib import admin
+import json
+from typing import Any
 
-from mcp_app.admin.providers import OwnersOnly
+from asgiref.sync import async_to_sync
+from django import forms
+from django.contrib import admin
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import path
+
+from mcp_app.admin.providers import OWNERS, OwnersOnly
+from mcp_app.catalog.loader import tenant_info
 from mcp_app.models import Policy
+from mcp_app.protocol.simulate import AUTHS, KINDS, SimulatedCaller, SimulationError, simulate
+from tenants.admin import editable_tenant_ids
+from tenants.models import Tenant
+
+
+class SimulateForm(forms.Form):
+    tenant = forms.ModelChoiceField(queryset=Tenant.objects.none())
+    auth = forms.ChoiceField(choices=[(a, a.replace("_", " ")) for a in AUTHS], initial="oauth",
+                             help_text="How the caller authenticated.")  # fmt: skip
+    role = forms.ChoiceField(choices=[("", "none"), ("owner", "owner"), ("editor", "editor"), ("viewer", "viewer")],
+                             required=False, help_text="The caller's role in the tenant.")  # fmt: skip
+    scopes = forms.CharField(
+        required=False, max_length=1000, help_text="Space-separated, as a token grants them."
+    )
+    client_id = forms.CharField(required=False, max_length=200, label="Client id")
+    subject = forms.CharField(required=False, max_length=500, help_text="An identity provider's user.")
+    kind = forms.ChoiceField(choices=[(k, k) for k in KINDS])
+    name = forms.CharField(
+        max_length=2000, help_text="A tool's or prompt's name, a resource's URI, a template's."
+    )
+    arguments = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}), initial="{}",
+                                help_text="A JSON object.")  # fmt: skip
+
+    def __init__(self, *args: Any, tenants: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["tenant"]
+        assert isinstance(field, forms.ModelChoiceField)
+        field.queryset = tenants
+
+    def clean_arguments(self) -> dict[str, Any]:
+        text = self.cleaned_data.get("arguments") or "{}"
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            raise forms.ValidationError(f"Not JSON: {exc}") from None
+        if not isinstance(value, dict):
+            raise forms.ValidationError("The arguments are a JSON object.")
+        return value
 
 
 @admin.register(Policy)
@@ -15,3 +66,37 @@ class PolicyAdmin(OwnersOnly):
     list_filter = ("effect", "applies_to", "enabled")
     search_fields = ("name", "description", "condition")
     fields = ("tenant", "name", "description", "effect", "applies_to", "condition", "enabled")
+    change_list_template = "admin/mcp_app/policy/change_list.html"
+
+    def get_urls(self) -> list[Any]:
+        simulate_url = path(
+            "simulate/", self.admin_site.admin_view(self.simulate_view), name="mcp_app_policy_simulate"
+        )
+        return [simulate_url, *super().get_urls()]
+
+    def simulate_view(self, request: HttpRequest) -> HttpResponse:
+        ids = editable_tenant_ids(request, OWNERS)
+        tenants = Tenant.objects.all() if ids is None else Tenant.objects.filter(pk__in=ids)
+        form = SimulateForm(request.POST or None, tenants=tenants.order_by("slug"))
+        result = None
+        if request.method == "POST" and form.is_valid():
+            data = form.cleaned_data
+            caller = SimulatedCaller(
+                auth=data["auth"], user_id=request.user.pk if data["auth"] != "anonymous" else None,
+                role=data["role"], subject=data["subject"], client_id=data["client_id"],
+                scopes=tuple(data["scopes"].split()),
+            )  # fmt: skip
+            try:
+                result = async_to_sync(simulate)(
+                    tenant_info(data["tenant"]), caller, data["kind"], data["name"], data["arguments"]
+                )
+            except SimulationError as exc:
+                form.add_error("name", str(exc))
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": "Simulate the policies: what would this caller get?",
+            "form": form,
+            "result": result,
+        }
+        return TemplateResponse(request, "admin/mcp_app/policy/simulate.html", context)

@@ -49,9 +49,10 @@ class Denial:
     hidden: bool  # decided without the arguments: the caller is never shown the target
 
     def message(self, kind: str, name: str) -> str:
+        which = "whatever the arguments" if self.hidden else "with these arguments"
         if self.policy:
-            return f"Denied by policy {self.policy!r}: this {kind} may not be used with these arguments."
-        return f"No policy allows this {kind} ({name}) with these arguments."
+            return f"Denied by policy {self.policy!r}: this {kind} may not be used {which}."
+        return f"No policy allows this {kind} ({name}) {which}."
 
 
 # (tenant, definitions version) -> its compiled policies: compiled once a version, in each process.

@@ -70,6 +70,10 @@ PAGES = (
     Swept("try", "/admin/mcp_app/tool/{tool}/try/", "Runs the tool"),
     Swept("self-check", "/admin/tenants/tenant/{tenant}/check/", "Check"),
     Swept("templates", "/admin/mcp_app/resourcetemplate/", "Select resource template to change"),
+    # Governance (issue 34): a tenant's policies, the form and the simulator.
+    Swept("policies", "/admin/mcp_app/policy/", "Select policy to change"),
+    Swept("policy-add", "/admin/mcp_app/policy/add/", "Condition"),
+    Swept("policy-simulate", "/admin/mcp_app/policy/simulate/", "Simulate"),
     # An upstream's own page and its remote tools, with Sync now and the publish buttons (AMB-292).
     Swept("upstream", "/admin/mcp_app/upstream/{upstream}/change/", "Publish all"),
     Swept("remote-tools", "/admin/mcp_app/upstream/{upstream}/tools/", "Publish selected"),
@@ -218,7 +222,7 @@ async def sweep(
 
 # The pages in two parts, a test each: a test stays well under the suite's 90 s hang watchdog
 # (tests/conftest.py). The second holds the upstream's pages, which need one synced.
-PARTS = {"stranger-and-admin": ANONYMOUS + PAGES[:12], "authoring-and-upstream": PAGES[12:]}
+PARTS = {"stranger-and-admin": ANONYMOUS + PAGES[:13], "authoring-and-upstream": PAGES[13:]}
 
 
 @pytest.mark.parametrize("part", list(PARTS))

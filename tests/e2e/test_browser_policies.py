@@ -1,0 +1,66 @@
+"""Policies in a real browser (AMB-347, AMB-350): an owner writes one in the admin (a condition that
+cannot be used is refused on its field, saying why), simulates a caller and sees the decision, the
+policy that made it and that caller's lists; then a client of the tenant gets exactly that."""
+
+from __future__ import annotations
+
+import secrets
+
+import pytest
+from mcp import MCPError
+from playwright.async_api import Page
+
+from tests.e2e.admin_pages import body_text, signed_in
+from tests.e2e.browser import Screenshots
+from tests.e2e.helpers import mcp_client
+from tests.e2e.servers import DaphneServer, django_shell
+
+pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
+
+
+async def test_an_owner_writes_a_policy_simulates_a_caller_and_a_client_gets_what_the_simulator_said(
+    server: DaphneServer, page: Page, request: pytest.FixtureRequest
+) -> None:
+    shots = Screenshots(request.node.name)
+    slug = f"ruled-{secrets.token_hex(3)}"
+    django_shell(
+        server.env,
+        "from django.contrib.auth import get_user_model\nfrom mcp_app.models import Tool\n"
+        "from tenants.models import Membership, Tenant\n"
+        f"t = Tenant.objects.create(slug={slug!r}, name={slug!r}, auth_mode='public')\n"
+        "for name, hints in [('read_rows', {'readOnlyHint': True}), ('drop_table', {'destructiveHint': True})]:\n"
+        "    Tool.objects.create(tenant=t, name=name, handler='template', handler_config={'text': name}, annotations=hints)\n",
+    )
+    await signed_in(page, server)
+    await page.goto(f"{server.url}/admin/mcp_app/policy/add/")
+    await page.select_option("#id_tenant", label=slug)
+    await page.fill("#id_name", "strangers-read-only")
+    await page.fill("#id_condition", "caller.auth == 'anonymous' && target.annotations.all(h, h)")
+    async with page.expect_navigation():
+        await page.click("input[name=_save]")
+    assert "comprehensions" in await page.inner_text(".field-condition .errorlist")
+    await shots.take(page, "condition-refused")
+    await page.fill("#id_condition", "caller.auth == 'anonymous' && !target.annotations.readOnlyHint")
+    async with page.expect_navigation():
+        await page.click("input[name=_save]")
+    assert "was added successfully" in await body_text(page)
+
+    async with page.expect_navigation():
+        await page.click("#simulate-link")
+    await page.select_option("#id_tenant", label=slug)
+    await page.select_option("#id_auth", "anonymous")
+    await page.select_option("#id_kind", "tool")
+    await page.fill("#id_name", "drop_table")
+    async with page.expect_navigation():
+        await page.click("#simulate")
+    assert await page.inner_text("#simulation-decision") == "Denied"
+    assert await page.inner_text("#simulation-policy") == "strangers-read-only"
+    assert "read_rows" in await page.inner_text("#simulation-lists")
+    assert "drop_table" not in await page.inner_text("#simulation-lists")
+    await shots.take(page, "simulated")
+
+    for mode in ("legacy", "auto"):
+        async with mcp_client(server.mcp_url(slug), mode=mode) as client:
+            assert [tool.name for tool in (await client.list_tools()).tools] == ["read_rows"]
+            with pytest.raises(MCPError, match="Unknown tool: drop_table"):
+                await client.call_tool("drop_table", {})
