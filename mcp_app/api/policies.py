@@ -25,6 +25,7 @@ from mcp_app.api.views import ID, SLUG, DefinitionViewSet
 from mcp_app.catalog.loader import tenant_info
 from mcp_app.models import Policy
 from mcp_app.protocol.simulate import AUTHS, KINDS, SimulatedCaller, SimulationError, simulate
+from tenants.models import Role
 
 
 class PolicySerializer(CleanedModelSerializer):
@@ -51,7 +52,7 @@ class PolicyViewSet(DefinitionViewSet):
 class CallerSerializer(serializers.Serializer):
     auth = serializers.ChoiceField(choices=AUTHS, default="anonymous")
     user = serializers.IntegerField(required=False, allow_null=True, help_text="A user id.")
-    role = serializers.ChoiceField(choices=("", "owner", "editor", "viewer"), required=False, default="")
+    role = serializers.ChoiceField(choices=Role.choices, required=False, allow_blank=True, default="")
     subject = serializers.CharField(required=False, allow_blank=True, max_length=500)
     client_id = serializers.CharField(required=False, allow_blank=True, max_length=200)
     scopes = serializers.ListField(child=serializers.CharField(max_length=200), required=False, max_length=50)

@@ -36,6 +36,7 @@ KIND_WORDS = {
     "prompts": ("prompt", "prompts"),
     "resources": ("resource", "resources"),
     "resource_templates": ("resource template", "resource templates"),
+    "policies": ("policy", "policies"),
 }
 
 

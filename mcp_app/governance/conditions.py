@@ -34,13 +34,34 @@ class Condition:
     def holds(self, activation: dict[str, Any]) -> bool:
         """Whether the condition is true; ConditionError when it cannot be evaluated (a missing key,
         a type mismatch) or is not a boolean."""
+        given = {k: v for k, v in activation.items() if k in self.reads}
         try:
-            value = self.program.execute({k: v for k, v in activation.items() if k in self.reads})
-        except Exception as exc:  # the binding raises RuntimeError, TypeError, ValueError
+            value = self.program.execute(given)
+        except ValueError as exc:
+            if "Conversion Error" not in str(exc):
+                raise ConditionError(str(exc)[:300]) from None
+            # A string the interpreter cannot take (a lone surrogate, which JSON allows and UTF-8 does
+            # not) is read with U+FFFD in its place, as any UTF-8 reader of it would.
+            try:
+                value = self.program.execute(_utf8(given))
+            except Exception as again:
+                raise ConditionError(str(again).split(". Check that")[0][:300]) from None
+        except Exception as exc:  # the binding raises RuntimeError, TypeError
             raise ConditionError(str(exc).split(". Check that")[0][:300]) from None
         if not isinstance(value, bool):
             raise ConditionError(f"the condition gave {type(value).__name__}, not true or false")
         return value
+
+
+def _utf8(value: Any) -> Any:
+    """`value` with every string made valid UTF-8 (a lone surrogate becomes U+FFFD)."""
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, dict):
+        return {_utf8(k): _utf8(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_utf8(v) for v in value]
+    return value
 
 
 def compile_condition(source: str) -> Condition:

@@ -31,7 +31,12 @@ logger = logging.getLogger(__name__)
 
 Target = ToolDef | PromptDef | ResourceDef | TemplateDef
 KIND_OF_LIST = {ToolDef: "tools", PromptDef: "prompts", ResourceDef: "resources", TemplateDef: "resources"}
-HINT_DEFAULTS = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": True}
+HINT_DEFAULTS = {
+    "readOnlyHint": False,
+    "destructiveHint": True,
+    "idempotentHint": False,
+    "openWorldHint": True,
+}
 KIND_NAME = {ToolDef: "tool", PromptDef: "prompt", ResourceDef: "resource", TemplateDef: "template"}
 
 

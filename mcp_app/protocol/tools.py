@@ -247,9 +247,6 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
         # a request the tool cannot take, like an unknown tool, before it costs a call.
         names, why = refused
         raise InvalidParams(truncate(why, 500), data={"arguments": [truncate(n, 100) for n in names[:20]]})
-    # The one decision (governance/decision.py): a denial that depends on the arguments names its policy.
-    if (denial := decision.check(ctx, catalog, tool, arguments)) is not None:
-        return shaping.call_tool_result(error_result(denial.message("tool", name)), ctx.protocol_version)
     ratelimit.check_tool_call(ctx)
     await quotas.check(ctx, name)
     in_background = background.runs_in_background(tool)  # decided once: every step below follows it
@@ -259,6 +256,10 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
     result = _check_arguments(tool, arguments)
     if result is not None:
         return shaping.call_tool_result(result, ctx.protocol_version)
+    # The one decision (governance/decision.py), on arguments that passed the tool's schema: a denial
+    # that depends on them names its policy (one that does not was answered above, as a missing tool).
+    if (denial := decision.check(ctx, catalog, tool, arguments)) is not None:
+        return shaping.call_tool_result(error_result(denial.message("tool", name)), ctx.protocol_version)
     arguments = with_defaults(tool.input_schema, arguments)
     # A retried 2026-07-28 call brings the answers to the questions its handler asked (MRTR).
     rounds = (

@@ -42,3 +42,11 @@ def test_a_condition_that_cannot_be_evaluated_or_is_not_a_boolean_says_so() -> N
         compile_condition("arguments.path == '/'").holds({"caller": {}, "target": {}})
     with pytest.raises(ConditionError, match="not true or false"):
         compile_condition("target.name").holds({"caller": {}, "target": {"name": "x"}})
+
+
+def test_a_string_utf_8_cannot_hold_is_read_with_the_replacement_character() -> None:
+    # JSON allows a lone surrogate; the interpreter takes UTF-8 only. Read as any UTF-8 reader would.
+    condition = compile_condition(
+        "arguments.message.contains('pass') && arguments.message.endsWith('\\ufffd')"
+    )
+    assert condition.holds({"arguments": {"message": "pass\ud800"}})
