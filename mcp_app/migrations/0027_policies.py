@@ -87,7 +87,7 @@ class Migration(migrations.Migration):
                     "condition",
                     models.TextField(
                         default="true",
-                        help_text='A CEL expression over `caller` (auth, user, subject, client_id, scopes, address), `target` (kind, name, upstream, annotations, uri) and `arguments`, e.g. `target.annotations.destructiveHint == true && caller.auth == "api_key"`.',
+                        help_text='A CEL expression over `caller` (auth, user, role, subject, client_id, scopes, address), `target` (kind, name, upstream, annotations, uri) and `arguments`, e.g. `target.annotations.destructiveHint == true && caller.auth == "api_key"`.',
                     ),
                 ),
                 ("enabled", models.BooleanField(default=True)),
@@ -179,7 +179,7 @@ class Migration(migrations.Migration):
                     "condition",
                     models.TextField(
                         default="true",
-                        help_text='A CEL expression over `caller` (auth, user, subject, client_id, scopes, address), `target` (kind, name, upstream, annotations, uri) and `arguments`, e.g. `target.annotations.destructiveHint == true && caller.auth == "api_key"`.',
+                        help_text='A CEL expression over `caller` (auth, user, role, subject, client_id, scopes, address), `target` (kind, name, upstream, annotations, uri) and `arguments`, e.g. `target.annotations.destructiveHint == true && caller.auth == "api_key"`.',
                     ),
                 ),
                 ("enabled", models.BooleanField(default=True)),
