@@ -3,6 +3,7 @@ drafts page publishes it, the history numbers and compares versions (AMB-218..22
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 
 import pytest
@@ -30,22 +31,40 @@ def drafted_tool(server: DaphneServer) -> Iterator[int]:
         "tool.save()\nprint('PK', tool.pk)\n",
     )
     yield int(out.split("PK", 1)[1].split()[0])
-    django_shell(server.env, f"from mcp_app.models import Tool\nTool.objects.filter(name={TOOL!r}).delete()\n")
+    django_shell(
+        server.env, f"from mcp_app.models import Tool\nTool.objects.filter(name={TOOL!r}).delete()\n"
+    )
 
 
 async def seen_by_clients(server: DaphneServer) -> set[str]:
     """The tool's description as each kind of client lists it (legacy and 2026-07-28)."""
     seen = set()
     for mode in ("legacy", "auto"):
-        async with Client(server.mcp_url("demo"), mode=mode, read_timeout_seconds=REQUEST_SECONDS, cache=None) as c:
+        async with Client(
+            server.mcp_url("demo"), mode=mode, read_timeout_seconds=REQUEST_SECONDS, cache=None
+        ) as c:
             tools = {tool.name: tool for tool in (await c.list_tools()).tools}
         seen.add(tools[TOOL].description or "")
     return seen
 
 
+async def served(server: DaphneServer) -> None:
+    """Wait until the server lists the tool another process made: without Redis a server rereads the
+    tenant's version every 5 s (catalog/tokens.py), and a test faster than that saw the old list."""
+    for _ in range(40):
+        async with Client(
+            server.mcp_url("demo"), mode="auto", read_timeout_seconds=REQUEST_SECONDS, cache=None
+        ) as c:
+            if TOOL in {tool.name for tool in (await c.list_tools()).tools}:
+                return
+        await asyncio.sleep(0.25)
+    pytest.fail(f"the server did not list {TOOL} within 10 s")
+
+
 async def test_a_draft_is_tried_then_published_from_the_drafts_page(
     server: DaphneServer, drafted_tool: int, page: Page, request: pytest.FixtureRequest
 ) -> None:
+    await served(server)
     shots = Screenshots(request.node.name)
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
@@ -82,7 +101,9 @@ async def test_a_draft_is_tried_then_published_from_the_drafts_page(
     await shots.take(page, "drafts-page")
     async with page.expect_navigation():
         await section.get_by_role("button", name="Publish all drafts of demo").click()
-    assert f"{TOOL} (v2)" in await body_text(page) or f"Published {TOOL} as version 2" in await body_text(page)
+    assert f"{TOOL} (v2)" in await body_text(page) or f"Published {TOOL} as version 2" in await body_text(
+        page
+    )
     assert await seen_by_clients(server) == {"Drafted words."}
 
     # Versions are numbered; any two compare.
