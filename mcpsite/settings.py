@@ -59,6 +59,19 @@ def _env_int(name: str, default: int, minimum: int = 0) -> int:
     return value
 
 
+def _env_float(name: str, default: float, minimum: float = 0.0) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number, got {raw!r}") from None
+    if not value >= minimum:  # also refuses NaN
+        raise ImproperlyConfigured(f"{name} must be >= {minimum}, got {raw!r}")
+    return value
+
+
 def _env_list(name: str, default: list[str]) -> list[str]:
     raw = os.environ.get(name)
     if raw is None:
@@ -333,6 +346,10 @@ MCP_TOOL_RUN_RETENTION_DAYS = _env_int("MCP_TOOL_RUN_RETENTION_DAYS", 30, minimu
 # Usage (mcp_app/usage/): each process writes its counts this often and at exit (0: never, tests);
 # the per-minute buckets are kept this many days.
 MCP_USAGE_FLUSH_SECONDS = _env_int("MCP_USAGE_FLUSH_SECONDS", 10, minimum=0)
+# Without Redis nothing tells a server that another process (manage.py, another server) changed a
+# tenant: it rereads the tenant's version from the database at most this often. With Redis changes
+# arrive at once and this is unused.
+MCP_VERSION_RECHECK_SECONDS = _env_float("MCP_VERSION_RECHECK_SECONDS", 5.0, minimum=0.0)
 MCP_USAGE_RETENTION_DAYS = _env_int("MCP_USAGE_RETENTION_DAYS", 8, minimum=1)
 # Prometheus metrics at /metrics (mcp_app/operations/metrics.py): a bearer token, or networks allowed to scrape
 # (comma-separated CIDRs); with neither, loopback only. Past MAX_TENANTS tenants, the rest are "(other)".

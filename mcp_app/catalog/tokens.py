@@ -29,7 +29,7 @@ logger = logging.getLogger(__name__)
 
 # Without Redis, re-read the version from the database this often, so that an edit made by another
 # process (a management command, a shell) is picked up eventually; note_change makes it immediate.
-LOCAL_RECHECK_SECONDS: float = getattr(settings, "MCP_VERSION_RECHECK_SECONDS", 5.0)
+LOCAL_RECHECK_SECONDS: float = settings.MCP_VERSION_RECHECK_SECONDS
 
 # Entries are keyed by the change token observed *before* loading, and are valid while the token
 # is unchanged (equality, not order). With Redis the token is a shared counter that every change

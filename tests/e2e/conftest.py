@@ -169,6 +169,10 @@ def e2e_env(
         # processes' forkserver (a Django start-up, ~2 s of CPU each) starts on first need. Daphne A
         # warms it, as a deployment does, for the tests that render large templates there.
         MCP_TEMPLATE_WARM="0",
+        # Without Redis a server rereads a tenant's version from the database every 5 s (with it,
+        # changes arrive at once): tests make tools with manage.py and use them the next moment, as
+        # a person would not; 0.25 s keeps that race out of the no-services run.
+        MCP_VERSION_RECHECK_SECONDS="0.25",
     )
     # The same steps as bin/serve (a PostgreSQL database was cloned from a migrated template).
     if e2e_database_url.startswith("sqlite"):
