@@ -9,6 +9,7 @@ from mcp_app.admin import (  # noqa: F401 - importing them registers the ModelAd
     infrastructure,
     policies,
     providers,
+    quotas,
     runs,
     service_clients,
     tenant_identity,

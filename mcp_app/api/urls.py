@@ -11,6 +11,7 @@ from mcp_app.api import (
     policies,
     portability,
     providers,
+    quotas,
     root,
     self_check,
     service_clients,
@@ -37,6 +38,7 @@ tenant_router.register("api-keys", api_keys.ApiKeyViewSet, basename="api-key")
 tenant_router.register("service-clients", service_clients.ServiceClientViewSet, basename="service-client")
 tenant_router.register("providers", providers.ProviderViewSet, basename="provider")
 tenant_router.register("policies", policies.PolicyViewSet, basename="policy")
+tenant_router.register("quotas", quotas.QuotaViewSet, basename="quota")
 
 urlpatterns = [
     # The API root: its resources as links and the docs page (mcp_app/api/root.py).

@@ -29,6 +29,7 @@ from mcp_app.handlers.upstream import TASK_KEY
 from mcp_app.models import (
     Policy,
     Prompt,
+    Quota,
     Resource,
     ResourceTemplate,
     TaskSupport,
@@ -225,6 +226,7 @@ def _read_catalog(tenant_id: int) -> Catalog:
         prompts_by_name={p.name: p for p in prompts},
         resources_by_uri={r.uri: r for r in resources},
         policies=tuple(row.to_def() for row in Policy.objects.for_tenant(tenant_id).filter(enabled=True)),
+        quotas=tuple(row.to_def() for row in Quota.objects.for_tenant(tenant_id).filter(enabled=True)),
     )
 
 

@@ -151,6 +151,18 @@ class PolicyDef:
 
 
 @dataclass(frozen=True)
+class QuotaDef:
+    """A tenant's quota (AMB-352): `calls` per window of `seconds` for one tool ("": every tool)."""
+
+    name: str
+    tool: str
+    calls: int
+    seconds: int
+    window: str  # "minute" | "hour" | "day", as written
+    per: str  # "caller" | "tenant"
+
+
+@dataclass(frozen=True)
 class Catalog:
     """One tenant's enabled definitions at one definitions_version, each list sorted by its key."""
 
@@ -164,6 +176,7 @@ class Catalog:
     prompts_by_name: dict[str, PromptDef] = field(default_factory=dict)
     resources_by_uri: dict[str, ResourceDef] = field(default_factory=dict)
     policies: tuple[PolicyDef, ...] = ()  # enabled ones, by name
+    quotas: tuple[QuotaDef, ...] = ()  # enabled ones, by name
 
 
 # JWS algorithms a tenant's identity provider may sign with: asymmetric only, never `none` or HS*

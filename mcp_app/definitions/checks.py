@@ -342,6 +342,27 @@ def resources_saved_alongside(uris: Iterable[str]) -> Iterator[None]:
         _SAVED_ALONGSIDE.reset(token)
 
 
+# The tool names an import saves with the quotas it checks (AMB-352): a quota may count a tool the
+# same document brings.
+_TOOLS_ALONGSIDE: ContextVar[frozenset[str]] = ContextVar("tools_alongside", default=frozenset())
+
+
+@contextmanager
+def tools_saved_alongside(names: Iterable[str]) -> Iterator[None]:
+    token = _TOOLS_ALONGSIDE.set(frozenset(names))
+    try:
+        yield
+    finally:
+        _TOOLS_ALONGSIDE.reset(token)
+
+
+def tool_exists(tenant_id: int, name: str) -> bool:
+    """A tool of the tenant's, saved or saved by the same import."""
+    if name in _TOOLS_ALONGSIDE.get():
+        return True
+    return apps.get_model("mcp_app", "Tool").objects.filter(tenant_id=tenant_id, name=name).exists()
+
+
 def app_link_problems(tool: Any) -> dict[str, list[str]]:
     """A tool's MCP App is an app resource of its own tenant (AMB-272), saved before the tool.
 

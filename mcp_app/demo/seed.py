@@ -37,6 +37,7 @@ KIND_WORDS = {
     "resources": ("resource", "resources"),
     "resource_templates": ("resource template", "resource templates"),
     "policies": ("policy", "policies"),
+    "quotas": ("quota", "quotas"),
 }
 
 

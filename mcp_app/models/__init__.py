@@ -2,7 +2,7 @@
 
 `definitions`: tools, prompts, resources, templates; `upstreams`: upstream MCP servers, their tools and
 health; `connections`: connected accounts' providers and connections; `sessions`: the MCP session record;
-`policies`: who may use what (AMB-347); `runs`: background runs and approval decisions; `usage`: usage buckets and errors; `tokens`: API tokens.
+`policies`: who may use what (AMB-347); `quotas`: how often (AMB-352); `runs`: background runs and approval decisions; `usage`: usage buckets and errors; `tokens`: API tokens.
 Every model keeps its app label (mcp_app) and table: moving a model between these modules is no migration.
 """
 
@@ -28,6 +28,7 @@ from mcp_app.models.definitions import (
     tool_name_validator,
 )
 from mcp_app.models.policies import AppliesTo, Effect, Policy
+from mcp_app.models.quotas import Quota
 from mcp_app.models.runs import ApprovalDecision, ToolRun
 from mcp_app.models.sessions import McpSession, McpSessionQuerySet
 from mcp_app.models.tokens import ApiToken
@@ -63,6 +64,7 @@ __all__ = [
     "Policy",
     "Prompt",
     "Provider",
+    "Quota",
     "Resource",
     "ResourceTemplate",
     "TaskSupport",

@@ -27,7 +27,7 @@ from jsonschema.exceptions import ValidationError as SchemaValidationError
 from lib import nesting
 from mcp_app.content import fields
 from mcp_app.handlers.secrets import SecretsError, decrypt_secrets
-from mcp_app.models import Policy, Prompt, Provider, Resource, ResourceTemplate, Tool, Upstream
+from mcp_app.models import Policy, Prompt, Provider, Quota, Resource, ResourceTemplate, Tool, Upstream
 from mcp_app.models.upstreams import UPSTREAM_SETTINGS
 from tenants.models import Tenant
 
@@ -118,6 +118,8 @@ KINDS: tuple[Kind, ...] = (
     ),  # fmt: skip
     # Last: a policy names targets the kinds above define (AMB-347).
     Kind("policies", Policy, "name", ("name", "description", "effect", "applies_to", "condition", "enabled")),
+    # After the tools: a quota names one that exists (AMB-352).
+    Kind("quotas", Quota, "name", ("name", "description", "tool", "calls", "window", "per", "enabled")),
 )
 # Model fields a document never carries: identity, bookkeeping, and the encrypted secret values.
 # An upstream's sync status is what its server said last, not a definition: a sync writes it again.

@@ -279,7 +279,13 @@ def plan(
     alongside = (
         [r.get("uri") for r in resources if isinstance(r, dict)] if isinstance(resources, list) else []
     )
-    with checks.resources_saved_alongside(u for u in alongside if isinstance(u, str)):
+    # A quota may count a tool the document brings (AMB-352).
+    tools = document.get("tools")
+    tool_names = [t.get("name") for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
+    with (
+        checks.resources_saved_alongside(u for u in alongside if isinstance(u, str)),
+        checks.tools_saved_alongside(n for n in tool_names if isinstance(n, str)),
+    ):
         for kind in KINDS:
             items = document.get(kind.key, [])
             if not isinstance(items, list):

@@ -1,7 +1,9 @@
-"""Tenant quotas and caps: tool calls per minute (the whole tenant, per tool, per caller),
-background runs at once, on every process; each refusal counted for /metrics.
+"""Tenant quotas and caps: tool calls per minute (the whole tenant, per tool, per caller), the
+tenant's own quotas (AMB-352: calls of a tool or of every tool per minute, hour or day, per caller
+or for everyone), background runs at once, on every process; each refusal counted for /metrics.
 
-Counted in fixed one-minute windows in Redis (`mcp:quota:<tenant>:<scope>:<window>`), but not with a
+Counted in fixed windows (a minute for the settings' quotas; a quota's own) in Redis
+(`mcp:quota:<tenant>:<scope>:<window>`), but not with a
 round trip per call: a process reserves a batch of calls from the window's counter (INCRBY) and
 spends it locally. A batch is a tenth of the quota (1 to 100), so a quota of 600 a minute costs one
 round trip per 60 calls here, and every scope that needs a new batch goes in the same pipeline. A
@@ -19,6 +21,7 @@ ToolRun rows, only where a cap is set. Open sessions are admitted by streams/ses
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 import time
@@ -29,6 +32,7 @@ from channels.db import database_sync_to_async
 
 from mcp_app.background import runs
 from mcp_app.core.context import RequestContext
+from mcp_app.core.types import QuotaDef
 from mcp_app.infra import redis_client
 from mcp_app.models import ToolRun
 from mcp_app.protocol.ratelimit import RateLimited
@@ -44,6 +48,7 @@ _MAX_ALLOWANCES = 100_000
 class _Allowance:
     window: int
     left: int
+    seconds: int = WINDOW_SECONDS
     exhausted: bool = False  # the window's counter had nothing more to give: refuse without asking
 
 
@@ -52,6 +57,17 @@ class _Scope:
     key: str
     limit: int
     label: str
+    seconds: int = WINDOW_SECONDS
+    quota: str | None = None  # a tenant's own quota (AMB-352), by name; None: the settings' quotas
+
+
+class QuotaReached(Exception):  # noqa: N818 - named for what the caller is told
+    """A tenant's own quota is spent: the call answers `isError: true` with this message (AMB-352)."""
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.message = message
+        self.retry_after = retry_after
 
 
 _allowances: dict[str, _Allowance] = {}
@@ -92,9 +108,42 @@ def caller_key(ctx: RequestContext) -> str:
     return f"address:{ctx.client_address or 'unknown'}"
 
 
-def _scopes(ctx: RequestContext, tool_name: str) -> list[_Scope]:
-    tenant = ctx.tenant
+def identity_key(ctx: RequestContext) -> str:
+    """Who a caller is for a tenant's own quota: never its session, so that a re-initialize or a
+    sessionless 2026-07-28 request counts against the same window. An API key is itself (its user's
+    other keys count apart), then an identity provider's subject, the user, the OAuth client, and last
+    the address (callers behind one proxy share it)."""
+    if ctx.client_id and ctx.client_id.startswith("api-key:"):
+        key = f"key:{ctx.client_id.removeprefix('api-key:')}"
+    elif ctx.subject:
+        key = f"subject:{ctx.subject}"
+    elif ctx.user_id is not None:
+        key = f"user:{ctx.user_id}"
+    elif ctx.client_id:
+        key = f"client:{ctx.client_id}"
+    else:
+        key = f"address:{ctx.client_address or 'unknown'}"
+    # A subject or client id is the caller's own text: a bounded key whatever it sent.
+    return key if len(key) <= 100 else "sha256:" + hashlib.sha256(key.encode()).hexdigest()
+
+
+def _defined_scopes(ctx: RequestContext, tool_name: str, defined: tuple[QuotaDef, ...]) -> list[_Scope]:
     scopes = []
+    for quota in defined:
+        if quota.tool and quota.tool != tool_name:
+            continue
+        whom = identity_key(ctx) if quota.per == "caller" else "all"
+        what = f"the tool {tool_name}" if quota.tool else "this server's tools"
+        label = f"{what} {'for you' if quota.per == 'caller' else 'for everyone together'}"
+        scopes.append(
+            _Scope(f"{ctx.tenant.id}:q:{quota.name}:{whom}", quota.calls, label, quota.seconds, quota.name)
+        )
+    return scopes
+
+
+def _scopes(ctx: RequestContext, tool_name: str, defined: tuple[QuotaDef, ...]) -> list[_Scope]:
+    tenant = ctx.tenant
+    scopes = _defined_scopes(ctx, tool_name, defined)
     if tenant.calls_per_minute:
         scopes.append(_Scope(f"{tenant.id}:all", tenant.calls_per_minute, "this server"))
     if tenant.calls_per_minute_per_tool:
@@ -108,9 +157,13 @@ def _scopes(ctx: RequestContext, tool_name: str) -> list[_Scope]:
     return scopes
 
 
-def _needs_batch(key: str, window: int) -> bool:
-    allowance = _allowances.get(key)
-    if allowance is None or allowance.window != window:
+def _window(scope: _Scope, now: float) -> int:
+    return int(now // scope.seconds)
+
+
+def _needs_batch(scope: _Scope, now: float) -> bool:
+    allowance = _allowances.get(scope.key)
+    if allowance is None or allowance.window != _window(scope, now):
         return True
     return allowance.left <= 0 and not allowance.exhausted
 
@@ -119,58 +172,65 @@ def batch_of(limit: int) -> int:
     return max(1, min(limit // 10, MAX_BATCH))
 
 
-def _grant(key: str, window: int, granted: int) -> None:
+def _grant(scope: _Scope, window: int, granted: int) -> None:
     """Add a reservation to the scope's allowance (concurrent calls may reserve at once: none is lost)."""
-    allowance = _allowances.get(key)
+    allowance = _allowances.get(scope.key)
     if allowance is None or allowance.window != window:
-        allowance = _allowances[key] = _Allowance(window, 0)
+        allowance = _allowances[scope.key] = _Allowance(window, 0, scope.seconds)
     allowance.left += granted
     if granted == 0:
         allowance.exhausted = True
 
 
-async def _reserve(scopes: list[_Scope], window: int) -> None:
+async def _reserve(scopes: list[_Scope], now: float) -> None:
     """A new batch for each scope: from Redis, or this process's own count of the window."""
     if not redis_client.enabled():
         for scope in scopes:
             allowance = _allowances.get(scope.key)
-            fresh = allowance is None or allowance.window != window
-            _grant(scope.key, window, scope.limit if fresh else 0)
+            fresh = allowance is None or allowance.window != _window(scope, now)
+            _grant(scope, _window(scope, now), scope.limit if fresh else 0)
         return
     pipe = redis_client.client().pipeline(transaction=False)
     for scope in scopes:
-        key = f"mcp:quota:{scope.key}:{window}"
+        key = f"mcp:quota:{scope.key}:{_window(scope, now)}"
         pipe.incrby(key, batch_of(scope.limit))
-        pipe.expire(key, 2 * WINDOW_SECONDS)
+        pipe.expire(key, 2 * scope.seconds)
     try:
         replies = await pipe.execute()
     except Exception:  # noqa: BLE001 - fail open: the outage is reported where it matters
         logger.warning("quota counters unreachable; letting the call through", exc_info=True)
         for scope in scopes:
-            _grant(scope.key, window, 1)
+            _grant(scope, _window(scope, now), 1)
         return
     for scope, total in zip(scopes, replies[::2], strict=True):
         batch = batch_of(scope.limit)
-        _grant(scope.key, window, max(0, min(batch, scope.limit - (int(total) - batch))))
+        _grant(scope, _window(scope, now), max(0, min(batch, scope.limit - (int(total) - batch))))
 
 
-async def check(ctx: RequestContext, tool_name: str) -> None:
-    """Spend one call of each quota of the tenant, or raise RateLimited (data.retryAfter) spending none."""
-    scopes = _scopes(ctx, tool_name)
+async def check(ctx: RequestContext, tool_name: str, defined: tuple[QuotaDef, ...] = ()) -> None:
+    """Spend one call of each quota of the tenant, or spend none and raise: QuotaReached for a quota
+    the tenant defined (AMB-352), RateLimited (data.retryAfter) for its settings' per-minute quotas."""
+    scopes = _scopes(ctx, tool_name, defined)
     if not scopes:
         return
     now = time.time()
-    window = int(now // WINDOW_SECONDS)
     if len(_allowances) >= _MAX_ALLOWANCES:
-        for key in [k for k, a in _allowances.items() if a.window != window]:
+        for key in [k for k, a in _allowances.items() if a.window != int(now // a.seconds)]:
             del _allowances[key]
-    while refill := [scope for scope in scopes if _needs_batch(scope.key, window)]:
+    while refill := [scope for scope in scopes if _needs_batch(scope, now)]:
         # Calls running beside this one may spend a batch while it waits for its own: ask again until
         # each scope has a call left or its window has nothing more to give (every round gets one of two).
-        await _reserve(refill, window)
+        await _reserve(refill, now)
     for scope in scopes:
         if _allowances[scope.key].left <= 0:
-            retry_after = round(WINDOW_SECONDS - now % WINDOW_SECONDS, 3)
+            retry_after = round(scope.seconds - now % scope.seconds, 3)
+            if scope.quota is not None:
+                count_refusal("quota")
+                raise QuotaReached(
+                    f"Quota {scope.quota} reached: at most {scope.limit} calls per {_per_window(scope.seconds)} "
+                    f"of {scope.label}. Retry in {retry_after} s.",
+                    retry_after,
+                )
             raise _refuse(
                 "calls_per_minute",
                 f"Quota reached: at most {scope.limit} tool calls per minute for {scope.label}. "
@@ -181,6 +241,10 @@ async def check(ctx: RequestContext, tool_name: str) -> None:
             )
     for scope in scopes:
         _allowances[scope.key].left -= 1
+
+
+def _per_window(seconds: int) -> str:
+    return {60: "minute", 3600: "hour", 86400: "day (UTC)"}.get(seconds, f"{seconds} s")
 
 
 def _busy_runs(tenant_id: int) -> int:

@@ -248,10 +248,7 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
         names, why = refused
         raise InvalidParams(truncate(why, 500), data={"arguments": [truncate(n, 100) for n in names[:20]]})
     ratelimit.check_tool_call(ctx)
-    await quotas.check(ctx, name)
     in_background = background.runs_in_background(tool)  # decided once: every step below follows it
-    if in_background:
-        await quotas.check_background_runs(ctx)
     as_task = tasks.wanted(ctx, tool, params)
     result = _check_arguments(tool, arguments)
     if result is not None:
@@ -260,6 +257,13 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
     # that depends on them names its policy (one that does not was answered above, as a missing tool).
     if (denial := decision.check(ctx, catalog, tool, arguments)) is not None:
         return shaping.call_tool_result(error_result(denial.message("tool", name)), ctx.protocol_version)
+    # Quotas count calls that will run: a malformed or denied one spent none (AMB-352).
+    try:
+        await quotas.check(ctx, name, catalog.quotas)
+    except quotas.QuotaReached as reached:
+        return shaping.call_tool_result(error_result(reached.message), ctx.protocol_version)
+    if in_background:
+        await quotas.check_background_runs(ctx)
     arguments = with_defaults(tool.input_schema, arguments)
     # A retried 2026-07-28 call brings the answers to the questions its handler asked (MRTR).
     rounds = (

@@ -19,7 +19,7 @@ from django.dispatch import receiver
 
 from mcp_app import catalog
 from mcp_app.infra import notify
-from mcp_app.models import Policy, Prompt, Resource, ResourceTemplate, Tool, Upstream
+from mcp_app.models import Policy, Prompt, Quota, Resource, ResourceTemplate, Tool, Upstream
 from tenants.models import Tenant
 
 logger = logging.getLogger(__name__)
@@ -192,6 +192,20 @@ def policy_saved_or_deleted(
             queue_change(instance.tenant_id, kind, (), using)
     except Exception:
         logger.exception("could not queue the change of policy %r", instance)
+
+
+@receiver(post_save, sender=Quota, dispatch_uid="mcp_quota_post_save")
+@receiver(post_delete, sender=Quota, dispatch_uid="mcp_quota_post_delete")
+def quota_saved_or_deleted(
+    sender: type, instance: Quota, raw: bool = False, using: str = "default", **kwargs: Any
+) -> None:
+    """A quota changes how calls are counted, never what a list holds (AMB-352): a new version only."""
+    if raw:
+        return
+    try:
+        queue_change(instance.tenant_id, None, (), using)
+    except Exception:
+        logger.exception("could not queue the change of quota %r", instance)
 
 
 @receiver(post_save, sender=Tenant, dispatch_uid="mcp_tenant_post_save")

@@ -247,7 +247,9 @@ class StreamableHttpConsumer(SessionStreams, McpConsumer):
                     raise HttpError(400, f"Invalid request: {exc.message}", request_id=first_id) from None
                 exchange.held.append(error_response(usable_id(message), exc))
                 continue
-            ctx = runner.build_context(self.tenant, self.caller, session, version, message)
+            ctx = runner.build_context(
+                self.tenant, self.caller, session, version, message, client_address=self.client_address()
+            )
             if kind == "request":
                 requests += 1
                 exchange.start(ctx, message, cancellable=not initialize)

@@ -173,6 +173,8 @@ class LegacyMessagesConsumer(McpConsumer):
             client_capabilities=session.client_capabilities,
             emit=emit,
             cancelled=cancelled,
+            # Who the caller is for a quota survives a new session (AMB-352): an anonymous one, by address.
+            client_address=self.client_address(),
         )
 
     async def publish(self, session_id: str, message: dict[str, Any]) -> None:

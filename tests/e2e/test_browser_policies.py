@@ -64,3 +64,39 @@ async def test_an_owner_writes_a_policy_simulates_a_caller_and_a_client_gets_wha
             assert [tool.name for tool in (await client.list_tools()).tools] == ["read_rows"]
             with pytest.raises(MCPError, match="Unknown tool: drop_table"):
                 await client.call_tool("drop_table", {})
+
+
+async def test_an_owner_caps_a_tool_with_a_quota_and_a_client_is_told_past_it(
+    server: DaphneServer, page: Page, request: pytest.FixtureRequest
+) -> None:
+    """Quotas (AMB-352): a quota naming no tool of the tenant is refused on its field; once saved, a
+    client's call past it answers `isError` naming it."""
+    shots = Screenshots(request.node.name)
+    slug = f"capped-{secrets.token_hex(3)}"
+    django_shell(
+        server.env,
+        "from mcp_app.models import Tool\nfrom tenants.models import Tenant\n"
+        f"t = Tenant.objects.create(slug={slug!r}, name={slug!r}, auth_mode='public')\n"
+        "Tool.objects.create(tenant=t, name='search', handler='template', handler_config={'text': 'found'})\n",
+    )
+    await signed_in(page, server)
+    await page.goto(f"{server.url}/admin/mcp_app/quota/add/")
+    await page.select_option("#id_tenant", label=slug)
+    await page.fill("#id_name", "one-search-a-day")
+    await page.fill("#id_tool", "serach")
+    await page.fill("#id_calls", "1")
+    await page.select_option("#id_window", "day")
+    async with page.expect_navigation():
+        await page.click("input[name=_save]")
+    assert "no tool named 'serach'" in await page.inner_text(".field-tool .errorlist")
+    await shots.take(page, "tool-refused")
+    await page.fill("#id_tool", "search")
+    async with page.expect_navigation():
+        await page.click("input[name=_save]")
+    assert "was added successfully" in await body_text(page)
+    await shots.take(page, "saved")
+
+    async with mcp_client(server.mcp_url(slug), mode="auto") as client:
+        assert not (await client.call_tool("search", {})).is_error
+        past = await client.call_tool("search", {})
+        assert past.is_error and "Quota one-search-a-day reached" in past.content[0].text

@@ -74,6 +74,8 @@ PAGES = (
     Swept("policies", "/admin/mcp_app/policy/", "Select policy to change"),
     Swept("policy-add", "/admin/mcp_app/policy/add/", "Condition"),
     Swept("policy-simulate", "/admin/mcp_app/policy/simulate/", "Simulate"),
+    Swept("quotas", "/admin/mcp_app/quota/", "Select quota to change"),
+    Swept("quota-add", "/admin/mcp_app/quota/add/", "Calls allowed per window"),
     # An upstream's own page and its remote tools, with Sync now and the publish buttons (AMB-292).
     Swept("upstream", "/admin/mcp_app/upstream/{upstream}/change/", "Publish all"),
     Swept("remote-tools", "/admin/mcp_app/upstream/{upstream}/tools/", "Publish selected"),
@@ -222,7 +224,7 @@ async def sweep(
 
 # The pages in two parts, a test each: a test stays well under the suite's 90 s hang watchdog
 # (tests/conftest.py). The second holds the upstream's pages, which need one synced.
-PARTS = {"stranger-and-admin": ANONYMOUS + PAGES[:13], "authoring-and-upstream": PAGES[13:]}
+PARTS = {"stranger-and-admin": ANONYMOUS + PAGES[:14], "authoring-and-upstream": PAGES[14:]}
 
 
 @pytest.mark.parametrize("part", list(PARTS))
