@@ -9,7 +9,17 @@ from django.db import models
 
 from mcp_app.demo.seed import DEMO_SLUG, seed_tenant
 from mcp_app.handlers.secrets import decrypt_secrets
-from mcp_app.models import Approval, Execution, Policy, Prompt, Resource, ResourceTemplate, TaskSupport, Tool
+from mcp_app.models import (
+    Approval,
+    Execution,
+    Policy,
+    Prompt,
+    Quota,
+    Resource,
+    ResourceTemplate,
+    TaskSupport,
+    Tool,
+)
 from mcp_app.portability.document import (
     KINDS,
     NOT_CARRIED,
@@ -308,3 +318,16 @@ def test_a_policy_whose_condition_cannot_be_used_is_refused_at_its_path(rich_ten
     [(path, message)] = [p for p in refused.value.problems if p[0].startswith("policies")]
     assert path.startswith("policies[1]") and "comprehensions" in message
     assert not Policy.objects.filter(tenant=rich_tenant, name="loops").exists()
+
+
+def test_a_quota_may_count_a_tool_the_same_document_brings_but_not_one_it_lacks(rich_tenant):
+    document = export_tenant(rich_tenant)
+    assert [q["name"] for q in document["quotas"]] == ["dice-per-minute"]  # carried, as every kind
+    empty = Tenant.objects.create(slug="fresh", name="fresh")
+    import_document(empty, document)  # its quota names a tool saved by the same import
+    assert Quota.objects.get(tenant=empty).tool == "roll_dice"
+    document["quotas"].append({"name": "typo", "tool": "rol_dice", "calls": 5})
+    with pytest.raises(DocumentError) as refused:
+        import_document(empty, document)
+    [(path, message)] = [p for p in refused.value.problems if p[0].startswith("quotas")]
+    assert path.startswith("quotas[1]") and "no tool named 'rol_dice'" in message
