@@ -22,28 +22,66 @@ class ConditionError(ValueError):
     """A condition that cannot be used, and why (shown to the owner who wrote it)."""
 
 
+class Activation:
+    """The variables of one decision (`caller`, `target`, maybe `arguments`), converted to CEL once and
+    shared by every condition evaluated on them: the binding's conversion from Python is most of an
+    evaluation's cost (79 µs of 80 with a tool's annotations; 1.3 µs each on a shared context), so a
+    list of 2,000 tools under 200 policies costs 0.5 s, not 33 (AMB-353). Used by one thread at a time,
+    as `cel.Context` requires."""
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        self.values = values
+        self._context: Any = None  # cel.Context, made on first use
+        self._repaired = False
+
+    def context(self) -> Any:
+        if self._context is None:
+            self._context = _context_of(self.values)
+        return self._context
+
+    def repaired(self) -> Any:
+        """The context with every string made valid UTF-8, once: a string the interpreter cannot take
+        (a lone surrogate, which JSON allows and UTF-8 does not) is read with U+FFFD in its place, as any
+        UTF-8 reader of it would."""
+        if not self._repaired:
+            self._context, self._repaired = _context_of(_utf8(self.values)), True
+        return self._context
+
+
+def _context_of(values: dict[str, Any]) -> Any:
+    context = cel.Context()
+    for name, value in values.items():
+        context.add_variable(name, value)
+    return context
+
+
 @dataclass(frozen=True)
 class Condition:
     source: str
     program: Any  # cel.Program
     uses_arguments: bool
-    # The variables it reads: only those are handed to the interpreter, which converts each whole from
-    # Python at every evaluation (a caller's dict it never reads cost 16 of 26 µs).
-    reads: frozenset[str] = frozenset(VARIABLES)
+    reads: frozenset[str] = frozenset(VARIABLES)  # the variables it reads
 
-    def holds(self, activation: dict[str, Any]) -> bool:
+    def holds(self, activation: Activation | dict[str, Any]) -> bool:
         """Whether the condition is true; ConditionError when it cannot be evaluated (a missing key,
         a type mismatch) or is not a boolean."""
-        given = {k: v for k, v in activation.items() if k in self.reads}
+        if not isinstance(activation, Activation):
+            activation = Activation(activation)
+        if not self.reads <= activation.values.keys():
+            missing = sorted(self.reads - activation.values.keys())
+            raise ConditionError(f"Undefined variable: {', '.join(missing)}")
+        return self.holds_in(activation)
+
+    def holds_in(self, activation: Activation) -> bool:
+        """`holds` on an activation that has every variable this condition reads (the decision's hot
+        path: 380,000 of them for a list of 2,000 tools under 200 policies)."""
         try:
-            value = self.program.execute(given)
+            value = self.program.execute(activation.context())
         except ValueError as exc:
             if "Conversion Error" not in str(exc):
                 raise ConditionError(str(exc)[:300]) from None
-            # A string the interpreter cannot take (a lone surrogate, which JSON allows and UTF-8 does
-            # not) is read with U+FFFD in its place, as any UTF-8 reader of it would.
             try:
-                value = self.program.execute(_utf8(given))
+                value = self.program.execute(activation.repaired())
             except Exception as again:
                 raise ConditionError(str(again).split(". Check that")[0][:300]) from None
         except Exception as exc:  # the binding raises RuntimeError, TypeError

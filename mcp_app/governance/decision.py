@@ -11,13 +11,20 @@ A condition that cannot be evaluated (a missing key, a wrong type) fails closed:
 does not. A list knows no arguments: a condition that reads them is undecided there, so a deny waits for
 the call and an allow lists the target. A target denied without arguments is hidden: absent from lists
 and answered exactly as a missing one; a denial that depends on the arguments names its policy.
+
+A list is filtered once per caller and version. A filtering that costs more than INLINE_EVALUATIONS
+condition evaluations (a tenant of thousands of tools under hundreds of policies: 0.7 s for 2,000 x 200)
+runs on this process's one decision thread, not on the serving loop, one at a time per tenant, so that
+a tenant's lists wait for its own policies and no other tenant's requests do (AMB-353).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
@@ -25,7 +32,7 @@ from cachetools import LRUCache
 
 from mcp_app.core.context import RequestContext
 from mcp_app.core.types import Catalog, PolicyDef, PromptDef, ResourceDef, TemplateDef, ToolDef
-from mcp_app.governance.conditions import Condition, ConditionError, compile_condition
+from mcp_app.governance.conditions import Activation, Condition, ConditionError, compile_condition
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +75,12 @@ _HIDDEN: LRUCache[tuple[Any, ...], _Listed] = LRUCache(maxsize=65_536)
 _SHOWN: LRUCache[tuple[Any, ...], tuple[Any, ...]] = LRUCache(maxsize=4_096)
 _LOCK = threading.Lock()
 T = TypeVar("T")
+# A list whose filtering would cost more evaluations than this (about 1.5 µs each: 7 ms) is filtered on
+# the decision thread (AMB-353); the lists being filtered there, and each tenant's one at a time.
+INLINE_EVALUATIONS = 5_000
+_DECIDER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mcp-decision")
+_PENDING: dict[tuple[Any, ...], Future[Any]] = {}
+_BUSY: dict[int, Future[Any]] = {}
 
 
 def compiled(catalog: Catalog) -> tuple[Compiled, ...]:
@@ -141,9 +154,41 @@ class _Listed:
     about: dict[str, Any] | None = None  # `caller` and `target` as the conditions read them, built once
 
 
-def _applying(policies: tuple[Compiled, ...], target: Target) -> list[Compiled]:
-    kind = KIND_OF_LIST[type(target)]
-    return [p for p in policies if p.applies_to in ("all", kind) and p.condition is not None]
+@dataclass(frozen=True)
+class _Split:
+    """The policies that apply to one type of target, split once a version: those decided for its
+    list entry (`now`) and those that read the arguments of each use (`later`)."""
+
+    now: tuple[Compiled, ...]
+    later: tuple[Compiled, ...]
+    has_allow: bool  # an allow policy applies: a use needs one that holds
+    later_allows: bool
+
+
+_SPLITS: LRUCache[tuple[int, int, type], _Split] = LRUCache(maxsize=2_048)
+
+
+def _split(catalog: Catalog, target: Target) -> _Split:
+    key = (catalog.tenant_id, catalog.version, type(target))
+    with _LOCK:
+        found = _SPLITS.get(key)
+    if found is None:
+        kind = KIND_OF_LIST[type(target)]
+        applying = [p for p in compiled(catalog) if p.applies_to in ("all", kind) and p.condition is not None]
+        # A static resource takes no arguments: its list entry is its whole decision.
+        static = type(target) is ResourceDef
+        later = tuple(
+            p for p in applying if p.condition is not None and p.condition.uses_arguments and not static
+        )
+        found = _Split(
+            now=tuple(p for p in applying if p not in later),
+            later=later,
+            has_allow=any(not p.deny for p in applying),
+            later_allows=any(not p.deny for p in later),
+        )
+        with _LOCK:
+            _SPLITS[key] = found
+    return found
 
 
 def hidden(ctx: RequestContext, catalog: Catalog, target: Target) -> bool:
@@ -154,7 +199,7 @@ def hidden(ctx: RequestContext, catalog: Catalog, target: Target) -> bool:
     return _listed(ctx, catalog, target).denial is not None
 
 
-def shown(
+async def shown(
     ctx: RequestContext, catalog: Catalog, items: tuple[T, ...], variant: Hashable = ""
 ) -> tuple[T, ...]:
     """`items` (one kind's list, as `variant` of the request chose it) without what this caller may
@@ -162,6 +207,29 @@ def shown(
     if not catalog.policies or not items:
         return items
     key = (catalog.tenant_id, catalog.version, caller_key(ctx), type(items[0]), variant)
+    if len(items) * len(catalog.policies) <= INLINE_EVALUATIONS:
+        return _filtered(ctx, catalog, items, key)
+    while True:
+        with _LOCK:
+            found = _SHOWN.get(key)
+            if found is not None:
+                return cast("tuple[T, ...]", found)
+            future = _PENDING.get(key)
+            busy = None if future is not None else _BUSY.get(catalog.tenant_id)
+            if future is None and busy is None:
+                future = _DECIDER.submit(_filtered, ctx, catalog, items, key)
+                _PENDING[key] = _BUSY[catalog.tenant_id] = future
+                future.add_done_callback(lambda done: _done(key, catalog.tenant_id, done))
+        if future is not None:
+            return cast("tuple[T, ...]", await asyncio.wrap_future(future))
+        assert busy is not None
+        # The tenant's decision thread work for another caller first: one at a time per tenant.
+        await asyncio.wait([asyncio.wrap_future(busy)])
+
+
+def _filtered(
+    ctx: RequestContext, catalog: Catalog, items: tuple[T, ...], key: tuple[Any, ...]
+) -> tuple[T, ...]:
     with _LOCK:
         found = _SHOWN.get(key)
     if found is None:
@@ -169,6 +237,14 @@ def shown(
         with _LOCK:
             _SHOWN[key] = found
     return cast("tuple[T, ...]", found)
+
+
+def _done(key: tuple[Any, ...], tenant_id: int, future: Future[Any]) -> None:
+    with _LOCK:
+        if _PENDING.get(key) is future:
+            del _PENDING[key]
+        if _BUSY.get(tenant_id) is future:
+            del _BUSY[tenant_id]
 
 
 def _listed(ctx: RequestContext, catalog: Catalog, target: Target) -> _Listed:
@@ -190,34 +266,35 @@ def _listed(ctx: RequestContext, catalog: Catalog, target: Target) -> _Listed:
 
 
 def _decide_listed(ctx: RequestContext, catalog: Catalog, target: Target) -> _Listed:
-    applying = _applying(compiled(catalog), target)
-    if not applying:
+    split = _split(catalog, target)
+    if not split.now and not split.later:
         return _Listed(None, True, ())
-    # A static resource takes no arguments: its list entry is its whole decision.
-    static = isinstance(target, ResourceDef)
-    activation: dict[str, Any] = {"caller": caller_of(ctx), "target": target_of(target)}
-    if static:
-        activation["arguments"] = {}
-    later = tuple(
-        p for p in applying if p.condition is not None and p.condition.uses_arguments and not static
-    )
-    now = [p for p in applying if p not in later]
-    allows = [p for p in applying if not p.deny]
-    allowed = not allows
-    for policy in now:
+    about: dict[str, Any] = {"caller": caller_of(ctx), "target": target_of(target)}
+    if type(target) is ResourceDef:
+        about["arguments"] = {}
+    activation = _activation(about, split.now)  # converted once for every policy below
+    allowed = not split.has_allow
+    for policy in split.now:
         holds = _holds(policy, activation)
         if policy.deny and holds:
             return _Listed(Denial(policy.name, hidden=True), False, ())
         allowed = allowed or (not policy.deny and holds)
-    if not allowed and not any(not p.deny for p in later):
+    if not allowed and not split.later_allows:
         return _Listed(Denial("", hidden=True), False, ())
-    return _Listed(None, allowed, later, activation if later else None)
+    return _Listed(None, allowed, split.later, about if split.later else None)
 
 
-def _holds(policy: Compiled, activation: dict[str, Any]) -> bool:
+def _activation(values: dict[str, Any], policies: Iterable[Compiled]) -> Activation:
+    """The variables these policies read, and only those: the binding converts each whole from Python
+    (a caller's dict no condition reads cost 16 of 26 µs a call)."""
+    reads = set().union(*(p.condition.reads for p in policies if p.condition is not None))
+    return Activation({name: value for name, value in values.items() if name in reads})
+
+
+def _holds(policy: Compiled, activation: Activation) -> bool:
     assert policy.condition is not None
     try:
-        return policy.condition.holds(activation)
+        return policy.condition.holds_in(activation)  # _activation gave it what it reads
     except ConditionError:
         return policy.deny  # fails closed: a deny holds, an allow does not
 
@@ -230,7 +307,7 @@ def check(ctx: RequestContext, catalog: Catalog, target: Target, arguments: dict
     if listed.denial is not None or not listed.later:
         return listed.denial
     about = listed.about or {"caller": caller_of(ctx), "target": target_of(target)}
-    activation = {**about, "arguments": arguments}
+    activation = _activation({**about, "arguments": arguments}, listed.later)
     allowed = listed.allowed
     for policy in listed.later:
         if policy.deny:

@@ -48,7 +48,7 @@ def describe(prompt: PromptDef) -> dict[str, Any]:
 
 async def handle_list(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     catalog = await catalogs.get_catalog(ctx.tenant.id)
-    shown = decision.shown(ctx, catalog, catalog.prompts)
+    shown = await decision.shown(ctx, catalog, catalog.prompts)
     page, next_cursor = paginate(ctx, params, "prompts", shown, lambda p: p.name)
     prompts = [shaping.prompt(describe(p), ctx.protocol_version) for p in page]
     return with_cursor({"prompts": prompts}, next_cursor)

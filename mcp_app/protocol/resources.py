@@ -89,7 +89,7 @@ def _uri(params: dict[str, Any]) -> str:
 
 async def handle_list(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     catalog = await catalogs.get_catalog(ctx.tenant.id)
-    shown = decision.shown(ctx, catalog, catalog.resources)
+    shown = await decision.shown(ctx, catalog, catalog.resources)
     page, next_cursor = paginate(ctx, params, "resources", shown, lambda r: r.uri)
     resources = [shaping.resource(describe_resource(r), ctx.protocol_version) for r in page]
     return with_cursor({"resources": resources}, next_cursor)
@@ -97,7 +97,7 @@ async def handle_list(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
 
 async def handle_templates_list(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     catalog = await catalogs.get_catalog(ctx.tenant.id)
-    shown = decision.shown(ctx, catalog, catalog.templates)
+    shown = await decision.shown(ctx, catalog, catalog.templates)
     page, next_cursor = paginate(ctx, params, "templates", shown, lambda t: t.uri_template)
     templates = [shaping.resource_template(describe_template(t), ctx.protocol_version) for t in page]
     return with_cursor({"resourceTemplates": templates}, next_cursor)

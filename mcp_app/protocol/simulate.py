@@ -95,10 +95,10 @@ async def simulate(
     target = _target(catalog, kind, name)
     denial = decision.check(ctx, catalog, target, arguments)
     lists = {
-        "tools": [t.name for t in tools.offered(ctx, catalog)],
-        "prompts": [p.name for p in decision.shown(ctx, catalog, catalog.prompts)],
-        "resources": [r.uri for r in decision.shown(ctx, catalog, catalog.resources)],
-        "resource_templates": [t.uri_template for t in decision.shown(ctx, catalog, catalog.templates)],
+        "tools": [t.name for t in await tools.offered(ctx, catalog)],
+        "prompts": [p.name for p in await decision.shown(ctx, catalog, catalog.prompts)],
+        "resources": [r.uri for r in await decision.shown(ctx, catalog, catalog.resources)],
+        "resource_templates": [t.uri_template for t in await decision.shown(ctx, catalog, catalog.templates)],
     }
     if denial is None:
         return Simulation(True, None, False, None, lists)

@@ -48,14 +48,14 @@ def describe(tool: ToolDef) -> dict[str, Any]:
     }
 
 
-def offered(ctx: RequestContext, catalog: Catalog) -> tuple[ToolDef, ...]:
+async def offered(ctx: RequestContext, catalog: Catalog) -> tuple[ToolDef, ...]:
     """The tools this request's client can be offered: a legacy client never sees a 2026-only shape,
     and a client without MCP Apps never sees a tool only an app calls (AMB-273)."""
     apps = ui_apps.client_supports(ctx.client_capabilities)
     found = tuple(tool for tool in catalog.tools if is_offered(ctx, tool, apps))
     found = catalog.tools if len(found) == len(catalog.tools) else found
     # Then what the one decision keeps from this caller (governance/decision.py), once per caller and version.
-    return decision.shown(ctx, catalog, found, (apps, is_modern(ctx.protocol_version)))
+    return await decision.shown(ctx, catalog, found, (apps, is_modern(ctx.protocol_version)))
 
 
 def is_offered(ctx: RequestContext, tool: ToolDef, apps: bool | None = None) -> bool:
@@ -70,7 +70,7 @@ def is_offered(ctx: RequestContext, tool: ToolDef, apps: bool | None = None) -> 
 
 async def handle_list(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     catalog = await catalogs.get_catalog(ctx.tenant.id)
-    page, next_cursor = paginate(ctx, params, "tools", offered(ctx, catalog), lambda t: t.name)
+    page, next_cursor = paginate(ctx, params, "tools", await offered(ctx, catalog), lambda t: t.name)
     tools = [shaping.tool(describe(t), ctx.protocol_version) for t in page]
     return with_cursor({"tools": tools}, next_cursor)
 
