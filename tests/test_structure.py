@@ -61,6 +61,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "transport": (
         "core",
         "infra",
+        "governance",
         "federation",
         "catalog",
         "usage",

@@ -21,6 +21,7 @@ from mcp_app import catalog
 from mcp_app.core import ui_apps
 from mcp_app.core.context import Caller, ParamHeaders, RequestContext
 from mcp_app.core.types import TenantInfo
+from mcp_app.governance import decision
 from mcp_app.protocol.jsonrpc import (
     HEADER_MISMATCH,
     INVALID_PARAMS,
@@ -90,7 +91,10 @@ async def answer_quietly(consumer: McpConsumer, ctx: RequestContext, message: di
     cursor = message["params"].get("cursor")
     token = await catalog.current_version(ctx.tenant.id)
     apps = ui_apps.client_supports(ctx.client_capabilities)
-    key = (ctx.tenant.id, token, ctx.protocol_version, message["method"], json.dumps(cursor), ctx.scopes, apps)
+    # Under policies a list is the caller's own (AMB-347): kept per what the decision reads of it.
+    governed = bool((await catalog.get_catalog(ctx.tenant.id)).policies)
+    who = decision.caller_key(ctx) if governed else None
+    key = (ctx.tenant.id, token, ctx.protocol_version, message["method"], json.dumps(cursor), ctx.scopes, apps, who)
     result = _answers.get(key)
     if result is None:
         response = await runner.run_dispatch(ctx, message, "request")

@@ -14,7 +14,7 @@ import pytest
 from mcp_app.core.context import RequestContext
 from mcp_app.core.versions import V2026_07_28
 from mcp_app.handlers.python import register
-from mcp_app.models import Tool
+from mcp_app.models import Policy, Tool
 from tenants.models import Tenant
 from tests.transport.support import BOTH, call, open_stream
 
@@ -137,3 +137,18 @@ async def test_a_kept_list_answer_gives_way_to_an_edit_and_an_error_is_never_kep
     for _ in range(2):
         response = await call("POST", "/t/tenant-a/mcp", bad, headers)
         assert response.status == 400 and response.json()["error"]["message"] == "Invalid cursor."
+
+
+async def test_a_kept_list_answer_is_the_callers_own_under_policies(tools_a, tenant_a):
+    """2026-07-28 lists are kept per definitions version (QUIET_METHODS): under a policy that reads the
+    caller, one caller's kept list must never be another's (AMB-347)."""
+    await Policy.objects.acreate(
+        tenant=tenant_a, name="not-from-there", condition='target.name == "echo" && caller.address == "10.0.0.1"'
+    )
+    body, headers = request("tools/list")
+    lists = {}
+    for address in ("10.0.0.2", "10.0.0.1", "10.0.0.2"):
+        response = await call("POST", "/t/tenant-a/mcp", body, headers, address=address)
+        lists[address] = lists.get(address, []) + [{t["name"] for t in response.json()["result"]["tools"]}]
+    assert "echo" in lists["10.0.0.2"][0] and lists["10.0.0.2"][0] == lists["10.0.0.2"][1]
+    assert lists["10.0.0.1"][0] == lists["10.0.0.2"][0] - {"echo"}
