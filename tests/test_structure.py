@@ -41,7 +41,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "oauth": ("core", "infra", "federation", "handlers", "models", "lib", "tenants", "audit", HTTP),
     "background": ("core", "infra", "handlers", "models", "catalog", "usage", "tenants"),
     "protocol": (
-        "core", "infra", "federation", "content", "handlers", "governance", "models", "catalog", "background",
+        "core", "infra", "federation", "content", "handlers", "governance", "models", "catalog", "background", "lib",
     ),  # fmt: skip
     "streams": ("core", "infra", "models", "usage", "protocol"),
     "connect": ("core", "catalog", "protocol", "tenants", HTTP),

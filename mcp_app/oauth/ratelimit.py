@@ -16,9 +16,10 @@ import time
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from limits import RateLimitItemPerMinute
-from limits.storage import MemoryStorage, RedisStorage, Storage
+from limits.storage import RedisStorage, Storage
 from limits.strategies import MovingWindowRateLimiter
 
+from lib.limits_memory import ThreadlessMemoryStorage
 from mcp_app.infra import redis_client
 
 KEY_PREFIX = "mcp:oauth:rate"
@@ -37,7 +38,7 @@ def _limiter() -> MovingWindowRateLimiter:
                 url, connection_pool=redis_client.sync_client().connection_pool, key_prefix=KEY_PREFIX
             )
             if url
-            else MemoryStorage()
+            else ThreadlessMemoryStorage()
         )
         found = _limiters[url] = MovingWindowRateLimiter(storage)
     return found

@@ -13,9 +13,9 @@ import time
 
 from django.conf import settings
 from limits import RateLimitItemPerMinute, RateLimitItemPerSecond
-from limits.storage import MemoryStorage
 from limits.strategies import MovingWindowRateLimiter
 
+from lib.limits_memory import ThreadlessMemoryStorage
 from mcp_app.core.context import RequestContext
 from mcp_app.protocol.jsonrpc import JsonRpcError
 
@@ -26,7 +26,7 @@ class RateLimited(JsonRpcError):
     code, message = RATE_LIMITED, "Rate limit exceeded"
 
 
-_limiter = MovingWindowRateLimiter(MemoryStorage())
+_limiter = MovingWindowRateLimiter(ThreadlessMemoryStorage())
 
 
 def _key(ctx: RequestContext) -> tuple[str, str]:

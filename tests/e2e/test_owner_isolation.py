@@ -295,3 +295,48 @@ async def test_trying_drafts_of_a_background_tool_slows_no_other_tenant(server: 
     assert all(a.json()["definition"] == "draft" for a in answers), answers[0].text[:600]
     texts = [(a.json()["result"] or {}).get("content", [{}])[0].get("text", a.text[:300]) for a in answers]
     assert all(text == "Counted to 20." for text in texts), texts
+
+
+# Of the most a tenant may write (models/policies.py MAX_POLICIES_PER_TENANT), each reading the caller
+# and the target: every new version makes its lists filter 2,000 tools x 200 policies again.
+POLICIES = 200
+EDITS = 5
+
+
+async def test_a_big_tenant_under_hundreds_of_policies_edited_and_listed_slows_no_other_tenant(
+    server: DaphneServer,
+) -> None:
+    big, quiet = await asyncio.to_thread(big_and_quiet, server)
+    await asyncio.to_thread(
+        django_shell,
+        server.env,
+        "from mcp_app.models import Policy\nfrom tenants.models import Tenant\n"
+        f"b = Tenant.objects.get(slug={big!r})\n"
+        "Policy.objects.bulk_create([Policy(tenant=b, name=f'p{i}', applies_to='tools',"
+        " condition=f'target.name == \"tool_{i:04d}\" && caller.auth == \"anonymous\"')"
+        f" for i in range({POLICIES})])\n"
+        "Tenant.objects.get(pk=b.pk).bump_version()\n",
+    )
+    token = await asyncio.to_thread(api_token, server)
+    policies = f"{server.url}/api/v1/tenants/{big}/policies/"
+    firsts: list[str] = []
+
+    async def edit_and_list() -> None:
+        async with (
+            httpx.AsyncClient(timeout=60, headers={"Authorization": f"Bearer {token}"}) as http,
+            mcp_client(server.mcp_url(big), mode="auto") as client,
+        ):
+            pk = (await http.get(policies, params={"search": "p0"})).json()["results"][0]["id"]
+            for i in range(EDITS):
+                # A new version: the next list is filtered again (with Redis at once; without, the
+                # e2e servers reread the version every 0.25 s).
+                edited = await http.patch(f"{policies}{pk}/", json={"description": f"edit {i}"})
+                assert edited.status_code == 200, edited.text
+                await asyncio.sleep(0.3)
+                firsts.append((await client.list_tools()).tools[0].name)
+
+    async def prepare(_: AsyncExitStack) -> tuple[Awaitable[None], None]:
+        return edit_and_list(), None
+
+    await isolated(server.mcp_url(quiet), f"{EDITS} edits and lists of {BIG} tools under {POLICIES} policies", prepare)
+    assert set(firsts) == {f"tool_{POLICIES:04d}"}  # the first 200 are denied to anonymous callers
