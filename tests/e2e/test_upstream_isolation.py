@@ -128,14 +128,20 @@ async def test_an_upstream_that_floods_its_calls_slows_no_other_tenant(
     )
     # A pause between a caller's calls: the flood under test is the upstream's, not these clients' own
     # calls (a client's request rate is the tenant's quotas' to bound).
-    idle, during, ended = await other_tenants_latency_while(
-        server, other, hostile, "docs_slow_count", {"n": 3_000, "delay": 0.001}, 0.2
-    )
-
     label = f"Upstream 127.0.0.1:{remote.port}"
     flooded = f"Upstream 'docs': {label} sent this call more than 200 messages at once (then 50 a second)"
     paused = f"Upstream 'docs': {label} is unavailable; retry after "
-    texts = [text for _, text in ended]
+    for attempt in range(2):
+        idle, during, ended = await other_tenants_latency_while(
+            server, other, hostile, "docs_slow_count", {"n": 3_000, "delay": 0.001}, 0.2
+        )
+        texts = [text for _, text in ended]
+        # The budget trips on messages read: a CI machine loaded by the other test workers has read
+        # fewer than 50 a second past the burst, and every call ran into its 10 s timeout. Measured
+        # again once; a missing budget fails both (every call times out, or the other tenant slows).
+        if any(text.startswith(flooded) for text in texts) or attempt == 1:
+            break
+        await asyncio.sleep(FLOOD_TIMEOUT)  # the breaker's pause, if any, is over
     assert any(text.startswith(flooded) for text in texts), texts[:5]
     assert all(text.startswith((flooded, paused)) for text in texts), texts[:5]
     within_twice_idle(idle, during)

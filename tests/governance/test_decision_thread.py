@@ -4,7 +4,6 @@ being filtered, the loop goes on serving, and the list is the one the inline fil
 from __future__ import annotations
 
 import asyncio
-import time
 
 from mcp_app.core.context import RequestContext
 from mcp_app.core.types import Catalog, PolicyDef, TenantInfo, ToolDef
@@ -36,27 +35,26 @@ def caller(tenant_id: int, user: int) -> RequestContext:
 
 async def test_a_big_list_is_filtered_while_the_loop_goes_on_serving():
     catalog = hostile_catalog(tenant_id=-1)
-    gaps: list[float] = []
+    ticks = 0
     filtering = True
 
     async def ticker() -> None:
-        last = time.perf_counter()
+        nonlocal ticks
         while filtering:
             await asyncio.sleep(0.002)
-            now = time.perf_counter()
-            gaps.append(now - last)
-            last = now
+            ticks += 1
 
     ticking = asyncio.create_task(ticker())
     await asyncio.sleep(0.01)
-    started = time.perf_counter()
+    before = ticks
     shown = await decision.shown(caller(-1, 1), catalog, catalog.tools)
-    took = time.perf_counter() - started
+    during = ticks - before
     filtering = False
     await ticking
     assert [t.name for t in shown] == [f"tool_{i}" for i in range(POLICIES, TOOLS)]
-    # Inline, the loop would have stopped for the whole filtering (0.7 s here): a ratio, not a time.
-    assert max(gaps) < took / 4, (max(gaps), took)
+    # Inline, the loop would not turn once until the filtering ended (0.7 s here, 2 s on a loaded CI
+    # machine): a count of its turns, not a time, so that a machine's load cannot make it pass or fail.
+    assert during >= 20, during
 
 
 async def test_callers_of_one_tenant_wait_their_turn_and_one_caller_is_filtered_once():
