@@ -6,6 +6,7 @@ from rest_framework.routers import SimpleRouter
 
 from mcp_app.api import (
     api_keys,
+    guardrails,
     history,
     invitations,
     policies,
@@ -39,6 +40,7 @@ tenant_router.register("service-clients", service_clients.ServiceClientViewSet, 
 tenant_router.register("providers", providers.ProviderViewSet, basename="provider")
 tenant_router.register("policies", policies.PolicyViewSet, basename="policy")
 tenant_router.register("quotas", quotas.QuotaViewSet, basename="quota")
+tenant_router.register("guardrails", guardrails.GuardrailViewSet, basename="guardrail")
 
 urlpatterns = [
     # The API root: its resources as links and the docs page (mcp_app/api/root.py).

@@ -27,6 +27,7 @@ from mcp_app.core.types import (
 from mcp_app.federation.upstream_tasks import runs_as_task
 from mcp_app.handlers.upstream import TASK_KEY
 from mcp_app.models import (
+    Guardrail,
     Policy,
     Prompt,
     Quota,
@@ -227,6 +228,9 @@ def _read_catalog(tenant_id: int) -> Catalog:
         resources_by_uri={r.uri: r for r in resources},
         policies=tuple(row.to_def() for row in Policy.objects.for_tenant(tenant_id).filter(enabled=True)),
         quotas=tuple(row.to_def() for row in Quota.objects.for_tenant(tenant_id).filter(enabled=True)),
+        guardrails=tuple(
+            row.to_def() for row in Guardrail.objects.for_tenant(tenant_id).filter(enabled=True)
+        ),
     )
 
 

@@ -163,6 +163,18 @@ class QuotaDef:
 
 
 @dataclass(frozen=True)
+class GuardrailDef:
+    """A tenant's guardrail (AMB-354): a detector × where × an action, for one tool ("": everything)."""
+
+    name: str
+    detector: str  # "secrets" | "personal_data" | "card" | "iban" | "email" | "phone" | "pattern"
+    pattern: str  # RE2, for "pattern"
+    where: str  # "arguments" | "results" | "both"
+    action: str  # "block" | "redact" | "audit"
+    tool: str = ""
+
+
+@dataclass(frozen=True)
 class Catalog:
     """One tenant's enabled definitions at one definitions_version, each list sorted by its key."""
 
@@ -177,6 +189,7 @@ class Catalog:
     resources_by_uri: dict[str, ResourceDef] = field(default_factory=dict)
     policies: tuple[PolicyDef, ...] = ()  # enabled ones, by name
     quotas: tuple[QuotaDef, ...] = ()  # enabled ones, by name
+    guardrails: tuple[GuardrailDef, ...] = ()  # enabled ones, by name
 
 
 # JWS algorithms a tenant's identity provider may sign with: asymmetric only, never `none` or HS*

@@ -38,6 +38,7 @@ KIND_WORDS = {
     "resource_templates": ("resource template", "resource templates"),
     "policies": ("policy", "policies"),
     "quotas": ("quota", "quotas"),
+    "guardrails": ("guardrail", "guardrails"),
 }
 
 

@@ -28,6 +28,7 @@ from lib import nesting
 from mcp_app.content import fields
 from mcp_app.handlers.secrets import SecretsError, decrypt_secrets
 from mcp_app.models import Policy, Prompt, Provider, Quota, Resource, ResourceTemplate, Tool, Upstream
+from mcp_app.models.guardrails import Guardrail
 from mcp_app.models.upstreams import UPSTREAM_SETTINGS
 from tenants.models import Tenant
 
@@ -120,6 +121,9 @@ KINDS: tuple[Kind, ...] = (
     Kind("policies", Policy, "name", ("name", "description", "effect", "applies_to", "condition", "enabled")),
     # After the tools: a quota names one that exists (AMB-352).
     Kind("quotas", Quota, "name", ("name", "description", "tool", "calls", "window", "per", "enabled")),
+    # After the tools too: a guardrail may guard one (AMB-354).
+    Kind("guardrails", Guardrail, "name",
+         ("name", "description", "detector", "pattern", "where", "action", "tool", "enabled")),  # fmt: skip
 )
 # Model fields a document never carries: identity, bookkeeping, and the encrypted secret values.
 # An upstream's sync status is what its server said last, not a definition: a sync writes it again.

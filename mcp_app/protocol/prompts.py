@@ -16,7 +16,7 @@ from mcp_app.content.blocks import render_blocks
 from mcp_app.core.context import RequestContext, resources_of
 from mcp_app.core.errors import HandlerError
 from mcp_app.core.types import PromptDef
-from mcp_app.governance import decision
+from mcp_app.governance import decision, guardrails
 from mcp_app.protocol import asking, shaping, upstream_extras
 from mcp_app.protocol.jsonrpc import InternalError, InvalidParams, truncate
 from mcp_app.protocol.pagination import paginate, with_cursor
@@ -125,6 +125,11 @@ async def handle_get(ctx: RequestContext, params: dict[str, Any]) -> dict[str, A
     arguments = _arguments(params.get("arguments"))
     if (denial := decision.check(ctx, catalog, prompt, dict(arguments))) is not None:
         raise InvalidParams(truncate(denial.message("prompt", name), 300), data={"policy": denial.policy})
+    # The guardrails (AMB-354) on the arguments, then on the messages rendered with them.
+    guarded = await guardrails.scan(catalog, name, arguments, "arguments", "arguments")
+    if guarded.blocked is not None:
+        raise InvalidParams(guarded.blocked.message(), data={"guardrail": guarded.blocked.guardrail})
+    arguments = guarded.value
     if prompt.upstream is not None:
         result = await upstream_extras.get_prompt(ctx, prompt.upstream, arguments)
         messages = [
@@ -132,13 +137,21 @@ async def handle_get(ctx: RequestContext, params: dict[str, Any]) -> dict[str, A
             for m in result["messages"]
             if m.get("role") in ROLES
         ]
-        return {**result, "messages": messages}
-    ctx = dataclasses.replace(ctx, resources=resources_of(catalog.resources_by_uri))
+        result = {**result, "messages": messages}
+    else:
+        ctx = dataclasses.replace(ctx, resources=resources_of(catalog.resources_by_uri))
 
-    async def render(ctx: RequestContext) -> dict[str, Any]:
-        return await _render(ctx, prompt, await _variables(ctx, prompt, arguments))
+        async def render(ctx: RequestContext) -> dict[str, Any]:
+            return await _render(ctx, prompt, await _variables(ctx, prompt, arguments))
 
-    return await asking.answering(ctx, "prompts/get", name, arguments, params, render)
+        result = await asking.answering(ctx, "prompts/get", name, arguments, params, render)
+        if "messages" not in result:
+            return result  # a question for the client: InputRequiredResult
+    guarded = await guardrails.scan(catalog, name, result, "result", "prompt")
+    if guarded.blocked is not None:
+        raise InternalError(guarded.blocked.message(), data={"guardrail": guarded.blocked.guardrail})
+    scanned: dict[str, Any] = guarded.value
+    return scanned
 
 
 async def _render(ctx: RequestContext, prompt: PromptDef, variables: dict[str, str]) -> dict[str, Any]:

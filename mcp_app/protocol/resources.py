@@ -11,7 +11,7 @@ from mcp_app.core.context import RequestContext, resources_of
 from mcp_app.core.errors import HandlerError
 from mcp_app.core.types import Catalog, ResourceDef, TemplateDef
 from mcp_app.core.versions import is_modern
-from mcp_app.governance import decision
+from mcp_app.governance import decision, guardrails
 from mcp_app.handlers import registry
 from mcp_app.protocol import asking, shaping, upstream_extras, uritemplates
 from mcp_app.protocol.jsonrpc import InternalError, InvalidParams, JsonRpcError, ResourceNotFound, truncate
@@ -123,12 +123,13 @@ async def handle_read(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
             raise not_found(ctx, uri)
         if (denial := decision.check(ctx, catalog, template, dict(variables))) is not None:
             raise InvalidParams(
-                truncate(denial.message("resource template", template.name), 300), data={"policy": denial.policy}
+                truncate(denial.message("resource template", template.name), 300),
+                data={"policy": denial.policy},
             )
         if template.upstream is not None:
             contents = await upstream_extras.read(ctx, template.upstream, uri, not_found(ctx, uri))
             shaped = [shaping.resource_contents(c, ctx.protocol_version) for c in contents]
-            return {"contents": shaped}
+            return await _guarded(catalog, uri, {"contents": shaped})
 
         async def read(ctx: RequestContext) -> dict[str, Any]:
             try:
@@ -143,7 +144,16 @@ async def handle_read(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
             return result  # a question for the client: InputRequiredResult
         contents = result["contents"]
     shaped = [shaping.resource_contents(c, ctx.protocol_version) for c in contents if isinstance(c, dict)]
-    return {"contents": shaped}
+    return await _guarded(catalog, uri, {"contents": shaped})
+
+
+async def _guarded(catalog: Catalog, uri: str, result: dict[str, Any]) -> dict[str, Any]:
+    """What a read returns, through the tenant's guardrails on results (AMB-354)."""
+    guarded = await guardrails.scan(catalog, uri, result, "result", "resource")
+    if guarded.blocked is not None:
+        raise InternalError(guarded.blocked.message(), data={"guardrail": guarded.blocked.guardrail})
+    scanned: dict[str, Any] = guarded.value
+    return scanned
 
 
 async def handle_subscribe(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:

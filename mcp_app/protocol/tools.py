@@ -23,7 +23,7 @@ from mcp_app.core.errors import (
 from mcp_app.core.mcp_headers import check_param_headers
 from mcp_app.core.types import Catalog, ToolDef
 from mcp_app.core.versions import is_modern
-from mcp_app.governance import decision
+from mcp_app.governance import decision, guardrails
 from mcp_app.handlers import registry
 from mcp_app.protocol import approval, asking, quotas, ratelimit, schemas, shaping, tasks
 from mcp_app.protocol.jsonrpc import HeaderMismatch, InvalidParams, JsonRpcError, truncate
@@ -162,6 +162,7 @@ def _finish_result(tool: ToolDef, result: dict[str, Any]) -> dict[str, Any]:
 
 async def execute(
     ctx: RequestContext,
+    catalog: Catalog,
     tool: ToolDef,
     arguments: dict[str, Any],
     in_background: bool,
@@ -173,7 +174,9 @@ async def execute(
     task, AMB-286) and a handler's ProtocolError (AMB-285) propagate.
 
     `ctx.ask` carries the call's questions either way: the worker's come back here and are asked as an
-    inline handler's would be. `job_id` names the ToolRun row a task made already.
+    inline handler's would be. `job_id` names the ToolRun row a task made already. What comes back
+    passes the tenant's guardrails on results (AMB-354), here, so a direct call, a task, a background
+    run and Try are guarded alike.
     """
     try:
         if in_background:
@@ -186,7 +189,8 @@ async def execute(
         # Both paths turn tool faults into isError results; anything escaping them is ours.
         logger.exception("tool %s failed outside its handler", tool.name)
         return error_result(f"Tool {tool.name!r} failed with an internal error.")
-    return _finish_result(tool, raw)
+    guarded = await guardrails.scan(catalog, tool.name, _finish_result(tool, raw), "result", "tool")
+    return error_result(guarded.blocked.message()) if guarded.blocked is not None else guarded.value
 
 
 def protocol_error(exc: ProtocolError) -> JsonRpcError:
@@ -196,13 +200,13 @@ def protocol_error(exc: ProtocolError) -> JsonRpcError:
     return error
 
 
-def _task_run(tool: ToolDef, arguments: dict[str, Any], in_background: bool) -> tasks.Run:
+def _task_run(catalog: Catalog, tool: ToolDef, arguments: dict[str, Any], in_background: bool) -> tasks.Run:
     """The call's run for a task: `execute`, given the task's context and row. A handler's protocol
     error is raised as its JSON-RPC error: the task ends `failed` with it (AMB-285)."""
 
     async def run(ctx: RequestContext, job_id: str) -> dict[str, Any]:
         try:
-            result = await execute(ctx, tool, arguments, in_background, job_id)
+            result = await execute(ctx, catalog, tool, arguments, in_background, job_id)
         except AskOutcome:  # never raised by a task's askers (task_input.py)
             result = error_result(f"Tool {tool.name!r} asked the client in a way a task cannot carry.")
         except ProtocolError as exc:
@@ -257,7 +261,13 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
     # that depends on them names its policy (one that does not was answered above, as a missing tool).
     if (denial := decision.check(ctx, catalog, tool, arguments)) is not None:
         return shaping.call_tool_result(error_result(denial.message("tool", name)), ctx.protocol_version)
-    # Quotas count calls that will run: a malformed or denied one spent none (AMB-352).
+    # The guardrails on arguments (AMB-354): a block answers naming the guardrail and spends no quota;
+    # what a redacting one leaves is what the tool receives.
+    guarded = await guardrails.scan(catalog, name, arguments, "arguments", "arguments")
+    if guarded.blocked is not None:
+        return shaping.call_tool_result(error_result(guarded.blocked.message()), ctx.protocol_version)
+    arguments = guarded.value
+    # Quotas count calls that will run: a malformed, denied or blocked one spent none (AMB-352).
     try:
         await quotas.check(ctx, name, catalog.quotas)
     except quotas.QuotaReached as reached:
@@ -281,7 +291,9 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
             assert rounds is not None
             rounds.before_task = True
             try:
-                result = await execute(asking.asking_context(ctx, rounds), tool, arguments, in_background)
+                result = await execute(
+                    asking.asking_context(ctx, rounds), catalog, tool, arguments, in_background
+                )
             except GoAsync:
                 answered = rounds
             else:  # it finished without saying `as_task`: the server chose to answer at once
@@ -290,9 +302,9 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
             # Asked (approval, the handler's own questions of AMB-286) before the handle is returned;
             # the run goes on without the request: a task's later questions wait while it is
             # input_required (protocol/task_input.py).
-            run = _task_run(tool, arguments, in_background)
+            run = _task_run(catalog, tool, arguments, in_background)
             return await tasks.create(ctx, tool, params, run, in_background, answered)
-        result = await execute(asking.asking_context(ctx, rounds), tool, arguments, in_background)
+        result = await execute(asking.asking_context(ctx, rounds), catalog, tool, arguments, in_background)
     except InputRequired as asked:
         assert rounds is not None
         return asking.input_required(ctx, "tools/call", name, arguments, rounds, asked)

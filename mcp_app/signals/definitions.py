@@ -19,7 +19,7 @@ from django.dispatch import receiver
 
 from mcp_app import catalog
 from mcp_app.infra import notify
-from mcp_app.models import Policy, Prompt, Quota, Resource, ResourceTemplate, Tool, Upstream
+from mcp_app.models import Guardrail, Policy, Prompt, Quota, Resource, ResourceTemplate, Tool, Upstream
 from tenants.models import Tenant
 
 logger = logging.getLogger(__name__)
@@ -206,6 +206,20 @@ def quota_saved_or_deleted(
         queue_change(instance.tenant_id, None, (), using)
     except Exception:
         logger.exception("could not queue the change of quota %r", instance)
+
+
+@receiver(post_save, sender=Guardrail, dispatch_uid="mcp_guardrail_post_save")
+@receiver(post_delete, sender=Guardrail, dispatch_uid="mcp_guardrail_post_delete")
+def guardrail_saved_or_deleted(
+    sender: type, instance: Guardrail, raw: bool = False, using: str = "default", **kwargs: Any
+) -> None:
+    """A guardrail changes what flows through calls, never what a list holds (AMB-354): a new version only."""
+    if raw:
+        return
+    try:
+        queue_change(instance.tenant_id, None, (), using)
+    except Exception:
+        logger.exception("could not queue the change of guardrail %r", instance)
 
 
 @receiver(post_save, sender=Tenant, dispatch_uid="mcp_tenant_post_save")

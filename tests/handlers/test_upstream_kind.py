@@ -147,7 +147,8 @@ async def test_output_that_breaks_the_pinned_output_schema_is_an_error_result(ct
     add = await Tool.objects.aget(tenant=tenant_a, name="docs_add")
     add.output_schema = {**add.output_schema, "properties": {"sum": {"type": "string"}}}
     await add.asave()
-    result = await tools.execute(ctx, await tool_def(tenant_a, "docs_add"), {"a": 1, "b": 2}, False)
+    found = await catalog.get_catalog(tenant_a.id)
+    result = await tools.execute(ctx, found, await tool_def(tenant_a, "docs_add"), {"a": 1, "b": 2}, False)
     assert result["isError"]
     assert "does not match its output schema" in result["content"][0]["text"]
 

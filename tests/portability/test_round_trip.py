@@ -12,6 +12,7 @@ from mcp_app.handlers.secrets import decrypt_secrets
 from mcp_app.models import (
     Approval,
     Execution,
+    Guardrail,
     Policy,
     Prompt,
     Quota,
@@ -331,3 +332,22 @@ def test_a_quota_may_count_a_tool_the_same_document_brings_but_not_one_it_lacks(
         import_document(empty, document)
     [(path, message)] = [p for p in refused.value.problems if p[0].startswith("quotas")]
     assert path.startswith("quotas[1]") and "no tool named 'rol_dice'" in message
+
+
+def test_guardrails_travel_with_the_document_and_one_that_cannot_run_is_refused_at_its_path(rich_tenant):
+    document = export_tenant(rich_tenant)
+    assert [(g["name"], g["tool"]) for g in document["guardrails"]] == [
+        ("block-secrets", "echo"),
+        ("redact-personal-data", "echo"),
+    ]
+    empty = Tenant.objects.create(slug="fresh", name="fresh")
+    import_document(empty, document)  # each guards a tool saved by the same import
+    assert sorted(Guardrail.objects.filter(tenant=empty).values_list("name", "detector", "action")) == [
+        ("block-secrets", "secrets", "block"),
+        ("redact-personal-data", "personal_data", "redact"),
+    ]
+    document["guardrails"].append({"name": "bad", "detector": "pattern", "pattern": "(?=x)"})
+    with pytest.raises(DocumentError) as refused:
+        import_document(empty, document)
+    [(path, message)] = [p for p in refused.value.problems if p[0].startswith("guardrails")]
+    assert path.startswith("guardrails[2]") and "look-around" in message

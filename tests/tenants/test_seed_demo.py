@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from mcp_app.demo.seed import DEMO_SLUG, load
-from mcp_app.models import Policy, Prompt, Quota, Resource, ResourceTemplate, Tool
+from mcp_app.models import Guardrail, Policy, Prompt, Quota, Resource, ResourceTemplate, Tool
 from tenants.models import Tenant
 
 pytestmark = pytest.mark.django_db
@@ -30,14 +30,15 @@ def seed(*args: str) -> str:
 def demo_rows() -> str:
     """The demo's definitions as seed_demo's line names them, counted in the database (AMB-294)."""
     tenant = Tenant.objects.get(slug="demo")
-    kinds = (Tool, Prompt, Resource, ResourceTemplate, Policy, Quota)
+    kinds = (Tool, Prompt, Resource, ResourceTemplate, Policy, Quota, Guardrail)
     n = {m: m.objects.filter(tenant=tenant).count() for m in kinds}
     template = "resource template" if n[ResourceTemplate] == 1 else "resource templates"
     policy = "policy" if n[Policy] == 1 else "policies"
     quota = "quota" if n[Quota] == 1 else "quotas"
+    guardrail = "guardrail" if n[Guardrail] == 1 else "guardrails"
     return (
         f"{n[Tool]} tools, {n[Prompt]} prompts, {n[Resource]} resources, {n[ResourceTemplate]} {template},"
-        f" {n[Policy]} {policy} and {n[Quota]} {quota}"
+        f" {n[Policy]} {policy}, {n[Quota]} {quota} and {n[Guardrail]} {guardrail}"
     )
 
 
