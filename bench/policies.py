@@ -1,10 +1,14 @@
-"""What a tenant's policies cost the request path, side by side in one run (issue 34 "Speed", AMB-347).
+"""What a tenant's policies, guardrails and quotas cost the request path, side by side in one run
+(issue 34 "Speed", AMB-347, AMB-354).
 
     .venv/bin/python bench/policies.py [--rounds 7] [--calls 300] [--lists 30]
 
 Prints figures; it is not a test. One scratch SQLite database in a temporary folder (migrated here),
-two tenants of 1,000 template tools each (one of them `echo`), the second with 20 policies (deny and
-allow, on the caller, the target and the arguments, one of them reading the arguments of every call).
+three tenants of 1,000 template tools each (one of them `echo`), the second with 20 policies (deny and
+allow, on the caller, the target and the arguments, one of them reading the arguments of every call),
+the third with those and 3 guardrails (secrets on arguments, personal data redacted on results, one
+RE2 pattern on both) and a quota on every tool (never reached). Last, a 1 MB result (prose with
+numbers, no finding) through the three guardrails, median of --scans.
 Requests go through the dispatcher in this process, as the transport hands them over (no HTTP: the
 transport's cost is the same for both and would only add noise). Slices alternate between the two
 tenants, each slice a warm `tools/call echo` loop and a `tools/list` loop (a list of 1,000 tools, five
@@ -56,14 +60,21 @@ POLICIES = [
 ]
 
 
-def seed() -> tuple[Any, Any]:
-    from mcp_app.models import Policy, Tool  # noqa: PLC0415 - after django.setup()
+GUARDRAILS = [
+    {"name": "keys-in", "detector": "secrets", "where": "arguments", "action": "block"},
+    {"name": "personal-out", "detector": "personal_data", "where": "results", "action": "redact"},
+    {"name": "internal-ids", "detector": "pattern", "pattern": "INT-[0-9]{6}", "where": "both"},
+]
+
+
+def seed() -> tuple[Any, Any, Any]:
+    from mcp_app.models import Guardrail, Policy, Quota, Tool  # noqa: PLC0415 - after django.setup()
     from tenants.models import Tenant  # noqa: PLC0415
 
     with wall.bypass("bench"):
         call_command("migrate", verbosity=0)
         tenants = []
-        for slug in ("plain", "governed"):
+        for slug in ("plain", "governed", "guarded"):
             tenant = Tenant.objects.create(slug=slug, name=slug, auth_mode="public")
             Tool.objects.bulk_create(
                 Tool(tenant=tenant, name="echo" if i == 0 else f"tool_{i:04d}", handler="template",
@@ -72,11 +83,16 @@ def seed() -> tuple[Any, Any]:
                 for i in range(TOOLS)
             )  # fmt: skip
             tenants.append(tenant)
-        for i, (effect, applies_to, condition) in enumerate(POLICIES):
-            Policy.objects.create(tenant=tenants[1], name=f"p{i:02d}", effect=effect, applies_to=applies_to,
-                                  condition=condition)  # fmt: skip
-            tenants[1].bump_version()
-    return tenants[0], tenants[1]
+        for tenant in tenants[1:]:
+            for i, (effect, applies_to, condition) in enumerate(POLICIES):
+                Policy.objects.create(tenant=tenant, name=f"p{i:02d}", effect=effect, applies_to=applies_to,
+                                      condition=condition)  # fmt: skip
+        for fields in GUARDRAILS:
+            Guardrail.objects.create(tenant=tenants[2], **fields)
+        Quota.objects.create(tenant=tenants[2], name="all", calls=10_000_000, window="minute")
+        for tenant in tenants:
+            tenant.bump_version()
+    return tenants[0], tenants[1], tenants[2]
 
 
 async def one_slice(ctx: Any, calls: int, lists: int) -> tuple[float, float]:
@@ -116,6 +132,7 @@ async def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--lists", type=int, default=30)
+    parser.add_argument("--scans", type=int, default=9)
     args = parser.parse_args()
     from asgiref.sync import sync_to_async  # noqa: PLC0415
 
@@ -123,12 +140,13 @@ async def main() -> None:
     from mcp_app.core.context import RequestContext  # noqa: PLC0415
     from mcp_app.core.versions import LATEST_MODERN  # noqa: PLC0415
 
-    plain, governed = await sync_to_async(seed)()
+    plain, governed, guarded = await sync_to_async(seed)()
+    labels = (("none", plain), ("20 policies", governed), ("+ 3 guardrails, a quota", guarded))
     contexts = {
         name: RequestContext(
             tenant=tenant_info(tenant), protocol_version=LATEST_MODERN, client_address="127.0.0.1"
         )
-        for name, tenant in (("none", plain), ("20 policies", governed))
+        for name, tenant in labels
     }
     figures: dict[str, list[tuple[float, float]]] = {name: [] for name in contexts}
     for ctx in contexts.values():  # warm: catalogs loaded, policies compiled, list decisions cached
@@ -142,10 +160,29 @@ async def main() -> None:
     print("|---|---:|---:|---:|")
     for name in contexts:
         print(f"| {name} | {call[name] * 1e6:.0f} | {1 / call[name]:.0f} | {listing[name] * 1e3:.2f} |")
+    governed_name = labels[2][0]
     print(
         f"\nthroughput with policies / without: {call['none'] / call['20 policies']:.2f}x; "
-        f"list p50 with / without: {listing['20 policies'] / listing['none']:.2f}x"
+        f"list p50 with / without: {listing['20 policies'] / listing['none']:.2f}x; "
+        f"throughput with policies, guardrails and a quota / without: {call['none'] / call[governed_name]:.2f}x"
     )
+    print(f"a 1 MB result through the 3 guardrails: {await scan_megabyte(guarded, args.scans) * 1e3:.1f} ms (median)")
+
+
+async def scan_megabyte(tenant: Any, scans: int) -> float:
+    from mcp_app import catalog as catalogs  # noqa: PLC0415
+    from mcp_app.governance import guardrails  # noqa: PLC0415
+
+    catalog = await catalogs.get_catalog(tenant.id)
+    prose = "Order 12345 shipped on 2026-11-30 to the warehouse at dock 7, 3 pallets of 40 boxes. "
+    result = {"content": [{"type": "text", "text": (prose * (1_000_000 // len(prose) + 1))[:1_000_000]}]}
+    times = []
+    for _ in range(scans):
+        started = time.perf_counter()
+        outcome = guardrails.scan_now(catalog, "echo", result, "result", "tool")
+        times.append(time.perf_counter() - started)
+        assert outcome.blocked is None and not outcome.findings
+    return statistics.median(times)
 
 
 if __name__ == "__main__":

@@ -232,10 +232,23 @@ def _block(block: Any, scan: _Scan) -> Any:
     return block
 
 
+# (tenant, version, target, on arguments) -> the guardrails that apply: every call asks twice.
+_APPLYING: LRUCache[tuple[int, int, str, bool], tuple[Compiled, ...]] = LRUCache(maxsize=8_192)
+
+
 def _applying(catalog: Catalog, target: str, arguments: bool) -> tuple[Compiled, ...]:
-    return tuple(
-        g for g in compiled(catalog) if g.guards(target) and (g.arguments if arguments else g.results)
-    )
+    if not catalog.guardrails:
+        return ()
+    key = (catalog.tenant_id, catalog.version, target, arguments)
+    with _LOCK:
+        found = _APPLYING.get(key)
+    if found is None:
+        found = tuple(
+            g for g in compiled(catalog) if g.guards(target) and (g.arguments if arguments else g.results)
+        )
+        with _LOCK:
+            _APPLYING[key] = found
+    return found
 
 
 def _finish(scan: _Scan, value: Any, target: str, tenant_id: int) -> Outcome:
@@ -264,20 +277,19 @@ def _unread(
     return Outcome(value)
 
 
-def _scan(catalog: Catalog, target: str, value: Any, where: str, shape: str) -> Outcome:
-    guardrails = _applying(catalog, target, arguments=where == "arguments")
-    if not guardrails:
-        return Outcome(value)
-    if _size(value, MAX_SCAN_CHARS) > MAX_SCAN_CHARS:
+def _scanned(
+    guardrails: tuple[Compiled, ...], tenant_id: int, target: str, value: Any, where: str, shape: str, size: int
+) -> Outcome:
+    if size > MAX_SCAN_CHARS:
         why = f"more than {MAX_SCAN_CHARS:,} characters, more than a guardrail reads"
-        return _unread(guardrails, where, target, catalog.tenant_id, value, why)
+        return _unread(guardrails, where, target, tenant_id, value, why)
     scan = _Scan(guardrails, where)
     try:
         scanned = _shaped(value, scan, shape)
     except _TooMany:
         why = f"more than {MAX_CANDIDATES:,} candidate findings, more than a guardrail confirms"
-        return _unread(guardrails, where, target, catalog.tenant_id, value, why)
-    return _finish(scan, scanned, target, catalog.tenant_id)
+        return _unread(guardrails, where, target, tenant_id, value, why)
+    return _finish(scan, scanned, target, tenant_id)
 
 
 def _shaped(value: Any, scan: _Scan, shape: str) -> Any:
@@ -312,12 +324,25 @@ INLINE_SCAN_CHARS = 64 * 1024
 _SCANNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mcp-guardrails")
 
 
-async def scan(catalog: Catalog, target: str, value: Any, where: str, shape: str) -> Outcome:
+def scan_now(catalog: Catalog, target: str, value: Any, where: str, shape: str) -> Outcome:
     """`value` (a call's or a prompt's arguments, or what `target` answered) through the guardrails of
-    `target` on `where` ("arguments" or "result"); `shape` says where its text is (see `_shaped`)."""
-    if not _applying(catalog, target, arguments=where == "arguments"):
+    `target` on `where` ("arguments" or "result"), in this thread; `shape` says where its text is (see
+    `_shaped`)."""
+    guardrails = _applying(catalog, target, arguments=where == "arguments")
+    if not guardrails:
         return Outcome(value)
-    if _size(value, INLINE_SCAN_CHARS) <= INLINE_SCAN_CHARS:
-        return _scan(catalog, target, value, where, shape)
+    return _scanned(guardrails, catalog.tenant_id, target, value, where, shape, _size(value, MAX_SCAN_CHARS))
+
+
+async def scan(catalog: Catalog, target: str, value: Any, where: str, shape: str) -> Outcome:
+    """`scan_now`, on the scanning thread when the value is larger than INLINE_SCAN_CHARS."""
+    guardrails = _applying(catalog, target, arguments=where == "arguments")
+    if not guardrails:
+        return Outcome(value)
+    size = _size(value, MAX_SCAN_CHARS)
+    if size <= INLINE_SCAN_CHARS:
+        return _scanned(guardrails, catalog.tenant_id, target, value, where, shape, size)
     loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(_SCANNER, _scan, catalog, target, value, where, shape)
+    return await loop.run_in_executor(
+        _SCANNER, _scanned, guardrails, catalog.tenant_id, target, value, where, shape, size
+    )

@@ -1,6 +1,7 @@
 """Policies in a real browser (AMB-347, AMB-350): an owner writes one in the admin (a condition that
 cannot be used is refused on its field, saying why), simulates a caller and sees the decision, the
-policy that made it and that caller's lists; then a client of the tenant gets exactly that."""
+policy that made it and that caller's lists; then a client of the tenant gets exactly that. Quotas
+(AMB-352) and guardrails (AMB-354) likewise, from their forms to what a client is answered."""
 
 from __future__ import annotations
 
@@ -100,3 +101,39 @@ async def test_an_owner_caps_a_tool_with_a_quota_and_a_client_is_told_past_it(
         assert not (await client.call_tool("search", {})).is_error
         past = await client.call_tool("search", {})
         assert past.is_error and "Quota one-search-a-day reached" in past.content[0].text
+
+
+async def test_an_owner_adds_a_guardrail_and_a_client_gets_its_result_redacted(
+    server: DaphneServer, page: Page, request: pytest.FixtureRequest
+) -> None:
+    """Guardrails (AMB-354): a pattern RE2 cannot run is refused on its field, saying why; once saved,
+    what a client's call returns comes back with each match replaced by the marker."""
+    shots = Screenshots(request.node.name)
+    slug = f"railed-{secrets.token_hex(3)}"
+    django_shell(
+        server.env,
+        "from mcp_app.models import Tool\nfrom tenants.models import Tenant\n"
+        f"t = Tenant.objects.create(slug={slug!r}, name={slug!r}, auth_mode='public')\n"
+        "Tool.objects.create(tenant=t, name='ticket', handler='template', handler_config={'text': 'Opened {{ id }}'})\n",
+    )
+    await signed_in(page, server)
+    await page.goto(f"{server.url}/admin/mcp_app/guardrail/add/")
+    await page.select_option("#id_tenant", label=slug)
+    await page.fill("#id_name", "internal-ids")
+    await page.select_option("#id_detector", "pattern")
+    await page.fill("#id_pattern", "(?<=#)INT-[0-9]+")
+    await page.select_option("#id_where", "results")
+    async with page.expect_navigation():
+        await page.click("input[name=_save]")
+    assert "look-around" in await page.inner_text(".field-pattern .errorlist")
+    await shots.take(page, "pattern-refused")
+    await page.fill("#id_pattern", "INT-[0-9]{6}")
+    async with page.expect_navigation():
+        await page.click("input[name=_save]")
+    assert "was added successfully" in await body_text(page)
+    await shots.take(page, "saved")
+
+    for mode in ("legacy", "auto"):
+        async with mcp_client(server.mcp_url(slug), mode=mode) as client:
+            opened = await client.call_tool("ticket", {"id": "INT-123456"})
+            assert opened.content[0].text == "Opened [redacted match of internal-ids]"

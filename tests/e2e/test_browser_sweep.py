@@ -76,6 +76,8 @@ PAGES = (
     Swept("policy-simulate", "/admin/mcp_app/policy/simulate/", "Simulate"),
     Swept("quotas", "/admin/mcp_app/quota/", "Select quota to change"),
     Swept("quota-add", "/admin/mcp_app/quota/add/", "Calls allowed per window"),
+    Swept("guardrails", "/admin/mcp_app/guardrail/", "Select guardrail to change"),
+    Swept("guardrail-add", "/admin/mcp_app/guardrail/add/", "A pattern of your own"),
     # An upstream's own page and its remote tools, with Sync now and the publish buttons (AMB-292).
     Swept("upstream", "/admin/mcp_app/upstream/{upstream}/change/", "Publish all"),
     Swept("remote-tools", "/admin/mcp_app/upstream/{upstream}/tools/", "Publish selected"),

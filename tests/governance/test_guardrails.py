@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import threading
 
 import pytest
 
@@ -32,7 +33,7 @@ def guard(detector: str, action: str = "redact", where: str = "both", **kwargs: 
 
 
 def scanned(rows: Catalog, text: str) -> str:
-    outcome = guardrails._scan(rows, "echo", {"content": [{"type": "text", "text": text}]}, "result", "tool")
+    outcome = guardrails.scan_now(rows, "echo", {"content": [{"type": "text", "text": text}]}, "result", "tool")
     assert outcome.blocked is None
     return str(outcome.value["content"][0]["text"])
 
@@ -88,7 +89,7 @@ def test_personal_data_is_all_four_and_a_redaction_reaches_every_text_of_a_resul
         ],
         "structuredContent": {"contacts": [{"phone": "+44 20 7946 0958", "mail": "bob@example.com", "n": 3}]},
     }
-    outcome = guardrails._scan(
+    outcome = guardrails.scan_now(
         catalog(guard("personal_data", where="results")), "echo", result, "result", "tool"
     )
     assert outcome.value == {
@@ -106,7 +107,7 @@ def test_personal_data_is_all_four_and_a_redaction_reaches_every_text_of_a_resul
 
 def test_a_block_names_the_guardrail_and_the_kind_never_the_text_found() -> None:
     rows = catalog(guard("secrets", action="block", name="no-keys"))
-    outcome = guardrails._scan(rows, "echo", {"token": f"use {GITHUB} please"}, "arguments", "arguments")
+    outcome = guardrails.scan_now(rows, "echo", {"token": f"use {GITHUB} please"}, "arguments", "arguments")
     assert outcome.blocked is not None
     assert outcome.blocked.message() == "Blocked by guardrail 'no-keys': the arguments held a GitHub Token."
     assert GITHUB not in outcome.blocked.message()
@@ -115,7 +116,7 @@ def test_a_block_names_the_guardrail_and_the_kind_never_the_text_found() -> None
 def test_audit_changes_nothing_and_says_what_it_saw_once_per_text(caplog) -> None:
     rows = catalog(guard("email", action="audit", name="watch-mail"))
     text = "a@example.com b@example.com"
-    outcome = guardrails._scan(rows, "echo", {"m": text}, "arguments", "arguments")
+    outcome = guardrails.scan_now(rows, "echo", {"m": text}, "arguments", "arguments")
     assert outcome.value == {"m": text} and outcome.blocked is None
     assert [(f.guardrail, f.action, f.kind) for f in outcome.findings] == [
         ("watch-mail", "audit", "e-mail address")
@@ -127,13 +128,13 @@ def test_a_guardrail_on_one_tool_or_on_arguments_only_leaves_the_rest_alone() ->
     rows = catalog(guard("email", tool="other"), guard("card", where="arguments", name="cards-in"))
     text = f"bob@example.com {CARD}"
     assert scanned(rows, text) == text  # echo's result: neither applies
-    outcome = guardrails._scan(rows, "echo", {"m": text}, "arguments", "arguments")
+    outcome = guardrails.scan_now(rows, "echo", {"m": text}, "arguments", "arguments")
     assert outcome.value == {"m": "bob@example.com [redacted card number]"}
 
 
 def test_an_owner_pattern_runs_in_re2_and_one_it_cannot_run_is_refused_saying_why() -> None:
     rows = catalog(guard("pattern", pattern=r"INT-[0-9]{6}", name="internal-ids"))
-    assert scanned(rows, "see INT-123456 and INT-12") == "see [redacted match of internal-ids] and INT-12"
+    assert scanned(rows, "see INT-123456 and int-1") == "see [redacted match of internal-ids] and int-1"
     for source, why in [
         (r"(?<=x)y", "look-around"),
         (r"(a)\1", "back-references"),
@@ -149,7 +150,7 @@ def test_an_owner_pattern_runs_in_re2_and_one_it_cannot_run_is_refused_saying_wh
 def test_a_pattern_meant_to_backtrack_runs_in_linear_time() -> None:
     # (a+)+$ on "aaa…b" takes Python's re exponential time; in RE2 it is one pass.
     rows = catalog(guard("pattern", pattern=r"(a+)+$", name="evil", action="block"))
-    outcome = guardrails._scan(rows, "echo", {"m": "a" * 100_000 + "b"}, "arguments", "arguments")
+    outcome = guardrails.scan_now(rows, "echo", {"m": "a" * 100_000 + "b"}, "arguments", "arguments")
     assert outcome.blocked is None
 
 
@@ -158,27 +159,27 @@ def test_a_value_too_large_to_read_is_blocked_by_a_redacting_guardrail_and_only_
 ) -> None:
     monkeypatch.setattr(guardrails, "MAX_SCAN_CHARS", 1_000)
     big = {"m": "x" * 1_001}
-    blocked = guardrails._scan(catalog(guard("email", name="mail")), "echo", big, "arguments", "arguments")
+    blocked = guardrails.scan_now(catalog(guard("email", name="mail")), "echo", big, "arguments", "arguments")
     assert blocked.blocked is not None and "more than 1,000 characters" in blocked.blocked.message()
-    audited = guardrails._scan(catalog(guard("email", action="audit")), "echo", big, "arguments", "arguments")
+    audited = guardrails.scan_now(catalog(guard("email", action="audit")), "echo", big, "arguments", "arguments")
     assert audited.blocked is None and audited.value is big
 
 
 def test_more_candidates_than_a_scan_confirms_fail_closed() -> None:
     text = " ".join(["+44 20 7946 0958"] * (guardrails.MAX_CANDIDATES + 1))
-    outcome = guardrails._scan(catalog(guard("phone")), "echo", {"m": text}, "arguments", "arguments")
+    outcome = guardrails.scan_now(catalog(guard("phone")), "echo", {"m": text}, "arguments", "arguments")
     assert outcome.blocked is not None and "more than 10,000 candidate findings" in outcome.blocked.message()
 
 
 async def test_a_large_value_is_scanned_off_the_serving_loop(monkeypatch) -> None:
     seen: list[str] = []
-    real = guardrails._scan
+    real = guardrails._scanned
 
-    def recording(*args):  # type: ignore[no-untyped-def]
-        seen.append(__import__("threading").current_thread().name)
+    def recording(*args: object) -> guardrails.Outcome:
+        seen.append(threading.current_thread().name)
         return real(*args)
 
-    monkeypatch.setattr(guardrails, "_scan", recording)
+    monkeypatch.setattr(guardrails, "_scanned", recording)
     rows = catalog(guard("email"))
     small = await guardrails.scan(rows, "echo", {"m": "bob@example.com"}, "arguments", "arguments")
     large = await guardrails.scan(

@@ -14,10 +14,11 @@ from mcp_app.core.types import ToolDef, UpstreamRef
 from mcp_app.federation import breaker, call_stats
 from mcp_app.handlers import registry, upstream
 from mcp_app.handlers.secrets import encrypt_secrets
-from mcp_app.models import Tool, Upstream, UpstreamTool
+from mcp_app.models import Guardrail, Tool, Upstream, UpstreamTool
 from mcp_app.protocol import tools
 from mcp_app.upstreams import service
 from tenants import wall
+from tests.protocol.support import result_of
 from tests.upstreams.running import make_upstream, running_upstream
 from tests.upstreams.servers import UpstreamServer
 
@@ -151,6 +152,30 @@ async def test_output_that_breaks_the_pinned_output_schema_is_an_error_result(ct
     result = await tools.execute(ctx, found, await tool_def(tenant_a, "docs_add"), {"a": 1, "b": 2}, False)
     assert result["isError"]
     assert "does not match its output schema" in result["content"][0]["text"]
+
+
+async def test_guardrails_stand_between_the_caller_and_the_upstream(ctx, tenant_a, remote) -> None:
+    """AMB-354: a redacted argument is what the upstream receives, a blocked one never reaches it, and
+    what it answers is redacted before the caller sees it."""
+    await sync_to_async(published)(tenant_a, remote)
+    for fields in (
+        {"name": "cards-in", "detector": "card", "where": "arguments"},
+        {"name": "keys-in", "detector": "secrets", "where": "arguments", "action": "block"},
+        {"name": "mail-out", "detector": "email", "where": "results"},
+    ):
+        await Guardrail.objects.acreate(tenant=tenant_a, **fields)
+    catalog.clear_caches()
+
+    async def echo(message: str) -> dict:
+        return await result_of(ctx, "tools/call", {"name": "docs_echo", "arguments": {"message": message}})
+
+    assert (await echo("card 4111 1111 1111 1111"))["structuredContent"] == {"echo": "card [redacted card number]"}
+    assert (await echo("bob@example.com"))["structuredContent"] == {"echo": "[redacted e-mail address]"}
+    key = "ghp_" + "a1B2c3D4e5" * 3 + "f6G7h8"
+    blocked = await echo(key)
+    assert blocked["isError"] and blocked["content"][0]["text"] == (
+        "Blocked by guardrail 'keys-in': the arguments held a GitHub Token."
+    )
 
 
 async def test_a_cancelled_call_cancels_the_upstream_call(ctx, tenant_a, remote, recorder) -> None:
