@@ -346,11 +346,14 @@ MCP_TOOL_RUN_RETENTION_DAYS = _env_int("MCP_TOOL_RUN_RETENTION_DAYS", 30, minimu
 # Usage (mcp_app/usage/): each process writes its counts this often and at exit (0: never, tests);
 # the per-minute buckets are kept this many days.
 MCP_USAGE_FLUSH_SECONDS = _env_int("MCP_USAGE_FLUSH_SECONDS", 10, minimum=0)
+MCP_USAGE_RETENTION_DAYS = _env_int("MCP_USAGE_RETENTION_DAYS", 8, minimum=1)
+# Governance events (AMB-355: denials, guardrail blocks and redactions, throttles), written by the usage
+# flush, are kept this many days.
+MCP_GOVERNANCE_EVENT_DAYS = _env_int("MCP_GOVERNANCE_EVENT_DAYS", 30, minimum=1)
 # Without Redis nothing tells a server that another process (manage.py, another server) changed a
 # tenant: it rereads the tenant's version from the database at most this often. With Redis changes
 # arrive at once and this is unused.
 MCP_VERSION_RECHECK_SECONDS = _env_float("MCP_VERSION_RECHECK_SECONDS", 5.0, minimum=0.0)
-MCP_USAGE_RETENTION_DAYS = _env_int("MCP_USAGE_RETENTION_DAYS", 8, minimum=1)
 # Prometheus metrics at /metrics (mcp_app/operations/metrics.py): a bearer token, or networks allowed to scrape
 # (comma-separated CIDRs); with neither, loopback only. Past MAX_TENANTS tenants, the rest are "(other)".
 MCP_METRICS_TOKEN = os.environ.get("MCP_METRICS_TOKEN", "")

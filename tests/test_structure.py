@@ -36,7 +36,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "connected_accounts": ("core", "infra", "federation", "handlers", "models", "tenants", "audit", HTTP),
     "history": ("models", "tenants"),
     "catalog": ("core", "infra", "federation", "content", "handlers", "models", "tenants"),
-    "usage": ("infra", "federation", "models", "tenants", HTTP),
+    "usage": ("infra", "federation", "governance", "models", "tenants", HTTP),
     "upstreams": ("infra", "federation", "handlers", "models", "history", "catalog", "tenants"),
     "oauth": ("core", "infra", "federation", "handlers", "models", "lib", "tenants", "audit", HTTP),
     "background": ("core", "infra", "handlers", "models", "catalog", "usage", "tenants"),

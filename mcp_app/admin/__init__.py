@@ -6,6 +6,7 @@ from mcp_app.admin import (  # noqa: F401 - importing them registers the ModelAd
     api_keys,
     api_tokens,
     definitions,
+    governance_events,
     guardrails,
     infrastructure,
     policies,

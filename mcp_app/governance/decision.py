@@ -33,6 +33,7 @@ from cachetools import LRUCache
 
 from mcp_app.core.context import RequestContext
 from mcp_app.core.types import Catalog, PolicyDef, PromptDef, ResourceDef, TemplateDef, ToolDef
+from mcp_app.governance import audit
 from mcp_app.governance.conditions import Activation, Condition, ConditionError, compile_condition
 
 logger = logging.getLogger(__name__)
@@ -193,12 +194,19 @@ def _split(catalog: Catalog, target: Target) -> _Split:
     return found
 
 
-def hidden(ctx: RequestContext, catalog: Catalog, target: Target) -> bool:
+def hidden(ctx: RequestContext, catalog: Catalog, target: Target, method: str = "") -> bool:
     """Whether the target is kept from this caller whatever the arguments: left out of its lists and
-    answered as missing."""
+    answered as missing. A use (`method`) of one is a governance event (AMB-355)."""
     if not catalog.policies:
         return False
-    return _listed(ctx, catalog, target).denial is not None
+    denial = _listed(ctx, catalog, target).denial
+    if denial is not None and method:
+        audit.record(ctx, "denied", denial.policy, _name(target), method, {"hidden": True})
+    return denial is not None
+
+
+def _name(target: Target) -> str:
+    return target.uri if isinstance(target, ResourceDef) else target.name
 
 
 async def shown(
@@ -311,10 +319,20 @@ def _holds(policy: Compiled, activation: Activation) -> bool:
         return policy.deny  # fails closed: a deny holds, an allow does not
 
 
-def check(ctx: RequestContext, catalog: Catalog, target: Target, arguments: dict[str, Any]) -> Denial | None:
-    """The denial of this use of the target with these arguments, or None: allowed."""
+def check(
+    ctx: RequestContext, catalog: Catalog, target: Target, arguments: dict[str, Any], method: str = ""
+) -> Denial | None:
+    """The denial of this use of the target with these arguments, or None: allowed. A denied use
+    (`method`; the simulator names none) is a governance event (AMB-355)."""
     if not catalog.policies:
         return None
+    denial = _decided(ctx, catalog, target, arguments)
+    if denial is not None and method:
+        audit.record(ctx, "denied", denial.policy, _name(target), method, {"hidden": denial.hidden})
+    return denial
+
+
+def _decided(ctx: RequestContext, catalog: Catalog, target: Target, arguments: dict[str, Any]) -> Denial | None:
     listed = _listed(ctx, catalog, target)
     if listed.denial is not None or not listed.later:
         return listed.denial

@@ -31,7 +31,9 @@ from typing import Any
 import re2
 from cachetools import LRUCache
 
+from mcp_app.core.context import RequestContext
 from mcp_app.core.types import Catalog, GuardrailDef
+from mcp_app.governance import audit
 from mcp_app.governance.detectors import Detector, PatternError, detectors_of, options
 
 logger = logging.getLogger("mcp.governance")
@@ -334,15 +336,35 @@ def scan_now(catalog: Catalog, target: str, value: Any, where: str, shape: str) 
     return _scanned(guardrails, catalog.tenant_id, target, value, where, shape, _size(value, MAX_SCAN_CHARS))
 
 
-async def scan(catalog: Catalog, target: str, value: Any, where: str, shape: str) -> Outcome:
-    """`scan_now`, on the scanning thread when the value is larger than INLINE_SCAN_CHARS."""
+async def scan(
+    ctx: RequestContext, method: str, catalog: Catalog, target: str, value: Any, where: str, shape: str
+) -> Outcome:
+    """`scan_now`, on the scanning thread when the value is larger than INLINE_SCAN_CHARS; what the
+    guardrails did is a governance event of the caller's (AMB-355)."""
     guardrails = _applying(catalog, target, arguments=where == "arguments")
     if not guardrails:
         return Outcome(value)
     size = _size(value, MAX_SCAN_CHARS)
     if size <= INLINE_SCAN_CHARS:
-        return _scanned(guardrails, catalog.tenant_id, target, value, where, shape, size)
-    loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(
-        _SCANNER, _scanned, guardrails, catalog.tenant_id, target, value, where, shape, size
-    )
+        outcome = _scanned(guardrails, catalog.tenant_id, target, value, where, shape, size)
+    else:
+        outcome = await asyncio.get_running_loop().run_in_executor(
+            _SCANNER, _scanned, guardrails, catalog.tenant_id, target, value, where, shape, size
+        )
+    _record(ctx, method, outcome, target, where)
+    return outcome
+
+
+EVENT_OF_ACTION = {"block": "blocked", "redact": "redacted", "audit": "audited"}
+
+
+def _record(ctx: RequestContext, method: str, outcome: Outcome, target: str, where: str) -> None:
+    """One governance event a guardrail and kind it found (with the count), or the block of a value
+    it could not read; never the text."""
+    counted = Counter((f.guardrail, f.action, f.kind) for f in outcome.findings)
+    for (name, action, kind), count in counted.items():
+        audit.record(ctx, EVENT_OF_ACTION[action], name, target, method,
+                     {"found": kind, "count": count, "in": where})  # fmt: skip
+    if outcome.blocked is not None and not counted:
+        audit.record(ctx, "blocked", outcome.blocked.guardrail, target, method,
+                     {"unread": outcome.blocked.kind, "in": where})  # fmt: skip

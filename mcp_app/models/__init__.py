@@ -2,7 +2,7 @@
 
 `definitions`: tools, prompts, resources, templates; `upstreams`: upstream MCP servers, their tools and
 health; `connections`: connected accounts' providers and connections; `sessions`: the MCP session record;
-`policies`: who may use what (AMB-347); `guardrails`: what may flow in and out (AMB-354); `quotas`: how often (AMB-352); `runs`: background runs and approval decisions; `usage`: usage buckets and errors; `tokens`: API tokens.
+`policies`: who may use what (AMB-347); `guardrails`: what may flow in and out (AMB-354); `governance`: the events of their decisions (AMB-355); `quotas`: how often (AMB-352); `runs`: background runs and approval decisions; `usage`: usage buckets and errors; `tokens`: API tokens.
 Every model keeps its app label (mcp_app) and table: moving a model between these modules is no migration.
 """
 
@@ -27,6 +27,7 @@ from mcp_app.models.definitions import (
     scope_token_validator,
     tool_name_validator,
 )
+from mcp_app.models.governance import EventKind, GovernanceEvent
 from mcp_app.models.guardrails import Guardrail
 from mcp_app.models.policies import AppliesTo, Effect, Policy
 from mcp_app.models.quotas import Quota
@@ -59,7 +60,9 @@ __all__ = [
     "Definition",
     "DefinitionQuerySet",
     "Effect",
+    "EventKind",
     "Execution",
+    "GovernanceEvent",
     "Guardrail",
     "McpSession",
     "McpSessionQuerySet",

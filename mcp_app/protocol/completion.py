@@ -74,7 +74,7 @@ async def handle_complete(ctx: RequestContext, params: dict[str, Any]) -> dict[s
     if ref["type"] == "ref/prompt":
         prompt_name = ref.get("name")
         prompt = catalog.prompts_by_name.get(prompt_name) if isinstance(prompt_name, str) else None
-        if prompt is None or decision.hidden(ctx, catalog, prompt):
+        if prompt is None or decision.hidden(ctx, catalog, prompt, "completion/complete"):
             raise InvalidParams(truncate(f"Unknown prompt: {ref.get('name')}", 200))
         declared = {a.get("name"): a for a in prompt.arguments if isinstance(a, dict)}
         if name not in declared:
@@ -85,7 +85,7 @@ async def handle_complete(ctx: RequestContext, params: dict[str, Any]) -> dict[s
     elif ref["type"] == "ref/resource":
         uri = ref.get("uri")
         template = next((t for t in catalog.templates if t.uri_template == uri), None)
-        if template is None or decision.hidden(ctx, catalog, template):
+        if template is None or decision.hidden(ctx, catalog, template, "completion/complete"):
             raise InvalidParams(truncate(f"Unknown resource template: {uri}", 300))
         if name not in variable_names(template.uri_template):
             raise InvalidParams(

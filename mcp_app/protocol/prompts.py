@@ -120,13 +120,13 @@ async def handle_get(ctx: RequestContext, params: dict[str, Any]) -> dict[str, A
         raise InvalidParams('prompts/get needs "name" (a string).')
     catalog = await catalogs.get_catalog(ctx.tenant.id)
     prompt = catalog.prompts_by_name.get(name)
-    if prompt is None or decision.hidden(ctx, catalog, prompt):
+    if prompt is None or decision.hidden(ctx, catalog, prompt, "prompts/get"):
         raise InvalidParams(truncate(f"Unknown prompt: {name}", 200))
     arguments = _arguments(params.get("arguments"))
-    if (denial := decision.check(ctx, catalog, prompt, dict(arguments))) is not None:
+    if (denial := decision.check(ctx, catalog, prompt, dict(arguments), "prompts/get")) is not None:
         raise InvalidParams(truncate(denial.message("prompt", name), 300), data={"policy": denial.policy})
     # The guardrails (AMB-354) on the arguments, then on the messages rendered with them.
-    guarded = await guardrails.scan(catalog, name, arguments, "arguments", "arguments")
+    guarded = await guardrails.scan(ctx, "prompts/get", catalog, name, arguments, "arguments", "arguments")
     if guarded.blocked is not None:
         raise InvalidParams(guarded.blocked.message(), data={"guardrail": guarded.blocked.guardrail})
     arguments = guarded.value
@@ -147,7 +147,7 @@ async def handle_get(ctx: RequestContext, params: dict[str, Any]) -> dict[str, A
         result = await asking.answering(ctx, "prompts/get", name, arguments, params, render)
         if "messages" not in result:
             return result  # a question for the client: InputRequiredResult
-    guarded = await guardrails.scan(catalog, name, result, "result", "prompt")
+    guarded = await guardrails.scan(ctx, "prompts/get", catalog, name, result, "result", "prompt")
     if guarded.blocked is not None:
         raise InternalError(guarded.blocked.message(), data={"guardrail": guarded.blocked.guardrail})
     scanned: dict[str, Any] = guarded.value

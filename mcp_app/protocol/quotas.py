@@ -21,7 +21,6 @@ ToolRun rows, only where a cap is set. Open sessions are admitted by streams/ses
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 import time
@@ -33,6 +32,7 @@ from channels.db import database_sync_to_async
 from mcp_app.background import runs
 from mcp_app.core.context import RequestContext
 from mcp_app.core.types import QuotaDef
+from mcp_app.governance.audit import identity_key
 from mcp_app.infra import redis_client
 from mcp_app.models import ToolRun
 from mcp_app.protocol.ratelimit import RateLimited
@@ -64,10 +64,11 @@ class _Scope:
 class QuotaReached(Exception):  # noqa: N818 - named for what the caller is told
     """A tenant's own quota is spent: the call answers `isError: true` with this message (AMB-352)."""
 
-    def __init__(self, message: str, retry_after: float) -> None:
+    def __init__(self, message: str, retry_after: float, quota: str = "") -> None:
         super().__init__(message)
         self.message = message
         self.retry_after = retry_after
+        self.quota = quota
 
 
 _allowances: dict[str, _Allowance] = {}
@@ -106,25 +107,6 @@ def caller_key(ctx: RequestContext) -> str:
     if ctx.session is not None:
         return f"session:{ctx.session.id}"
     return f"address:{ctx.client_address or 'unknown'}"
-
-
-def identity_key(ctx: RequestContext) -> str:
-    """Who a caller is for a tenant's own quota: never its session, so that a re-initialize or a
-    sessionless 2026-07-28 request counts against the same window. An API key is itself (its user's
-    other keys count apart), then an identity provider's subject, the user, the OAuth client, and last
-    the address (callers behind one proxy share it)."""
-    if ctx.client_id and ctx.client_id.startswith("api-key:"):
-        key = f"key:{ctx.client_id.removeprefix('api-key:')}"
-    elif ctx.subject:
-        key = f"subject:{ctx.subject}"
-    elif ctx.user_id is not None:
-        key = f"user:{ctx.user_id}"
-    elif ctx.client_id:
-        key = f"client:{ctx.client_id}"
-    else:
-        key = f"address:{ctx.client_address or 'unknown'}"
-    # A subject or client id is the caller's own text: a bounded key whatever it sent.
-    return key if len(key) <= 100 else "sha256:" + hashlib.sha256(key.encode()).hexdigest()
 
 
 def _defined_scopes(ctx: RequestContext, tool_name: str, defined: tuple[QuotaDef, ...]) -> list[_Scope]:
@@ -230,6 +212,7 @@ async def check(ctx: RequestContext, tool_name: str, defined: tuple[QuotaDef, ..
                     f"Quota {scope.quota} reached: at most {scope.limit} calls per {_per_window(scope.seconds)} "
                     f"of {scope.label}. Retry in {retry_after} s.",
                     retry_after,
+                    scope.quota,
                 )
             raise _refuse(
                 "calls_per_minute",

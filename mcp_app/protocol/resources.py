@@ -108,7 +108,7 @@ async def handle_read(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
     uri = _uri(params)
     catalog = await catalogs.get_catalog(ctx.tenant.id)
     resource = catalog.resources_by_uri.get(uri)
-    if resource is not None and decision.hidden(ctx, catalog, resource):
+    if resource is not None and decision.hidden(ctx, catalog, resource, "resources/read"):
         raise not_found(ctx, uri)
     if resource is not None and resource.upstream is not None:
         contents = await upstream_extras.read(ctx, resource.upstream, uri, not_found(ctx, uri))
@@ -119,9 +119,9 @@ async def handle_read(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
         if found is None:
             raise not_found(ctx, uri)
         template, variables = found
-        if decision.hidden(ctx, catalog, template):
+        if decision.hidden(ctx, catalog, template, "resources/read"):
             raise not_found(ctx, uri)
-        if (denial := decision.check(ctx, catalog, template, dict(variables))) is not None:
+        if (denial := decision.check(ctx, catalog, template, dict(variables), "resources/read")) is not None:
             raise InvalidParams(
                 truncate(denial.message("resource template", template.name), 300),
                 data={"policy": denial.policy},
@@ -129,7 +129,7 @@ async def handle_read(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
         if template.upstream is not None:
             contents = await upstream_extras.read(ctx, template.upstream, uri, not_found(ctx, uri))
             shaped = [shaping.resource_contents(c, ctx.protocol_version) for c in contents]
-            return await _guarded(catalog, uri, {"contents": shaped})
+            return await _guarded(ctx, catalog, uri, {"contents": shaped})
 
         async def read(ctx: RequestContext) -> dict[str, Any]:
             try:
@@ -144,12 +144,12 @@ async def handle_read(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
             return result  # a question for the client: InputRequiredResult
         contents = result["contents"]
     shaped = [shaping.resource_contents(c, ctx.protocol_version) for c in contents if isinstance(c, dict)]
-    return await _guarded(catalog, uri, {"contents": shaped})
+    return await _guarded(ctx, catalog, uri, {"contents": shaped})
 
 
-async def _guarded(catalog: Catalog, uri: str, result: dict[str, Any]) -> dict[str, Any]:
+async def _guarded(ctx: RequestContext, catalog: Catalog, uri: str, result: dict[str, Any]) -> dict[str, Any]:
     """What a read returns, through the tenant's guardrails on results (AMB-354)."""
-    guarded = await guardrails.scan(catalog, uri, result, "result", "resource")
+    guarded = await guardrails.scan(ctx, "resources/read", catalog, uri, result, "result", "resource")
     if guarded.blocked is not None:
         raise InternalError(guarded.blocked.message(), data={"guardrail": guarded.blocked.guardrail})
     scanned: dict[str, Any] = guarded.value
@@ -162,7 +162,7 @@ async def handle_subscribe(ctx: RequestContext, params: dict[str, Any]) -> dict[
     catalog = await catalogs.get_catalog(ctx.tenant.id)
     resource, found = catalog.resources_by_uri.get(uri), find_template(catalog, uri)
     target = resource if resource is not None else (found[0] if found is not None else None)
-    if target is None or decision.hidden(ctx, catalog, target):
+    if target is None or decision.hidden(ctx, catalog, target, "resources/subscribe"):
         raise not_found(ctx, uri)
     upstream = served_upstream(catalog, uri)
     if upstream is not None:

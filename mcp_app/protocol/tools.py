@@ -23,7 +23,7 @@ from mcp_app.core.errors import (
 from mcp_app.core.mcp_headers import check_param_headers
 from mcp_app.core.types import Catalog, ToolDef
 from mcp_app.core.versions import is_modern
-from mcp_app.governance import decision, guardrails
+from mcp_app.governance import audit, decision, guardrails
 from mcp_app.handlers import registry
 from mcp_app.protocol import approval, asking, quotas, ratelimit, schemas, shaping, tasks
 from mcp_app.protocol.jsonrpc import HeaderMismatch, InvalidParams, JsonRpcError, truncate
@@ -189,7 +189,7 @@ async def execute(
         # Both paths turn tool faults into isError results; anything escaping them is ours.
         logger.exception("tool %s failed outside its handler", tool.name)
         return error_result(f"Tool {tool.name!r} failed with an internal error.")
-    guarded = await guardrails.scan(catalog, tool.name, _finish_result(tool, raw), "result", "tool")
+    guarded = await guardrails.scan(ctx, "tools/call", catalog, tool.name, _finish_result(tool, raw), "result", "tool")
     return error_result(guarded.blocked.message()) if guarded.blocked is not None else guarded.value
 
 
@@ -236,7 +236,7 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
     catalog = await catalogs.get_catalog(ctx.tenant.id)
     draft = ctx.draft_tool
     tool = draft if draft is not None and draft.name == name else catalog.tools_by_name.get(name)
-    if tool is None or not is_offered(ctx, tool) or decision.hidden(ctx, catalog, tool):
+    if tool is None or not is_offered(ctx, tool) or decision.hidden(ctx, catalog, tool, "tools/call"):
         raise InvalidParams(truncate(f"Unknown tool: {name}", 200))
     if tool.mirrors_headers and ctx.param_headers is not None:
         # 2026-07-28: the Mcp-Param-* headers mirror the arguments (x-mcp-header); an intermediary may
@@ -259,11 +259,11 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
         return shaping.call_tool_result(result, ctx.protocol_version)
     # The one decision (governance/decision.py), on arguments that passed the tool's schema: a denial
     # that depends on them names its policy (one that does not was answered above, as a missing tool).
-    if (denial := decision.check(ctx, catalog, tool, arguments)) is not None:
+    if (denial := decision.check(ctx, catalog, tool, arguments, "tools/call")) is not None:
         return shaping.call_tool_result(error_result(denial.message("tool", name)), ctx.protocol_version)
     # The guardrails on arguments (AMB-354): a block answers naming the guardrail and spends no quota;
     # what a redacting one leaves is what the tool receives.
-    guarded = await guardrails.scan(catalog, name, arguments, "arguments", "arguments")
+    guarded = await guardrails.scan(ctx, "tools/call", catalog, name, arguments, "arguments", "arguments")
     if guarded.blocked is not None:
         return shaping.call_tool_result(error_result(guarded.blocked.message()), ctx.protocol_version)
     arguments = guarded.value
@@ -271,6 +271,7 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
     try:
         await quotas.check(ctx, name, catalog.quotas)
     except quotas.QuotaReached as reached:
+        audit.record(ctx, "throttled", reached.quota, name, "tools/call", {"retry_after": reached.retry_after})
         return shaping.call_tool_result(error_result(reached.message), ctx.protocol_version)
     if in_background:
         await quotas.check_background_runs(ctx)

@@ -4,8 +4,9 @@ A daemon thread of each serving process flushes every MCP_USAGE_FLUSH_SECONDS, a
 exit. Buckets are upserted as increments (`x = x + excluded.x`, PostgreSQL and SQLite alike), so any
 number of processes add into the same rows without reading them first; errors are appended and
 each tenant's are trimmed to the newest few; open listeners are published to Redis under this
-process's name; each upstream's health rides along (usage/upstream_health.py, AMB-185). Buckets older
-than MCP_USAGE_RETENTION_DAYS are deleted about once an hour (AMB-66).
+process's name; each upstream's health rides along (usage/upstream_health.py, AMB-185), and so do the
+governance events (governance/audit.py, AMB-355). Buckets older than MCP_USAGE_RETENTION_DAYS and
+events older than MCP_GOVERNANCE_EVENT_DAYS are deleted about once an hour (AMB-66).
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Subquery
 
+from mcp_app.governance import audit
 from mcp_app.infra import redis_client
-from mcp_app.models import LATENCY_FIELDS, UsageBucket, UsageError
+from mcp_app.models import LATENCY_FIELDS, GovernanceEvent, UsageBucket, UsageError
 from mcp_app.usage import live, upstream_health
 from mcp_app.usage.recorder import RECENT_ERRORS, Counts, ErrorEntry, Key, Recorder, recorder
 from tenants import wall
@@ -146,6 +148,35 @@ def write(pending: dict[Key, Counts], errors: dict[int, list[ErrorEntry]]) -> No
         UsageError.objects.filter(tenant_id=tenant_id).exclude(id__in=Subquery(newest)).delete()
 
 
+def write_governance(events: list[audit.Event]) -> None:
+    """The governance events gathered since the last flush (AMB-355), in batches; a tenant deleted
+    meanwhile took its events with it."""
+    if not events:
+        return
+    live_ids = set(Tenant.objects.filter(id__in={e.tenant_id for e in events}).values_list("id", flat=True))
+    GovernanceEvent.objects.bulk_create(
+        [
+            GovernanceEvent(
+                tenant_id=e.tenant_id, created_at=datetime.fromtimestamp(e.at, UTC), kind=e.kind, rule=e.rule,
+                target=e.target, method=e.method, caller=e.caller, detail=e.detail,
+            )  # fmt: skip
+            for e in events
+            if e.tenant_id in live_ids
+        ],
+        batch_size=ROWS_PER_STATEMENT,
+    )
+
+
+def prune_governance(now: float, batch: int = 10_000) -> int:
+    """Delete governance events older than MCP_GOVERNANCE_EVENT_DAYS, a batch at a time: a table of
+    millions is trimmed without one long lock."""
+    cutoff = datetime.fromtimestamp(now - settings.MCP_GOVERNANCE_EVENT_DAYS * 86_400, UTC)
+    deleted = 0
+    while ids := list(GovernanceEvent.objects.filter(created_at__lt=cutoff).values_list("id", flat=True)[:batch]):
+        deleted += GovernanceEvent.objects.filter(id__in=ids).delete()[0]
+    return deleted
+
+
 def prune(now: float | None = None) -> int:
     """Delete buckets older than the retention (any process may; a second delete finds nothing)."""
     now = time.time() if now is None else now
@@ -174,6 +205,15 @@ class Flusher:
             except Exception:
                 self.recorder.give_back(pending, errors)
                 raise
+            events, dropped = audit.take()
+            if dropped:
+                logger.warning("%d governance events dropped: more than %d waited for one flush", dropped,
+                               audit.MAX_PENDING)  # fmt: skip
+            try:
+                write_governance(events)
+            except Exception:
+                audit.give_back(events)
+                raise
             if redis_client.enabled():
                 self._published = live.publish_listeners(self.recorder, self._published)
             self.upstreams.flush()
@@ -181,6 +221,7 @@ class Flusher:
             if now - self._pruned > PRUNE_EVERY_SECONDS:
                 self._pruned = now
                 prune(now)
+                prune_governance(now)
                 upstream_health.prune(now)
 
 

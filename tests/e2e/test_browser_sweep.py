@@ -78,6 +78,7 @@ PAGES = (
     Swept("quota-add", "/admin/mcp_app/quota/add/", "Calls allowed per window"),
     Swept("guardrails", "/admin/mcp_app/guardrail/", "Select guardrail to change"),
     Swept("guardrail-add", "/admin/mcp_app/guardrail/add/", "A pattern of your own"),
+    Swept("governance-events", "/admin/mcp_app/governanceevent/", "Select governance event to view"),
     # An upstream's own page and its remote tools, with Sync now and the publish buttons (AMB-292).
     Swept("upstream", "/admin/mcp_app/upstream/{upstream}/change/", "Publish all"),
     Swept("remote-tools", "/admin/mcp_app/upstream/{upstream}/tools/", "Publish selected"),

@@ -7,11 +7,12 @@ from __future__ import annotations
 import asyncio
 import itertools
 import threading
+from types import SimpleNamespace
 
 import pytest
 
 from mcp_app.core.types import Catalog, GuardrailDef
-from mcp_app.governance import guardrails
+from mcp_app.governance import audit, guardrails
 from mcp_app.governance.detectors import PatternError, compile_pattern
 
 GITHUB = "ghp_" + "a1B2c3D4e5" * 3 + "f6G7h8"  # 36 characters after the prefix
@@ -33,7 +34,9 @@ def guard(detector: str, action: str = "redact", where: str = "both", **kwargs: 
 
 
 def scanned(rows: Catalog, text: str) -> str:
-    outcome = guardrails.scan_now(rows, "echo", {"content": [{"type": "text", "text": text}]}, "result", "tool")
+    outcome = guardrails.scan_now(
+        rows, "echo", {"content": [{"type": "text", "text": text}]}, "result", "tool"
+    )
     assert outcome.blocked is None
     return str(outcome.value["content"][0]["text"])
 
@@ -161,7 +164,9 @@ def test_a_value_too_large_to_read_is_blocked_by_a_redacting_guardrail_and_only_
     big = {"m": "x" * 1_001}
     blocked = guardrails.scan_now(catalog(guard("email", name="mail")), "echo", big, "arguments", "arguments")
     assert blocked.blocked is not None and "more than 1,000 characters" in blocked.blocked.message()
-    audited = guardrails.scan_now(catalog(guard("email", action="audit")), "echo", big, "arguments", "arguments")
+    audited = guardrails.scan_now(
+        catalog(guard("email", action="audit")), "echo", big, "arguments", "arguments"
+    )
     assert audited.blocked is None and audited.value is big
 
 
@@ -181,11 +186,18 @@ async def test_a_large_value_is_scanned_off_the_serving_loop(monkeypatch) -> Non
 
     monkeypatch.setattr(guardrails, "_scanned", recording)
     rows = catalog(guard("email"))
-    small = await guardrails.scan(rows, "echo", {"m": "bob@example.com"}, "arguments", "arguments")
+    caller = SimpleNamespace(tenant=SimpleNamespace(id=1), client_id=None, subject=None, user_id=7)
+    audit.take()
+    small = await guardrails.scan(caller, "tools/call", rows, "echo", {"m": "bob@example.com"}, "arguments", "arguments")
     large = await guardrails.scan(
-        rows, "echo", {"m": "x" * 70_000 + " bob@example.com"}, "arguments", "arguments"
+        caller, "tools/call", rows, "echo", {"m": "x" * 70_000 + " bob@example.com"}, "arguments", "arguments"
     )
     assert small.value == {"m": "[redacted e-mail address]"}
     assert large.value["m"].endswith(" [redacted e-mail address]")
     assert seen[0] == "MainThread" and seen[1].startswith("mcp-guardrails")
     assert asyncio.get_running_loop().is_running()
+    # Each is a governance event of the caller's, naming what was found, never the text (AMB-355).
+    events = [e for e in audit.take()[0] if e.tenant_id == 1]
+    assert [(e.kind, e.rule, e.target, e.caller, e.detail) for e in events] == [
+        ("redacted", "email", "echo", "user:7", {"found": "e-mail address", "count": 1, "in": "arguments"})
+    ] * 2
