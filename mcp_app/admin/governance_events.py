@@ -20,7 +20,7 @@ class GovernanceEventAdmin(OwnersOnly):
     list_select_related = ("tenant",)
     readonly_fields = ("created_at", "tenant", "kind", "rule", "target", "method", "caller", "detail")
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
