@@ -39,7 +39,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "usage": ("infra", "federation", "governance", "models", "tenants", HTTP),
     "upstreams": ("infra", "federation", "handlers", "models", "history", "catalog", "tenants"),
     "oauth": ("core", "infra", "federation", "handlers", "models", "lib", "tenants", "audit", HTTP),
-    "background": ("core", "infra", "handlers", "models", "catalog", "usage", "tenants"),
+    "background": ("core", "infra", "governance", "handlers", "models", "catalog", "usage", "tenants"),
     "protocol": (
         "core", "infra", "federation", "content", "handlers", "governance", "models", "catalog", "background", "lib",
     ),  # fmt: skip

@@ -41,6 +41,7 @@ from mcp_app.core.errors import (
     error_result,
 )
 from mcp_app.core.types import Catalog, TenantInfo, ToolDef
+from mcp_app.governance import guardrails
 from mcp_app.handlers import registry
 from mcp_app.infra import redis_client
 from mcp_app.models import ToolRun
@@ -369,6 +370,10 @@ async def work(job: dict[str, Any]) -> str:
             )
         return "cancelled"
     assert result is not None
+    # The tenant's guardrails on results run where the result is produced (AMB-354): the run's record
+    # holds what the caller gets, redacted or blocked.
+    guarded = await guardrails.scan(ctx, "tools/call", catalog, tool.name, result, "result", "tool")
+    result = error_result(guarded.blocked.message()) if guarded.blocked is not None else guarded.value
     if result.get("isError"):
         await runs.close_run(job_id, (runs.RUNNING,), ToolRun.Status.FAILED, _first_text(result), result)
     else:

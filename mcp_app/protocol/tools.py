@@ -175,8 +175,8 @@ async def execute(
 
     `ctx.ask` carries the call's questions either way: the worker's come back here and are asked as an
     inline handler's would be. `job_id` names the ToolRun row a task made already. What comes back
-    passes the tenant's guardrails on results (AMB-354), here, so a direct call, a task, a background
-    run and Try are guarded alike.
+    passes the tenant's guardrails on results (AMB-354), here for a direct call, a task and Try, on the
+    worker for a background run (its record holds the guarded result too).
     """
     try:
         if in_background:
@@ -189,6 +189,8 @@ async def execute(
         # Both paths turn tool faults into isError results; anything escaping them is ours.
         logger.exception("tool %s failed outside its handler", tool.name)
         return error_result(f"Tool {tool.name!r} failed with an internal error.")
+    if in_background:
+        return _finish_result(tool, raw)  # its guardrails ran on the worker, before its run was recorded
     guarded = await guardrails.scan(ctx, "tools/call", catalog, tool.name, _finish_result(tool, raw), "result", "tool")
     return error_result(guarded.blocked.message()) if guarded.blocked is not None else guarded.value
 

@@ -9,7 +9,7 @@ import secrets
 import pytest
 
 from tests.e2e.helpers import mcp_client
-from tests.e2e.servers import DaphneServer, django_shell
+from tests.e2e.servers import DaphneServer, ServerProcess, django_shell
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
 GITHUB = "ghp_" + "a1B2c3D4e5" * 3 + "f6G7h8"
@@ -45,3 +45,32 @@ async def test_guardrails_redact_and_block_for_the_sdk_client_in_both_eras(
         assert blocked.content[0].text == "Blocked by guardrail 'no-keys': the arguments held a GitHub Token."
         letter = await client.get_prompt("letter", {"to": "IBAN GB82 WEST 1234 5698 7654 32"})
         assert letter.messages[0].content.text == "Write to IBAN [redacted IBAN]."
+
+
+async def test_a_background_tools_result_is_guarded_where_it_runs_and_its_record_holds_that(
+    server: DaphneServer, worker_if_any: ServerProcess | None
+) -> None:
+    """On the Celery worker when there is one (in Daphne on embedded defaults): the client gets the
+    redacted result and the run's record in the admin holds the same, never the text found."""
+    slug = f"counted-{secrets.token_hex(3)}"
+    django_shell(
+        server.env,
+        "from mcp_app.models import Guardrail, Tool\nfrom tenants.models import Tenant\n"
+        f"t = Tenant.objects.create(slug={slug!r}, name={slug!r}, auth_mode='public')\n"
+        "Tool.objects.create(tenant=t, name='count', handler='python', handler_config={'callable': 'count_slowly'},\n"
+        "    execution='background', timeout_seconds=20,\n"
+        "    input_schema={'type': 'object', 'properties': {'n': {'type': 'integer'}, 'delay': {'type': 'number'}}})\n"
+        "g = Guardrail(tenant=t, name='no-totals', detector='pattern', pattern='Counted to [0-9]+', where='results')\n"
+        "g.full_clean(); g.save()\n",
+    )
+    async with mcp_client(server.mcp_url(slug), mode="auto") as client:
+        result = await client.call_tool("count", {"n": 2, "delay": 0.01})
+    assert not result.is_error and result.content[0].text.startswith("[redacted match of no-totals]")
+    if worker_if_any is not None:
+        stored = django_shell(
+            server.env,
+            "import json\nfrom mcp_app.models import ToolRun\nfrom tenants import wall\n"
+            f"with wall.bypass('test'):\n    r = ToolRun.objects.filter(tenant__slug={slug!r}).get()\n"
+            "print(r.worker, json.dumps(r.result))\n",
+        )
+        assert "[redacted match of no-totals]" in stored and "Counted to 2" not in stored, stored
