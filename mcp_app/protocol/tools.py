@@ -178,6 +178,8 @@ async def execute(
     passes the tenant's guardrails on results (AMB-354), here for a direct call, a task and Try, on the
     worker for a background run (its record holds the guarded result too).
     """
+    # The client's answers to what the tool asks pass the guardrails on arguments (AMB-354).
+    ctx = dataclasses.replace(ctx, ask=guardrails.guarded_asker(ctx, catalog, tool.name))
     try:
         if in_background:
             raw = await background.run(ctx, tool, arguments, ctx.ask, job_id=job_id)

@@ -10,10 +10,16 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.core.exceptions import ValidationError
 
-from mcp_app.models import Guardrail, Quota
+from mcp_app.models import Guardrail, Quota, Tool
 from mcp_app.protocol import quotas
 from tenants.models import Tenant
-from tests.protocol.support import counting_background_tool, ctx_for, error_of, result_of
+from tests.protocol.support import (
+    call_answered_on_the_stream,
+    counting_background_tool,
+    ctx_for,
+    error_of,
+    result_of,
+)
 
 GITHUB = "ghp_" + "a1B2c3D4e5" * 3 + "f6G7h8"
 ERAS = ["2025-11-25", "2026-07-28"]
@@ -139,3 +145,32 @@ def test_a_guardrail_is_saved_only_when_it_can_run(demo_a) -> None:
         with pytest.raises(ValidationError) as raised:
             guardrail(demo_a, **fields)
         assert why in str(raised.value.message_dict[field])
+
+
+def form_tool(tenant: Tenant) -> None:
+    Tool.objects.create(
+        tenant=tenant, name="ask_name", handler="form",
+        handler_config={"message": "What is your name?", "text": "Hello, {{ name }}!",
+                        "fields": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}},
+    )  # fmt: skip
+
+
+async def test_the_clients_answer_to_a_tools_question_passes_the_guardrails_on_arguments(demo_a):
+    await sync_to_async(form_tool)(demo_a)
+    await sync_to_async(guardrail)(demo_a, name="mail-in", detector="email", where="arguments")
+    _, result = await call_answered_on_the_stream(
+        demo_a, "2025-11-25", {"name": "ask_name", "arguments": {}},
+        {"action": "accept", "content": {"name": "bob@example.com"}},
+    )  # fmt: skip
+    assert result["content"][0]["text"] == "Hello, [redacted e-mail address]!"
+    await sync_to_async(guardrail)(
+        demo_a, name="no-keys", detector="secrets", where="arguments", action="block"
+    )
+    _, result = await call_answered_on_the_stream(
+        demo_a,
+        "2025-11-25",
+        {"name": "ask_name", "arguments": {}},
+        {"action": "accept", "content": {"name": GITHUB}},
+    )
+    assert result["isError"] is True
+    assert result["content"][0]["text"] == "Blocked by guardrail 'no-keys': the answer held a GitHub Token."

@@ -41,7 +41,9 @@ async def test_a_hostile_template_tool_is_an_is_error_at_the_first_of_its_bounds
     result = await result_of(make_ctx(demo_a), "tools/call", {"name": "hostile", "arguments": {}})
     assert result["isError"] is True
     assert result["content"][0]["text"] == message
-    assert time.monotonic() - started < 2.5
+    # Long before the other bound (30 s, 60 s), with room for a machine loaded by the rest of the suite
+    # (2.9 s seen for the 1 s render bound under two workers): the message says which bound fired.
+    assert time.monotonic() - started < 15
 
 
 async def test_structured_content_templates_are_bounded_too(demo_a, settings):
