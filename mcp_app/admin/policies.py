@@ -42,6 +42,8 @@ class SimulateForm(forms.Form):
     )
     arguments = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}), initial="{}",
                                 help_text="A JSON object.")  # fmt: skip
+    sample = forms.CharField(required=False, max_length=100_000, widget=forms.Textarea(attrs={"rows": 3}),
+                             label="Sample result", help_text="A result's text: what the guardrails would do to it.")  # fmt: skip
 
     def __init__(self, *args: Any, tenants: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -88,7 +90,7 @@ class PolicyAdmin(OwnersOnly):
             )  # fmt: skip
             try:
                 result = async_to_sync(simulate)(
-                    tenant_info(data["tenant"]), caller, data["kind"], data["name"], data["arguments"]
+                    tenant_info(data["tenant"]), caller, data["kind"], data["name"], data["arguments"], data["sample"]
                 )
             except SimulationError as exc:
                 form.add_error("name", str(exc))

@@ -66,6 +66,10 @@ class SimulateSerializer(serializers.Serializer):
         max_length=2000, help_text="A tool's or prompt's name, a resource's URI, a template's URI template."
     )
     arguments = serializers.DictField(required=False, default=dict)
+    sample_result = serializers.CharField(
+        required=False, default="", allow_blank=True, max_length=100_000,
+        help_text="A result's text: what the guardrails on results would do to it.",
+    )  # fmt: skip
 
 
 class SimulateView(APIView):
@@ -91,7 +95,7 @@ class SimulateView(APIView):
         )
         try:
             result = async_to_sync(simulate)(
-                tenant_info(tenant), caller, data["kind"], data["name"], data["arguments"]
+                tenant_info(tenant), caller, data["kind"], data["name"], data["arguments"], data["sample_result"]
             )
         except SimulationError as exc:
             raise serializers.ValidationError({"detail": str(exc)}) from None

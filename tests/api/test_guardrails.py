@@ -49,3 +49,28 @@ def test_viewers_read_and_other_tenants_see_nothing(as_alice, as_bob, as_charlie
         assert as_charlie.call(method, theirs).json() == as_charlie.call(method, missing).json()
         assert as_charlie.call(method, theirs).status_code == 404
     assert Guardrail.objects.get(pk=made["id"]).action == "redact"
+
+
+def test_the_simulator_shows_what_the_guardrails_do_to_arguments_and_a_sample_result(as_alice, tool) -> None:
+    for body in (
+        {"name": "keys", "detector": "secrets", "where": "arguments", "action": "block"},
+        {"name": "mail", "detector": "email", "where": "results"},
+    ):
+        assert as_alice.call("POST", GUARDRAILS, body).status_code == 201
+    key = "ghp_" + "a1B2c3D4e5" * 3 + "f6G7h8"
+    simulate = f"{API}/tenant-a/policy/simulate/"
+    answer = as_alice.call(
+        "POST", simulate,
+        {"kind": "tool", "name": "search", "arguments": {"q": key}, "sample_result": "write to bob@example.com"},
+    ).json()  # fmt: skip
+    assert answer["guardrails"]["arguments"] == {
+        "blocked": "Blocked by guardrail 'keys': the arguments held a GitHub Token.",
+        "guardrail": "keys", "value": None,
+        "found": [{"guardrail": "keys", "action": "block", "kind": "GitHub Token", "count": 1}],
+    }  # fmt: skip
+    result = answer["guardrails"]["result"]
+    assert result["blocked"] is None
+    assert result["value"] == {"content": [{"type": "text", "text": "write to [redacted e-mail address]"}]}
+    assert key not in str(answer) and "bob@" not in str(answer)
+    plain = as_alice.call("POST", simulate, {"kind": "tool", "name": "search", "arguments": {"q": "x"}}).json()
+    assert plain["guardrails"] == {"arguments": {"blocked": None, "guardrail": None, "value": {"q": "x"}, "found": []}}

@@ -107,7 +107,8 @@ async def test_an_owner_adds_a_guardrail_and_a_client_gets_its_result_redacted(
     server: DaphneServer, page: Page, request: pytest.FixtureRequest
 ) -> None:
     """Guardrails (AMB-354): a pattern RE2 cannot run is refused on its field, saying why; once saved,
-    what a client's call returns comes back with each match replaced by the marker."""
+    the simulator shows what it does to a sample result, and what a client's call returns comes back
+    with each match replaced by the marker."""
     shots = Screenshots(request.node.name)
     slug = f"railed-{secrets.token_hex(3)}"
     django_shell(
@@ -132,6 +133,17 @@ async def test_an_owner_adds_a_guardrail_and_a_client_gets_its_result_redacted(
         await page.click("input[name=_save]")
     assert "was added successfully" in await body_text(page)
     await shots.take(page, "saved")
+
+    await page.goto(f"{server.url}/admin/mcp_app/policy/simulate/")
+    await page.select_option("#id_tenant", label=slug)
+    await page.select_option("#id_kind", "tool")
+    await page.fill("#id_name", "ticket")
+    await page.fill("#id_sample", "Opened INT-654321")
+    async with page.expect_navigation():
+        await page.click("#simulate")
+    guarded = await page.inner_text("#simulation-guardrails-result")
+    assert "Opened [redacted match of internal-ids]" in guarded and "internal-ids found" in guarded
+    await shots.take(page, "simulated")
 
     for mode in ("legacy", "auto"):
         async with mcp_client(server.mcp_url(slug), mode=mode) as client:
