@@ -356,6 +356,11 @@ def tools_saved_alongside(names: Iterable[str]) -> Iterator[None]:
         _TOOLS_ALONGSIDE.reset(token)
 
 
+def tools_alongside() -> frozenset[str]:
+    """The tool names the import being checked saves too (empty outside an import)."""
+    return _TOOLS_ALONGSIDE.get()
+
+
 def tool_exists(tenant_id: int, name: str) -> bool:
     """A tool of the tenant's, saved or saved by the same import."""
     if name in _TOOLS_ALONGSIDE.get():

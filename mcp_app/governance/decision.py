@@ -116,29 +116,40 @@ def caller_of(ctx: RequestContext) -> dict[str, Any]:
         auth = "oauth"
     else:
         auth = "anonymous"
+    return caller_dict(auth, ctx.user_id, ctx.role, ctx.subject or "", ctx.client_id or "", ctx.scopes or (),
+                       ctx.client_address or "")  # fmt: skip
+
+
+def caller_dict(
+    auth: str, user: int | None = None, role: str = "", subject: str = "", client_id: str = "",
+    scopes: Iterable[str] = (), address: str = "",
+) -> dict[str, Any]:  # fmt: skip
+    """`caller` as a condition reads it."""
     return {
-        "auth": auth,
-        "user": ctx.user_id,
-        "role": ctx.role,
-        "subject": ctx.subject or "",
-        "client_id": ctx.client_id or "",
-        "scopes": sorted(ctx.scopes or ()),
-        "address": ctx.client_address or "",
-    }
+        "auth": auth, "user": user, "role": role, "subject": subject, "client_id": client_id,
+        "scopes": sorted(scopes), "address": address,
+    }  # fmt: skip
 
 
 def target_of(target: Target) -> dict[str, Any]:
     """`target` in a condition: what is asked for."""
     upstream = target.upstream.name if target.upstream is not None else ""
-    found: dict[str, Any] = {"kind": KIND_NAME[type(target)], "name": target.name, "upstream": upstream}
-    if isinstance(target, ToolDef):
+    uri = target.uri if isinstance(target, ResourceDef) else getattr(target, "uri_template", "")
+    annotations = target.annotations if isinstance(target, ToolDef) else None
+    return target_dict(KIND_NAME[type(target)], target.name, upstream, annotations, uri)
+
+
+def target_dict(
+    kind: str, name: str, upstream: str = "", annotations: dict[str, Any] | None = None, uri: str = ""
+) -> dict[str, Any]:
+    """`target` as a condition reads it, for a `kind` of "tool", "prompt", "resource" or "template"."""
+    found: dict[str, Any] = {"kind": kind, "name": name, "upstream": upstream}
+    if kind == "tool":
         # Every hint present, as the spec's ToolAnnotations defaults read when a tool leaves it out: a
         # condition on one never fails on a missing key (which would deny, failing closed).
-        found["annotations"] = {**HINT_DEFAULTS, **(target.annotations or {})}
-    elif isinstance(target, ResourceDef):
-        found["uri"] = target.uri
-    elif isinstance(target, TemplateDef):
-        found["uri"] = target.uri_template
+        found["annotations"] = {**HINT_DEFAULTS, **(annotations or {})}
+    elif kind in ("resource", "template"):
+        found["uri"] = uri
     return found
 
 

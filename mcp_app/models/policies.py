@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
 from simple_history.models import HistoricalRecords
 
 from mcp_app.core.types import PolicyDef
+from mcp_app.definitions import checks
+from mcp_app.governance import reach
 from mcp_app.governance.conditions import ConditionError, compile_condition
-from tenants.models import Tenant, TenantQuerySet
+from mcp_app.governance.decision import caller_dict, target_dict
+from mcp_app.models.definitions import Prompt, Resource, ResourceTemplate, Tool
+from tenants.models import Membership, Tenant, TenantQuerySet
 
 # More would be a tenant's way to make every list slow, not a policy: refused when saved.
 MAX_POLICIES_PER_TENANT = 200
@@ -59,12 +65,45 @@ class Policy(models.Model):
 
     def clean(self) -> None:
         try:
-            self.condition = compile_condition(self.condition).source
+            condition = compile_condition(self.condition)
         except ConditionError as exc:
             raise ValidationError({"condition": str(exc)}) from None
+        self.condition = condition.source
+        if self.tenant_id is not None and self.enabled and not condition.uses_arguments:
+            kinds = "tools, prompts and resources" if self.applies_to == AppliesTo.ALL else self.applies_to
+            why = reach.problem(condition, self.effect == Effect.DENY, self._callers(), self._targets(), kinds)
+            if why is not None:
+                raise ValidationError({"condition": why})
         adding = self.tenant_id is not None and self._state.adding
         if adding and Policy.objects.filter(tenant_id=self.tenant_id).count() >= MAX_POLICIES_PER_TENANT:
             raise ValidationError(f"A tenant has at most {MAX_POLICIES_PER_TENANT} policies.")
+
+    def _callers(self) -> list[dict[str, Any]]:
+        """Callers a condition is tried on when saved (governance/reach.py): each member as an OAuth
+        client and through an API key, anonymous, an identity provider's user."""
+        callers = [caller_dict("anonymous"), caller_dict("identity_provider", subject="someone@example.com")]
+        for user_id, role in Membership.objects.filter(tenant_id=self.tenant_id).values_list("user_id", "role")[:50]:
+            callers.append(caller_dict("oauth", user_id, role, client_id="client"))
+            callers.append(caller_dict("api_key", user_id, role, client_id="api-key:0"))
+        return callers
+
+    def _targets(self) -> list[dict[str, Any]]:
+        """The tenant's enabled targets of the kinds this policy applies to (at most reach.MAX_TARGETS each)."""
+        limit, found = reach.MAX_TARGETS, []
+        everything = self.applies_to == AppliesTo.ALL
+        if everything or self.applies_to == AppliesTo.TOOLS:
+            rows = Tool.objects.filter(tenant_id=self.tenant_id, enabled=True).select_related("upstream")[:limit]
+            found += [target_dict("tool", t.name, t.upstream.name if t.upstream else "", t.annotations) for t in rows]
+            found += [target_dict("tool", name) for name in sorted(checks.tools_alongside())]  # an import's own
+        if everything or self.applies_to == AppliesTo.PROMPTS:
+            found += [target_dict("prompt", name) for name in
+                      Prompt.objects.filter(tenant_id=self.tenant_id, enabled=True).values_list("name", flat=True)[:limit]]  # fmt: skip
+        if everything or self.applies_to == AppliesTo.RESOURCES:
+            found += [target_dict("resource", name, uri=uri) for name, uri in
+                      Resource.objects.filter(tenant_id=self.tenant_id, enabled=True).values_list("name", "uri")[:limit]]  # fmt: skip
+            found += [target_dict("template", name, uri=uri) for name, uri in ResourceTemplate.objects.filter(
+                tenant_id=self.tenant_id, enabled=True).values_list("name", "uri_template")[:limit]]  # fmt: skip
+        return found
 
     def to_def(self) -> PolicyDef:
         return PolicyDef(name=self.name, effect=self.effect, applies_to=self.applies_to, condition=self.condition)

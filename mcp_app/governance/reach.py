@@ -1,0 +1,58 @@
+"""Whether a policy can decide anything, checked when it is saved (AMB-356).
+
+A condition that reads no arguments is evaluated against the tenant's own targets of the kinds it
+applies to (at most MAX_TARGETS) and a set of callers drawn from its members: each member as an
+OAuth client and through an API key (with the member's role), an anonymous caller and an identity
+provider's user. Two outcomes are refused, each with its reason:
+
+- a condition on the target alone that holds for none of the tenant's targets: it would never
+  decide anything (a typo in a name, a hint that no tool sets);
+- a deny that holds for every such caller and target: it would shut everyone out of that kind.
+
+A condition on the caller is not refused for holding for none of these callers: it may be written
+for a client or a subject the tenant has not seen yet. One that reads the arguments is decided at
+each call and not judged here. A tenant with no target of the kind yet has nothing to judge against.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp_app.governance.conditions import Activation, Condition, ConditionError
+
+MAX_TARGETS = 500
+
+
+def problem(
+    condition: Condition, deny: bool, callers: list[dict[str, Any]], targets: list[dict[str, Any]], kinds: str
+) -> str | None:
+    """Why this policy cannot be saved, or None. `kinds` names what it applies to ("tools", ...)."""
+    if condition.uses_arguments or not targets or not callers:
+        return None
+    reads_caller = "caller" in condition.reads
+    asked = callers if reads_caller else callers[:1]
+    held = evaluated = 0
+    for target in targets[:MAX_TARGETS]:
+        for caller in asked:
+            try:
+                held += condition.holds_in(Activation({"caller": caller, "target": target}))
+            except ConditionError:
+                continue  # it fails closed there, as it would at a request
+            evaluated += 1
+    count = f"{min(len(targets), MAX_TARGETS)} {kinds}"
+    if not reads_caller and held == 0:
+        return (
+            f"It holds for none of this tenant's {count}: it would never decide anything. Check the names "
+            "and values it compares with (a policy on tools the tenant does not have yet can be saved after them)."
+        )
+    if deny and evaluated and held == evaluated and held == len(asked) * min(len(targets), MAX_TARGETS):
+        whom = (
+            "every caller (each member, an API key, anonymous, an identity provider's user) and "
+            if reads_caller
+            else ""
+        )
+        return (
+            f"As a deny it holds for {whom}every one of this tenant's {count}: it would shut everyone out of "
+            f"them. Narrow it, or disable the {kinds} themselves."
+        )
+    return None
