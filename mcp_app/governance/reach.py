@@ -3,7 +3,7 @@
 A condition that reads no arguments is evaluated against the tenant's own targets of the kinds it
 applies to (at most MAX_TARGETS) and a set of callers drawn from its members: each member as an
 OAuth client and through an API key (with the member's role), an anonymous caller and an identity
-provider's user. Two outcomes are refused, each with its reason:
+provider's user (at most MAX_EVALUATIONS pairs). Two outcomes are refused, each with its reason:
 
 - a condition on the target alone that holds for none of the tenant's targets: it would never
   decide anything (a typo in a name, a hint that no tool sets);
@@ -21,6 +21,8 @@ from typing import Any
 from mcp_app.governance.conditions import Activation, Condition, ConditionError
 
 MAX_TARGETS = 500
+# At about 1.5 µs an evaluation, 30 ms a policy saved: an import of 200 policies costs 6 s, not minutes.
+MAX_EVALUATIONS = 20_000
 
 
 def problem(
@@ -31,21 +33,22 @@ def problem(
         return None
     reads_caller = "caller" in condition.reads
     asked = callers if reads_caller else callers[:1]
+    targets = targets[: max(1, min(MAX_TARGETS, MAX_EVALUATIONS // len(asked)))]
     held = evaluated = 0
-    for target in targets[:MAX_TARGETS]:
+    for target in targets:
         for caller in asked:
             try:
                 held += condition.holds_in(Activation({"caller": caller, "target": target}))
             except ConditionError:
                 continue  # it fails closed there, as it would at a request
             evaluated += 1
-    count = f"{min(len(targets), MAX_TARGETS)} {kinds}"
+    count = f"{len(targets)} {kinds}"
     if not reads_caller and held == 0:
         return (
             f"It holds for none of this tenant's {count}: it would never decide anything. Check the names "
             "and values it compares with (a policy on tools the tenant does not have yet can be saved after them)."
         )
-    if deny and evaluated and held == evaluated and held == len(asked) * min(len(targets), MAX_TARGETS):
+    if deny and evaluated and held == evaluated and held == len(asked) * len(targets):
         whom = (
             "every caller (each member, an API key, anonymous, an identity provider's user) and "
             if reads_caller
