@@ -41,6 +41,7 @@ from opentelemetry.sdk.trace.export import (
 )
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON, Decision, ParentBased, Sampler, SamplingResult
 from opentelemetry.trace import SpanKind, StatusCode
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from mcp_app.infra.redaction import redact_query
 
@@ -183,15 +184,27 @@ class Tracing:
 
     @contextlib.contextmanager
     def request_span(
-        self, tenant: str, method: str, tool: str | None, request_id: Any, protocol_version: str | None
+        self,
+        tenant: str,
+        method: str,
+        tool: str | None,
+        request_id: Any,
+        protocol_version: str | None,
+        meta: Any = None,
+        session_id: str | None = None,
     ) -> Iterator[trace.Span]:
         """The span of one JSON-RPC message, current while it is dispatched (children: the handler's
-        calls). Its name is the method (bounded by the caller); arguments are never attributes."""
+        calls). Its name is the method (bounded by the caller); arguments are never attributes. A
+        `traceparent` (and `tracestate`) in the message's `_meta` makes it a span of the client's trace
+        (the MCP convention for trace context), linked to the HTTP request's span it would have had."""
         attributes: dict[str, Any] = {
             "rpc.system": "jsonrpc",
             "mcp.tenant": tenant,
             "mcp.method.name": method,
         }
+        if session_id:
+            attributes["mcp.session.id"] = session_id[:MAX_NAME]
+        parent, links = _meta_context(meta)
         if tool:
             attributes["gen_ai.tool.name"] = tool[:MAX_NAME]
         if isinstance(request_id, (str, int)) and not isinstance(request_id, bool):
@@ -199,8 +212,9 @@ class Tracing:
         if protocol_version:
             attributes["mcp.protocol.version"] = protocol_version
         with self.tracer.start_as_current_span(
-            method, attributes=attributes, record_exception=False, set_status_on_exception=False
-        ) as span:
+            method, context=parent, links=links, attributes=attributes, record_exception=False,
+            set_status_on_exception=False,
+        ) as span:  # fmt: skip
             try:
                 yield span
             except asyncio.CancelledError:
@@ -241,6 +255,29 @@ class Tracing:
         return OpenTelemetryMiddleware(
             app, excluded_urls=excluded, tracer_provider=self.provider, exclude_spans=["receive", "send"]
         )
+
+
+_PROPAGATOR = TraceContextTextMapPropagator()
+# W3C trace context: a traceparent is 55 characters; a tracestate at most 32 members (512 is plenty).
+MAX_TRACEPARENT, MAX_TRACESTATE = 55, 512
+
+
+def _meta_context(meta: Any) -> tuple[otel_context.Context | None, list[trace.Link]]:
+    """The client's trace context from a message's `_meta`, if it carries a valid one, and a link to
+    the span that would otherwise have been the parent (the HTTP request's)."""
+    if not isinstance(meta, dict):
+        return None, []
+    traceparent, tracestate = meta.get("traceparent"), meta.get("tracestate")
+    if not isinstance(traceparent, str) or len(traceparent) > MAX_TRACEPARENT:
+        return None, []
+    carrier = {"traceparent": traceparent}
+    if isinstance(tracestate, str) and len(tracestate) <= MAX_TRACESTATE:
+        carrier["tracestate"] = tracestate
+    extracted = _PROPAGATOR.extract(carrier)
+    if not trace.get_current_span(extracted).get_span_context().is_valid:
+        return None, []  # malformed: the span stays where the HTTP request put it
+    current = trace.get_current_span().get_span_context()
+    return extracted, [trace.Link(current)] if current.is_valid else []
 
 
 def instrument(provider: TracerProvider) -> None:

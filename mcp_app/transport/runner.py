@@ -44,12 +44,15 @@ async def run_dispatch(
     if traced is None:
         return await dispatch_counted(ctx, message, kind, tool)
     method = message.get("method")
+    params = message.get("params")
     with traced.request_span(
         ctx.tenant.slug,
         method if method in KNOWN_METHODS else usage.OTHER,
         tool,
         message.get("id"),
         ctx.protocol_version,
+        meta=params.get("_meta") if isinstance(params, dict) else None,
+        session_id=ctx.session.id if ctx.session is not None else None,
     ) as span:
         response = await dispatch_counted(ctx, message, kind, tool)
         traced.note_response(span, response)

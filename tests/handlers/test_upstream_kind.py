@@ -8,12 +8,14 @@ from dataclasses import replace
 
 import pytest
 from asgiref.sync import sync_to_async
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from mcp_app import catalog
 from mcp_app.core.types import ToolDef, UpstreamRef
 from mcp_app.federation import breaker, call_stats
 from mcp_app.handlers import registry, upstream
 from mcp_app.handlers.secrets import encrypt_secrets
+from mcp_app.infra import otel, tracing
 from mcp_app.models import Guardrail, Tool, Upstream, UpstreamTool
 from mcp_app.protocol import tools
 from mcp_app.upstreams import service
@@ -176,6 +178,22 @@ async def test_guardrails_stand_between_the_caller_and_the_upstream(ctx, tenant_
     assert blocked["isError"] and blocked["content"][0]["text"] == (
         "Blocked by guardrail 'keys-in': the arguments held a GitHub Token."
     )
+
+
+async def test_the_calls_trace_context_goes_on_to_the_upstream_in_meta(ctx, tenant_a, remote, monkeypatch) -> None:
+    """AMB-357: with tracing on, the upstream's tools/call carries the current span's `traceparent` in
+    its `_meta` (the SDK's client injects it, SEP-414), so one trace shows client, platform and upstream."""
+    await sync_to_async(published)(tenant_a, remote)
+    provider = otel.make_provider("test", [InMemorySpanExporter()])
+    monkeypatch.setattr(tracing, "active", otel.Tracing(provider))
+    with provider.get_tracer("test").start_as_current_span("client call") as span:
+        trace_id = format(span.get_span_context().trace_id, "032x")
+        result = await tools.execute(ctx, await catalog.get_catalog(tenant_a.id), await tool_def(tenant_a, "docs_echo"),
+                                     {"message": "hi"}, False)  # fmt: skip
+    assert not result.get("isError")
+    [sent] = [c for c in remote.stats()["calls"] if c["name"] == "echo"]
+    assert sent["meta"]["traceparent"].split("-")[1] == trace_id
+    provider.shutdown()
 
 
 async def test_a_cancelled_call_cancels_the_upstream_call(ctx, tenant_a, remote, recorder) -> None:

@@ -133,6 +133,29 @@ async def test_an_incoming_traceparent_is_honoured_and_a_json_rpc_error_marks_th
     assert dispatch.attributes["rpc.jsonrpc.error_code"] == response.json()["error"]["code"]
 
 
+async def test_a_traceparent_in_meta_makes_the_call_a_span_of_the_clients_trace(tools_a, spans):
+    """AMB-357: the MCP convention carries W3C trace context in `params._meta`; the dispatch span joins
+    that trace, linked to the HTTP request's span; a malformed one is ignored."""
+    client = Client()
+    await client.initialize()
+    meta_trace = "0af7651916cd43dd8448eb211c80319c"
+    meta = {"traceparent": f"00-{meta_trace}-b7ad6b7169203331-01", "tracestate": "vendor=x"}
+    response = await client.request("tools/call", {"name": "echo", "arguments": {"message": "m"}, "_meta": meta})
+    assert response.status == 200
+    dispatch = by_name(spans, "tools/call")
+    assert format(dispatch.context.trace_id, "032x") == meta_trace
+    assert format(dispatch.parent.span_id, "016x") == "b7ad6b7169203331" and dispatch.parent.is_remote
+    [link] = dispatch.links  # to the HTTP request's span, which stays in the trace it started
+    http = next(s for s in spans.get_finished_spans() if s.context.span_id == link.context.span_id)
+    assert http.kind is SpanKind.SERVER and http.context.trace_id != dispatch.context.trace_id
+    assert dispatch.attributes["mcp.session.id"]
+
+    bad = {"traceparent": "00-not-a-trace-01" + "x" * 100}
+    await client.request("tools/call", {"name": "echo", "arguments": {"message": "m"}, "_meta": bad})
+    dispatch = by_name(spans, "tools/call")
+    assert format(dispatch.context.trace_id, "032x") != meta_trace and not dispatch.links
+
+
 @pytest.fixture
 def lookup_tool(tenant_a, upstream, settings) -> None:
     """An http tool of tenant A: GET with its argument in the query, a secret Authorization header."""

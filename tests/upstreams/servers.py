@@ -499,7 +499,9 @@ class Front:
         self.stats.versions[version or "none"] += 1
         if method == "tools/call" and isinstance(parsed.get("params"), dict):
             params = parsed["params"]
-            self.stats.calls.append({"name": params.get("name"), "arguments": params.get("arguments")})
+            self.stats.calls.append(
+                {"name": params.get("name"), "arguments": params.get("arguments"), "meta": params.get("_meta")}
+            )
         if self.legacy_only and (version in MODERN_PROTOCOL_VERSIONS or method == "server/discover"):
             # What a server older than 2026-07-28 answers a request outside a session.
             error = {"code": -32600, "message": "Bad Request: Missing session ID"}
