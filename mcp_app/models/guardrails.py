@@ -79,17 +79,7 @@ class Guardrail(models.Model):
                 raise ValidationError({"pattern": str(exc)}) from None
         elif self.pattern:
             raise ValidationError({"pattern": "Only a pattern guardrail has a pattern: leave it empty."})
-        if self.tenant_id is None:
-            return
-        if self.tool and not checks.tool_exists(self.tenant_id, self.tool):
-            raise ValidationError(
-                {"tool": f"This tenant has no tool named {self.tool!r}: the guardrail would guard nothing."}
-            )
-        if (
-            self._state.adding
-            and Guardrail.objects.filter(tenant_id=self.tenant_id).count() >= MAX_GUARDRAILS_PER_TENANT
-        ):
-            raise ValidationError(f"A tenant has at most {MAX_GUARDRAILS_PER_TENANT} guardrails.")
+        checks.governance_rule(self, MAX_GUARDRAILS_PER_TENANT, "guardrails", "the guardrail would guard nothing")
 
     def to_def(self) -> GuardrailDef:
         return GuardrailDef(

@@ -74,9 +74,7 @@ class Policy(models.Model):
             why = reach.problem(condition, self.effect == Effect.DENY, self._callers(), self._targets(), kinds)
             if why is not None:
                 raise ValidationError({"condition": why})
-        adding = self.tenant_id is not None and self._state.adding
-        if adding and Policy.objects.filter(tenant_id=self.tenant_id).count() >= MAX_POLICIES_PER_TENANT:
-            raise ValidationError(f"A tenant has at most {MAX_POLICIES_PER_TENANT} policies.")
+        checks.governance_rule(self, MAX_POLICIES_PER_TENANT, "policies")
 
     def _callers(self) -> list[dict[str, Any]]:
         """Callers a condition is tried on when saved (governance/reach.py): each member as an OAuth

@@ -3,7 +3,6 @@ make per minute, hour or day (AMB-352). Counted by protocol/quotas.py."""
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from simple_history.models import HistoricalRecords
@@ -66,17 +65,7 @@ class Quota(models.Model):
         return self.name
 
     def clean(self) -> None:
-        if self.tenant_id is None:
-            return
-        if self.tool and not checks.tool_exists(self.tenant_id, self.tool):
-            raise ValidationError(
-                {"tool": f"This tenant has no tool named {self.tool!r}: the quota would never count."}
-            )
-        if (
-            self._state.adding
-            and Quota.objects.filter(tenant_id=self.tenant_id).count() >= MAX_QUOTAS_PER_TENANT
-        ):
-            raise ValidationError(f"A tenant has at most {MAX_QUOTAS_PER_TENANT} quotas.")
+        checks.governance_rule(self, MAX_QUOTAS_PER_TENANT, "quotas", "the quota would never count")
 
     def to_def(self) -> QuotaDef:
         return QuotaDef(

@@ -196,30 +196,19 @@ def policy_saved_or_deleted(
 
 @receiver(post_save, sender=Quota, dispatch_uid="mcp_quota_post_save")
 @receiver(post_delete, sender=Quota, dispatch_uid="mcp_quota_post_delete")
-def quota_saved_or_deleted(
-    sender: type, instance: Quota, raw: bool = False, using: str = "default", **kwargs: Any
-) -> None:
-    """A quota changes how calls are counted, never what a list holds (AMB-352): a new version only."""
-    if raw:
-        return
-    try:
-        queue_change(instance.tenant_id, None, (), using)
-    except Exception:
-        logger.exception("could not queue the change of quota %r", instance)
-
-
 @receiver(post_save, sender=Guardrail, dispatch_uid="mcp_guardrail_post_save")
 @receiver(post_delete, sender=Guardrail, dispatch_uid="mcp_guardrail_post_delete")
-def guardrail_saved_or_deleted(
-    sender: type, instance: Guardrail, raw: bool = False, using: str = "default", **kwargs: Any
+def call_rule_saved_or_deleted(
+    sender: type, instance: Quota | Guardrail, raw: bool = False, using: str = "default", **kwargs: Any
 ) -> None:
-    """A guardrail changes what flows through calls, never what a list holds (AMB-354): a new version only."""
+    """A quota (AMB-352) or a guardrail (AMB-354) changes how calls are counted or what flows through
+    them, never what a list holds: a new version only."""
     if raw:
         return
     try:
         queue_change(instance.tenant_id, None, (), using)
     except Exception:
-        logger.exception("could not queue the change of guardrail %r", instance)
+        logger.exception("could not queue the change of %s %r", instance._meta.verbose_name, instance)
 
 
 @receiver(post_save, sender=Tenant, dispatch_uid="mcp_tenant_post_save")
