@@ -149,9 +149,10 @@ class _Scan:
     def text(self, text: str) -> str:
         if self.blocked is not None or not text:
             return text
+        readable = _readable(text)
         cut: list[tuple[int, int, str]] = []
         for guardrail in self.guardrails:
-            for start, end, kind in self.spans(guardrail, text):
+            for start, end, kind in self.spans(guardrail, readable):
                 self.findings.append(Finding(guardrail.name, guardrail.action, kind))
                 if guardrail.action == "block":
                     self.blocked = Blocked(guardrail.name, _article(kind), self.where)
@@ -165,6 +166,17 @@ class _Scan:
 
 class _TooMany(Exception):
     """More candidates than one scan confirms: a blocking or redacting guardrail blocks (fail closed)."""
+
+
+def _readable(text: str) -> str:
+    """`text` as RE2 can read it: valid UTF-8. JSON allows a lone surrogate, which UTF-8 cannot hold;
+    it is read as U+FFFD, one code point for one, so what is found is cut at the same places of the
+    text as it came (which is what passes when nothing is found)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text)
+    return text
 
 
 def _article(kind: str) -> str:

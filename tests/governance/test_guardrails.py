@@ -25,7 +25,8 @@ _versions = itertools.count(1)
 
 
 def catalog(*rows: GuardrailDef) -> Catalog:
-    return Catalog(tenant_id=1, version=next(_versions), guardrails=rows)
+    # A tenant id no database gives: compiled guardrails are kept per (tenant, version) in the process.
+    return Catalog(tenant_id=-1, version=next(_versions), guardrails=rows)
 
 
 def guard(detector: str, action: str = "redact", where: str = "both", **kwargs: str) -> GuardrailDef:
@@ -186,7 +187,7 @@ async def test_a_large_value_is_scanned_off_the_serving_loop(monkeypatch) -> Non
 
     monkeypatch.setattr(guardrails, "_scanned", recording)
     rows = catalog(guard("email"))
-    caller = SimpleNamespace(tenant=SimpleNamespace(id=1), client_id=None, subject=None, user_id=7)
+    caller = SimpleNamespace(tenant=SimpleNamespace(id=-1), client_id=None, subject=None, user_id=7)
     audit.take()
     small = await guardrails.scan(caller, "tools/call", rows, "echo", {"m": "bob@example.com"}, "arguments", "arguments")
     large = await guardrails.scan(
@@ -197,7 +198,13 @@ async def test_a_large_value_is_scanned_off_the_serving_loop(monkeypatch) -> Non
     assert seen[0] == "MainThread" and seen[1].startswith("mcp-guardrails")
     assert asyncio.get_running_loop().is_running()
     # Each is a governance event of the caller's, naming what was found, never the text (AMB-355).
-    events = [e for e in audit.take()[0] if e.tenant_id == 1]
+    events = [e for e in audit.take()[0] if e.tenant_id == -1]
     assert [(e.kind, e.rule, e.target, e.caller, e.detail) for e in events] == [
         ("redacted", "email", "echo", "user:7", {"found": "e-mail address", "count": 1, "in": "arguments"})
     ] * 2
+
+
+def test_a_lone_surrogate_is_read_as_a_replacement_and_passes_unchanged_when_nothing_is_found() -> None:
+    rows = catalog(guard("email"))
+    assert scanned(rows, "\ud800 plain") == "\ud800 plain"
+    assert scanned(rows, "\ud800 bob@example.com \udfff") == "\ud800 [redacted e-mail address] \udfff"
