@@ -361,17 +361,6 @@ def tools_alongside() -> frozenset[str]:
     return _TOOLS_ALONGSIDE.get()
 
 
-def governance_rule(row: Any, limit: int, plural: str, useless: str = "") -> None:
-    """The checks a policy, quota or guardrail shares when saved: at most `limit` of them a tenant, and
-    the tool it names (if any; its `tool` field) one the tenant has, or it would `useless`."""
-    if row.tenant_id is None:
-        return
-    if useless and row.tool and not tool_exists(row.tenant_id, row.tool):
-        raise ValidationError({"tool": f"This tenant has no tool named {row.tool!r}: {useless}."})
-    if row._state.adding and type(row).objects.filter(tenant_id=row.tenant_id).count() >= limit:
-        raise ValidationError(f"A tenant has at most {limit} {plural}.")
-
-
 def tool_exists(tenant_id: int, name: str) -> bool:
     """A tool of the tenant's, saved or saved by the same import."""
     if name in _TOOLS_ALONGSIDE.get():

@@ -31,8 +31,7 @@ from typing import Any
 import re2
 from cachetools import LRUCache
 
-from mcp_app.core.context import ASK_TOGETHER, Asker, RequestContext
-from mcp_app.core.errors import ToolError
+from mcp_app.core.context import RequestContext
 from mcp_app.core.types import Catalog, GuardrailDef
 from mcp_app.governance import audit
 from mcp_app.governance.detectors import Detector, PatternError, detectors_of, options
@@ -251,7 +250,7 @@ def _block(block: Any, scan: _Scan) -> Any:
 _APPLYING: LRUCache[tuple[int, int, str, bool], tuple[Compiled, ...]] = LRUCache(maxsize=8_192)
 
 
-def _applying(catalog: Catalog, target: str, arguments: bool) -> tuple[Compiled, ...]:
+def applying(catalog: Catalog, target: str, arguments: bool) -> tuple[Compiled, ...]:
     if not catalog.guardrails:
         return ()
     key = (catalog.tenant_id, catalog.version, target, arguments)
@@ -349,7 +348,7 @@ def scan_now(catalog: Catalog, target: str, value: Any, where: str, shape: str) 
     """`value` (a call's or a prompt's arguments, or what `target` answered) through the guardrails of
     `target` on `where` ("arguments" or "result"), in this thread; `shape` says where its text is (see
     `_shaped`)."""
-    guardrails = _applying(catalog, target, arguments=where != "result")
+    guardrails = applying(catalog, target, arguments=where != "result")
     if not guardrails:
         return Outcome(value)
     return _scanned(guardrails, catalog.tenant_id, target, value, where, shape, _size(value, MAX_SCAN_CHARS))
@@ -360,7 +359,7 @@ async def scan(
 ) -> Outcome:
     """`scan_now`, on the scanning thread when the value is larger than INLINE_SCAN_CHARS; what the
     guardrails did is a governance event of the caller's (AMB-355)."""
-    guardrails = _applying(catalog, target, arguments=where != "result")
+    guardrails = applying(catalog, target, arguments=where != "result")
     if not guardrails:
         return Outcome(value)
     size = _size(value, MAX_SCAN_CHARS)
@@ -387,40 +386,3 @@ def _record(ctx: RequestContext, method: str, outcome: Outcome, target: str, whe
     if outcome.blocked is not None and not counted:
         audit.record(ctx, "blocked", outcome.blocked.guardrail, target, method,
                      {"unread": outcome.blocked.kind, "in": where})  # fmt: skip
-
-
-def guarded_asker(ctx: RequestContext, catalog: Catalog, target: str) -> Asker:
-    """`ctx.ask` with the guardrails on arguments of `target` over the client's answers to what the
-    tool asks it (an elicitation's content, alone or in a group): they come from the caller as its
-    arguments do. A block fails the call naming the guardrail (a tool error); a redaction is what the
-    tool receives. Every era's asker and a background run's questions pass here."""
-    if not _applying(catalog, target, arguments=True):
-        return ctx.ask
-    inner = ctx.ask
-
-    async def ask(request: dict[str, Any]) -> dict[str, Any]:
-        answer = await inner(request)
-        if request.get("method") == ASK_TOGETHER:
-            asked = (request.get("params") or {}).get("requests") or {}
-            results = answer.get("results")
-            if not isinstance(results, dict):
-                return answer
-            guarded = {
-                name: await _answer(ctx, catalog, target, asked.get(name), result)
-                for name, result in results.items()
-            }
-            return {**answer, "results": guarded}
-        return await _answer(ctx, catalog, target, request, answer)
-
-    return ask
-
-
-async def _answer(ctx: RequestContext, catalog: Catalog, target: str, request: Any, answer: Any) -> Any:
-    if not isinstance(request, dict) or request.get("method") != "elicitation/create":
-        return answer
-    if not isinstance(answer, dict) or not isinstance(answer.get("content"), dict):
-        return answer
-    outcome = await scan(ctx, "elicitation/create", catalog, target, answer["content"], "answer", "arguments")
-    if outcome.blocked is not None:
-        raise ToolError(outcome.blocked.message())
-    return {**answer, "content": outcome.value}

@@ -8,7 +8,7 @@ from django.db import models
 from simple_history.models import HistoricalRecords
 
 from mcp_app.core.types import GuardrailDef
-from mcp_app.definitions import checks
+from mcp_app.definitions import rules
 from mcp_app.governance.detectors import MAX_PATTERN_CHARS, PatternError, compile_pattern
 from mcp_app.models.policies import policy_name_validator
 from tenants.models import Tenant, TenantQuerySet
@@ -79,7 +79,7 @@ class Guardrail(models.Model):
                 raise ValidationError({"pattern": str(exc)}) from None
         elif self.pattern:
             raise ValidationError({"pattern": "Only a pattern guardrail has a pattern: leave it empty."})
-        checks.governance_rule(self, MAX_GUARDRAILS_PER_TENANT, "guardrails", "the guardrail would guard nothing")
+        rules.governance_rule(self, MAX_GUARDRAILS_PER_TENANT, "guardrails", "the guardrail would guard nothing")
 
     def to_def(self) -> GuardrailDef:
         return GuardrailDef(

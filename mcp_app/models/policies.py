@@ -10,7 +10,7 @@ from django.db import models
 from simple_history.models import HistoricalRecords
 
 from mcp_app.core.types import PolicyDef
-from mcp_app.definitions import checks
+from mcp_app.definitions import checks, rules
 from mcp_app.governance import reach
 from mcp_app.governance.conditions import ConditionError, compile_condition
 from mcp_app.governance.decision import caller_dict, target_dict
@@ -74,7 +74,7 @@ class Policy(models.Model):
             why = reach.problem(condition, self.effect == Effect.DENY, self._callers(), self._targets(), kinds)
             if why is not None:
                 raise ValidationError({"condition": why})
-        checks.governance_rule(self, MAX_POLICIES_PER_TENANT, "policies")
+        rules.governance_rule(self, MAX_POLICIES_PER_TENANT, "policies")
 
     def _callers(self) -> list[dict[str, Any]]:
         """Callers a condition is tried on when saved (governance/reach.py): each member as an OAuth

@@ -8,7 +8,7 @@ from django.db import models
 from simple_history.models import HistoricalRecords
 
 from mcp_app.core.types import QuotaDef
-from mcp_app.definitions import checks
+from mcp_app.definitions import rules
 from tenants.models import Tenant, TenantQuerySet
 
 # More would be a tenant's way to make every call slow (each quota is a counter per call), not a quota.
@@ -65,7 +65,7 @@ class Quota(models.Model):
         return self.name
 
     def clean(self) -> None:
-        checks.governance_rule(self, MAX_QUOTAS_PER_TENANT, "quotas", "the quota would never count")
+        rules.governance_rule(self, MAX_QUOTAS_PER_TENANT, "quotas", "the quota would never count")
 
     def to_def(self) -> QuotaDef:
         return QuotaDef(

@@ -23,7 +23,7 @@ from mcp_app.core.errors import (
 from mcp_app.core.mcp_headers import check_param_headers
 from mcp_app.core.types import Catalog, ToolDef
 from mcp_app.core.versions import is_modern
-from mcp_app.governance import audit, decision, guardrails
+from mcp_app.governance import answers, audit, decision, guardrails
 from mcp_app.handlers import registry
 from mcp_app.protocol import approval, asking, quotas, ratelimit, schemas, shaping, tasks
 from mcp_app.protocol.jsonrpc import HeaderMismatch, InvalidParams, JsonRpcError, truncate
@@ -179,7 +179,7 @@ async def execute(
     worker for a background run (its record holds the guarded result too).
     """
     # The client's answers to what the tool asks pass the guardrails on arguments (AMB-354).
-    ctx = dataclasses.replace(ctx, ask=guardrails.guarded_asker(ctx, catalog, tool.name))
+    ctx = dataclasses.replace(ctx, ask=answers.guarded_asker(ctx, catalog, tool.name))
     try:
         if in_background:
             raw = await background.run(ctx, tool, arguments, ctx.ask, job_id=job_id)

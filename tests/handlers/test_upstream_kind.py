@@ -182,7 +182,7 @@ async def test_guardrails_stand_between_the_caller_and_the_upstream(ctx, tenant_
 
 async def test_the_calls_trace_context_goes_on_to_the_upstream_in_meta(ctx, tenant_a, remote, monkeypatch) -> None:
     """AMB-357: with tracing on, the upstream's tools/call carries the current span's `traceparent` in
-    its `_meta` (the SDK's client injects it, SEP-414), so one trace shows client, platform and upstream."""
+    its `_meta` (the SDK's client injects it), so one trace shows client, platform and upstream."""
     await sync_to_async(published)(tenant_a, remote)
     provider = otel.make_provider("test", [InMemorySpanExporter()])
     monkeypatch.setattr(tracing, "active", otel.Tracing(provider))
