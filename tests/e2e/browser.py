@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import json
 import os
 import re
@@ -18,6 +19,8 @@ import signal
 import subprocess
 import tempfile
 import threading
+import time
+import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -27,8 +30,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from playwright._impl._driver import compute_driver_executable, get_driver_env
-from playwright.async_api import Browser, Page, async_playwright
+from playwright.async_api import Browser, Page, Request, async_playwright
 from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("MCP_TEST_CHROMIUM", "/usr/bin/chromium")
@@ -105,6 +109,44 @@ class _BrowserServer:
 
 
 _SERVER = _BrowserServer()
+
+# `settled`: a page's own requests answered, then this long without a new one. Playwright's "networkidle"
+# waits 500 ms without traffic on every page (the browser sweep opens 37: 19 s of its 52 s were that).
+QUIET_MS = 100
+SETTLE_MS = 3_000  # a page whose requests never settle (a poll) is taken as it is then
+_IN_FLIGHT: weakref.WeakKeyDictionary[Page, set[Request]] = weakref.WeakKeyDictionary()
+
+
+def track_requests(page: Page) -> None:
+    """Count `page`'s requests in flight from now on, for `settled`: a request is answered when its
+    response's headers arrive (a stream kept open answers once) or when it fails."""
+    if page in _IN_FLIGHT:
+        return
+    flying: set[Request] = set()
+    _IN_FLIGHT[page] = flying
+    # Lambdas: Playwright marks each handler, which a bound method of a set cannot carry.
+    page.on("request", lambda request: flying.add(request))
+    page.on("response", lambda response: flying.discard(response.request))
+    page.on("requestfailed", lambda request: flying.discard(request))
+
+
+async def settled(page: Page) -> None:
+    """Loaded, and the requests its scripts made since answered, with none new for QUIET_MS (at most
+    SETTLE_MS in all). A page `track_requests` does not watch waits for Playwright's "networkidle"."""
+    await page.wait_for_load_state("load")
+    flying = _IN_FLIGHT.get(page)
+    if flying is None:
+        with contextlib.suppress(PlaywrightTimeout):
+            await page.wait_for_load_state("networkidle", timeout=SETTLE_MS)
+        return
+    deadline = time.monotonic() + SETTLE_MS / 1000
+    quiet_since = time.monotonic()
+    while time.monotonic() < deadline:
+        if flying:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since >= QUIET_MS / 1000:
+            return
+        await asyncio.sleep(0.02)
 
 
 @asynccontextmanager

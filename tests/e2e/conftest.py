@@ -24,7 +24,7 @@ from playwright.async_api import Page
 from psycopg import sql
 
 from tests.e2e import databases, oauth_flow
-from tests.e2e.browser import PAGE_MS, chromium
+from tests.e2e.browser import PAGE_MS, chromium, track_requests
 from tests.e2e.helpers import Upstream
 from tests.e2e.oauth_flow import DocumentServer
 from tests.e2e.servers import (
@@ -145,7 +145,8 @@ def e2e_env(
     """
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")}
     env.update(
-        DJANGO_SETTINGS_MODULE="mcpsite.settings",
+        # The project's settings but for a fast password hasher (tests/e2e/settings.py).
+        DJANGO_SETTINGS_MODULE="tests.e2e.settings",
         DATABASE_URL=e2e_database_url,
         # Shared by both servers: signed cursors, admin sessions and CSRF tokens must verify on either.
         SECRET_KEY=used_secret(secrets.token_urlsafe(50)),
@@ -286,5 +287,7 @@ async def page() -> AsyncIterator[Page]:
     async with chromium() as browser:
         context = await browser.new_context()
         context.set_default_timeout(PAGE_MS)
-        yield await context.new_page()
+        page = await context.new_page()
+        track_requests(page)
+        yield page
         await context.close()

@@ -12,6 +12,7 @@ import pytest
 from playwright.async_api import Page
 
 from tests.e2e.admin_pages import body_text, run_try, signed_in
+from tests.e2e.browser import settled
 from tests.e2e.servers import DaphneServer, django_shell
 
 pytestmark = [pytest.mark.e2e]
@@ -52,7 +53,7 @@ async def test_the_pages_a_person_opens_run_without_a_content_security_policy_vi
         response = await page.goto(f"{server.url}{path}")
         assert response is not None and response.status == 200, path
         assert "frame-ancestors 'none'" in (response.headers.get("content-security-policy") or ""), path
-        await page.wait_for_load_state("networkidle")
+        await settled(page)
         assert ready in await body_text(page), path
     # A person makes an API token on its page: shown once, and it opens the API.
     await page.goto(f"{server.url}/api-tokens")

@@ -10,7 +10,6 @@ go to $MCP_SCREENSHOT_DIR (a temporary folder when unset; .ci/run sets one under
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import secrets
@@ -21,10 +20,9 @@ from pathlib import Path
 import pytest
 from axe_playwright_python.async_playwright import Axe
 from playwright.async_api import Browser, ConsoleMessage, Page, Request, Response, expect
-from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from tests.e2e.admin_pages import body_text, signed_in
-from tests.e2e.browser import PAGE_MS, chromium, sign_in
+from tests.e2e.browser import PAGE_MS, chromium, settled, sign_in, track_requests
 from tests.e2e.servers import ADMIN_PASSWORD, ADMIN_USERNAME, DaphneServer, django_shell
 from tests.upstreams.running import running_upstream
 
@@ -90,7 +88,7 @@ SERIOUS = {"serious", "critical"}
 # No preload: axe then fetches every stylesheet itself and resolves the admin's `@import url('widgets.css')`
 # against the page's URL, a request of its own that 404s; only its css-orientation-lock rule needs it.
 AXE_OPTIONS = {"resultTypes": ["violations"], "preload": False}
-IDLE_MS = 3_000
+AXE_RUN = "options => axe.run(document, options).then(results => results.violations)"
 # Each page is checked and screenshotted in both, the first as loaded (see `visit`).
 SCHEMES = ("light", "dark")
 # Resolves once the page's CSS transitions (which getAnimations() starts, flushing styles) have ended.
@@ -159,13 +157,6 @@ class Watch:
         return taken
 
 
-async def settled(page: Page) -> None:
-    """Loaded, and its scripts' first requests answered (a page that keeps a stream open never idles)."""
-    await page.wait_for_load_state("load")
-    with contextlib.suppress(PlaywrightTimeout):
-        await page.wait_for_load_state("networkidle", timeout=IDLE_MS)
-
-
 async def visit(page: Page, watch: Watch, axe: Axe, swept: Swept, url: str, shots: Path) -> list[str]:
     """One page opened once, then checked and screenshotted in each colour scheme (its text, axe-core,
     what went wrong): the problems. The schemes differ only in CSS (`prefers-color-scheme`; no script
@@ -175,6 +166,8 @@ async def visit(page: Page, watch: Watch, axe: Axe, swept: Swept, url: str, shot
     await page.emulate_media(color_scheme=SCHEMES[0])
     await page.goto(url)
     await settled(page)
+    # axe-core once a page (half a megabyte of script to parse), run in each scheme.
+    await page.evaluate(axe.axe_script)
     for scheme in SCHEMES:
         await page.emulate_media(color_scheme=scheme)
         # The admin's links fade to a scheme's colours (CSS transitions): checked mid-fade they fail
@@ -184,8 +177,7 @@ async def visit(page: Page, watch: Watch, axe: Axe, swept: Swept, url: str, shot
         text = await body_text(page)
         if swept.ready.lower() not in text.lower():  # the admin's object tools are upper-cased
             found.append(f"{where}: {swept.ready!r} not on the page")
-        results = await axe.run(page, options=AXE_OPTIONS)
-        for violation in results.response["violations"]:
+        for violation in await page.evaluate(AXE_RUN, AXE_OPTIONS):
             if violation["impact"] in SERIOUS and violation["id"] not in AXE_EXCLUDED_RULES:
                 targets = [", ".join(map(str, node["target"])) for node in violation["nodes"]][:5]
                 found.append(f"{where}: axe {violation['id']} ({violation['impact']}): {targets}")
@@ -201,6 +193,7 @@ async def sweep(
     context = await browser.new_context(color_scheme=SCHEMES[0], viewport={"width": 1280, "height": 900})
     context.set_default_timeout(PAGE_MS)
     page = await context.new_page()
+    track_requests(page)
     watch = Watch(page)
     axe = Axe()
     found: list[str] = []
@@ -211,7 +204,7 @@ async def sweep(
         if any(swept not in ANONYMOUS for swept in part):
             await page.goto(f"{server.url}/admin/")
             await sign_in(page, ADMIN_USERNAME, ADMIN_PASSWORD)
-            await page.wait_for_load_state("networkidle")
+            await settled(page)
             found += [f"sign-in: {p}" for p in watch.take()]
         for swept in part:
             if swept in ANONYMOUS:
