@@ -7,6 +7,7 @@ import gc
 import os
 import sys
 import threading
+from urllib.parse import urlsplit
 
 import pytest
 import pytest_asyncio
@@ -23,6 +24,7 @@ from mcp_app.protocol import quotas, ratelimit
 from mcp_app.transport import modern
 from tenants import wall
 from tenants.models import Membership, Role, Tenant
+from tests.e2e import databases
 
 # Fixtures and assertions read and write every tenant; code under test sets its own scope as it would
 # in a server (the consumer, the middleware, a job), and servers in other processes start with none.
@@ -31,7 +33,7 @@ wall.bypass_process("the test process")
 # Django's default hasher (PBKDF2, a million rounds) spent ~0.5 s of CPU on each password set or checked
 # (alice, bob, admin_user, client.login(), ... hundreds in the suite): the tests' users hash with a cheap
 # one, as Django advises for tests. The project's own hashers follow it, so a hash made by the servers
-# (seed_demo, the e2e processes, which keep theirs) still verifies here. AMB-335.
+# (seed_demo run by hand) still verifies here; the e2e servers hash as these do (tests/e2e/settings.py). AMB-335.
 override_settings(
     PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher", *settings.PASSWORD_HASHERS]
 ).enable()
@@ -64,6 +66,18 @@ def _deleting_teardown(self: TransactionTestCase) -> None:
 
 
 TransactionTestCase._fixture_teardown = _deleting_teardown
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None) -> None:
+    """On PostgreSQL each worker's test database is made from the migrated template the e2e servers'
+    databases copy (tests/e2e/databases.py): migrating a new one cost each worker ~6 s of CPU; Django
+    then finds every migration applied."""
+    database = settings.DATABASES["default"]
+    if database["ENGINE"].startswith("django.db.backends.postgresql"):
+        url = urlsplit(os.environ["DATABASE_URL"])
+        template = databases.migrated_template(url, os.environ.get("DATABASE_ROLE"))
+        database.setdefault("TEST", {})["TEMPLATE"] = template
 
 
 @pytest.fixture

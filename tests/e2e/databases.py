@@ -33,6 +33,39 @@ def migrations_digest(role: str) -> str:
     return digest.hexdigest()[:16]
 
 
+def migrated_template(parts: SplitResult, role: str | None) -> str:
+    """The name of the migrated template database (owned by `role`), built first if it is not there."""
+    template = f"mcp_e2e_tpl_{migrations_digest(role or '')}"
+    maintenance = urlunsplit(parts._replace(scheme="postgresql", path="/postgres"))
+    with psycopg.connect(maintenance, autocommit=True) as conn:
+        conn.execute("SELECT pg_advisory_lock(%s)", (LOCK,))
+        try:
+            _build(conn, parts, template, role)
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (LOCK,))
+    return template
+
+
+def _build(conn: psycopg.Connection, parts: SplitResult, template: str, role: str | None) -> None:
+    """Build `template` by migrating a database of that name's own, unless it is there (under LOCK)."""
+    if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (template,)).fetchone() is not None:
+        return
+    owner = sql.SQL(" OWNER {}").format(sql.Identifier(role)) if role else sql.SQL("")
+    building = f"{template}_building"
+    conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(building)))
+    conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(building)) + owner)
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")}
+    env.update(
+        DJANGO_SETTINGS_MODULE="mcpsite.settings",
+        DATABASE_URL=urlunsplit(parts._replace(path=f"/{building}")),
+    )
+    manage(env, "migrate", "--noinput")
+    # Renamed once whole: a worker that died half-way leaves only a `_building` one.
+    conn.execute(
+        sql.SQL("ALTER DATABASE {} RENAME TO {}").format(sql.Identifier(building), sql.Identifier(template))
+    )
+
+
 def clone_migrated(parts: SplitResult, name: str, role: str | None) -> None:
     """Create database `name` (owned by `role`) as a copy of the migrated template, building it if needed."""
     template = f"mcp_e2e_tpl_{migrations_digest(role or '')}"
@@ -41,25 +74,7 @@ def clone_migrated(parts: SplitResult, name: str, role: str | None) -> None:
     with psycopg.connect(maintenance, autocommit=True) as conn:
         conn.execute("SELECT pg_advisory_lock(%s)", (LOCK,))
         try:
-            found = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (template,)).fetchone()
-            if found is None:
-                building = f"{template}_building"
-                conn.execute(
-                    sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(building))
-                )
-                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(building)) + owner)
-                env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")}
-                env.update(
-                    DJANGO_SETTINGS_MODULE="mcpsite.settings",
-                    DATABASE_URL=urlunsplit(parts._replace(path=f"/{building}")),
-                )
-                manage(env, "migrate", "--noinput")
-                # Renamed once whole: a worker that died half-way leaves only a `_building` one.
-                conn.execute(
-                    sql.SQL("ALTER DATABASE {} RENAME TO {}").format(
-                        sql.Identifier(building), sql.Identifier(template)
-                    )
-                )
+            _build(conn, parts, template, role)
             conn.execute(
                 sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
                     sql.Identifier(name), sql.Identifier(template)
