@@ -62,12 +62,30 @@ class SimulateForm(forms.Form):
         return value
 
 
+class PolicyForm(forms.ModelForm):
+    confirm_no_tools = forms.BooleanField(
+        required=False, label="Save though no member keeps a tool",
+        help_text="Asked only when, after this policy, no member of the tenant would have a single tool in its list.",
+    )  # fmt: skip
+
+    class Meta:
+        model = Policy
+        fields = ("tenant", "name", "description", "effect", "applies_to", "condition", "enabled")
+
+    def clean(self) -> dict[str, Any] | None:
+        cleaned = super().clean()
+        # The model's check reads it (Policy.confirm_no_tools); the model's full_clean runs after this.
+        self.instance.confirm_no_tools = bool((cleaned or {}).get("confirm_no_tools"))
+        return cleaned
+
+
 @admin.register(Policy)
 class PolicyAdmin(OwnersOnly):
+    form = PolicyForm
     list_display = ("name", "tenant", "effect", "applies_to", "condition", "enabled")
     list_filter = ("effect", "applies_to", "enabled")
     search_fields = ("name", "description", "condition")
-    fields = ("tenant", "name", "description", "effect", "applies_to", "condition", "enabled")
+    fields = ("tenant", "name", "description", "effect", "applies_to", "condition", "enabled", "confirm_no_tools")
     change_list_template = "admin/mcp_app/policy/change_list.html"
 
     def get_urls(self) -> list[Any]:

@@ -29,10 +29,25 @@ from tenants.models import Role
 
 
 class PolicySerializer(CleanedModelSerializer):
+    confirm_no_tools = serializers.BooleanField(
+        write_only=True, required=False, default=False,
+        help_text="Save though, after this policy, no member of the tenant would have a single tool in its list.",
+    )  # fmt: skip
+
     class Meta:
         model = Policy
         exclude = ("tenant",)
         read_only_fields = ("id", "updated_at")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        self.confirmed = bool(attrs.pop("confirm_no_tools", False))  # not a column: the check reads it
+        return super().validate(attrs)
+
+    def candidate(self, attrs: dict[str, Any]) -> Policy:
+        row = super().candidate(attrs)
+        assert isinstance(row, Policy)
+        row.confirm_no_tools = getattr(self, "confirmed", False)
+        return row
 
 
 @extend_schema_view(**{a: extend_schema(parameters=[SLUG]) for a in ("list", "create")})

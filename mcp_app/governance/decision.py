@@ -91,7 +91,7 @@ def compiled(catalog: Catalog) -> tuple[Compiled, ...]:
     with _LOCK:
         found = _COMPILED.get(key)
     if found is None:
-        found = tuple(_compile(p) for p in catalog.policies)
+        found = compile_all(catalog.policies)
         with _LOCK:
             _COMPILED[key] = found
     return found
@@ -169,7 +169,7 @@ class _Listed:
 
 
 @dataclass(frozen=True)
-class _Split:
+class Split:
     """The policies that apply to one type of target, split once a version: those decided for its
     list entry (`now`) and those that read the arguments of each use (`later`)."""
 
@@ -179,30 +179,35 @@ class _Split:
     later_allows: bool
 
 
-_SPLITS: LRUCache[tuple[int, int, type], _Split] = LRUCache(maxsize=2_048)
+_SPLITS: LRUCache[tuple[int, int, type], Split] = LRUCache(maxsize=2_048)
 
 
-def _split(catalog: Catalog, target: Target) -> _Split:
+def _split(catalog: Catalog, target: Target) -> Split:
     key = (catalog.tenant_id, catalog.version, type(target))
     with _LOCK:
         found = _SPLITS.get(key)
     if found is None:
-        kind = KIND_OF_LIST[type(target)]
-        applying = [p for p in compiled(catalog) if p.applies_to in ("all", kind) and p.condition is not None]
         # A static resource takes no arguments: its list entry is its whole decision.
-        static = type(target) is ResourceDef
-        later = tuple(
-            p for p in applying if p.condition is not None and p.condition.uses_arguments and not static
-        )
-        found = _Split(
-            now=tuple(p for p in applying if p not in later),
-            later=later,
-            has_allow=any(not p.deny for p in applying),
-            later_allows=any(not p.deny for p in later),
-        )
+        found = split_of(compiled(catalog), KIND_OF_LIST[type(target)], static=type(target) is ResourceDef)
         with _LOCK:
             _SPLITS[key] = found
     return found
+
+
+def split_of(policies: Iterable[Compiled], kind: str, static: bool = False) -> Split:
+    """The policies that apply to a list of `kind` ("tools", "prompts", "resources"), split."""
+    applying = [p for p in policies if p.applies_to in ("all", kind) and p.condition is not None]
+    later = tuple(p for p in applying if p.condition is not None and p.condition.uses_arguments and not static)
+    return Split(
+        now=tuple(p for p in applying if p not in later),
+        later=later,
+        has_allow=any(not p.deny for p in applying),
+        later_allows=any(not p.deny for p in later),
+    )
+
+
+def compile_all(policies: Iterable[PolicyDef]) -> tuple[Compiled, ...]:
+    return tuple(_compile(p) for p in policies)
 
 
 def hidden(ctx: RequestContext, catalog: Catalog, target: Target, method: str = "") -> bool:
@@ -303,16 +308,30 @@ def _decide_listed(ctx: RequestContext, catalog: Catalog, target: Target) -> _Li
     about: dict[str, Any] = {"caller": caller_of(ctx), "target": target_of(target)}
     if type(target) is ResourceDef:
         about["arguments"] = {}
+    denial, allowed = _listing(split, about)
+    if denial is not None:
+        return _Listed(denial, False, ())
+    return _Listed(None, allowed, split.later, about if split.later else None)
+
+
+def _listing(split: Split, about: dict[str, Any]) -> tuple[Denial | None, bool]:
+    """A list entry's denial (None: listed), and whether an allow that reads no arguments held."""
     activation = _activation(about, split.now)  # converted once for every policy below
     allowed = not split.has_allow
     for policy in split.now:
         holds = _holds(policy, activation)
         if policy.deny and holds:
-            return _Listed(Denial(policy.name, hidden=True), False, ())
+            return Denial(policy.name, hidden=True), False
         allowed = allowed or (not policy.deny and holds)
     if not allowed and not split.later_allows:
-        return _Listed(Denial("", hidden=True), False, ())
-    return _Listed(None, allowed, split.later, about if split.later else None)
+        return Denial("", hidden=True), False
+    return None, allowed
+
+
+def listed(split: Split, caller: dict[str, Any], target: dict[str, Any]) -> bool:
+    """Whether `caller`'s list shows `target` under `split`'s policies (as `caller_dict`, `target_dict`
+    give them): the decision a list makes, for a check made when a policy is saved (reach.py)."""
+    return _listing(split, {"caller": caller, "target": target})[0] is None
 
 
 def _activation(values: dict[str, Any], policies: Iterable[Compiled]) -> Activation:

@@ -12,6 +12,9 @@ provider's user (at most MAX_EVALUATIONS pairs). Two outcomes are refused, each 
 A condition on the caller is not refused for holding for none of these callers: it may be written
 for a client or a subject the tenant has not seen yet. One that reads the arguments is decided at
 each call and not judged here. A tenant with no target of the kind yet has nothing to judge against.
+
+And with the tenant's other policies: a policy after which no member (as an OAuth client or through an
+API key) would have a single tool in its list is refused unless the owner confirms it (`keeps_no_tool`).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcp_app.governance.conditions import Activation, Condition, ConditionError
+from mcp_app.governance.decision import Split, listed
 
 MAX_TARGETS = 500
 # At about 1.5 µs an evaluation, 30 ms a policy saved: an import of 200 policies costs 6 s, not minutes.
@@ -59,3 +63,18 @@ def problem(
             f"them. Narrow it, or disable the {kinds} themselves."
         )
     return None
+
+
+def keeps_no_tool(split: Split, callers: list[dict[str, Any]], targets: list[dict[str, Any]]) -> bool:
+    """Whether no caller would have any of the targets in its list under `split`'s policies. Bounded:
+    past MAX_EVALUATIONS condition evaluations it cannot tell, and says False (as with no policy, no
+    caller or no target)."""
+    if not callers or not targets or not (split.now or split.later):
+        return False
+    budget = MAX_EVALUATIONS // max(1, len(split.now))
+    for caller in callers:
+        for target in targets:
+            if budget <= 0 or listed(split, caller, target):
+                return False
+            budget -= 1
+    return True

@@ -13,12 +13,16 @@ from mcp_app.core.types import PolicyDef
 from mcp_app.definitions import checks, rules
 from mcp_app.governance import reach
 from mcp_app.governance.conditions import ConditionError, compile_condition
-from mcp_app.governance.decision import caller_dict, target_dict
+from mcp_app.governance.decision import caller_dict, compile_all, split_of, target_dict
 from mcp_app.models.definitions import Prompt, Resource, ResourceTemplate, Tool
 from tenants.models import Membership, Tenant, TenantQuerySet
 
 # More would be a tenant's way to make every list slow, not a policy: refused when saved.
 MAX_POLICIES_PER_TENANT = 200
+NO_TOOL_LEFT = (
+    "After this policy no member of the tenant would have a single tool in its list. Confirm that this "
+    "is meant (the admin's \"Save though no member keeps a tool\"; the API's confirm_no_tools: true) to save it."
+)
 
 policy_name_validator = RegexValidator(
     r"^[A-Za-z0-9_.-]{1,64}$", "Policy names are 1-64 characters of letters, digits, '_', '-' and '.'."
@@ -60,6 +64,10 @@ class Policy(models.Model):
         verbose_name_plural = "policies"
         constraints = [models.UniqueConstraint(fields=["tenant", "name"], name="unique_policy_name_per_tenant")]
 
+    # Whether the owner confirmed a save after which no member keeps a tool (governance/reach.py): the
+    # admin's form and the API ask, and refuse without it; None, not asked (an import, the shell).
+    confirm_no_tools: bool | None = None
+
     def __str__(self) -> str:
         return self.name
 
@@ -74,7 +82,20 @@ class Policy(models.Model):
             why = reach.problem(condition, self.effect == Effect.DENY, self._callers(), self._targets(), kinds)
             if why is not None:
                 raise ValidationError({"condition": why})
+        if self.tenant_id is not None and self.confirm_no_tools is False and self._keeps_no_member_a_tool():
+            raise ValidationError({"condition": NO_TOOL_LEFT})
         rules.governance_rule(self, MAX_POLICIES_PER_TENANT, "policies")
+
+    def _keeps_no_member_a_tool(self) -> bool:
+        """Whether, with this policy as saved beside the tenant's other enabled ones, no member would
+        have a single tool in its list."""
+        if not self.enabled or self.applies_to not in (AppliesTo.ALL, AppliesTo.TOOLS):
+            return False
+        others = Policy.objects.filter(tenant_id=self.tenant_id, enabled=True).exclude(pk=self.pk)
+        defs = [*(p.to_def() for p in others[:MAX_POLICIES_PER_TENANT]), self.to_def()]
+        split = split_of(compile_all(defs), "tools")
+        members = [c for c in self._callers() if c["auth"] in ("oauth", "api_key")]
+        return reach.keeps_no_tool(split, members, [t for t in self._targets() if t["kind"] == "tool"])
 
     def _callers(self) -> list[dict[str, Any]]:
         """Callers a condition is tried on when saved (governance/reach.py): each member as an OAuth

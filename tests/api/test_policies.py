@@ -77,3 +77,17 @@ def test_the_simulator_tells_the_decision_the_policy_and_the_callers_lists(as_al
     unknown = as_alice.call("POST", SIMULATE, {"kind": "tool", "name": "nope"})
     assert unknown.status_code == 400 and "no tool 'nope'" in str(unknown.json())
     assert as_alice.call("POST", SIMULATE, {"kind": "table", "name": "x"}).status_code == 400
+
+
+def test_a_policy_leaving_no_member_a_tool_is_a_400_until_confirmed(as_alice, tools) -> None:
+    body = {"name": "members-out", "applies_to": "tools", "condition": "caller.auth in ['oauth', 'api_key']"}
+    refused = as_alice.call("POST", POLICIES, body)
+    assert refused.status_code == 400, refused.json()
+    [why] = refused.json()["error"]["fields"]["condition"]
+    assert "no member of the tenant would have a single tool" in why and "confirm_no_tools: true" in why
+    assert not Policy.objects.filter(name="members-out").exists()
+    made = as_alice.call("POST", POLICIES, {**body, "confirm_no_tools": True})
+    assert made.status_code == 201, made.json()
+    assert "confirm_no_tools" not in made.json()  # asked each time, never stored
+    edited = as_alice.call("PATCH", f"{POLICIES}{made.json()['id']}/", {"description": "on purpose"})
+    assert edited.status_code == 400 and "single tool" in str(edited.json())

@@ -9,6 +9,7 @@ import secrets
 import pytest
 
 from tests.e2e.helpers import mcp_client
+from tests.e2e.hostile_clients import CALLERS, other_tenants_latency_while, within_twice_idle
 from tests.e2e.servers import DaphneServer, ServerProcess, django_shell
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
@@ -74,3 +75,37 @@ async def test_a_background_tools_result_is_guarded_where_it_runs_and_its_record
             "print(r.worker, json.dumps(r.result))\n",
         )
         assert "[redacted match of no-totals]" in stored and "Counted to 2" not in stored, stored
+
+
+# What a hostile tenant's clients send and get back: 1,900 e-mail addresses and as many phone numbers in
+# 100 KB, under the scanner's bounds (MAX_CONFIRMATIONS, MAX_CANDIDATES), so each call is scanned whole:
+# the arguments by every secret pattern, the result by every personal-data detector, each confirmed.
+WORST = "write to ann.lee@example.com or call +44 20 7946 0958. " * 1_900
+
+
+async def test_a_tenant_whose_calls_are_all_scanned_to_their_bounds_slows_no_other_tenant(
+    server: DaphneServer,
+) -> None:
+    """Guardrails scan a value over 64 KB on their scanning thread, off the event loop: while four
+    clients of one tenant keep calling a tool with such a value in and out, another tenant's calls keep
+    their idle latency (the bound of tests/e2e/test_upstream_isolation.py)."""
+    hostile, other = f"scanned-{secrets.token_hex(3)}", f"quiet-{secrets.token_hex(3)}"
+    django_shell(
+        server.env,
+        "from mcp_app.models import Guardrail, Tool\nfrom tenants.models import Tenant\n"
+        f"h = Tenant.objects.create(slug={hostile!r}, name={hostile!r}, auth_mode='public')\n"
+        f"o = Tenant.objects.create(slug={other!r}, name={other!r}, auth_mode='public')\n"
+        "for t in (h, o):\n"
+        "    Tool.objects.create(tenant=t, name='greet', handler='template', handler_config={'text': 'Hello, {{ name }}!'})\n"
+        "for fields in ({'name': 'personal-out', 'detector': 'personal_data', 'where': 'results'},\n"
+        "               {'name': 'no-keys', 'detector': 'secrets', 'where': 'arguments', 'action': 'block'}):\n"
+        "    g = Guardrail(tenant=h, **fields); g.full_clean(); g.save()\n",
+    )
+    idle, during, ended = await other_tenants_latency_while(
+        server, other, hostile, "greet", {"name": WORST}, 0
+    )
+    assert len(ended) >= CALLERS, ended[:2]
+    texts = {text for _, text in ended}
+    redacted = "write to [redacted e-mail address] or call [redacted phone number]. "
+    assert texts == {f"Hello, {redacted * 1_900}!"}, [t[:200] for t in texts]
+    within_twice_idle(idle, during)

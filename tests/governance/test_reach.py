@@ -29,8 +29,10 @@ def tools(tenant_a: Tenant, alice: Any, bob: Any) -> Tenant:
 def save(
     tenant: Tenant, condition: str, effect: str = "deny", applies_to: str = "tools", **fields: Any
 ) -> Policy:
+    confirmed = fields.pop("confirm_no_tools", None)
     policy = Policy(tenant=tenant, name=fields.pop("name", "p"), effect=effect, applies_to=applies_to,
                     condition=condition, **fields)  # fmt: skip
+    policy.confirm_no_tools = confirmed
     policy.full_clean()
     policy.save()
     return policy
@@ -67,3 +69,31 @@ def test_what_depends_on_the_caller_or_the_arguments_is_left_to_the_request(tool
 
 def test_a_tenant_without_targets_of_the_kind_has_nothing_to_judge_against(tenant_a) -> None:
     save(tenant_a, "target.name == 'later'", applies_to="prompts")
+
+
+def test_a_policy_after_which_no_member_keeps_a_tool_is_refused_unless_confirmed(tools) -> None:
+    """Members (alice, bob) as OAuth clients and through API keys lose every tool; anonymous callers
+    keep them, so the deny is no "shut everyone out" one: the check with the other policies catches it."""
+    members_only = "caller.auth == 'oauth' || caller.auth == 'api_key'"
+    why = refused(tools, members_only, confirm_no_tools=False)
+    assert "no member of the tenant would have a single tool" in why and "confirm_no_tools: true" in why
+    # Two policies that together leave none: each alone keeps a tool, the second is refused.
+    save(tools, "target.name == 'drop_table'", name="no-drops", confirm_no_tools=False)
+    assert "single tool" in refused(
+        tools, "target.name == 'read_rows' && caller.role != ''", name="no-reads", confirm_no_tools=False
+    )
+    # An allow that members no longer meet, beside them, leaves none too; one that some member meets does not.
+    assert "single tool" in refused(
+        tools, "caller.role == 'nobody'", effect="allow", name="only", confirm_no_tools=False
+    )
+    save(tools, "caller.role == 'owner'", effect="allow", name="owners", confirm_no_tools=False)
+    # Confirmed, or not asked (an import, the shell): saved.
+    save(tools, members_only, name="confirmed", confirm_no_tools=True)
+    save(tools, members_only, name="not-asked")
+    assert Policy.objects.filter(tenant=tools).count() == 4
+
+
+def test_a_policy_on_prompts_or_a_tenant_without_members_is_not_asked_to_confirm(tools, tenant_b) -> None:
+    save(tools, "caller.auth != 'anonymous'", applies_to="prompts", confirm_no_tools=False)
+    Tool.objects.create(tenant=tenant_b, name="t", handler="template", handler_config={"text": "x"})
+    save(tenant_b, "caller.auth == 'oauth' || caller.auth == 'api_key'", confirm_no_tools=False)
