@@ -18,19 +18,27 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from django.core.exceptions import ImproperlyConfigured
 from opentelemetry import context as otel_context
 from opentelemetry import trace
+from opentelemetry._logs import SeverityNumber
+from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
 from opentelemetry.instrumentation.celery import CeleryInstrumentor
 from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
 from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
 from opentelemetry.instrumentation.redis import RedisInstrumentor
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import (
+    BatchLogRecordProcessor,
+    ConsoleLogRecordExporter,
+    LogRecordExporter,
+)
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import (
@@ -54,21 +62,23 @@ DEFAULT_EXCLUDED_URLS = "/health/,/metrics"
 MAX_NAME = 128
 
 
-def exporters(environ: Mapping[str, str] = os.environ) -> list[SpanExporter]:
-    """The exporters OTEL_TRACES_EXPORTER names (comma-separated): otlp (HTTP/protobuf), console, none."""
-    names = [
-        name.strip().lower() for name in environ.get("OTEL_TRACES_EXPORTER", "").split(",") if name.strip()
-    ]
+def _names(environ: Mapping[str, str], variable: str, signal: str) -> list[str]:
+    """The exporters `variable` names (comma-separated): otlp (HTTP/protobuf), console, none."""
+    names = [name.strip().lower() for name in environ.get(variable, "").split(",") if name.strip()]
     unknown = [name for name in names if name not in EXPORTERS]
     if unknown:
-        raise ImproperlyConfigured(
-            f"OTEL_TRACES_EXPORTER: unknown exporter {unknown[0]!r}; use otlp, console or none."
-        )
-    protocol = environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+        raise ImproperlyConfigured(f"{variable}: unknown exporter {unknown[0]!r}; use otlp, console or none.")
+    protocol = environ.get(f"OTEL_EXPORTER_OTLP_{signal}_PROTOCOL") or environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
     if "otlp" in names and protocol not in (None, "", "http/protobuf"):
         raise ImproperlyConfigured(
             f"OTEL_EXPORTER_OTLP_PROTOCOL: {protocol!r} is not supported; use http/protobuf."
         )
+    return names
+
+
+def exporters(environ: Mapping[str, str] = os.environ) -> list[SpanExporter]:
+    """The span exporters OTEL_TRACES_EXPORTER names."""
+    names = _names(environ, "OTEL_TRACES_EXPORTER", "TRACES")
     result: list[SpanExporter] = []
     if "otlp" in names:
         # Reads OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, _HEADERS, _TIMEOUT itself.
@@ -77,6 +87,40 @@ def exporters(environ: Mapping[str, str] = os.environ) -> list[SpanExporter]:
         # One JSON object a line, so a process log stays greppable.
         result.append(ConsoleSpanExporter(formatter=lambda span: span.to_json(indent=None) + "\n"))
     return result
+
+
+def log_exporters(environ: Mapping[str, str] = os.environ) -> list[LogRecordExporter]:
+    """The log record exporters OTEL_LOGS_EXPORTER names (governance events, AMB-358)."""
+    names = _names(environ, "OTEL_LOGS_EXPORTER", "LOGS")
+    result: list[LogRecordExporter] = []
+    if "otlp" in names:
+        result.append(OTLPLogExporter())  # OTEL_EXPORTER_OTLP_(LOGS_)ENDPOINT, _HEADERS, _TIMEOUT
+    if "console" in names:
+        result.append(ConsoleLogRecordExporter(formatter=lambda record: record.to_json(indent=None) + "\n"))
+    return result
+
+
+class EventLogs:
+    """Governance events as OpenTelemetry log records, one a record, batched by the SDK's processor
+    (OTEL_BLRP_*: a full queue drops, it never blocks the flush that emits)."""
+
+    def __init__(self, provider: LoggerProvider) -> None:
+        self.provider = provider
+        self.logger = provider.get_logger("mcp.governance")
+
+    def emit(self, events: Iterable[tuple[float, str, str, dict[str, Any]]]) -> None:
+        for at, name, body, attributes in events:
+            self.logger.emit(
+                timestamp=int(at * 1e9), severity_number=SeverityNumber.INFO, severity_text="INFO",
+                body=body, attributes=attributes, event_name=name,
+            )  # fmt: skip
+
+
+def configure_logs(service: str, log_record_exporters: list[LogRecordExporter]) -> EventLogs:
+    provider = LoggerProvider(resource=_resource(service))
+    for exporter in log_record_exporters:
+        provider.add_log_record_processor(BatchLogRecordProcessor(exporter))
+    return EventLogs(provider)
 
 
 class RequestsOnly(Sampler):
@@ -161,11 +205,17 @@ class Redacting(SpanExporter):
         return self.inner.force_flush(timeout_millis)
 
 
-def make_provider(service: str, span_exporters: list[SpanExporter]) -> TracerProvider:
-    """A TracerProvider with a batch processor per exporter, each behind the URL redaction."""
+def _resource(service: str) -> Resource:
+    """OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES' service.name, else `service`."""
     resource = Resource.create()
     if str(resource.attributes.get(SERVICE_NAME, "")).startswith("unknown_service"):
         resource = resource.merge(Resource({SERVICE_NAME: service}))
+    return resource
+
+
+def make_provider(service: str, span_exporters: list[SpanExporter]) -> TracerProvider:
+    """A TracerProvider with a batch processor per exporter, each behind the URL redaction."""
+    resource = _resource(service)
     # The SDK reads OTEL_TRACES_SAMPLER itself when it is set; otherwise no root client spans.
     sampler = None if os.environ.get("OTEL_TRACES_SAMPLER") else ParentBased(root=RequestsOnly())
     provider = TracerProvider(resource=resource, sampler=sampler)

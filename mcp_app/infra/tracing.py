@@ -1,4 +1,5 @@
-"""OpenTelemetry traces: off unless OTEL_TRACES_EXPORTER names an exporter (docs/operations.md, AMB-85).
+"""OpenTelemetry traces: off unless OTEL_TRACES_EXPORTER names an exporter (docs/operations.md, AMB-85);
+and the governance events as OpenTelemetry logs: off unless OTEL_LOGS_EXPORTER names one (AMB-358).
 
 This module is all that the request path sees of tracing. While tracing is off, `active` is None, one
 attribute read is the whole cost and nothing of OpenTelemetry is imported. `configure()` (called by
@@ -9,40 +10,53 @@ infra/otel.py then sets up the SDK, its exporters and the official instrumentati
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
 # infra.otel.Tracing once configure() has switched tracing on; None means off.
 active: Any = None
+# infra.otel.EventLogs once configure() has switched the export of governance events on; None: off.
+event_logs: Any = None
 
 
-def requested(environ: Mapping[str, str] = os.environ) -> bool:
-    """Whether the environment asks for traces: OTEL_TRACES_EXPORTER set to something other than none."""
+def requested(environ: Mapping[str, str] = os.environ, variable: str = "OTEL_TRACES_EXPORTER") -> bool:
+    """Whether the environment asks for traces (or, by `variable`, logs): set to other than none."""
     if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
         return False
-    names = {name.strip().lower() for name in environ.get("OTEL_TRACES_EXPORTER", "").split(",")}
+    names = {name.strip().lower() for name in environ.get(variable, "").split(",")}
     return bool(names - {"", "none"})
 
 
 def configure(service: str) -> None:
-    """Switch tracing on for this process when the environment asks for it; safe to call twice.
+    """Switch tracing, and the export of governance events as logs, on for this process when the
+    environment asks for them; safe to call twice.
 
     `service` is the default `service.name` (OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES win).
     """
-    global active
-    if active is not None or not requested():
+    global active, event_logs
+    traces, logs = active is None and requested(), event_logs is None and requested(variable="OTEL_LOGS_EXPORTER")
+    if not traces and not logs:
         return
     try:
-        # Imported here and only here: with tracing off the SDK and the instrumentations never load.
+        # Imported here and only here: with both off the SDK and the instrumentations never load.
         from mcp_app.infra import otel  # noqa: PLC0415
     except ImportError as exc:
         raise ImproperlyConfigured(
-            f"OTEL_TRACES_EXPORTER is set but OpenTelemetry is not installed ({exc.name}): "
+            f"OTEL_TRACES_EXPORTER or OTEL_LOGS_EXPORTER is set but OpenTelemetry is not installed ({exc.name}): "
             "pip install -e '.[otel]'"
         ) from exc
-    active = otel.configure(service)
+    if traces:
+        active = otel.configure(service)
+    if logs:
+        event_logs = otel.configure_logs(service, otel.log_exporters())
+
+
+def export_events(events: Iterable[tuple[float, str, str, dict[str, Any]]]) -> None:
+    """Each (time, event name, body, attributes) as an OpenTelemetry log record, when that is on."""
+    if event_logs is not None:
+        event_logs.emit(events)
 
 
 def instrument_asgi(app: Any) -> Any:

@@ -25,7 +25,7 @@ from django.db import connection, transaction
 from django.db.models import Subquery
 
 from mcp_app.governance import audit
-from mcp_app.infra import redis_client
+from mcp_app.infra import redis_client, tracing
 from mcp_app.models import LATENCY_FIELDS, GovernanceEvent, UsageBucket, UsageError
 from mcp_app.usage import live, upstream_health
 from mcp_app.usage.recorder import RECENT_ERRORS, Counts, ErrorEntry, Key, Recorder, recorder
@@ -154,17 +154,32 @@ def write_governance(events: list[audit.Event]) -> None:
     if not events:
         return
     live_ids = set(Tenant.objects.filter(id__in={e.tenant_id for e in events}).values_list("id", flat=True))
+    kept = [e for e in events if e.tenant_id in live_ids]
     GovernanceEvent.objects.bulk_create(
         [
             GovernanceEvent(
                 tenant_id=e.tenant_id, created_at=datetime.fromtimestamp(e.at, UTC), kind=e.kind, rule=e.rule,
                 target=e.target, method=e.method, caller=e.caller, detail=e.detail,
             )  # fmt: skip
-            for e in events
-            if e.tenant_id in live_ids
+            for e in kept
         ],
         batch_size=ROWS_PER_STATEMENT,
     )
+    # And as OpenTelemetry log records where OTEL_LOGS_EXPORTER names an exporter (AMB-358).
+    tracing.export_events((e.at, f"mcp.governance.{e.kind}", governance_line(e), governance_attributes(e)) for e in kept)
+
+
+def governance_line(event: audit.Event) -> str:
+    by = f"policy, guardrail or quota {event.rule!r}" if event.rule else "no allow policy held"
+    return f"{event.kind} {event.method} of {event.target!r} for {event.caller} ({by})"
+
+
+def governance_attributes(event: audit.Event) -> dict[str, Any]:
+    return {
+        "mcp.tenant.id": event.tenant_id, "mcp.governance.kind": event.kind, "mcp.governance.rule": event.rule,
+        "mcp.governance.target": event.target, "mcp.method.name": event.method,
+        "mcp.governance.caller": event.caller, "mcp.governance.detail": json.dumps(event.detail, sort_keys=True),
+    }  # fmt: skip
 
 
 def prune_governance(now: float, batch: int = 10_000) -> int:
