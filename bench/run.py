@@ -7,6 +7,7 @@
     .venv/bin/python bench/run.py --only-modern   # the 2026-07-28 wire: vs the SDK stateless, vs legacy
     .venv/bin/python bench/run.py --only-asking   # background progress, asking, workers, held runs
     .venv/bin/python bench/run.py --only-operations   # quotas on vs off; metrics + quotas + tenant wall on vs off
+    .venv/bin/python bench/run.py --only-governance   # 20 policies, 3 guardrails and a quota vs none
     .venv/bin/python bench/run.py --only-upstream   # tools/call through federation vs the SDK client direct
     .venv/bin/python bench/run.py --only-scale   # tools/list: many tools, many tenants, 10 upstreams (one dead)
     .venv/bin/python bench/run.py --only-connected   # an http tool with the caller's connection vs a secret header
@@ -48,7 +49,12 @@ from loadgen import (  # noqa: E402
     MODERN_VERSION,
 )
 from modern import ModernResults, print_modern_section  # noqa: E402
-from pairs import print_background_section, print_oauth_section, print_operations_section  # noqa: E402
+from pairs import (  # noqa: E402
+    print_background_section,
+    print_governance_section,
+    print_oauth_section,
+    print_operations_section,
+)
 from procs import (  # noqa: E402
     Server,
     daphne_server,
@@ -103,6 +109,11 @@ def main() -> None:
         "--only-operations",
         action="store_true",
         help="only compare tools/call on a tenant with every quota on with one without, c=16",
+    )
+    parser.add_argument(
+        "--only-governance",
+        action="store_true",
+        help="only compare tools/call on a tenant with 20 policies, 3 guardrails and a quota with one without, c=16",
     )
     parser.add_argument(
         "--only-background",
@@ -250,6 +261,7 @@ def main() -> None:
         "oauth": print_oauth_section,
         "background": print_background_section,
         "operations": print_operations_section,
+        "governance": print_governance_section,
     }
     chosen = (
         "oauth"
@@ -258,6 +270,8 @@ def main() -> None:
         if args.only_background
         else "operations"
         if args.only_operations
+        else "governance"
+        if args.only_governance
         else None
     )
     if chosen is not None:
