@@ -178,8 +178,11 @@ async def execute(
     passes the tenant's guardrails on results (AMB-354), here for a direct call, a task and Try, on the
     worker for a background run (its record holds the guarded result too).
     """
-    # The client's answers to what the tool asks pass the guardrails on arguments (AMB-354).
-    ctx = dataclasses.replace(ctx, ask=answers.guarded_asker(ctx, catalog, tool.name))
+    # The client's answers to what the tool asks pass the guardrails on arguments (AMB-354). A copy of
+    # the context only when there are such guardrails: the copy is ~10 µs of a plain call's ~75.
+    asker = answers.guarded_asker(ctx, catalog, tool.name)
+    if asker is not ctx.ask:
+        ctx = dataclasses.replace(ctx, ask=asker)
     try:
         if in_background:
             raw = await background.run(ctx, tool, arguments, ctx.ask, job_id=job_id)
