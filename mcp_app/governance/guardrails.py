@@ -270,6 +270,8 @@ def applying(catalog: Catalog, target: str, arguments: bool) -> tuple[Compiled, 
 
 
 def _finish(scan: _Scan, value: Any, target: str, tenant_id: int) -> Outcome:
+    if not scan.findings:
+        return Outcome(value, scan.blocked)  # most values: nothing found, nothing to count
     # One line per guardrail and kind, however many times it was found: never the text found.
     for (name, action, kind), count in Counter(
         (f.guardrail, f.action, f.kind) for f in scan.findings
@@ -386,6 +388,8 @@ EVENT_OF_ACTION = {"block": "blocked", "redact": "redacted", "audit": "audited"}
 def _record(ctx: RequestContext, method: str, outcome: Outcome, target: str, where: str) -> None:
     """One governance event a guardrail and kind it found (with the count), or the block of a value
     it could not read; never the text."""
+    if not outcome.findings and outcome.blocked is None:
+        return
     counted = Counter((f.guardrail, f.action, f.kind) for f in outcome.findings)
     for (name, action, kind), count in counted.items():
         audit.record(ctx, EVENT_OF_ACTION[action], name, target, method,
