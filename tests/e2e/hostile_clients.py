@@ -100,3 +100,24 @@ def within_twice_idle(idle: float, during: float) -> None:
     # 25 ms was too tight a floor); a flood parsed without its budget costs seconds, not this.
     print(f"the other tenant's p50: idle {idle * 1000:.1f} ms, during {during * 1000:.1f} ms")
     assert during <= 2 * max(idle, 0.040), f"idle p50 {idle * 1000:.1f} ms, during {during * 1000:.1f} ms"
+
+
+async def attacking(
+    url: str, tool: str, arguments: dict[str, Any], seconds: float, pause: float = 0.0
+) -> list[tuple[float, str]]:
+    """The hostile tenant's clients calling `tool` for `seconds` once all are calling, from a process of
+    their own: their calls' (seconds, text). The work `tests/e2e/isolation.isolated` measures beside."""
+    processes = multiprocessing.get_context("spawn")
+    started, stop, results = processes.Event(), processes.Event(), processes.Queue()
+    attacker = processes.Process(target=attack, args=(url, tool, arguments, pause, started, stop, results))
+    attacker.start()
+    try:
+        assert await asyncio.to_thread(started.wait, 60), "the hostile tenant's clients never started"
+        await asyncio.sleep(seconds)
+        stop.set()
+        return await asyncio.to_thread(results.get, True, 60)
+    finally:
+        stop.set()
+        await asyncio.to_thread(attacker.join, 30)
+        if attacker.is_alive():
+            attacker.kill()

@@ -5,11 +5,14 @@ and never echoed, a prompt's messages are redacted as a tool's result is."""
 from __future__ import annotations
 
 import secrets
+from collections.abc import Awaitable
+from contextlib import AsyncExitStack
 
 import pytest
 
 from tests.e2e.helpers import mcp_client
-from tests.e2e.hostile_clients import CALLERS, other_tenants_latency_while, within_twice_idle
+from tests.e2e.hostile_clients import CALLERS, attacking
+from tests.e2e.isolation import isolated
 from tests.e2e.servers import DaphneServer, ServerProcess, django_shell
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
@@ -87,8 +90,8 @@ async def test_a_tenant_whose_calls_are_all_scanned_to_their_bounds_slows_no_oth
     server: DaphneServer,
 ) -> None:
     """Guardrails scan a value over 64 KB on their scanning thread, off the event loop: while four
-    clients of one tenant keep calling a tool with such a value in and out, another tenant's calls keep
-    their idle latency (the bound of tests/e2e/test_upstream_isolation.py)."""
+    clients of one tenant keep calling a tool with such a value in and out, another tenant's p99 keeps
+    within RATIO of its idle one (tests/e2e/isolation.py)."""
     hostile, other = f"scanned-{secrets.token_hex(3)}", f"quiet-{secrets.token_hex(3)}"
     django_shell(
         server.env,
@@ -101,11 +104,11 @@ async def test_a_tenant_whose_calls_are_all_scanned_to_their_bounds_slows_no_oth
         "               {'name': 'no-keys', 'detector': 'secrets', 'where': 'arguments', 'action': 'block'}):\n"
         "    g = Guardrail(tenant=h, **fields); g.full_clean(); g.save()\n",
     )
-    idle, during, ended = await other_tenants_latency_while(
-        server, other, hostile, "greet", {"name": WORST}, 0
-    )
+    async def prepare(_: AsyncExitStack) -> tuple[Awaitable[list[tuple[float, str]]], None]:
+        return attacking(server.mcp_url(hostile), "greet", {"name": WORST}, 4.0), None
+
+    ended = await isolated(server.mcp_url(other), "four clients' calls scanned to their bounds", prepare)
     assert len(ended) >= CALLERS, ended[:2]
     texts = {text for _, text in ended}
     redacted = "write to [redacted e-mail address] or call [redacted phone number]. "
     assert texts == {f"Hello, {redacted * 1_900}!"}, [t[:200] for t in texts]
-    within_twice_idle(idle, during)

@@ -10,22 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-import statistics
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any, TypeVar
 
 import httpx
 import pytest
 
-from tests.e2e.helpers import Inbox, greet_latencies, mcp_client
+from tests.e2e.helpers import Inbox, mcp_client
+from tests.e2e.isolation import Afterwards, isolated
 from tests.e2e.servers import ADMIN_USERNAME, DaphneServer, django_shell, manage, used_secret
 from tests.upstreams.running import running_upstream
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
-
-T = TypeVar("T")
 
 BIG = 2_000
 # An import of this many tools: 1,000 rows checked and written, in a process of its own. Run in the
@@ -38,23 +34,6 @@ MANY = 1_000
 PUBLISHED = 500
 # Of them, template tools (a dry run calls each); the others are python tools no dry run calls.
 DRY_RUN = 20
-# Between two of the other tenant's calls: under its tenant's rate limit (1,200 calls a minute).
-PACE = 0.05
-# The other tenant's p99 while the owner's work runs stays within this many times its idle p99.
-RATIO = 3.0
-# Below this the idle p99 is noise (a scheduler tick on a busy 2-core machine), not a latency to
-# multiply: the ratio is taken of at least this much. Quiet, the paced idle p99 is 7-11 ms; at 15 ms
-# an import run in the serving process (p99 40 ms beside 8.5 ms idle) passed by the floor alone.
-NOISE_FLOOR = 0.010
-
-# A measurement over the ratio is taken again with fresh work, this many times in all (see `isolated`).
-ATTEMPTS = 3
-
-
-def p99(values: list[float]) -> float:
-    return statistics.quantiles(values, n=100, method="inclusive")[98]
-
-
 def big_and_quiet(server: DaphneServer, tools: int = BIG) -> tuple[str, str]:
     """A tenant of `tools` tools the admin owns (DRY_RUN of them templates), and another with `greet`."""
     big, quiet = f"big-{secrets.token_hex(3)}", f"quiet-{secrets.token_hex(3)}"
@@ -73,67 +52,6 @@ def big_and_quiet(server: DaphneServer, tools: int = BIG) -> tuple[str, str]:
         "Tool.objects.create(tenant=q, name='greet', handler='template', handler_config={'text': 'Hello, {{ name }}!'})\n",
     )
     return big, quiet
-
-
-async def latencies_while(url: str, work: Awaitable[Any], minimum: int = 40) -> tuple[list[float], Any]:
-    """The other tenant's `greet` latencies, one call after another, for as long as `work` runs (and at
-    least `minimum` calls); `work`'s outcome."""
-    task = asyncio.ensure_future(work)
-    taken: list[float] = []
-    async with mcp_client(url, mode="auto") as client:
-        await client.call_tool("greet", {"name": "warm"})
-        while not task.done() or len(taken) < minimum:
-            started = time.perf_counter()
-            result = await client.call_tool("greet", {"name": "x"})
-            taken.append(time.perf_counter() - started)
-            assert result.content[0].text == "Hello, x!"
-            await asyncio.sleep(PACE)
-    return taken, await task
-
-
-Afterwards = Callable[[], Awaitable[None]]
-
-
-async def isolated(
-    url: str,
-    what: str,
-    prepare: Callable[[AsyncExitStack], Awaitable[tuple[Awaitable[T], Afterwards | None]]],
-) -> T:
-    """The other tenant's `greet` p99 while the owner's work runs stays within RATIO of its idle p99;
-    the work's outcome.
-
-    Idle is measured before the work and again after it, the larger taken, the second time over as
-    many calls as were made during it (at most 200; the p99 of 40-150 calls is nearly their maximum, and the larger
-    sample would otherwise have the larger maximum), paced as they were. CI's other test workers load this 2-core machine
-    unevenly: one scheduler hiccup sets such a maximum (seen: 158 ms beside a median of 13 ms). So a
-    measurement over the ratio is taken again, with fresh work, up to ATTEMPTS times: a real slowdown
-    (the self-check on the serving loop: 3,000x) fails every one.
-
-    `prepare` sets up one attempt (entering into the stack what must stay open until its check: a
-    client's session is entered and left in this task) and returns the work, to run while measured,
-    and that check, run after the measurement so that its own requests are not measured."""
-    before = await greet_latencies(url, 60, PACE)
-    for number in range(1, ATTEMPTS + 1):
-        async with AsyncExitStack() as stack:
-            work, afterwards = await prepare(stack)
-            began = time.perf_counter()
-            during, outcome = await latencies_while(url, work)
-            seconds = time.perf_counter() - began
-            if afterwards is not None:
-                await afterwards()
-        after = await greet_latencies(url, min(max(60, len(during)), 200), PACE)
-        quiet, busy = max(p99(before), p99(after)), p99(during)
-        print(
-            f"{what} ({seconds:.1f} s, attempt {number}): idle p99 {p99(before) * 1000:.1f} ms before, "
-            f"{p99(after) * 1000:.1f} ms after; during p99 {busy * 1000:.1f} ms ({len(during)} calls, "
-            f"median {statistics.median(during) * 1000:.1f} ms), ratio {busy / quiet:.2f}"
-        )
-        if busy <= RATIO * max(quiet, NOISE_FLOOR):
-            return outcome
-        before = after
-    raise AssertionError(
-        f"{what}: the other tenant's p99 exceeded {RATIO:g}x its idle p99 in {ATTEMPTS} attempts (above)"
-    )
 
 
 @asynccontextmanager

@@ -6,13 +6,18 @@ from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Awaitable
+from contextlib import AsyncExitStack
 
 import pytest
 
 from tests.e2e.helpers import mcp_client
+from tests.e2e.hostile_clients import CALLERS, attacking
+from tests.e2e.isolation import isolated
 from tests.e2e.servers import DaphneServer, django_shell
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
+ATTACK_SECONDS = 4.0  # the hostile clients' calls, once all four are calling
 
 
 def metered_tenant(server: DaphneServer) -> str:
@@ -48,3 +53,28 @@ async def test_a_callers_quota_holds_across_both_eras_and_every_new_session(serv
     async with mcp_client(server.mcp_url(slug), mode="legacy") as client:
         again = await client.call_tool("greet", {"name": "Ada"})
         assert again.is_error and "three-an-hour" in again.content[0].text
+
+
+async def test_a_tenant_whose_clients_keep_calling_past_its_quota_slows_no_other_tenant(
+    server: DaphneServer,
+) -> None:
+    """Four clients of one tenant call without a pause long past a quota of three an hour: every call past
+    the third is throttled (each a governance event) or, past 1,200 a minute, refused by its session's
+    rate limit, and another tenant's p99 keeps within RATIO of its idle one (tests/e2e/isolation.py)."""
+    hostile, other = metered_tenant(server), f"quiet-{secrets.token_hex(3)}"
+    django_shell(
+        server.env,
+        "from mcp_app.models import Tool\nfrom tenants.models import Tenant\n"
+        f"o = Tenant.objects.create(slug={other!r}, name={other!r}, auth_mode='public')\n"
+        "Tool.objects.create(tenant=o, name='greet', handler='template', handler_config={'text': 'Hello, {{ name }}!'})\n",
+    )
+    async def prepare(_: AsyncExitStack) -> tuple[Awaitable[list[tuple[float, str]]], None]:
+        return attacking(server.mcp_url(hostile), "greet", {"name": "x"}, ATTACK_SECONDS), None
+
+    ended = await isolated(server.mcp_url(other), "four clients calling past a quota", prepare)
+    # Past the quota every call is refused by it, or, past 1,200 a minute, by the session's own rate limit
+    # (a measurement taken again finds the quota spent: no call then passes).
+    texts = [text for _, text in ended]
+    refused = [t for t in texts if t.startswith(("Quota three-an-hour reached", "Too many tool calls"))]
+    assert texts.count("Hello, x!") <= 3 and len(refused) == len(texts) - texts.count("Hello, x!"), texts[:5]
+    assert any(t.startswith("Quota three-an-hour reached") for t in refused) and len(texts) > 10 * CALLERS
