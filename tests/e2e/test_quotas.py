@@ -18,6 +18,9 @@ from tests.e2e.servers import DaphneServer, django_shell
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
 ATTACK_SECONDS = 4.0  # the hostile clients' calls, once all four are calling
+# Between a hostile client's calls: ~160 calls a second in all, past what the loop could serve were a
+# throttled call to block it 10 ms, without the clients' own process taking a core from the server.
+ATTACK_PAUSE = 0.02
 
 
 def metered_tenant(server: DaphneServer) -> str:
@@ -58,7 +61,7 @@ async def test_a_callers_quota_holds_across_both_eras_and_every_new_session(serv
 async def test_a_tenant_whose_clients_keep_calling_past_its_quota_slows_no_other_tenant(
     server: DaphneServer,
 ) -> None:
-    """Four clients of one tenant call without a pause long past a quota of three an hour: every call past
+    """Four clients of one tenant call 20 ms apart long past a quota of three an hour: every call past
     the third is throttled (each a governance event) or, past 1,200 a minute, refused by its session's
     rate limit, and another tenant's p99 keeps within RATIO of its idle one (tests/e2e/isolation.py)."""
     hostile, other = metered_tenant(server), f"quiet-{secrets.token_hex(3)}"
@@ -69,7 +72,7 @@ async def test_a_tenant_whose_clients_keep_calling_past_its_quota_slows_no_other
         "Tool.objects.create(tenant=o, name='greet', handler='template', handler_config={'text': 'Hello, {{ name }}!'})\n",
     )
     async def prepare(_: AsyncExitStack) -> tuple[Awaitable[list[tuple[float, str]]], None]:
-        return attacking(server.mcp_url(hostile), "greet", {"name": "x"}, ATTACK_SECONDS), None
+        return attacking(server.mcp_url(hostile), "greet", {"name": "x"}, ATTACK_SECONDS, ATTACK_PAUSE), None
 
     ended = await isolated(server.mcp_url(other), "four clients calling past a quota", prepare)
     # Past the quota every call is refused by it, or, past 1,200 a minute, by the session's own rate limit
