@@ -179,6 +179,21 @@ def print_oauth(results: dict[str, PhaseResult]) -> list[str]:
 QUOTA_GOAL = 0.95  # quotas on: at most 5% slower than off
 
 
+def echo_copied_to(tenant: str, indent: str = "", **fields: str) -> str:
+    """Shell code giving the tenant in variable `tenant` a copy of the demo's echo (its `fields` set, as
+    Python source), unless it has one; `demo` must name the demo tenant."""
+    lines = [
+        f"if not Tool.objects.filter(tenant={tenant}, name='echo').exists():",
+        "    echo = Tool.objects.get(tenant=demo, name='echo')",
+        "    echo.pk = None",
+        "    echo._state.adding = True",
+        f"    echo.tenant = {tenant}",
+        *(f"    echo.{name} = {value}" for name, value in fields.items()),
+        "    echo.save()",
+    ]
+    return "".join(f"{indent}{line}\n" for line in lines)
+
+
 QUOTA_SETUP = """
 from mcp_app.models import Tool
 from tenants.models import Tenant
@@ -187,23 +202,25 @@ quota, _ = Tenant.objects.get_or_create(slug="demo-quota", defaults=dict(name="d
 # Every quota on and never reached: each call is counted against the tenant, the tool and the caller.
 Tenant.objects.filter(pk=quota.pk).update(
     calls_per_minute=10**9, calls_per_minute_per_tool=10**9, calls_per_minute_per_caller=10**9)
-if not Tool.objects.filter(tenant=quota, name="echo").exists():
-    echo = Tool.objects.get(tenant=demo, name="echo")
-    echo.pk = None
-    echo._state.adding = True
-    echo.tenant = quota
-    echo.save()
-"""
+""" + echo_copied_to("quota")
+
+
+def on_off_bench(
+    env: dict[str, str], affinity: Affinity, timing: Timing, slices: int, setup: str, label: str, tenants: tuple[str, str]
+) -> dict[str, PhaseResult]:
+    """tools/call of echo on two tenants, "off" and "on" (`tenants`, as `setup` makes them in
+    `manage.py shell`), on one Daphne process, in alternating slices."""
+    run_checked([PYTHON, "manage.py", "shell", "-c", setup], env, f"{label} bench setup")
+    server = daphne_server(env, affinity.server, label=label)
+    with running(server):
+        targets = {"off": (f"/t/{tenants[0]}/mcp", None), "on": (f"/t/{tenants[1]}/mcp", None)}
+        return asyncio.run(drive_pair(server, targets, timing, slices))
 
 
 def operations_bench(
     env: dict[str, str], affinity: Affinity, timing: Timing, slices: int
 ) -> dict[str, PhaseResult]:
-    run_checked([PYTHON, "manage.py", "shell", "-c", QUOTA_SETUP], env, "operations bench setup")
-    server = daphne_server(env, affinity.server, label="operations")
-    with running(server):
-        targets = {"off": ("/t/demo/mcp", None), "on": ("/t/demo-quota/mcp", None)}
-        return asyncio.run(drive_pair(server, targets, timing, slices))
+    return on_off_bench(env, affinity, timing, slices, QUOTA_SETUP, "operations", ("demo", "demo-quota"))
 
 
 def print_on_off(
@@ -321,13 +338,7 @@ from tenants.models import Tenant
 demo = Tenant.objects.get(slug="demo")
 for slug in ("demo-plain", "demo-governed"):
     tenant, _ = Tenant.objects.get_or_create(slug=slug, defaults=dict(name=slug, auth_mode="public"))
-    if not Tool.objects.filter(tenant=tenant, name="echo").exists():
-        echo = Tool.objects.get(tenant=demo, name="echo")
-        echo.pk = None
-        echo._state.adding = True
-        echo.tenant = tenant
-        echo.save()
-governed = Tenant.objects.get(slug="demo-governed")
+""" + echo_copied_to("tenant", indent="    ") + """governed = Tenant.objects.get(slug="demo-governed")
 if not Policy.objects.filter(tenant=governed).exists():
     rules = [("deny", "tools", "caller.auth == 'api_key' && target.annotations.destructiveHint == true"),
              ("deny", "tools", "target.name == 'echo' && arguments.message.contains('password')"),
@@ -347,11 +358,8 @@ if not Policy.objects.filter(tenant=governed).exists():
 def governance_bench(
     env: dict[str, str], affinity: Affinity, timing: Timing, slices: int
 ) -> dict[str, PhaseResult]:
-    run_checked([PYTHON, "manage.py", "shell", "-c", GOVERNANCE_SETUP], env, "governance bench setup")
-    server = daphne_server(env, affinity.server, label="governance")
-    with running(server):
-        targets = {"off": ("/t/demo-plain/mcp", None), "on": ("/t/demo-governed/mcp", None)}
-        return asyncio.run(drive_pair(server, targets, timing, slices))
+    tenants = ("demo-plain", "demo-governed")
+    return on_off_bench(env, affinity, timing, slices, GOVERNANCE_SETUP, "governance", tenants)
 
 
 def print_governance_section(env: dict[str, str], affinity: Affinity, timing: Timing, rounds: int) -> None:
@@ -369,14 +377,7 @@ from mcp_app.models import Tool
 from tenants.models import Tenant
 demo = Tenant.objects.get(slug="demo")
 bg, _ = Tenant.objects.get_or_create(slug="demo-bg", defaults=dict(name="demo-bg", auth_mode="public"))
-if not Tool.objects.filter(tenant=bg, name="echo").exists():
-    echo = Tool.objects.get(tenant=demo, name="echo")
-    echo.pk = None
-    echo._state.adding = True
-    echo.tenant = bg
-    echo.execution = "background"
-    echo.save()
-"""
+""" + echo_copied_to("bg", execution="'background'")
 
 
 def background_bench(
