@@ -139,10 +139,13 @@ async def test_the_dashboard_draws_its_charts_in_a_real_browser_from_this_server
     async def drawn() -> bool | None:
         # The session's first requests and the call can land in different flushes (one a second):
         # the line charts may already draw while the echo call is not counted yet, so the bar of
-        # calls per tool is waited for as well.
+        # calls per tool, and echo's row, are waited for as well (another test's calls of the demo's
+        # other tools on this server may have drawn a bar already).
         await page.reload()
         lines = await page.locator("svg.chart .series").count()
-        return True if lines >= 3 and await page.locator("svg.chart rect.bar").count() >= 1 else None
+        bars = await page.locator("svg.chart rect.bar").count()
+        echo = await page.locator("#per-tool").get_by_text("echo").count()
+        return True if lines >= 3 and bars >= 1 and echo >= 1 else None
 
     await poll(drawn, "the charts to show the echo call")
     charts = page.locator("svg.chart")
