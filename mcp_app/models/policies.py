@@ -77,25 +77,30 @@ class Policy(models.Model):
         except ConditionError as exc:
             raise ValidationError({"condition": str(exc)}) from None
         self.condition = condition.source
-        if self.tenant_id is not None and self.enabled and not condition.uses_arguments:
+        asked = self.confirm_no_tools is False
+        if self.tenant_id is None or not self.enabled or (condition.uses_arguments and not asked):
+            rules.governance_rule(self, MAX_POLICIES_PER_TENANT, "policies")
+            return
+        callers, targets = self._callers(), self._targets()  # read once for both checks below
+        if not condition.uses_arguments:
             kinds = "tools, prompts and resources" if self.applies_to == AppliesTo.ALL else self.applies_to
-            why = reach.problem(condition, self.effect == Effect.DENY, self._callers(), self._targets(), kinds)
+            why = reach.problem(condition, self.effect == Effect.DENY, callers, targets, kinds)
             if why is not None:
                 raise ValidationError({"condition": why})
-        if self.tenant_id is not None and self.confirm_no_tools is False and self._keeps_no_member_a_tool():
+        if asked and self._keeps_no_member_a_tool(callers, targets):
             raise ValidationError({"condition": NO_TOOL_LEFT})
         rules.governance_rule(self, MAX_POLICIES_PER_TENANT, "policies")
 
-    def _keeps_no_member_a_tool(self) -> bool:
+    def _keeps_no_member_a_tool(self, callers: list[dict[str, Any]], targets: list[dict[str, Any]]) -> bool:
         """Whether, with this policy as saved beside the tenant's other enabled ones, no member would
-        have a single tool in its list."""
-        if not self.enabled or self.applies_to not in (AppliesTo.ALL, AppliesTo.TOOLS):
+        have a single tool in its list (`callers` and `targets` as `_callers` and `_targets` give them)."""
+        if self.applies_to not in (AppliesTo.ALL, AppliesTo.TOOLS):
             return False
         others = Policy.objects.filter(tenant_id=self.tenant_id, enabled=True).exclude(pk=self.pk)
         defs = [*(p.to_def() for p in others[:MAX_POLICIES_PER_TENANT]), self.to_def()]
         split = split_of(compile_all(defs), "tools")
-        members = [c for c in self._callers() if c["auth"] in ("oauth", "api_key")]
-        return reach.keeps_no_tool(split, members, [t for t in self._targets() if t["kind"] == "tool"])
+        members = [c for c in callers if c["auth"] in ("oauth", "api_key")]
+        return reach.keeps_no_tool(split, members, [t for t in targets if t["kind"] == "tool"])
 
     def _callers(self) -> list[dict[str, Any]]:
         """Callers a condition is tried on when saved (governance/reach.py): each member as an OAuth
