@@ -36,6 +36,8 @@ class SimulateForm(forms.Form):
     )
     client_id = forms.CharField(required=False, max_length=200, label="Client id")
     subject = forms.CharField(required=False, max_length=500, help_text="An identity provider's user.")
+    claims = forms.CharField(required=False, max_length=20_000, widget=forms.Textarea(attrs={"rows": 3}),
+                             initial="{}", help_text="That user's token's claims, a JSON object (caller.claims).")  # fmt: skip
     kind = forms.ChoiceField(choices=[(k, k) for k in KINDS])
     name = forms.CharField(
         max_length=2000, help_text="A tool's or prompt's name, a resource's URI, a template's."
@@ -52,14 +54,20 @@ class SimulateForm(forms.Form):
         field.queryset = tenants
 
     def clean_arguments(self) -> dict[str, Any]:
-        text = self.cleaned_data.get("arguments") or "{}"
-        try:
-            value = json.loads(text)
-        except ValueError as exc:
-            raise forms.ValidationError(f"Not JSON: {exc}") from None
-        if not isinstance(value, dict):
-            raise forms.ValidationError("The arguments are a JSON object.")
-        return value
+        return _json_object(self.cleaned_data.get("arguments"), "The arguments are")
+
+    def clean_claims(self) -> dict[str, Any]:
+        return _json_object(self.cleaned_data.get("claims"), "The claims are")
+
+
+def _json_object(text: str | None, what: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text or "{}")
+    except ValueError as exc:
+        raise forms.ValidationError(f"Not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise forms.ValidationError(f"{what} a JSON object.")
+    return value
 
 
 class PolicyForm(forms.ModelForm):
@@ -104,7 +112,7 @@ class PolicyAdmin(OwnersOnly):
             caller = SimulatedCaller(
                 auth=data["auth"], user_id=request.user.pk if data["auth"] != "anonymous" else None,
                 role=data["role"], subject=data["subject"], client_id=data["client_id"],
-                scopes=tuple(data["scopes"].split()),
+                scopes=tuple(data["scopes"].split()), claims=data["claims"],
             )  # fmt: skip
             try:
                 result = async_to_sync(simulate)(

@@ -72,6 +72,10 @@ class CallerSerializer(serializers.Serializer):
     client_id = serializers.CharField(required=False, allow_blank=True, max_length=200)
     scopes = serializers.ListField(child=serializers.CharField(max_length=200), required=False, max_length=50)
     address = serializers.CharField(required=False, allow_blank=True, max_length=100)
+    claims = serializers.DictField(
+        required=False, default=dict,
+        help_text="An identity provider's token's claims (caller.claims), for auth identity_provider.",
+    )  # fmt: skip
 
 
 class SimulateSerializer(serializers.Serializer):
@@ -107,6 +111,7 @@ class SimulateView(APIView):
             client_id=given.get("client_id", ""),
             scopes=tuple(given.get("scopes", ())),
             address=given.get("address", ""),
+            claims=given.get("claims", {}),
         )
         try:
             result = async_to_sync(simulate)(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -129,6 +130,7 @@ class RequestContext:
     client_id: str | None = None
     scopes: frozenset[str] | None = None  # None: the endpoint is public, nothing is scope-limited
     subject: str | None = None  # Caller.subject: a tenant's own identity provider's user
+    claims: str = ""  # Caller.claims: that user's token's claims (a policy's caller.claims)
     role: str = ""  # Caller.role: the user's role in the tenant, "" for none (a policy's caller.role)
     request_id: str | int | None = None
     progress_token: str | int | None = None
@@ -205,6 +207,40 @@ class Caller:
     # "<issuer>#<sub>" of a tenant's own identity provider's token, which names no local user (AMB-204).
     subject: str | None = None
     role: str = ""  # the user's role in the tenant (owner, editor, viewer); "" for none
+    # That token's verified claims as `kept_claims` keeps them (a policy's `caller.claims`); "" for none.
+    claims: str = ""
 
 
 PUBLIC = Caller()
+
+# A token's claims a policy may read, in all (canonical JSON): a group list of a few hundred names
+# fits; what does not is left out, claim by claim, and a condition reading it fails closed (AMB-359).
+MAX_CLAIMS_BYTES = 16_384
+MAX_CLAIM_DEPTH = 4
+# Claims that change with every token of the same person: kept, they would make each token a caller of
+# its own to every per-caller cache (lists, decisions), and no condition could use them (CEL has no clock).
+PER_TOKEN_CLAIMS = frozenset({"exp", "iat", "nbf", "jti", "nonce", "at_hash", "c_hash"})
+
+
+def kept_claims(claims: Mapping[str, Any]) -> str:
+    """A verified token's claims as a policy reads them (`caller.claims`), as compact JSON with sorted
+    keys (hashable, one spelling per set of claims): in key order, each claim but PER_TOKEN_CLAIMS that
+    fits what is left of MAX_CLAIMS_BYTES and nests at most MAX_CLAIM_DEPTH deep; "" when none is kept."""
+    kept: dict[str, Any] = {}
+    left = MAX_CLAIMS_BYTES
+    for name in sorted(k for k in claims if isinstance(k, str) and k not in PER_TOKEN_CLAIMS):
+        value = claims[name]
+        if _depth(value) > MAX_CLAIM_DEPTH:
+            continue
+        size = len(json.dumps({name: value}, separators=(",", ":")))
+        if size <= left:
+            kept[name], left = value, left - size
+    return json.dumps(kept, separators=(",", ":"), sort_keys=True) if kept else ""
+
+
+def _depth(value: Any, limit: int = MAX_CLAIM_DEPTH + 1) -> int:
+    """How deep lists and objects nest in `value` (a scalar: 0), counted no further than `limit`."""
+    if limit <= 0 or not isinstance(value, dict | list):
+        return 0
+    inner = value.values() if isinstance(value, dict) else value
+    return 1 + max((_depth(v, limit - 1) for v in inner), default=0)

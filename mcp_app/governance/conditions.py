@@ -84,6 +84,8 @@ class Condition:
                 value = self.program.execute(activation.repaired())
             except Exception as again:
                 raise ConditionError(str(again).split(". Check that")[0][:300]) from None
+        except KeyError as exc:  # a map without the key read
+            raise ConditionError(f"no such key: {str(exc.args[0])[:200]}") from None
         except Exception as exc:  # the binding raises RuntimeError, TypeError
             raise ConditionError(str(exc).split(". Check that")[0][:300]) from None
         if not isinstance(value, bool):

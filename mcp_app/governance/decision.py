@@ -21,6 +21,8 @@ a tenant's lists wait for its own policies and no other tenant's requests do (AM
 from __future__ import annotations
 
 import asyncio
+import functools
+import json
 import logging
 import threading
 import time
@@ -117,18 +119,25 @@ def caller_of(ctx: RequestContext) -> dict[str, Any]:
     else:
         auth = "anonymous"
     return caller_dict(auth, ctx.user_id, ctx.role, ctx.subject or "", ctx.client_id or "", ctx.scopes or (),
-                       ctx.client_address or "")  # fmt: skip
+                       ctx.client_address or "", claims_of(ctx.claims))  # fmt: skip
 
 
 def caller_dict(
     auth: str, user: int | None = None, role: str = "", subject: str = "", client_id: str = "",
-    scopes: Iterable[str] = (), address: str = "",
+    scopes: Iterable[str] = (), address: str = "", claims: dict[str, Any] | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """`caller` as a condition reads it."""
     return {
         "auth": auth, "user": user, "role": role, "subject": subject, "client_id": client_id,
-        "scopes": sorted(scopes), "address": address,
+        "scopes": sorted(scopes), "address": address, "claims": claims or {},
     }  # fmt: skip
+
+
+@functools.lru_cache(maxsize=1_024)
+def claims_of(kept: str) -> dict[str, Any]:
+    """`caller.claims`: a token's claims as `core.context.kept_claims` kept them, parsed once per set
+    (shared: never changed by a reader)."""
+    return json.loads(kept) if kept else {}
 
 
 def target_of(target: Target) -> dict[str, Any]:
@@ -155,7 +164,7 @@ def target_dict(
 
 def caller_key(ctx: RequestContext) -> tuple[Any, ...]:
     """What of a caller a condition may read: decisions are cached per this and the definitions version."""
-    return (ctx.subject, ctx.user_id, ctx.role, ctx.client_id, ctx.scopes, ctx.client_address)
+    return (ctx.subject, ctx.claims, ctx.user_id, ctx.role, ctx.client_id, ctx.scopes, ctx.client_address)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,10 @@
 A condition that reads no arguments is evaluated against the tenant's own targets of the kinds it
 applies to (at most MAX_TARGETS) and a set of callers drawn from its members: each member as an
 OAuth client and through an API key (with the member's role), an anonymous caller and an identity
-provider's user (at most MAX_EVALUATIONS pairs). Two outcomes are refused, each with its reason:
+provider's user (at most MAX_EVALUATIONS pairs). Three outcomes are refused, each with its reason:
+
+- a condition that cannot be evaluated for any of them (a key none has: a typo, or a claim only some
+  identity provider's tokens carry, read without `has()`): it fails closed for every one;
 
 - a condition on the target alone that holds for none of the tenant's targets: it would never
   decide anything (a typo in a name, a hint that no tool sets);
@@ -39,14 +42,23 @@ def problem(
     asked = callers if reads_caller else callers[:1]
     targets = targets[: max(1, min(MAX_TARGETS, MAX_EVALUATIONS // len(asked)))]
     held = evaluated = 0
+    failure = ""
     for target in targets:
         for caller in asked:
             try:
                 held += condition.holds_in(Activation({"caller": caller, "target": target}))
-            except ConditionError:
+            except ConditionError as exc:
+                failure = failure or str(exc)
                 continue  # it fails closed there, as it would at a request
             evaluated += 1
     count = f"{len(targets)} {kinds}"
+    if not evaluated:
+        whom = " and callers (each member, an API key, anonymous, an identity provider's user)" if reads_caller else ""
+        return (
+            f"It cannot be evaluated for any of this tenant's {count}{whom} ({failure}), so it fails closed "
+            "for all of them (a deny holds, an allow does not). Guard what some callers or targets lack "
+            "with has(), as in has(caller.claims.groups) && 'x' in caller.claims.groups."
+        )
     if not reads_caller and held == 0:
         return (
             f"It holds for none of this tenant's {count}: it would never decide anything. Check the names "

@@ -36,7 +36,7 @@ from joserfc.errors import BadSignatureError, JoseError
 from joserfc.jwk import JWKRegistry
 
 from mcp_app.core import ssrf
-from mcp_app.core.context import Caller
+from mcp_app.core.context import Caller, kept_claims
 from mcp_app.core.types import ASYMMETRIC_ALGORITHMS, ExternalIdentity, TenantInfo
 from mcp_app.federation import transport
 from mcp_app.handlers.secrets import SecretsError, decrypt_secrets
@@ -344,6 +344,7 @@ def _caller(claims: dict[str, Any], identity: ExternalIdentity) -> tuple[Caller,
         client_id=client if isinstance(client, str) and client else None,
         scopes=mapped(identity, _scopes(claims.get(identity.scope_claim))),
         subject=f"{identity.issuer}#{subject}",
+        claims=kept_claims(claims),
     )
     return caller, float(expires) + leeway
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_app import catalog as catalogs
-from mcp_app.core.context import RequestContext
+from mcp_app.core.context import RequestContext, kept_claims
 from mcp_app.core.types import Catalog, TenantInfo
 from mcp_app.core.versions import LATEST_MODERN
 from mcp_app.governance import decision, guardrails
@@ -32,6 +32,7 @@ class SimulatedCaller:
     client_id: str = ""
     scopes: tuple[str, ...] = ()
     address: str = ""
+    claims: dict[str, Any] = field(default_factory=dict)  # an identity provider's token's claims
 
 
 @dataclass
@@ -108,6 +109,7 @@ def context_for(tenant: TenantInfo, caller: SimulatedCaller) -> RequestContext:
         client_id=client_id or None,
         scopes=None if caller.auth == "anonymous" else frozenset(caller.scopes),
         subject=(caller.subject or "simulated") if caller.auth == "identity_provider" else None,
+        claims=kept_claims(caller.claims) if caller.auth == "identity_provider" else "",
         role=caller.role if caller.auth != "anonymous" else "",
         client_address=caller.address or None,
     )

@@ -203,6 +203,7 @@ def build_context(
         client_id=caller.client_id,
         scopes=caller.scopes,
         subject=caller.subject,
+        claims=caller.claims,
         role=caller.role,
         request_id=message.get("id"),
         progress_token=progress_token(message),

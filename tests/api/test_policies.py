@@ -91,3 +91,19 @@ def test_a_policy_leaving_no_member_a_tool_is_a_400_until_confirmed(as_alice, to
     assert "confirm_no_tools" not in made.json()  # asked each time, never stored
     edited = as_alice.call("PATCH", f"{POLICIES}{made.json()['id']}/", {"description": "on purpose"})
     assert edited.status_code == 400 and "single tool" in str(edited.json())
+
+
+def test_the_simulator_takes_an_identity_providers_claims(as_alice, tools) -> None:
+    made = as_alice.call(
+        "POST", POLICIES,
+        {"name": "dba-drops", "condition": "target.name == 'drop_table' && !(has(caller.claims.team) && caller.claims.team == 'dba')"},
+    )  # fmt: skip
+    assert made.status_code == 201, made.json()
+    for team, tools_listed in (("dba", ["drop_table", "read_rows"]), ("web", ["read_rows"])):
+        caller = {"auth": "identity_provider", "subject": "sam", "claims": {"team": team, "exp": 1}}
+        got = as_alice.call("POST", SIMULATE, {"caller": caller, "kind": "tool", "name": "read_rows"}).json()
+        assert got["allowed"] is True and got["lists"]["tools"] == tools_listed, (team, got)
+    # A claims object that is not one is a 400 saying so.
+    bad = {"auth": "identity_provider", "claims": ["team"]}
+    refused = as_alice.call("POST", SIMULATE, {"caller": bad, "kind": "tool", "name": "read_rows"})
+    assert refused.status_code == 400 and "claims" in str(refused.json())

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import httpx
 import httpx2
 import pytest
-from mcp import Client
+from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.e2e.helpers import INITIALIZE_PARAMS, MCP_HEADERS, REQUEST_SECONDS, Upstream
@@ -134,3 +134,37 @@ def test_refusals_and_step_up_over_http(idp_daphne: DaphneServer, idp: IdentityP
         f"{idp_daphne.url}/.well-known/oauth-protected-resource/t/{slug}/mcp", timeout=REQUEST_SECONDS
     )
     assert metadata.json()["authorization_servers"] == [idp.url]
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_policy_reads_the_identity_providers_claims_for_the_sdk_client(
+    idp_daphne: DaphneServer, idp: IdentityProvider, mode: str
+) -> None:
+    """`caller.claims` (AMB-359): the verified token's own claims decide. A person in the provider's
+    `finance` group lists and calls `salaries`; one in `sales` lists only `echo` and is answered as
+    for a tool that does not exist."""
+    name = f"claims-{secrets.token_hex(3)}"
+    url = idp_daphne.mcp_url(name)
+    identity = {"issuer": idp.url, "jwks_uri": idp.jwks_uri, "audience": url}
+    django_shell(
+        idp_daphne.env,
+        "from mcp_app.models import Policy, Tool\nfrom tenants.models import Tenant\n"
+        f"tenant = Tenant(slug={name!r}, name={name!r}, auth_mode='oauth', identity={identity!r})\n"
+        "tenant.full_clean()\ntenant.save()\n"
+        "for tool in ('echo', 'salaries'):\n"
+        "    Tool.objects.create(tenant=tenant, name=tool, handler='template', handler_config={'text': tool})\n"
+        "p = Policy(tenant=tenant, name='salaries-for-finance', condition=\"target.name == 'salaries' && "
+        "!(has(caller.claims.groups) && 'finance' in caller.claims.groups)\")\n"
+        "p.full_clean()\np.save()\n",
+    )
+    for groups, listed in ((["staff", "finance"], ["echo", "salaries"]), (["sales"], ["echo"])):
+        claims = idp.claims(url, sub=f"{groups[-1]}-{mode}", scope=SCOPES, groups=groups)
+        client, http = sdk(url, idp.mint(claims), mode)
+        async with http, client:
+            assert [tool.name for tool in (await client.list_tools()).tools] == listed
+            if "salaries" in listed:
+                result = await client.call_tool("salaries", {})
+                assert result.content[0].text == "salaries"  # type: ignore[union-attr]
+            else:
+                with pytest.raises(MCPError, match="Unknown tool: salaries"):
+                    await client.call_tool("salaries", {})

@@ -60,6 +60,15 @@ def test_a_deny_that_holds_for_every_caller_and_target_is_refused(tools) -> None
     save(tools, "true", effect="allow")  # everyone may use everything: the default, written down
 
 
+def test_a_condition_that_cannot_be_evaluated_for_any_caller_or_target_is_refused_naming_the_key(tools) -> None:
+    why = refused(tools, "target.nmae == 'drop_table'")
+    assert "cannot be evaluated" in why and "no such key: nmae" in why
+    # A claim only some identity providers' tokens carry, read without has(): fails closed for all others.
+    why = refused(tools, "'finance' in caller.claims.groups", effect="allow")
+    assert "no such key: groups" in why and "has(caller.claims.groups)" in why
+    save(tools, "target.name == 'drop_table' && !(has(caller.claims.groups) && 'dba' in caller.claims.groups)")
+
+
 def test_what_depends_on_the_caller_or_the_arguments_is_left_to_the_request(tools) -> None:
     save(tools, "caller.role == 'viewer' && target.annotations.destructiveHint", name="viewers-read")
     save(tools, "caller.client_id == 'a-client-not-seen-yet'", name="one-client")  # no such caller yet: fine

@@ -1,6 +1,7 @@
 """List equals call, proven (AMB-347): for every surface (tools, prompts, resources, resource templates),
 both eras, every kind of tool (template, python, background, upstream) and every kind of caller
-(anonymous, OAuth as an owner and as a viewer, an API key, an identity provider's user), what a list
+(anonymous, OAuth as an owner and as a viewer, an API key, an identity provider's user with and without
+a claim a policy reads), what a list
 shows can be used, and what it leaves out answers exactly as a missing target does.
 
 The tenant's policies give each caller a different view: generated from them, not written per case, so
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 
-from mcp_app.core.context import RequestContext
+from mcp_app.core.context import RequestContext, kept_claims
 from mcp_app.models import Policy, Prompt, Resource, ResourceTemplate, Tool, UpstreamTool
 from mcp_app.upstreams import service
 from tenants import wall
@@ -37,6 +38,7 @@ CALLERS = {
     "viewer-oauth": {"user": "bob", "role": "viewer", "client_id": "client-2", "scopes": frozenset({"mcp"})},
     "owner-api-key": {"user": "alice", "role": "owner", "client_id": "api-key:1", "scopes": frozenset()},
     "idp-user": {"subject": "sam@idp.example", "scopes": frozenset()},
+    "idp-writer": {"subject": "kim@idp.example", "scopes": frozenset(), "claims": kept_claims({"groups": ["writers"]})},
 }
 # Each caller sees a different part of the tenant; greet's deny reads the arguments, so it stays listed.
 POLICIES = [
@@ -44,6 +46,8 @@ POLICIES = [
     ("no-plans-for-viewers", "deny", "prompts", "caller.role == 'viewer' && target.name == 'secret_plan'"),
     ("public-for-strangers", "allow", "resources", "caller.auth != 'anonymous' || target.uri.startsWith('demo://public')"),
     ("no-upstreams-for-idp", "deny", "all", "caller.auth == 'identity_provider' && target.upstream != ''"),
+    ("letters-for-writers", "deny", "prompts", "caller.auth == 'identity_provider' && target.name == 'letter' "
+     "&& !(has(caller.claims.groups) && 'writers' in caller.claims.groups)"),
     ("no-background-for-keys", "deny", "tools", "caller.auth == 'api_key' && target.name == 'count'"),
     ("no-root", "deny", "tools", "target.name == 'greet' && arguments.name == 'root'"),
 ]  # fmt: skip
@@ -135,7 +139,8 @@ EXPECTED_HIDDEN = {
     "owner-oauth": set(),
     "viewer-oauth": {"secret_plan"},
     "owner-api-key": {"count"},
-    "idp-user": {"docs_echo"},
+    "idp-user": {"docs_echo", "letter"},
+    "idp-writer": {"docs_echo"},
 }
 
 

@@ -7,6 +7,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.core.exceptions import ValidationError
 
+from mcp_app.core.context import kept_claims
 from mcp_app.models import Policy, ResourceTemplate
 from tests.protocol.support import call, result_of
 from tests.support import make_ctx
@@ -126,3 +127,25 @@ async def test_a_hint_a_tool_leaves_out_reads_as_the_specs_default(demo_a) -> No
     )
     listed = await tool_names(make_ctx(demo_a))
     assert "greet" in listed and "echo" not in listed
+
+
+async def test_a_condition_reads_an_identity_providers_claims_and_each_set_of_claims_has_its_own_list(
+    demo_a,
+) -> None:
+    """`caller.claims` (AMB-359): a token's claims decide, and two callers alike but for their claims
+    are two callers to the cached list decision. A caller with no claims reads an empty map."""
+    await sync_to_async(policy)(
+        demo_a, "echo-for-finance",
+        "target.name == 'echo' && !(has(caller.claims.groups) && 'finance' in caller.claims.groups)",
+    )  # fmt: skip
+
+    def as_member_of(*groups: str):
+        claims = kept_claims({"sub": "sam", "groups": list(groups), "iat": 1, "exp": 2})
+        return make_ctx(demo_a, subject="https://idp.example#sam", claims=claims, scopes=frozenset())
+
+    assert "echo" in await tool_names(as_member_of("finance", "staff"))
+    assert "echo" not in await tool_names(as_member_of("sales"))
+    assert "echo" in await tool_names(as_member_of("finance"))
+    assert "echo" not in await tool_names(make_ctx(demo_a))  # no claims: the deny holds
+    hidden = await call(as_member_of("sales"), "tools/call", {"name": "echo", "arguments": {"message": "x"}})
+    assert hidden["error"]["message"] == "Unknown tool: echo"
