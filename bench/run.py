@@ -8,6 +8,7 @@
     .venv/bin/python bench/run.py --only-asking   # background progress, asking, workers, held runs
     .venv/bin/python bench/run.py --only-operations   # quotas on vs off; metrics + quotas + tenant wall on vs off
     .venv/bin/python bench/run.py --only-governance   # 20 policies, 3 guardrails and a quota vs none
+    .venv/bin/python bench/run.py --only-audit-load   # tools/call, a million governance events stored vs none
     .venv/bin/python bench/run.py --only-upstream   # tools/call through federation vs the SDK client direct
     .venv/bin/python bench/run.py --only-scale   # tools/list: many tools, many tenants, 10 upstreams (one dead)
     .venv/bin/python bench/run.py --only-connected   # an http tool with the caller's connection vs a secret header
@@ -41,6 +42,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from asking import print_asking_section  # noqa: E402
+from audit_load import print_audit_load_section  # noqa: E402
 from connected import print_connected_section  # noqa: E402
 from external_idp import print_identity_section  # noqa: E402
 from hotspots import profile_ours  # noqa: E402
@@ -114,6 +116,11 @@ def main() -> None:
         "--only-governance",
         action="store_true",
         help="only compare tools/call on a tenant with 20 policies, 3 guardrails and a quota with one without, c=16",
+    )
+    parser.add_argument(
+        "--only-audit-load",
+        action="store_true",
+        help="only compare tools/call (each an audit event) with a million governance events stored vs none, c=16",
     )
     parser.add_argument(
         "--only-background",
@@ -237,6 +244,12 @@ def main() -> None:
         print("## Tenant scale: tools/list page fetch latency, one client")
         print()
         print_scale(scale_bench(database_url, redis_url, affinity, 3.0 if args.quick else 6.0, rounds * 2))
+        print()
+        print(f"total bench time: {time.monotonic() - started:.0f}s")
+        return
+
+    if args.only_audit_load:
+        print_audit_load_section(database_url, redis_url, affinity, timing, rounds)
         print()
         print(f"total bench time: {time.monotonic() - started:.0f}s")
         return

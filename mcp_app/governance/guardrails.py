@@ -118,10 +118,55 @@ class Outcome:
     findings: list[Finding] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Guards:
+    """The guardrails that apply to one target's arguments or results, in order, and one RE2 set of
+    every pattern of all of them: one pass over a text says which patterns may match it, so a text
+    with nothing to find (most of them) costs one match, not one per guardrail (AMB-354)."""
+
+    rows: tuple[Compiled, ...]
+    prefilter: Any = None  # re2.Set, or None when the patterns together outgrow RE2's memory bound
+    owners: tuple[tuple[int, int], ...] = ()  # a pattern's index in it -> (row, detector) indices
+
+    def __bool__(self) -> bool:
+        return bool(self.rows)
+
+    def __iter__(self) -> Iterator[Compiled]:
+        return iter(self.rows)
+
+    def candidates(self, text: str) -> dict[int, list[Detector]] | None:
+        """Each row's detectors whose pattern matches somewhere in `text` (none: {}), or None when
+        there is no set to ask (each row's own prefilter then says)."""
+        if self.prefilter is None:
+            return None
+        found: dict[int, list[Detector]] = {}
+        for index in sorted(self.prefilter.Match(text) or ()):
+            row, detector = self.owners[index]
+            found.setdefault(row, []).append(self.rows[row].detectors[detector])
+        return found
+
+
+def guards_of(rows: tuple[Compiled, ...]) -> Guards:
+    if not rows:
+        return Guards(())
+    prefilter = re2.Set.SearchSet(options())
+    owners = []
+    try:
+        for row, guardrail in enumerate(rows):
+            for index, detector in enumerate(guardrail.detectors):
+                prefilter.Add(detector.pattern.pattern)
+                owners.append((row, index))
+        prefilter.Compile()
+    except re2.error:
+        logger.info("the guardrails of one target outgrow one RE2 set: each runs its own prefilter")
+        return Guards(rows)
+    return Guards(rows, prefilter, tuple(owners))
+
+
 class _Scan:
     """One value's scan by the guardrails that apply to it: a budget of confirmations, the findings."""
 
-    def __init__(self, guardrails: tuple[Compiled, ...], where: str, yielding: bool) -> None:
+    def __init__(self, guardrails: Guards, where: str, yielding: bool) -> None:
         self.guardrails = guardrails
         self.where = where
         self.yielding = yielding  # off the serving loop: hand it the GIL every YIELD_CONFIRMATIONS
@@ -130,12 +175,15 @@ class _Scan:
         self.findings: list[Finding] = []
         self.blocked: Blocked | None = None
 
-    def spans(self, guardrail: Compiled, text: str) -> Iterator[tuple[int, int, str]]:
-        if guardrail.prefilter is not None:
-            which = guardrail.prefilter.Match(text)
-            detectors = [guardrail.detectors[i] for i in sorted(which or ())]
-        else:
-            detectors = list(guardrail.detectors)
+    def spans(
+        self, guardrail: Compiled, text: str, detectors: list[Detector] | None
+    ) -> Iterator[tuple[int, int, str]]:
+        if detectors is None:  # no set over every guardrail: this one's own
+            if guardrail.prefilter is not None:
+                which = guardrail.prefilter.Match(text)
+                detectors = [guardrail.detectors[i] for i in sorted(which or ())]
+            else:
+                detectors = list(guardrail.detectors)
         for detector in detectors:
             for match in detector.pattern.finditer(text):
                 self.candidates += 1
@@ -153,9 +201,15 @@ class _Scan:
         if self.blocked is not None or not text:
             return text
         readable = _readable(text)
+        candidates = self.guardrails.candidates(readable)
+        if candidates == {}:
+            return text  # no pattern of any guardrail matches anywhere in it
         cut: list[tuple[int, int, str]] = []
-        for guardrail in self.guardrails:
-            for start, end, kind in self.spans(guardrail, readable):
+        for row, guardrail in enumerate(self.guardrails.rows):
+            detectors = None if candidates is None else candidates.get(row)
+            if candidates is not None and detectors is None:
+                continue
+            for start, end, kind in self.spans(guardrail, readable, detectors):
                 self.findings.append(Finding(guardrail.name, guardrail.action, kind))
                 if guardrail.action == "block":
                     self.blocked = Blocked(guardrail.name, _article(kind), self.where)
@@ -251,19 +305,20 @@ def _block(block: Any, scan: _Scan) -> Any:
 
 
 # (tenant, version, target, on arguments) -> the guardrails that apply: every call asks twice.
-_APPLYING: LRUCache[tuple[int, int, str, bool], tuple[Compiled, ...]] = LRUCache(maxsize=8_192)
+_APPLYING: LRUCache[tuple[int, int, str, bool], Guards] = LRUCache(maxsize=8_192)
+NONE = Guards(())
 
 
-def applying(catalog: Catalog, target: str, arguments: bool) -> tuple[Compiled, ...]:
+def applying(catalog: Catalog, target: str, arguments: bool) -> Guards:
     if not catalog.guardrails:
-        return ()
+        return NONE
     key = (catalog.tenant_id, catalog.version, target, arguments)
     with _LOCK:
         found = _APPLYING.get(key)
     if found is None:
-        found = tuple(
+        found = guards_of(tuple(
             g for g in compiled(catalog) if g.guards(target) and (g.arguments if arguments else g.results)
-        )
+        ))  # fmt: skip
         with _LOCK:
             _APPLYING[key] = found
     return found
@@ -285,7 +340,7 @@ def _finish(scan: _Scan, value: Any, target: str, tenant_id: int) -> Outcome:
 
 
 def _unread(
-    guardrails: tuple[Compiled, ...], where: str, target: str, tenant_id: int, value: Any, why: str
+    guardrails: Guards, where: str, target: str, tenant_id: int, value: Any, why: str
 ) -> Outcome:
     """A value the guardrails could not read whole: blocked by the first that would change it."""
     for guardrail in guardrails:
@@ -298,7 +353,7 @@ def _unread(
 
 
 def _scanned(
-    guardrails: tuple[Compiled, ...],
+    guardrails: Guards,
     tenant_id: int,
     target: str,
     value: Any,

@@ -25,7 +25,6 @@ capability it needs; a legacy call becomes an isError result that says so.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
 import hashlib
 import json
@@ -405,7 +404,7 @@ def asking_context(ctx: RequestContext, rounds: Rounds | None) -> RequestContext
     """`ctx` for a handler that may ask: its asker, the call's name across rounds, what it carries."""
     call_id = rounds.call_id if rounds is not None else secrets.token_urlsafe(16)
     carried = rounds.carried if rounds is not None else {}
-    return dataclasses.replace(ctx, ask=asker_for(ctx, rounds), call_id=call_id, carried=carried)
+    return ctx.but(ask=asker_for(ctx, rounds), call_id=call_id, carried=carried)
 
 
 async def answering(

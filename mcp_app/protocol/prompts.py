@@ -8,7 +8,6 @@ cannot be asked gets the usual -32602 for a required one.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from mcp_app import catalog as catalogs
@@ -139,7 +138,7 @@ async def handle_get(ctx: RequestContext, params: dict[str, Any]) -> dict[str, A
         ]
         result = {**result, "messages": messages}
     else:
-        ctx = dataclasses.replace(ctx, resources=resources_of(catalog.resources_by_uri))
+        ctx = ctx.but(resources=resources_of(catalog.resources_by_uri))
 
         async def render(ctx: RequestContext) -> dict[str, Any]:
             return await _render(ctx, prompt, await _variables(ctx, prompt, arguments))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from mcp_app import catalog as catalogs
@@ -138,7 +137,7 @@ async def handle_read(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
                 raise InternalError(truncate(f"The resource could not be read: {exc.message}")) from None
 
         # A template's handler may ask the client (protocol/asking.py) before it answers.
-        ctx = dataclasses.replace(ctx, resources=resources_of(catalog.resources_by_uri))
+        ctx = ctx.but(resources=resources_of(catalog.resources_by_uri))
         result = await asking.answering(ctx, "resources/read", uri, {}, params, read)
         if "contents" not in result:
             return result  # a question for the client: InputRequiredResult

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import dataclasses
 import json
 import logging
 from typing import Any
@@ -179,10 +178,10 @@ async def execute(
     worker for a background run (its record holds the guarded result too).
     """
     # The client's answers to what the tool asks pass the guardrails on arguments (AMB-354). A copy of
-    # the context only when there are such guardrails: the copy is ~10 µs of a plain call's ~75.
+    # the context only when there are such guardrails.
     asker = answers.guarded_asker(ctx, catalog, tool.name)
     if asker is not ctx.ask:
-        ctx = dataclasses.replace(ctx, ask=asker)
+        ctx = ctx.but(ask=asker)
     try:
         if in_background:
             raw = await background.run(ctx, tool, arguments, ctx.ask, job_id=job_id)
@@ -289,7 +288,7 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
         if is_modern(ctx.protocol_version)
         else None
     )
-    ctx = dataclasses.replace(ctx, resources=resources_of(catalog.resources_by_uri))
+    ctx = ctx.but(resources=resources_of(catalog.resources_by_uri))
     try:
         refusal = await approval.check(ctx, tool, arguments, rounds)
         if refusal is not None:

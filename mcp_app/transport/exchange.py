@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 from typing import Any
 
 from mcp_app.core.context import RequestContext
@@ -67,7 +66,7 @@ class Exchange:
         async def emit(notification: Message) -> None:
             await self._emit(notification, cancelled)
 
-        ctx = replace(ctx, emit=emit, cancelled=cancelled)
+        ctx = ctx.but(emit=emit, cancelled=cancelled)
         task = asyncio.get_running_loop().create_task(self._run(ctx, message, cancellable))
         _tasks.add(task)
         task.add_done_callback(_tasks.discard)

@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import json
 import time
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from mcp_app import catalog
@@ -140,7 +139,7 @@ async def serve(consumer: McpConsumer, ctx: RequestContext, message: dict[str, A
             queue.put_nowait(notification)
 
     task = loop.create_task(
-        runner.run_dispatch(replace(ctx, emit=emit, cancelled=cancelled), message, "request")
+        runner.run_dispatch(ctx.but(emit=emit, cancelled=cancelled), message, "request")
     )
     gone = loop.create_task(consumer.receive())  # the body was read: the next message is the disconnect
     waiter = loop.create_task(queue.get())

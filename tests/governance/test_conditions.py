@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_app.governance.conditions import MAX_CONDITION_CHARS, ConditionError, compile_condition
+from mcp_app.governance.conditions import MAX_CONDITION_CHARS, ConditionError, Prepared, compile_condition
 
 
 def test_a_condition_compiles_once_and_says_whether_it_reads_the_arguments() -> None:
@@ -50,3 +50,32 @@ def test_a_string_utf_8_cannot_hold_is_read_with_the_replacement_character() -> 
         "arguments.message.contains('pass') && arguments.message.endsWith('\\ufffd')"
     )
     assert condition.holds({"arguments": {"message": "pass\ud800"}})
+
+
+def test_a_prepared_caller_and_target_are_converted_once_and_each_use_adds_its_arguments() -> None:
+    condition = compile_condition("target.name == 'echo' && arguments.message.contains('password')")
+    prepared = Prepared({"target": {"name": "echo", "annotations": {"readOnlyHint": True}}})
+    first = prepared.borrow("arguments", {"message": "my password"})
+    assert condition.holds_in(first) and first.borrowed is prepared
+    # Borrowed meanwhile (another thread): the second use converts its own, and decides the same.
+    second = prepared.borrow("arguments", {"message": "hello"})
+    assert second.borrowed is None and not condition.holds_in(second)
+    prepared.give_back(second, "arguments")
+    prepared.give_back(first, "arguments")
+    shared = prepared._context
+    again = prepared.borrow("arguments", {"message": "hello"})
+    assert again._context is shared and not condition.holds_in(again)
+    prepared.give_back(again, "arguments")
+    # A string UTF-8 cannot hold: read with U+FFFD on a context of its own; the shared one stays usable.
+    odd = prepared.borrow("arguments", {"message": "password \ud800"})
+    assert condition.holds_in(odd)
+    prepared.give_back(odd, "arguments")
+    assert condition.holds_in(prepared.borrow("arguments", {"message": "password"}))
+
+
+def test_a_prepared_context_keeps_no_use_s_arguments_once_given_back() -> None:
+    prepared = Prepared({})
+    used = prepared.borrow("arguments", {"message": "x" * 1_000_000})
+    assert compile_condition("size(arguments.message) == 1000000").holds_in(used)
+    prepared.give_back(used, "arguments")
+    assert compile_condition("arguments == null").program.execute(prepared._context) is True

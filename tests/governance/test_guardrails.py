@@ -211,3 +211,20 @@ def test_a_lone_surrogate_is_read_as_a_replacement_and_passes_unchanged_when_not
     rows = catalog(guard("email"))
     assert scanned(rows, "\ud800 plain") == "\ud800 plain"
     assert scanned(rows, "\ud800 bob@example.com \udfff") == "\ud800 [redacted e-mail address] \udfff"
+
+
+def test_one_set_over_every_guardrail_picks_the_patterns_to_run_and_too_many_fall_back_to_each_its_own() -> None:
+    rows = catalog(guard("secrets", "block", name="keys"), guard("personal_data", name="people"),
+                   guard("pattern", pattern=r"PRJ-\d{6}", name="codes"))  # fmt: skip
+    guards = guardrails.applying(rows, "echo", arguments=True)
+    assert guards.prefilter is not None and len(guards.owners) == sum(len(g.detectors) for g in guards)
+    assert guards.candidates("nothing to see here") == {}
+    assert [d.kind for d in guards.candidates("ann@example.com, PRJ-123456")[1]] == ["e-mail address"]
+    assert scanned(rows, "write to ann@example.com about PRJ-123456") == (
+        "write to [redacted e-mail address] about [redacted match of codes]"
+    )
+    # Patterns that RE2 runs one by one but not all in one set (its memory bound): each guardrail its own.
+    heavy = catalog(*(guard("pattern", pattern=rf"\pL{{150}}{i}", name=f"p{i}") for i in range(20)),
+                    guard("email", name="mail"))  # fmt: skip
+    assert guardrails.applying(heavy, "echo", arguments=False).prefilter is None
+    assert scanned(heavy, "ann@example.com " + "a" * 150 + "7") == "[redacted e-mail address] [redacted match of p7]"
