@@ -190,6 +190,7 @@ class TenantAdmin(MembershipPermissionsMixin, admin.ModelAdmin):
             },
         ),
         ("Long answers (2025-11-25 clients)", {"fields": ("stream_poll_seconds", "stream_poll_retry_ms")}),
+        ("Governance events (AMB-360)", {"fields": ("audit_sampling",)}),
         ("Single sign-on members (AMB-213)", {"fields": ("sso_email_domains", "sso_groups", "sso_role")}),
         ("State", {"fields": ("definitions_version", "created_at", "updated_at")}),
     )

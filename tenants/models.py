@@ -12,6 +12,7 @@ from django.utils import timezone
 from oauth2_provider.settings import oauth2_settings
 
 from tenants import identity_provider
+from tenants.audit_sampling import validate_sampling
 from tenants.sso_rules import validate_domains, validate_groups
 
 
@@ -190,6 +191,15 @@ class Tenant(models.Model):
         default=SsoRole.VIEWER,
         help_text="The role single sign-on gives (never owner). A membership it gave goes when the rule no "
         "longer matches at the person's next sign-in; one given by hand or by invitation stays.",
+    )
+    # The share of each kind of governance event kept (tenants/audit_sampling.py, AMB-360).
+    audit_sampling = models.JSONField(
+        default=dict,
+        blank=True,
+        validators=[validate_sampling],
+        help_text='The percent of governance events kept, by kind (denied, blocked, redacted, audited, '
+        'throttled); a kind not named keeps every event. E.g. {"audited": 10} keeps one audit-only '
+        "finding in ten. A kept event says it was sampled.",
     )
     # Bumped on every change to the tenant's definitions; drives caches and list_changed.
     definitions_version = models.PositiveBigIntegerField(default=1, editable=False)

@@ -251,3 +251,5 @@ class TenantInfo:
     stream_poll_seconds: int = 0  # a legacy long answer's stream closed after this long (AMB-128); 0: never
     stream_poll_retry_ms: int = 1000  # the retry a polling client is told
     identity: ExternalIdentity | None = None  # None: only our authorization server's tokens
+    # (kind, percent kept) of the governance events the tenant samples (AMB-360); a kind not named: all.
+    audit_sampling: tuple[tuple[str, int], ...] = ()

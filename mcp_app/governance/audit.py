@@ -4,11 +4,13 @@ quota throttled. `record` appends to this process's memory and nothing else: the
 denials costs the request path a lock and an append, never a database write. At most MAX_PENDING wait
 between two flushes; past that an event is counted as dropped (the flush logs the count) rather than
 kept without bound. An event names the rule, the target and the caller, never an argument or the text
-a guardrail found."""
+a guardrail found. A tenant may keep only a share of a kind (its `audit_sampling`, AMB-360): a kept
+event of a sampled kind says so (`detail.sampled_percent`), so a count can be scaled back."""
 
 from __future__ import annotations
 
 import hashlib
+import random
 import threading
 import time
 from collections import deque
@@ -18,7 +20,6 @@ from typing import Any
 from mcp_app.core.context import RequestContext
 
 MAX_PENDING = 10_000
-KINDS = ("denied", "blocked", "redacted", "audited", "throttled")
 
 
 def identity_key(ctx: RequestContext) -> str:
@@ -44,7 +45,7 @@ def identity_key(ctx: RequestContext) -> str:
 class Event:
     at: float
     tenant_id: int
-    kind: str  # one of KINDS
+    kind: str  # one of tenants.audit_sampling.EVENT_KINDS
     rule: str  # the policy, guardrail or quota; "" when no allow policy held
     target: str  # the tool, prompt or resource (its name or URI)
     method: str
@@ -61,6 +62,12 @@ def record(
     ctx: RequestContext, kind: str, rule: str, target: str, method: str, detail: dict[str, Any] | None = None
 ) -> None:
     global _dropped
+    for sampled, percent in ctx.tenant.audit_sampling:
+        if sampled == kind:
+            if random.random() * 100 >= percent:
+                return
+            detail = {**(detail or {}), "sampled_percent": percent}
+            break
     event = Event(time.time(), ctx.tenant.id, kind, rule[:64], target[:300], method[:40], identity_key(ctx),
                   detail or {})  # fmt: skip
     with _lock:

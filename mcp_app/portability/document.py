@@ -146,7 +146,7 @@ SETTINGS_FIELDS = (
     "allowed_origins", "auth_mode", "cache_ttl_ms", "task_ttl_seconds", "cache_scope",
     "calls_per_minute", "calls_per_minute_per_tool", "calls_per_minute_per_caller",
     "max_sessions", "max_background_runs", "max_streams", "max_streams_per_session", "max_body_bytes",
-    "stream_poll_seconds", "stream_poll_retry_ms",
+    "stream_poll_seconds", "stream_poll_retry_ms", "audit_sampling",
     # Its own identity provider (AMB-203); the introspection client's secret is never carried.
     "identity",
     # Who single sign-on makes a member, and as what (tenants/sso_memberships.py, AMB-213).

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from mcp_app.core.types import Catalog, GuardrailDef
-from mcp_app.governance import audit, guardrails
+from mcp_app.governance import audit, guardrails, scanning
 from mcp_app.governance.detectors import PatternError, compile_pattern
 
 GITHUB = "ghp_" + "a1B2c3D4e5" * 3 + "f6G7h8"  # 36 characters after the prefix
@@ -173,7 +173,7 @@ def test_a_value_too_large_to_read_is_blocked_by_a_redacting_guardrail_and_only_
 
 
 def test_more_candidates_than_a_scan_confirms_fail_closed() -> None:
-    text = " ".join(["+44 20 7946 0958"] * (guardrails.MAX_CANDIDATES + 1))
+    text = " ".join(["+44 20 7946 0958"] * (scanning.MAX_CANDIDATES + 1))
     outcome = guardrails.scan_now(catalog(guard("phone")), "echo", {"m": text}, "arguments", "arguments")
     assert outcome.blocked is not None and "more than 10,000 candidate findings" in outcome.blocked.message()
 
@@ -188,7 +188,7 @@ async def test_a_large_value_is_scanned_off_the_serving_loop(monkeypatch) -> Non
 
     monkeypatch.setattr(guardrails, "_scanned", recording)
     rows = catalog(guard("email"))
-    caller = SimpleNamespace(tenant=SimpleNamespace(id=-1), client_id=None, subject=None, user_id=7)
+    caller = SimpleNamespace(tenant=SimpleNamespace(id=-1, audit_sampling=()), client_id=None, subject=None, user_id=7)
     audit.take()
     small = await guardrails.scan(caller, "tools/call", rows, "echo", {"m": "bob@example.com"}, "arguments", "arguments")
     large = await guardrails.scan(

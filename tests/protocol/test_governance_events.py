@@ -1,15 +1,18 @@
 """Governance events (AMB-355): each use a policy denied, a guardrail blocked, redacted or audited, or a
 quota throttled becomes an event of the tenant's, gathered in memory on the request path and written
-in batches by the usage flush; never an argument or the text found; old ones pruned in batches."""
+in batches by the usage flush; never an argument or the text found; old ones pruned in batches. A
+tenant keeps the share of a kind it samples (AMB-360)."""
 
 from __future__ import annotations
 
+import random
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
+from django.core.exceptions import ValidationError
 
 from mcp_app.governance import audit
 from mcp_app.models import GovernanceEvent, Guardrail, Policy, Quota
@@ -18,6 +21,7 @@ from mcp_app.usage import flush as usage_flush
 from mcp_app.usage.flush import Flusher
 from mcp_app.usage.recorder import Recorder
 from tests.protocol.support import ctx_for, error_of, result_of
+from tests.support import make_ctx
 
 GITHUB = "ghp_" + "a1B2c3D4e5" * 3 + "f6G7h8"
 
@@ -96,13 +100,45 @@ async def test_each_denial_block_redaction_and_throttle_is_an_event_written_by_t
 
 def test_events_past_what_one_flush_holds_are_counted_as_dropped(demo_a, caplog, monkeypatch) -> None:
     monkeypatch.setattr(audit, "MAX_PENDING", 3)
-    ctx = type("C", (), {"tenant": type("T", (), {"id": demo_a.id}), "client_id": None, "subject": None,
-                         "user_id": 1, "client_address": None})  # fmt: skip
+    ctx = type("C", (), {"tenant": type("T", (), {"id": demo_a.id, "audit_sampling": ()}), "client_id": None,
+                         "subject": None, "user_id": 1, "client_address": None})  # fmt: skip
     for _ in range(5):
         audit.record(ctx, "denied", "p", "t", "tools/call")
     Flusher(Recorder("p")).flush()
     assert GovernanceEvent.objects.count() == 3
     assert "2 governance events dropped" in caplog.text
+
+
+def test_a_tenant_keeps_the_share_of_a_kind_it_samples_and_each_kept_event_says_so(demo_a) -> None:
+    demo_a.audit_sampling = {"audited": 10, "throttled": 100}
+    demo_a.full_clean()
+    demo_a.save()
+    ctx = make_ctx(demo_a, client_address="10.0.0.1")
+    audit.take()
+    random.seed(7)
+    for _ in range(2_000):
+        audit.record(ctx, "audited", "greetings", "echo", "tools/call", {"found": "a match"})
+    for _ in range(20):
+        audit.record(ctx, "denied", "p", "echo", "tools/call")
+        audit.record(ctx, "throttled", "q", "echo", "tools/call")
+    events, _ = audit.take()
+    audited = [e for e in events if e.kind == "audited"]
+    assert 140 <= len(audited) <= 260, len(audited)  # about one in ten
+    assert all(e.detail == {"found": "a match", "sampled_percent": 10} for e in audited)
+    # A kind not named keeps every event; one named at 100 does too, and says so.
+    assert sum(e.kind == "denied" and "sampled_percent" not in e.detail for e in events) == 20
+    assert sum(e.kind == "throttled" and e.detail == {"sampled_percent": 100} for e in events) == 20
+
+
+@pytest.mark.parametrize(
+    ("sampling", "says"),
+    [([10], "A JSON object"), ({"audit": 10}, "'audit' is not a kind"), ({"audited": 0}, "from 1 to 100"),
+     ({"audited": 50.5}, "from 1 to 100"), ({"denied": True}, "from 1 to 100")],
+)  # fmt: skip
+def test_a_sampling_that_is_not_a_kind_and_a_whole_percent_is_refused(demo_a, sampling, says) -> None:
+    demo_a.audit_sampling = sampling
+    with pytest.raises(ValidationError, match=says):
+        demo_a.full_clean()
 
 
 @pytest.mark.django_db(transaction=True)
