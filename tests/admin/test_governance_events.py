@@ -7,8 +7,11 @@ import json
 from datetime import UTC, datetime
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
+from mcp_app.admin import governance_events
 from mcp_app.models import GovernanceEvent
 
 pytestmark = pytest.mark.django_db
@@ -52,3 +55,30 @@ def test_an_owner_reads_and_exports_her_tenants_events_and_nobody_changes_them(a
     event = GovernanceEvent.objects.get(rule="keys")
     assert browser(alice).post(f"{LIST}{event.pk}/delete/", {"post": "yes"}).status_code == 403
     assert GovernanceEvent.objects.count() == 3
+
+
+def test_the_list_counts_no_further_than_its_cap_and_filters_by_fixed_choices(alice, tenant_a, monkeypatch):
+    monkeypatch.setattr(governance_events, "COUNT_CAP", 5)
+    now = datetime.now(UTC)
+    GovernanceEvent.objects.bulk_create(
+        GovernanceEvent(tenant=tenant_a, created_at=now, kind="denied", rule=f"r{i}", target="echo",
+                        method="tools/call" if i % 2 else "prompts/get")
+        for i in range(12)
+    )  # fmt: skip
+    with CaptureQueriesContext(connection) as queries:
+        page = browser(alice).get(LIST).content.decode()
+    assert "6 governance events" in page  # "more than 5": counted to the cap and one more
+    counts = [q["sql"] for q in queries.captured_queries if "COUNT(" in q["sql"].upper()]
+    assert counts and all("LIMIT" in sql.upper() for sql in counts), counts
+    distinct = [q["sql"] for q in queries.captured_queries if "DISTINCT" in q["sql"].upper()]
+    assert not distinct, distinct
+    filtered = browser(alice).get(f"{LIST}?method=prompts/get&created_at__gte={now.date().isoformat()}")
+    assert filtered.status_code == 200 and filtered.content.decode().count("prompts/get</td>") == 6
+
+
+def test_the_tenant_filter_offers_the_tenants_one_owns_and_filters_by_one(alice, charlie, events, tenant_a):
+    page = browser(alice).get(LIST).content.decode()
+    assert "tenant-a" in page and "tenant-b" not in page
+    theirs = browser(charlie).get(f"{LIST}?tenant__id__exact={tenant_a.pk}")
+    assert "keys" not in theirs.content.decode()  # another tenant's id: nothing of it
+    assert browser(alice).get(f"{LIST}?tenant__id__exact=x").status_code in (200, 302)
