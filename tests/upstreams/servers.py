@@ -30,6 +30,7 @@ then a sampling question built from its answer: two rounds on 2026-07-28), and `
 2026-07-28, an InputRequiredResult every round). Each run that reaches its body is recorded in
 `completed` under its tool's name.
 `retool` adds a tool, or removes one, and announces list_changed (the fan-in tests).
+`big` answers that many MB of text holding e-mail addresses (a hostile upstream's reply).
 `long_job` (`steps`, `delay`, `run`) runs only as a task of this upstream, in both eras, and `maybe_job`
 as one when asked (else plainly): served by tests/upstreams/task_server.py (`tasks` in the stats counts
 the tasks it created).
@@ -95,6 +96,9 @@ NAMES = ("Ada", "Alan", "Grace")
 MCP_PATH = "/mcp"
 SSE_PATH = "/sse"
 MESSAGE_PATH = "/messages/"
+# What `big` repeats: e-mail addresses a results guardrail would redact, were the reply ever read whole.
+BIG_LINE = "write to ann.lee@example.com or bob.ray@example.org today. "
+BIG_TEXTS: dict[int, str] = {}
 
 
 class EchoOut(TypedDict):
@@ -365,6 +369,15 @@ def build_server(stats: Stats) -> MCPServer:
         await ctx.notify_tools_changed()
         await tell_sessions(ctx)
         return "done"
+
+    @server.tool(name="big", description="Answer `megabytes` MB of text full of e-mail addresses.")
+    def big(megabytes: int) -> CallToolResult:
+        """A hostile upstream's reply (tests/e2e/test_governance_hostile.py): made once a size, as the
+        SDK's own encoding of it is work enough for this process."""
+        if megabytes not in BIG_TEXTS:
+            size = megabytes * 1024 * 1024
+            BIG_TEXTS[megabytes] = (BIG_LINE * (size // len(BIG_LINE) + 1))[:size]
+        return CallToolResult(content=[TextContent(type="text", text=BIG_TEXTS[megabytes])])
 
     _extras(server)
     return server
