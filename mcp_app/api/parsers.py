@@ -8,6 +8,7 @@ API takes, checks the nesting first and answers DRF's ParseError (400, the one e
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -39,18 +40,55 @@ class BoundedJSONParser(JSONParser):
     def parse(
         self, stream: Any, media_type: str | None = None, parser_context: Mapping[str, Any] | None = None
     ) -> Any:
-        request = (parser_context or {}).get("request")
-        declared = request.META.get("CONTENT_LENGTH") if request is not None else None
-        if declared and str(declared).isdigit():
-            _refuse_large(int(declared))
-        limit = max_upload_bytes()
-        raw = stream.read(limit + 1)
-        if len(raw) > limit:
-            _refuse_large(len(raw))
-        encoding = (parser_context or {}).get("encoding") or settings.DEFAULT_CHARSET
         try:
-            return nesting.loads(raw.decode(encoding))
+            return read_bounded(stream, parser_context).parse()
+        except BodyUnreadable as exc:
+            raise ParseError(str(exc)) from None
+
+
+class DeferredJSONParser(BoundedJSONParser):
+    """A body read within MCP_MAX_UPLOAD_BYTES but not parsed: `request.data` is a `JSONBody`, parsed by
+    the work that takes it in a process of its own (a tenant document: parsing a megabyte holds the GIL
+    for some 50 ms, a stall of every request this server is serving)."""
+
+    def parse(
+        self, stream: Any, media_type: str | None = None, parser_context: Mapping[str, Any] | None = None
+    ) -> Any:
+        return read_bounded(stream, parser_context)
+
+
+class BodyUnreadable(Exception):  # noqa: N818 - the words of a ParseError, raised where DRF is not
+    """A body that is not JSON the API reads; its message is the ParseError's (picklable, unlike it)."""
+
+
+@dataclass(frozen=True)
+class JSONBody:
+    """A request's JSON body as read, and the charset it declared."""
+
+    raw: bytes
+    encoding: str
+
+    def parse(self) -> Any:
+        """The JSON value; BodyUnreadable past the nesting limit, for bad JSON or an unknown charset."""
+        try:
+            return nesting.loads(self.raw.decode(self.encoding))
         except LookupError:
-            raise ParseError(f"Unsupported charset {encoding!r} in the Content-Type header.") from None
+            raise BodyUnreadable(
+                f"Unsupported charset {self.encoding!r} in the Content-Type header."
+            ) from None
         except ValueError as exc:  # TooDeep, bad JSON, NaN and undecodable bytes alike
-            raise ParseError(f"JSON parse error - {exc}") from None
+            raise BodyUnreadable(f"JSON parse error - {exc}") from None
+
+
+def read_bounded(stream: Any, parser_context: Mapping[str, Any] | None) -> JSONBody:
+    """The body, refused past MCP_MAX_UPLOAD_BYTES: by its Content-Length before it is read, by its
+    length before it is parsed (AMB-278)."""
+    request = (parser_context or {}).get("request")
+    declared = request.META.get("CONTENT_LENGTH") if request is not None else None
+    if declared and str(declared).isdigit():
+        _refuse_large(int(declared))
+    limit = max_upload_bytes()
+    raw = stream.read(limit + 1)
+    if len(raw) > limit:
+        _refuse_large(len(raw))
+    return JSONBody(raw, (parser_context or {}).get("encoding") or settings.DEFAULT_CHARSET)

@@ -77,9 +77,11 @@ class Policy(models.Model):
         except ConditionError as exc:
             raise ValidationError({"condition": str(exc)}) from None
         self.condition = condition.source
+        # The cap first: a tenant at it is refused before its members, targets and other policies are
+        # read and evaluated for the checks below (the 201st policy cost all of them, then was refused).
+        rules.governance_rule(self, MAX_POLICIES_PER_TENANT, "policies")
         asked = self.confirm_no_tools is False
         if self.tenant_id is None or not self.enabled or (condition.uses_arguments and not asked):
-            rules.governance_rule(self, MAX_POLICIES_PER_TENANT, "policies")
             return
         callers, targets = self._callers(), self._targets()  # read once for both checks below
         if not condition.uses_arguments:
@@ -89,7 +91,6 @@ class Policy(models.Model):
                 raise ValidationError({"condition": why})
         if asked and self._keeps_no_member_a_tool(callers, targets):
             raise ValidationError({"condition": NO_TOOL_LEFT})
-        rules.governance_rule(self, MAX_POLICIES_PER_TENANT, "policies")
 
     def _keeps_no_member_a_tool(self, callers: list[dict[str, Any]], targets: list[dict[str, Any]]) -> bool:
         """Whether, with this policy as saved beside the tenant's other enabled ones, no member would
