@@ -25,6 +25,7 @@ import logging
 import threading
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -164,6 +165,20 @@ def scan_now(catalog: Catalog, target: str, value: Any, where: str, shape: str) 
     )
 
 
+@dataclass
+class ArgumentsSeen:
+    """Whether a guardrail on arguments found what it looks for in one request's (blocked, redacted or
+    audited): the transport then keeps no copy of what the request sent in its usage record of a failed
+    call (the dashboard's errors), which would otherwise hold the very secret the guardrail blocked."""
+
+    found: bool = False
+
+
+# Set by the transport around each request to a holder every task of the request shares (a task copies
+# the context, so the holder, not the variable, is what `scan` changes).
+ARGUMENTS_SEEN: ContextVar[ArgumentsSeen | None] = ContextVar("mcp_arguments_seen", default=None)
+
+
 async def scan(
     ctx: RequestContext, method: str, catalog: Catalog, target: str, value: Any, where: str, shape: str
 ) -> Outcome:
@@ -180,6 +195,10 @@ async def scan(
             _SCANNER, _scanned, guardrails, catalog.tenant_id, target, value, where, shape, size
         )
     _record(ctx, method, outcome, target, where)
+    if where != "result" and (outcome.findings or outcome.blocked is not None):
+        seen = ARGUMENTS_SEEN.get()
+        if seen is not None:
+            seen.found = True
     return outcome
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from mcp_app.core import logs
 from mcp_app.core.context import Caller, RequestContext, SessionState
 from mcp_app.core.types import TenantInfo
+from mcp_app.governance import guardrails
 from mcp_app.infra import notify, tracing
 from mcp_app.protocol import asking
 from mcp_app.protocol import dispatch as protocol
@@ -79,19 +80,22 @@ async def dispatch_counted(
         tool=tool,
     )
     is_call = kind == "request"
+    seen = guardrails.ArgumentsSeen()
+    watching = guardrails.ARGUMENTS_SEEN.set(seen)
     try:
         try:
             response = await protocol.dispatch(ctx, message, kind)
         except asyncio.CancelledError:
             if is_call:  # the client gave up: a call, not an error
-                record_usage(ctx, message, None, started)
+                record_usage(ctx, message, None, started, seen)
                 log_request(None, started)
             raise
         if response is not None:  # notifications and client responses are not requests
-            record_usage(ctx, message, response, started)
+            record_usage(ctx, message, response, started, seen)
             log_request(response, started)
         return response
     finally:
+        guardrails.ARGUMENTS_SEEN.reset(watching)
         logs.unbind(bound)
 
 
@@ -110,13 +114,26 @@ def log_request(response: dict[str, Any] | None, started: float) -> None:
     requests_logger.info("request", extra={"duration_ms": duration_ms, "outcome": outcome})
 
 
+# What a usage error keeps of arguments in which a guardrail found something.
+WITHHELD = "<withheld: a guardrail found what it looks for in them>"
+
+
 def record_usage(
-    ctx: RequestContext, message: dict[str, Any], response: dict[str, Any] | None, started: float
+    ctx: RequestContext,
+    message: dict[str, Any],
+    response: dict[str, Any] | None,
+    started: float,
+    seen: guardrails.ArgumentsSeen | None = None,
 ) -> None:
-    """Count one request in this process's memory (mcp_app.usage): no I/O on the request path."""
+    """Count one request in this process's memory (mcp_app.usage): no I/O on the request path. Arguments
+    in which a guardrail found something are not kept for the dashboard's errors (AMB-354: never the
+    text found, and a blocked call's arguments are nothing but that)."""
     method = message.get("method")
     method = method if method in KNOWN_METHODS else usage.OTHER
-    usage.observe(ctx.tenant.id, method, message.get("params"), response, time.perf_counter() - started)
+    params = message.get("params")
+    if seen is not None and seen.found and isinstance(params, dict) and "arguments" in params:
+        params = {**params, "arguments": WITHHELD}
+    usage.observe(ctx.tenant.id, method, params, response, time.perf_counter() - started)
     if not usage_flush.started():
         usage_flush.start()
 
