@@ -24,12 +24,10 @@ from django.utils import timezone
 
 from mcp_app.definitions import checks
 from mcp_app.drafts import service as drafts
-from mcp_app.models import Guardrail, Policy, Provider, Quota, Tool, Upstream, UpstreamTool
-from mcp_app.models.guardrails import MAX_GUARDRAILS_PER_TENANT
-from mcp_app.models.policies import MAX_POLICIES_PER_TENANT
-from mcp_app.models.quotas import MAX_QUOTAS_PER_TENANT
+from mcp_app.models import Provider, Tool, Upstream, UpstreamTool
 from mcp_app.models.upstreams import too_many_upstreams
 from mcp_app.oauth import external_tokens
+from mcp_app.portability import caps
 from mcp_app.portability.document import (
     KINDS,
     PROVIDER_SECRET,
@@ -51,14 +49,6 @@ CHANGE_REASON = "imported from a tenant document"
 ACTIONS = ("create", "change", "delete", "unchanged")
 # How the plan names an upstream's OAuth client secret when it lacks one (set in the admin or the API).
 OAUTH_SECRET = "OAuth client secret"
-# The most of each governance kind a tenant may have. Each row's own check counts the rows saved before
-# it, and an import saves its rows together: the document's count is checked here, before any is built.
-GOVERNANCE_CAPS: dict[type[models.Model], int] = {
-    Policy: MAX_POLICIES_PER_TENANT,
-    Quota: MAX_QUOTAS_PER_TENANT,
-    Guardrail: MAX_GUARDRAILS_PER_TENANT,
-}
-KIND_OF: dict[str, type[models.Model]] = {kind.key: kind.model for kind in KINDS}
 
 
 @dataclass
@@ -281,14 +271,8 @@ def plan(
     keep_existing: a definition the tenant has is left as it is, however it differs (action ``keep``);
     only missing ones are created. Settings given are still applied: leave them out to keep them.
     """
-    # A list past its cap is refused before anything reads its items: the JSON Schema's check of 10,000
-    # policies alone took 0.6-0.9 s, and cleaning each would compile its condition.
-    over = _over_caps(document)
-    problems = [*schema_problems({k: v for k, v in document.items() if k not in over} if over else document)]
-    problems += [
-        (key, f"{_too_many(GOVERNANCE_CAPS[KIND_OF[key]], key)} This document has {n}.")
-        for key, n in over.items()
-    ]
+    over = caps.over_caps(document)  # refused before anything reads their items
+    problems = [*schema_problems(caps.without(document, over)), *caps.refusals(over)]
     if not isinstance(document, dict):
         raise DocumentError(problems or [("(document)", "The document must be an object.")])
     result = Plan(tenant)
@@ -306,8 +290,8 @@ def plan(
     ):
         for kind in KINDS:
             items = document.get(kind.key, [])
-            if not isinstance(items, list):
-                continue  # reported by the schema
+            if not isinstance(items, list) or kind.key in over:
+                continue  # reported by the schema, or past its cap
             # An item the schema refused is not built, unless every problem is inside a definition field
             # (JSON, so any value fits the model): then full_clean adds what only it finds (AMB-144).
             bad = {
@@ -315,11 +299,9 @@ def plan(
                 for p, _m in problems
                 if p.startswith(f"{kind.key}[") and not _in_definition_field(kind.key, p)
             }
-            if kind.key in over:
-                continue
             _plan_kind(kind, tenant, items, prune, keep_existing, result, problems, bad)
     _check_upstream_count(tenant, result, problems)
-    _check_governance_counts(tenant, result, problems)
+    caps.check_counts(tenant, result.changes, problems)
     settings = document.get("settings")
     if isinstance(settings, dict) and not any(
         p == "settings" or p.startswith("settings.") for p, _m in problems
@@ -338,43 +320,6 @@ def _check_upstream_count(tenant: Tenant, plan: Plan, problems: list[tuple[str, 
     cap = django_settings.MCP_UPSTREAMS_PER_TENANT
     if after > cap and not any(m == too_many_upstreams(cap) for _p, m in problems):
         problems.append(("upstreams", f"{too_many_upstreams(cap)} This document would give it {after}."))
-
-
-def _over_caps(document: Any) -> dict[str, int]:
-    """The governance lists of the document longer than their caps, and their lengths."""
-    if not isinstance(document, dict):
-        return {}
-    return {
-        kind.key: len(items)
-        for kind in KINDS
-        if kind.model in GOVERNANCE_CAPS
-        and isinstance(items := document.get(kind.key), list)
-        and len(items) > GOVERNANCE_CAPS[kind.model]
-    }
-
-
-def _too_many(cap: int, plural: str) -> str:
-    return f"A tenant has at most {cap} {plural}."
-
-
-def _check_governance_counts(tenant: Tenant, plan: Plan, problems: list[tuple[str, str]]) -> None:
-    """The tenant's policies, quotas and guardrails once the plan is applied stay within their caps
-    (a document under the cap may still add to rows the tenant has)."""
-    for kind in KINDS:
-        cap = GOVERNANCE_CAPS.get(kind.model)
-        # Said once: the document's own count, or each new row's check (the tenant is at its cap already).
-        if cap is None or any(m.startswith(_too_many(cap, kind.key)) for _p, m in problems):
-            continue
-        changes = [c.action for c in plan.changes if c.kind == kind.key]
-        if "create" not in changes:
-            continue
-        after = (
-            kind.model._default_manager.filter(tenant=tenant).count()
-            + changes.count("create")
-            - changes.count("delete")
-        )
-        if after > cap:
-            problems.append((kind.key, f"{_too_many(cap, kind.key)} This document would give it {after}."))
 
 
 def apply(plan: Plan, document: dict[str, Any], user: Any = None, *, draft: bool = False) -> None:
