@@ -49,7 +49,7 @@ MEGABYTES = 30
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024  # mcpsite/settings.py MCP_UPSTREAM_MAX_MESSAGE_BYTES
 MAX_POLICIES = 200  # mcp_app/models/policies.py MAX_POLICIES_PER_TENANT
 MAX_CONDITION_CHARS = 2_000  # mcp_app/governance/conditions.py
-HOSTILE_OWNERS = 3  # the owner's requests in flight at once
+HOSTILE_OWNERS = 2  # the owner's requests in flight at once
 # Calls of the hidden tool and of the missing one each, interleaved, for the timing comparison.
 TIMED_CALLS = 200
 # The hidden tool's median may differ from the missing one's by this much of the smaller, plus TIMING_SLACK:
