@@ -137,6 +137,11 @@ def _scanned(
     if size > MAX_SCAN_CHARS:
         why = f"more than {MAX_SCAN_CHARS:,} characters, more than a guardrail reads"
         return _unread(guardrails, where, target, tenant_id, value, why)
+    if guardrails.whole is not None:
+        gathered = scanning.Gather()
+        scanning.shaped(value, gathered, shape)
+        if not guardrails.may_find(gathered.texts):
+            return Outcome(value)  # most values: nothing any guardrail looks for
     scan = scanning.Scan(guardrails, where, yielding)
     try:
         scanned = scanning.shaped(value, scan, shape)

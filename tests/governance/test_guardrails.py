@@ -228,3 +228,25 @@ def test_one_set_over_every_guardrail_picks_the_patterns_to_run_and_too_many_fal
                     guard("email", name="mail"))  # fmt: skip
     assert guardrails.applying(heavy, "echo", arguments=False).prefilter is None
     assert scanned(heavy, "ann@example.com " + "a" * 150 + "7") == "[redacted e-mail address] [redacted match of p7]"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "text"),
+    [(r"^secret-\d+$", "secret-42"), (r"\bKEY\b", "KEY"), (r"(?i)^x{3}", "XXX and more"), (r"end$", "the end"),
+     (r"a\s+b", "a \t b")],
+)  # fmt: skip
+def test_one_pass_over_a_values_texts_finds_what_each_text_alone_would(pattern: str, text: str) -> None:
+    rows = catalog(guard("pattern", pattern=pattern, name="p", action="block"))
+    guards = guardrails.applying(rows, "echo", arguments=True)
+    assert guards.whole is not None
+    value = {"before": "nothing here", "nested": [{"x": "more of nothing"}, text], "after": "the rest"}
+    outcome = guardrails.scan_now(rows, "echo", value, "arguments", "arguments")
+    assert outcome.blocked is not None, (pattern, text)
+    assert guardrails.scan_now(rows, "echo", {"a": "nothing", "b": "at all"}, "arguments", "arguments").blocked is None
+
+
+def test_a_pattern_on_the_very_ends_of_a_text_is_asked_text_by_text() -> None:
+    rows = catalog(guard("pattern", pattern=r"\Asecret\z", name="p", action="block"))
+    assert guardrails.applying(rows, "echo", arguments=True).whole is None
+    blocked = guardrails.scan_now(rows, "echo", {"a": "nothing", "b": "secret"}, "arguments", "arguments")
+    assert blocked.blocked is not None

@@ -17,7 +17,7 @@ from mcp_app.usage.flush import arguments_text
 
 AWS = "AKIA" + "QRSTUVWXYZ234567"
 GUARD = GuardrailDef(name="no-keys", detector="secrets", pattern="", where="arguments", action="block")
-CALLER = SimpleNamespace(tenant=SimpleNamespace(id=-7), client_id=None, subject=None, user_id=7)
+CALLER = SimpleNamespace(tenant=SimpleNamespace(id=-7, audit_sampling=()), client_id=None, subject=None, user_id=7)
 
 
 async def usage_error_of(monkeypatch: pytest.MonkeyPatch, arguments: dict[str, Any], version: int) -> Any:
