@@ -61,6 +61,7 @@ class Prepared:
         self.values = values
         self._context: Any = None  # cel.Context, made at the first use
         self._lock = threading.Lock()
+        self._large = False  # the value added last may be large: taken out of the context when given back
 
     def borrow(self, name: str, value: Any) -> Activation:
         """An activation of the shared variables and `name` = `value`; hand it back with `give_back`."""
@@ -70,7 +71,9 @@ class Prepared:
         try:
             if self._context is None:
                 self._context = _context_of(self.values)
+            self._large = True  # until added whole
             self._context.add_variable(name, value)
+            self._large = not _small(value)
         except ValueError:  # a string UTF-8 cannot hold: the activation converts (and repairs) its own
             self._release(name)
             return activation
@@ -84,11 +87,33 @@ class Prepared:
 
     def _release(self, name: str) -> None:
         try:
-            if self._context is not None:
-                # The context must not keep a use's value alive (it may be megabytes) while cached.
+            if self._context is not None and self._large:
+                # The context must not keep a use's value alive (it may be megabytes) while cached; a
+                # small one stays until the next use replaces it (a call into the binding saved a call).
                 self._context.add_variable(name, None)
+                self._large = False
         finally:
             self._lock.release()
+
+
+SMALL_CHARS = 1_024  # a value kept in a cached context until the next use: at most about this much
+
+
+def _small(value: Any) -> bool:
+    """Whether `value` holds at most SMALL_CHARS characters and items in all (counted no further)."""
+    left = SMALL_CHARS
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        left -= len(item) if isinstance(item, str) else 1
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        if left < 0:
+            return False
+    return True
 
 
 def _context_of(values: dict[str, Any]) -> Any:

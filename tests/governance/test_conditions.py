@@ -79,3 +79,7 @@ def test_a_prepared_context_keeps_no_use_s_arguments_once_given_back() -> None:
     assert compile_condition("size(arguments.message) == 1000000").holds_in(used)
     prepared.give_back(used, "arguments")
     assert compile_condition("arguments == null").program.execute(prepared._context) is True
+    # A small one stays until the next use replaces it (bounded by SMALL_CHARS).
+    used = prepared.borrow("arguments", {"message": "hi"})
+    prepared.give_back(used, "arguments")
+    assert compile_condition("arguments.message == 'hi'").program.execute(prepared._context) is True
