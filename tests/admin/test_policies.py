@@ -30,6 +30,7 @@ def test_the_form_asks_to_confirm_a_policy_that_leaves_no_member_a_tool(alice, b
     assert Policy.objects.get().name == "members-out"
 
 
+@pytest.mark.django_db(transaction=True)  # the page runs the simulation on a thread of its own
 def test_the_simulator_takes_an_identity_providers_claims_as_json(alice, tenant_a) -> None:
     for name in ("echo", "salaries"):
         Tool.objects.create(tenant=tenant_a, name=name, handler="template", handler_config={"text": name})
