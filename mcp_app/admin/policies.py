@@ -1,8 +1,9 @@
 """The admin of a tenant's policies (AMB-347) and their simulator (AMB-350).
 
-Owners write policies; the condition is checked when saved (governance/conditions.py) and its error
-shown on the field. **Simulate** (``admin/mcp_app/policy/simulate/``) asks the one decision what it says
-for a caller an owner describes, a target and arguments, and shows that caller's lists; nothing runs.
+Owners write policies as drafts and publish them, with versions and history, like every definition
+(AMB-362); the condition is checked when saved (governance/conditions.py) and its error shown on the
+field. **Simulate** (``admin/mcp_app/policy/simulate/``) asks the one decision what it says for a
+caller an owner describes, a target and arguments, and shows that caller's lists; nothing runs.
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ from django.template.response import TemplateResponse
 from django.urls import path
 
 from mcp_app.admin.providers import OWNERS, OwnersOnly
+from mcp_app.admin.publishing import DraftFilter, PublishingAdminMixin
 from mcp_app.catalog.loader import tenant_info
+from mcp_app.drafts import trial
 from mcp_app.models import Policy
-from mcp_app.protocol.simulate import AUTHS, KINDS, SimulatedCaller, SimulationError, simulate
+from mcp_app.protocol.simulate import AUTHS, KINDS, SimulatedCaller, SimulationError
 from tenants.admin import editable_tenant_ids
 from tenants.models import Tenant
 
@@ -44,6 +47,9 @@ class SimulateForm(forms.Form):
     )
     arguments = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}), initial="{}",
                                 help_text="A JSON object.")  # fmt: skip
+    with_drafts = forms.BooleanField(required=False, label="With the drafts",
+                                     help_text="Decide with the tenant's policies, guardrails and quotas as their drafts "
+                                               "would be published (nothing is published).")  # fmt: skip
     sample = forms.CharField(required=False, max_length=100_000, widget=forms.Textarea(attrs={"rows": 3}),
                              label="Sample result", help_text="A result's text: what the guardrails would do to it.")  # fmt: skip
 
@@ -88,12 +94,21 @@ class PolicyForm(forms.ModelForm):
 
 
 @admin.register(Policy)
-class PolicyAdmin(OwnersOnly):
+class PolicyAdmin(PublishingAdminMixin, OwnersOnly):
     form = PolicyForm
-    list_display = ("name", "tenant", "effect", "applies_to", "condition", "enabled")
-    list_filter = ("effect", "applies_to", "enabled")
+    list_display = ("name", "tenant", "effect", "applies_to", "condition", "enabled", "publishing")
+    list_filter = ("effect", "applies_to", "enabled", DraftFilter)
     search_fields = ("name", "description", "condition")
-    fields = ("tenant", "name", "description", "effect", "applies_to", "condition", "enabled", "confirm_no_tools")
+    fields = (
+        "tenant",
+        "name",
+        "description",
+        "effect",
+        "applies_to",
+        "condition",
+        "enabled",
+        "confirm_no_tools",
+    )
     change_list_template = "admin/mcp_app/policy/change_list.html"
 
     def get_urls(self) -> list[Any]:
@@ -115,9 +130,10 @@ class PolicyAdmin(OwnersOnly):
                 scopes=tuple(data["scopes"].split()), claims=data["claims"],
             )  # fmt: skip
             try:
-                result = async_to_sync(simulate)(
-                    tenant_info(data["tenant"]), caller, data["kind"], data["name"], data["arguments"], data["sample"]
-                )
+                result = async_to_sync(trial.simulated)(
+                    tenant_info(data["tenant"]), caller, data["kind"], data["name"], data["arguments"], data["sample"],
+                    with_drafts=data["with_drafts"],
+                )  # fmt: skip
             except SimulationError as exc:
                 form.add_error("name", str(exc))
         context = {
@@ -126,5 +142,6 @@ class PolicyAdmin(OwnersOnly):
             "title": "Simulate the policies: what would this caller get?",
             "form": form,
             "result": result,
+            "with_drafts": form.is_bound and form.is_valid() and form.cleaned_data["with_drafts"],
         }
         return TemplateResponse(request, "admin/mcp_app/policy/simulate.html", context)

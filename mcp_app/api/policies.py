@@ -1,4 +1,5 @@
-"""The API of a tenant's policies (AMB-347) and their simulator (AMB-350): owners write, members read.
+"""The API of a tenant's policies (AMB-347) and their simulator (AMB-350): owners write (a draft
+with `?draft=true`, published with `publish/`, AMB-362), members read.
 
 As every tenant-scoped API: the URL's tenant's rows only (another tenant's policy is a 404 like a
 missing one), every write through `full_clean`, so a condition that cannot be used is a 400 naming why.
@@ -21,10 +22,11 @@ from rest_framework.views import APIView
 
 from mcp_app.api.permissions import OWNER_ONLY, TenantRole, tenant_of
 from mcp_app.api.serializers import CleanedModelSerializer
-from mcp_app.api.views import ID, SLUG, DefinitionViewSet
+from mcp_app.api.views import DRAFT, ID, SLUG, DefinitionViewSet
 from mcp_app.catalog.loader import tenant_info
+from mcp_app.drafts import trial
 from mcp_app.models import Policy
-from mcp_app.protocol.simulate import AUTHS, KINDS, SimulatedCaller, SimulationError, simulate
+from mcp_app.protocol.simulate import AUTHS, KINDS, SimulatedCaller, SimulationError
 from tenants.models import Role
 
 
@@ -37,7 +39,7 @@ class PolicySerializer(CleanedModelSerializer):
     class Meta:
         model = Policy
         exclude = ("tenant",)
-        read_only_fields = ("id", "updated_at")
+        read_only_fields = ("id", "updated_at", "version", "draft")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         self.confirmed = bool(attrs.pop("confirm_no_tools", False))  # not a column: the check reads it
@@ -50,9 +52,10 @@ class PolicySerializer(CleanedModelSerializer):
         return row
 
 
-@extend_schema_view(**{a: extend_schema(parameters=[SLUG]) for a in ("list", "create")})
+@extend_schema_view(list=extend_schema(parameters=[SLUG]), create=extend_schema(parameters=[SLUG, DRAFT]))
 @extend_schema_view(
-    **{a: extend_schema(parameters=[SLUG, ID]) for a in ("retrieve", "update", "partial_update", "destroy")}
+    **{a: extend_schema(parameters=[SLUG, ID, DRAFT]) for a in ("retrieve", "update", "partial_update")},
+    destroy=extend_schema(parameters=[SLUG, ID]),
 )
 class PolicyViewSet(DefinitionViewSet):
     """Who may use which tool, prompt or resource with which arguments; owners change them, members read."""
@@ -85,6 +88,10 @@ class SimulateSerializer(serializers.Serializer):
         max_length=2000, help_text="A tool's or prompt's name, a resource's URI, a template's URI template."
     )
     arguments = serializers.DictField(required=False, default=dict)
+    with_drafts = serializers.BooleanField(
+        required=False, default=False,
+        help_text="Decide with the tenant's policies, guardrails and quotas as their drafts would be published.",
+    )  # fmt: skip
     sample_result = serializers.CharField(
         required=False, default="", allow_blank=True, max_length=100_000,
         help_text="A result's text: what the guardrails on results would do to it.",
@@ -114,9 +121,10 @@ class SimulateView(APIView):
             claims=given.get("claims", {}),
         )
         try:
-            result = async_to_sync(simulate)(
-                tenant_info(tenant), caller, data["kind"], data["name"], data["arguments"], data["sample_result"]
-            )
+            result = async_to_sync(trial.simulated)(
+                tenant_info(tenant), caller, data["kind"], data["name"], data["arguments"], data["sample_result"],
+                with_drafts=data["with_drafts"],
+            )  # fmt: skip
         except SimulationError as exc:
             raise serializers.ValidationError({"detail": str(exc)}) from None
         return Response(result.as_dict())

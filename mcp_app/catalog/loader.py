@@ -227,10 +227,14 @@ def _read_catalog(tenant_id: int) -> Catalog:
         tools_by_name={t.name: t for t in tools},
         prompts_by_name={p.name: p for p in prompts},
         resources_by_uri={r.uri: r for r in resources},
-        policies=tuple(row.to_def() for row in Policy.objects.for_tenant(tenant_id).filter(enabled=True)),
-        quotas=tuple(row.to_def() for row in Quota.objects.for_tenant(tenant_id).filter(enabled=True)),
+        policies=tuple(
+            row.to_def() for row in Policy.objects.for_tenant(tenant_id).published().filter(enabled=True)
+        ),
+        quotas=tuple(
+            row.to_def() for row in Quota.objects.for_tenant(tenant_id).published().filter(enabled=True)
+        ),
         guardrails=tuple(
-            row.to_def() for row in Guardrail.objects.for_tenant(tenant_id).filter(enabled=True)
+            row.to_def() for row in Guardrail.objects.for_tenant(tenant_id).published().filter(enabled=True)
         ),
     )
 

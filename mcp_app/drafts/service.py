@@ -1,4 +1,5 @@
-"""Drafts, publishing and numbered versions of a tenant's tools, prompts, resources and templates.
+"""Drafts, publishing and numbered versions of a tenant's tools, prompts, resources and templates, and
+of its policies, guardrails and quotas (AMB-362).
 
 A definition's row holds what clients get (its published version, `version`); an editor's changes wait
 in the row's `draft` ({field: value}) until an owner or editor publishes them (AMB-218). A definition
@@ -23,12 +24,14 @@ from django.db import IntegrityError, models, transaction
 from audit.models import Action
 from audit.trail import record
 from mcp_app.history import service as history
-from mcp_app.models import Definition, Prompt, Resource, ResourceTemplate, Tool
+from mcp_app.models import Guardrail, Policy, Prompt, Quota, Resource, ResourceTemplate, Tool, Versioned
 from tenants.models import Tenant
 
-D = TypeVar("D", bound=Definition)
+D = TypeVar("D", bound=Versioned)
 
-MODELS: tuple[type[Definition], ...] = (Tool, Prompt, Resource, ResourceTemplate)
+# The definitions clients use, then the rules that govern their use (AMB-362): a kind's drafts publish
+# before the next kind's, so a policy published with the tool it names finds it.
+MODELS: tuple[type[Versioned], ...] = (Tool, Prompt, Resource, ResourceTemplate, Policy, Guardrail, Quota)
 # Never part of a draft: the row's identity, its bookkeeping, and secrets (written at once, AMB-219).
 NOT_DRAFTED = frozenset({"id", "tenant", "updated_at", "version", "draft", "handler_secrets"})
 REASON_LENGTH = history.REASON_LENGTH
@@ -52,7 +55,7 @@ class Published:
     pk: int
 
 
-def drafted_fields(model: type[Definition]) -> list[models.Field]:
+def drafted_fields(model: type[Versioned]) -> list[models.Field]:
     return [f for f in model._meta.concrete_fields if f.name not in NOT_DRAFTED]
 
 
@@ -73,17 +76,17 @@ def _value(obj: models.Model, fld: models.Field) -> Any:
     return bytes(value) if isinstance(value, memoryview) else value
 
 
-def is_drafted(obj: models.Model) -> TypeGuard[Definition]:
+def is_drafted(obj: models.Model) -> TypeGuard[Versioned]:
     """Whether the row is a definition, whose changes can wait as a draft."""
     return isinstance(obj, MODELS)
 
 
-def has_draft(obj: Definition) -> bool:
+def has_draft(obj: Versioned) -> bool:
     """Whether the definition has changes no client sees yet (or was never published)."""
     return obj.version == 0 or bool(obj.draft)
 
 
-def status(obj: Definition) -> str:
+def status(obj: Versioned) -> str:
     """One short line for lists: "draft", "v3", "v3 + draft"."""
     if obj.version == 0:
         return "draft (never published)"
@@ -140,13 +143,13 @@ def stage(obj: D, user: Any = None) -> D:
     return obj
 
 
-def _attribute(obj: Definition, user: Any, reason: str) -> None:
+def _attribute(obj: Versioned, user: Any, reason: str) -> None:
     # django-simple-history reads these: who made the change, and why.
     obj._change_reason = reason[:REASON_LENGTH]
     obj._history_user = user if user is not None and getattr(user, "is_authenticated", False) else None
 
 
-def _publish_row(row: Definition, user: Any, reason: str) -> Published:
+def _publish_row(row: Versioned, user: Any, reason: str) -> Published:
     apply_draft(row)
     row.draft = None
     try:
@@ -165,13 +168,13 @@ def _publish_row(row: Definition, user: Any, reason: str) -> Published:
     return Published(row._meta.model_name or "", str(row), row.version, row.pk)
 
 
-def publish(obj: Definition, user: Any = None) -> Published | None:
+def publish(obj: Versioned, user: Any = None) -> Published | None:
     """Make the definition's draft what clients get, as its next version (None: nothing to publish)."""
     done = publish_many([obj], user)
     return done[0] if done else None
 
 
-def publish_many(rows: list[Definition], user: Any = None, reason: str = "Published") -> list[Published]:
+def publish_many(rows: list[Versioned], user: Any = None, reason: str = "Published") -> list[Published]:
     """Publish the drafts of `rows` as one change: all or none, one list_changed per list and tenant."""
     done: list[tuple[int, Published]] = []
     with transaction.atomic():
@@ -186,9 +189,9 @@ def publish_many(rows: list[Definition], user: Any = None, reason: str = "Publis
     return [d for _t, d in done]
 
 
-def pending(tenant: Tenant | int) -> list[Definition]:
+def pending(tenant: Tenant | int) -> list[Versioned]:
     """The tenant's definitions with a draft, kind by kind, in each kind's order."""
-    rows: list[Definition] = []
+    rows: list[Versioned] = []
     for model in MODELS:
         rows.extend(model.objects.for_tenant(tenant).filter(WAITING))
     return rows
@@ -209,7 +212,7 @@ def _audit(done: list[Published], tenant_id: int, user: Any) -> None:
     )
 
 
-def discard(obj: Definition) -> bool:
+def discard(obj: Versioned) -> bool:
     """Drop the draft: a published definition keeps its published version; one never published
     is deleted (nothing of it was ever live). True when something was discarded."""
     with transaction.atomic():
@@ -223,14 +226,14 @@ def discard(obj: Definition) -> bool:
     return True
 
 
-def changes(obj: Definition) -> list[history.FieldChange]:
+def changes(obj: Versioned) -> list[history.FieldChange]:
     """What the draft changes in the published definition, field by field (the history's diff)."""
     if not obj.draft:
         return []
     return history.compare(obj, with_draft(obj), drafted_fields(type(obj)))
 
 
-def rollback(obj: Definition, history_id: int, user: Any = None) -> Definition:
+def rollback(obj: Versioned, history_id: int, user: Any = None) -> Versioned:
     """Publish an earlier version again, as the next version (its draft, if any, stays a draft)."""
     row = history.revert(obj, history_id, user)
     back_to = type(obj).history.filter(history_id=history_id).values_list("version", flat=True).first()

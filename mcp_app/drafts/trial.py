@@ -1,6 +1,9 @@
 """Trying a definition before clients get it: one `tools/call` of a tool's draft (or its published
 version), through the protocol core as a client's call goes (AMB-221, AMB-223).
 
+The policy simulator's "with the drafts" (`with_rule_drafts`, AMB-362) decides with the tenant's
+policies, guardrails and quotas as their drafts would be published.
+
 The admin's Try page (admin/try_tool.py: live, answering the tool's questions) and the API's
 `POST .../tools/<id>/try/` (a pipeline that stages, tries, then publishes) share this: which definition
 is tried (`definition_for`), the request context that hands it to the dispatch (`RequestContext.draft_tool`),
@@ -13,17 +16,22 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
+import zlib
 from typing import Any
+
+from channels.db import database_sync_to_async
 
 from mcp_app import catalog
 from mcp_app.core import ui_apps
 from mcp_app.core.context import Emit, RequestContext, SessionState
-from mcp_app.core.types import TenantInfo, ToolDef
+from mcp_app.core.types import Catalog, TenantInfo, ToolDef
 from mcp_app.core.versions import LATEST, LATEST_MODERN, SUPPORTED_VERSIONS, is_modern
 from mcp_app.drafts import service as drafts
-from mcp_app.models import Tool
+from mcp_app.models import Guardrail, Policy, Quota, Tool
 from mcp_app.protocol.dispatch import dispatch
+from mcp_app.protocol.simulate import SimulatedCaller, Simulation, simulate
 from mcp_app.protocol.tasks import FORBIDDEN
+from tenants import wall
 
 REQUEST_ID = "admin-try"
 # The revisions a trial may speak: the current one and every legacy one.
@@ -141,3 +149,52 @@ async def call_once(
         raise TrialError(f"The tool did not answer within {seconds:g} s, the most a trial waits.") from None
     assert response is not None  # a request (it has an id) always gets a response
     return Answer(response, round((time.monotonic() - started) * 1000), notifications, version)
+
+
+# The catalog's fields the governance rules fill, and their rows.
+RULES: tuple[tuple[str, type[Policy | Guardrail | Quota]], ...] = (
+    ("policies", Policy),
+    ("guardrails", Guardrail),
+    ("quotas", Quota),
+)
+
+
+def _rules_as_drafted(tenant_id: int) -> dict[str, tuple[Any, ...]]:
+    """The tenant's enabled rules as they would be once every draft is published (a never-published
+    one included), each kind sorted by name as the catalog holds it."""
+    found: dict[str, tuple[Any, ...]] = {}
+    with wall.tenant(tenant_id):
+        for name, model in RULES:
+            rows = [drafts.apply_draft(row) for row in model.objects.for_tenant(tenant_id)]
+            found[name] = tuple(row.to_def() for row in sorted(rows, key=lambda r: r.name) if row.enabled)
+    return found
+
+
+async def with_rule_drafts(tenant_id: int) -> Catalog:
+    """The tenant's catalog with its governance rules' drafts in place of the published rules: what
+    the simulator decides with when asked to (nothing is published, nothing else changes)."""
+    published = await catalog.get_catalog(tenant_id)
+    rules = await database_sync_to_async(_rules_as_drafted)(tenant_id)
+    if all(getattr(published, name) == defs for name, defs in rules.items()):
+        return published
+    # A version of its own, negative so never a published one's: the decision's and the guardrails'
+    # caches are keyed by version, and keep what the drafts decide apart from what clients get.
+    version = -1 - zlib.crc32(repr(sorted(rules.items())).encode())
+    return dataclasses.replace(
+        published, version=version, policies=rules["policies"], guardrails=rules["guardrails"], quotas=rules["quotas"]
+    )
+
+
+async def simulated(
+    tenant: TenantInfo,
+    caller: SimulatedCaller,
+    kind: str,
+    name: str,
+    arguments: dict[str, Any],
+    sample: str = "",
+    *,
+    with_drafts: bool = False,
+) -> Simulation:
+    """The simulator (protocol/simulate.py) with the rules clients get or, `with_drafts`, with their drafts."""
+    rules = await with_rule_drafts(tenant.id) if with_drafts else None
+    return await simulate(tenant, caller, kind, name, arguments, sample, rules)

@@ -1,7 +1,8 @@
 """The history of tenant definitions: versions with a readable per-field diff, revert and restore.
 
 django-simple-history records a row per save or delete of a Tool, Prompt, Resource or
-ResourceTemplate (who, when, the whole row; a Tool's secrets never, AMB-60). This module reads those
+ResourceTemplate, and of a Policy, Guardrail or Quota (AMB-362) (who, when, the whole row; a Tool's
+secrets never, AMB-60). This module reads those
 rows for the admin and the API (one implementation): each version with what changed since the one
 before, JSON fields diffed line by line on their pretty-printed form. A revert or a restore is an
 ordinary edit: the row goes through full_clean (mcp_app/definitions/checks.py and the unique constraints)
@@ -22,15 +23,18 @@ from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import IntegrityError, models, transaction
 from django.db.models import Subquery
 
-from mcp_app.models import Definition, Prompt, Resource, ResourceTemplate, Tool
+from mcp_app.models import Guardrail, Policy, Prompt, Quota, Resource, ResourceTemplate, Tool, Versioned
 from tenants.models import Tenant
 
 # The URL word of each definition kind (API paths), and back.
-KINDS: dict[str, type[Definition]] = {
+KINDS: dict[str, type[Versioned]] = {
     "tools": Tool,
     "prompts": Prompt,
     "resources": Resource,
     "resource-templates": ResourceTemplate,
+    "policies": Policy,
+    "guardrails": Guardrail,
+    "quotas": Quota,
 }
 # A revert never moves a definition to another tenant (AMB-61); `id` is the row itself.
 NOT_REVERTED = frozenset({"id", "tenant", "version"})
@@ -168,7 +172,7 @@ def _versions(records: list[Any]) -> list[Version]:
     return versions
 
 
-def versions(model: type[Definition], object_id: int) -> list[Version]:
+def versions(model: type[Versioned], object_id: int) -> list[Version]:
     """Every recorded version of one definition (live or deleted), newest first."""
     records = list(model.history.filter(id=object_id).select_related("history_user"))
     return _versions(records)
@@ -189,7 +193,7 @@ def describe(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def _save_checked(obj: Definition, reason: str, user: Any, *, insert: bool) -> None:
+def _save_checked(obj: Versioned, reason: str, user: Any, *, insert: bool) -> None:
     """full_clean then save in one transaction; a refusal becomes a HistoryError naming the fields."""
     obj._change_reason = reason[:REASON_LENGTH]
     obj._history_user = user if user is not None and user.is_authenticated else None
@@ -206,7 +210,7 @@ def _save_checked(obj: Definition, reason: str, user: Any, *, insert: bool) -> N
         ) from None
 
 
-def revert(obj: Definition, history_id: int, user: Any) -> Definition:
+def revert(obj: Versioned, history_id: int, user: Any) -> Versioned:
     """Give `obj` the fields of one of its versions (its tenant and a Tool's secrets stay as they are)."""
     record = type(obj).history.filter(id=obj.pk, history_id=history_id).first()
     if record is None:
@@ -219,16 +223,19 @@ def revert(obj: Definition, history_id: int, user: Any) -> Definition:
             setattr(current, fld.attname, getattr(record, fld.attname))
     name = user.get_username() if user is not None else "someone"
     number = getattr(record, "version", 0)
-    which = f"version {number} ({when(record.history_date)})" if number else f"version of {when(record.history_date)}"
+    which = (
+        f"version {number} ({when(record.history_date)})"
+        if number
+        else f"version of {when(record.history_date)}"
+    )
     _save_checked(current, f"Rolled back to {which} by {name}", user, insert=False)
     return current
 
 
-def between(model: type[Definition], object_id: int, older_id: int, newer_id: int) -> list[FieldChange]:
+def between(model: type[Versioned], object_id: int, older_id: int, newer_id: int) -> list[FieldChange]:
     """What changed from one recorded version of a definition to another (any two, either order)."""
     records = {
-        r.history_id: r
-        for r in model.history.filter(id=object_id, history_id__in=(older_id, newer_id))
+        r.history_id: r for r in model.history.filter(id=object_id, history_id__in=(older_id, newer_id))
     }
     if older_id not in records or newer_id not in records:
         raise NoSuchVersion("No such version of this definition.")
@@ -236,7 +243,7 @@ def between(model: type[Definition], object_id: int, older_id: int, newer_id: in
     return diff(older, newer, _tenant_slugs([older, newer]))
 
 
-def deleted(model: type[Definition], tenant_ids: set[int] | None) -> list[Version]:
+def deleted(model: type[Versioned], tenant_ids: set[int] | None) -> list[Version]:
     """The deletions of definitions that are still gone, newest first (within `tenant_ids`; None: all)."""
     live = model.objects.values("pk")
     qs = model.history.filter(history_type="-").exclude(id__in=Subquery(live))
@@ -251,7 +258,7 @@ def deleted(model: type[Definition], tenant_ids: set[int] | None) -> list[Versio
     return _versions(latest)
 
 
-def deletion(model: type[Definition], history_id: int, tenant_ids: set[int] | None) -> Any:
+def deletion(model: type[Versioned], history_id: int, tenant_ids: set[int] | None) -> Any:
     """The record of one deletion within `tenant_ids` (None: any), or NoSuchVersion."""
     qs = model.history.filter(history_id=history_id, history_type="-")
     if tenant_ids is not None:
@@ -262,7 +269,7 @@ def deletion(model: type[Definition], history_id: int, tenant_ids: set[int] | No
     return record
 
 
-def restore(record: Any, user: Any) -> Definition:
+def restore(record: Any, user: Any) -> Versioned:
     """Bring a deleted definition back as it was when deleted, with its id (its history continues).
 
     A Tool comes back without secret values (they are never in history): enter them again."""

@@ -2,7 +2,7 @@
 
 `definitions`: tools, prompts, resources, templates; `upstreams`: upstream MCP servers, their tools and
 health; `connections`: connected accounts' providers and connections; `sessions`: the MCP session record;
-`policies`: who may use what (AMB-347); `guardrails`: what may flow in and out (AMB-354); `governance`: the events of their decisions (AMB-355); `quotas`: how often (AMB-352); `runs`: background runs and approval decisions; `usage`: usage buckets and errors; `tokens`: API tokens.
+`policies`: who may use what (AMB-347); `guardrails`: what may flow in and out (AMB-354); `governance`: the events of their decisions (AMB-355); `quotas`: how often (AMB-352); `runs`: background runs and approval decisions; `usage`: usage buckets and errors; `tokens`: API tokens; `versioned`: the drafts and versions every definition and governance rule shares (AMB-362).
 Every model keeps its app label (mcp_app) and table: moving a model between these modules is no migration.
 """
 
@@ -13,7 +13,6 @@ from mcp_app.models.definitions import (
     WORKER_WAIT_MAX_SECONDS,
     Approval,
     Definition,
-    DefinitionQuerySet,
     Execution,
     Prompt,
     Resource,
@@ -44,6 +43,7 @@ from mcp_app.models.upstreams import (
     UpstreamTransport,
 )
 from mcp_app.models.usage import LATENCY_BOUNDS_MS, LATENCY_FIELDS, UsageBucket, UsageError
+from mcp_app.models.versioned import Versioned, VersionedQuerySet
 
 __all__ = [
     "LATENCY_BOUNDS_MS",
@@ -58,7 +58,6 @@ __all__ = [
     "ApprovalDecision",
     "Connection",
     "Definition",
-    "DefinitionQuerySet",
     "Effect",
     "EventKind",
     "Execution",
@@ -84,6 +83,8 @@ __all__ = [
     "UpstreamTransport",
     "UsageBucket",
     "UsageError",
+    "Versioned",
+    "VersionedQuerySet",
     "WithoutElicitation",
     "default_input_schema",
     "prompt_name_validator",

@@ -5,7 +5,7 @@ Longer than 400 lines: the four definitions share one abstract base and their va
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar
 
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
@@ -16,7 +16,8 @@ from mcp_app.core.mcp_headers import param_headers
 from mcp_app.core.types import PromptDef, ResourceDef, TemplateDef, ToolDef, offered_to_legacy
 from mcp_app.definitions import checks
 from mcp_app.models.upstreams import Upstream
-from tenants.models import Tenant, TenantQuerySet
+from mcp_app.models.versioned import Versioned, VersionedQuerySet
+from tenants.models import Tenant
 
 tool_name_validator = RegexValidator(
     r"^[A-Za-z0-9_.-]{1,64}$",
@@ -34,18 +35,12 @@ scope_token_validator = RegexValidator(
 )
 
 
-class DefinitionQuerySet(TenantQuerySet):
-    def published(self) -> Self:
-        """Rows clients may see (published at least once; `enabled` is the caller's own filter)."""
-        return self.filter(version__gt=0)
-
-
 def default_input_schema() -> dict:
     return {"type": "object", "properties": {}}
 
 
-class Definition(models.Model):
-    """Fields every tenant-owned MCP definition shares."""
+class Definition(Versioned):
+    """Fields every tenant-owned MCP definition shares (drafts and versions: models/versioned.py)."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     title = models.CharField(max_length=200, blank=True, help_text="Human-readable display name.")
@@ -56,42 +51,9 @@ class Definition(models.Model):
     meta = models.JSONField(default=dict, blank=True, help_text="Extra _meta keys sent with the definition.")
     enabled = models.BooleanField(default=True)
     updated_at = models.DateTimeField(auto_now=True)
-    # Drafts and versions (AMB-218): the row's fields are what clients get, its published version
-    # `version` (0: never published, the row is a draft nobody sees); `draft` holds an editor's
-    # pending changes of a published row ({field: value}), applied only when published (mcp_app/drafts).
-    version = models.PositiveIntegerField(default=0, editable=False)
-    draft = models.JSONField(null=True, blank=True, editable=False)
-
-    objects = DefinitionQuerySet.as_manager()
-    # django-simple-history's manager, on each concrete definition (`history = HistoricalRecords(...)`).
-    history: Any
-    # Set on the instance before a save, never columns: `_keep_version` is read by save() below, the
-    # other two by django-simple-history (the version's reason and author).
-    _keep_version: bool
-    _change_reason: str
-    _history_user: Any
 
     class Meta:
         abstract = True
-
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        """Every save is a published version, numbered, unless it only stages (`_keep_version`)."""
-        if getattr(self, "_keep_version", False):
-            # A draft, or a secret's new value: not a version (django-simple-history reads this).
-            self.skip_history_when_saving = True
-        else:
-            self.version += 1
-            if kwargs.get("update_fields") is not None:
-                kwargs["update_fields"] = {*kwargs["update_fields"], "version"}
-        try:
-            super().save(*args, **kwargs)
-        except BaseException:
-            if not getattr(self, "_keep_version", False):
-                self.version -= 1
-            raise
-        finally:
-            self.__dict__.pop("skip_history_when_saving", None)
-            self.__dict__.pop("_keep_version", None)
 
 
 class Execution(models.TextChoices):
@@ -118,7 +80,7 @@ class WithoutElicitation(models.TextChoices):
     RUN = "run", "Run it without asking"
 
 
-class ToolQuerySet(DefinitionQuerySet):
+class ToolQuerySet(VersionedQuerySet):
     def needing_scopes(self, tenant: Tenant | int) -> ToolQuerySet:
         """The tenant's tools that need a scope of their own. Enabled ones only: a disabled tool cannot
         be called, so its scope is neither offered, granted, nor checked (one rule for all three)."""

@@ -11,7 +11,8 @@ from mcp_app.core.types import GuardrailDef
 from mcp_app.definitions import rules
 from mcp_app.governance.detectors import MAX_PATTERN_CHARS, PatternError, compile_pattern
 from mcp_app.models.policies import policy_name_validator
-from tenants.models import Tenant, TenantQuerySet
+from mcp_app.models.versioned import Versioned
+from tenants.models import Tenant
 
 # Each guardrail is a scan of every argument or result it guards: more would make every call slow.
 MAX_GUARDRAILS_PER_TENANT = 20
@@ -39,7 +40,7 @@ class Action(models.TextChoices):
     AUDIT = "audit", "Audit only (logged, nothing changed)"
 
 
-class Guardrail(models.Model):
+class Guardrail(Versioned):
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     name = models.CharField(max_length=64, validators=[policy_name_validator])
     description = models.TextField(blank=True)
@@ -59,7 +60,6 @@ class Guardrail(models.Model):
     enabled = models.BooleanField(default=True)
     updated_at = models.DateTimeField(auto_now=True)
 
-    objects = TenantQuerySet.as_manager()
     history = HistoricalRecords(excluded_fields=["updated_at"])
 
     class Meta:
@@ -79,7 +79,9 @@ class Guardrail(models.Model):
                 raise ValidationError({"pattern": str(exc)}) from None
         elif self.pattern:
             raise ValidationError({"pattern": "Only a pattern guardrail has a pattern: leave it empty."})
-        rules.governance_rule(self, MAX_GUARDRAILS_PER_TENANT, "guardrails", "the guardrail would guard nothing")
+        rules.governance_rule(
+            self, MAX_GUARDRAILS_PER_TENANT, "guardrails", "the guardrail would guard nothing"
+        )
 
     def to_def(self) -> GuardrailDef:
         return GuardrailDef(

@@ -15,7 +15,8 @@ from mcp_app.governance import reach
 from mcp_app.governance.conditions import ConditionError, compile_condition
 from mcp_app.governance.decision import caller_dict, compile_all, split_of, target_dict
 from mcp_app.models.definitions import Prompt, Resource, ResourceTemplate, Tool
-from tenants.models import Membership, Tenant, TenantQuerySet
+from mcp_app.models.versioned import Versioned
+from tenants.models import Membership, Tenant
 
 # More would be a tenant's way to make every list slow, not a policy: refused when saved.
 MAX_POLICIES_PER_TENANT = 200
@@ -41,7 +42,7 @@ class AppliesTo(models.TextChoices):
     RESOURCES = "resources", "Resources and resource templates"
 
 
-class Policy(models.Model):
+class Policy(Versioned):
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     name = models.CharField(max_length=64, validators=[policy_name_validator])
     description = models.TextField(blank=True)
@@ -51,18 +52,19 @@ class Policy(models.Model):
         default="true",
         help_text="A CEL expression over `caller` (auth, user, role, subject, client_id, scopes, address), `target` "
         "(kind, name, upstream, annotations, uri) and `arguments`, e.g. "
-        "`target.annotations.destructiveHint == true && caller.auth == \"api_key\"`.",
+        '`target.annotations.destructiveHint == true && caller.auth == "api_key"`.',
     )
     enabled = models.BooleanField(default=True)
     updated_at = models.DateTimeField(auto_now=True)
 
-    objects = TenantQuerySet.as_manager()
     history = HistoricalRecords(excluded_fields=["updated_at"])
 
     class Meta:
         ordering = ["name"]
         verbose_name_plural = "policies"
-        constraints = [models.UniqueConstraint(fields=["tenant", "name"], name="unique_policy_name_per_tenant")]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "name"], name="unique_policy_name_per_tenant")
+        ]
 
     # Whether the owner confirmed a save after which no member keeps a tool (governance/reach.py): the
     # admin's form and the API ask, and refuse without it; None, not asked (an import, the shell).
@@ -97,7 +99,8 @@ class Policy(models.Model):
         have a single tool in its list (`callers` and `targets` as `_callers` and `_targets` give them)."""
         if self.applies_to not in (AppliesTo.ALL, AppliesTo.TOOLS):
             return False
-        others = Policy.objects.filter(tenant_id=self.tenant_id, enabled=True).exclude(pk=self.pk)
+        # Beside what is live: the others' drafts are not, until they are published (AMB-362).
+        others = Policy.objects.published().filter(tenant_id=self.tenant_id, enabled=True).exclude(pk=self.pk)
         defs = [*(p.to_def() for p in others[:MAX_POLICIES_PER_TENANT]), self.to_def()]
         split = split_of(compile_all(defs), "tools")
         members = [c for c in callers if c["auth"] in ("oauth", "api_key")]
@@ -107,7 +110,9 @@ class Policy(models.Model):
         """Callers a condition is tried on when saved (governance/reach.py): each member as an OAuth
         client and through an API key, anonymous, an identity provider's user."""
         callers = [caller_dict("anonymous"), caller_dict("identity_provider", subject="someone@example.com")]
-        for user_id, role in Membership.objects.filter(tenant_id=self.tenant_id).values_list("user_id", "role")[:50]:
+        for user_id, role in Membership.objects.filter(tenant_id=self.tenant_id).values_list(
+            "user_id", "role"
+        )[:50]:
             callers.append(caller_dict("oauth", user_id, role, client_id="client"))
             callers.append(caller_dict("api_key", user_id, role, client_id="api-key:0"))
         return callers
@@ -117,9 +122,16 @@ class Policy(models.Model):
         limit, found = reach.MAX_TARGETS, []
         everything = self.applies_to == AppliesTo.ALL
         if everything or self.applies_to == AppliesTo.TOOLS:
-            rows = Tool.objects.filter(tenant_id=self.tenant_id, enabled=True).select_related("upstream")[:limit]
-            found += [target_dict("tool", t.name, t.upstream.name if t.upstream else "", t.annotations) for t in rows]
-            found += [target_dict("tool", name) for name in sorted(checks.tools_alongside())]  # an import's own
+            rows = Tool.objects.filter(tenant_id=self.tenant_id, enabled=True).select_related("upstream")[
+                :limit
+            ]
+            found += [
+                target_dict("tool", t.name, t.upstream.name if t.upstream else "", t.annotations)
+                for t in rows
+            ]
+            found += [
+                target_dict("tool", name) for name in sorted(checks.tools_alongside())
+            ]  # an import's own
         if everything or self.applies_to == AppliesTo.PROMPTS:
             found += [target_dict("prompt", name) for name in
                       Prompt.objects.filter(tenant_id=self.tenant_id, enabled=True).values_list("name", flat=True)[:limit]]  # fmt: skip
@@ -131,4 +143,6 @@ class Policy(models.Model):
         return found
 
     def to_def(self) -> PolicyDef:
-        return PolicyDef(name=self.name, effect=self.effect, applies_to=self.applies_to, condition=self.condition)
+        return PolicyDef(
+            name=self.name, effect=self.effect, applies_to=self.applies_to, condition=self.condition
+        )

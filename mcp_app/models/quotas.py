@@ -9,7 +9,8 @@ from simple_history.models import HistoricalRecords
 
 from mcp_app.core.types import QuotaDef
 from mcp_app.definitions import rules
-from tenants.models import Tenant, TenantQuerySet
+from mcp_app.models.versioned import Versioned
+from tenants.models import Tenant
 
 # More would be a tenant's way to make every call slow (each quota is a counter per call), not a quota.
 MAX_QUOTAS_PER_TENANT = 100
@@ -37,7 +38,7 @@ class Per(models.TextChoices):
     TENANT = "tenant", "Every caller together"
 
 
-class Quota(models.Model):
+class Quota(Versioned):
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     name = models.CharField(max_length=64, validators=[quota_name_validator])
     description = models.TextField(blank=True)
@@ -52,7 +53,6 @@ class Quota(models.Model):
     enabled = models.BooleanField(default=True)
     updated_at = models.DateTimeField(auto_now=True)
 
-    objects = TenantQuerySet.as_manager()
     history = HistoricalRecords(excluded_fields=["updated_at"])
 
     class Meta:

@@ -133,11 +133,18 @@ def _target(catalog: Catalog, kind: str, name: str) -> decision.Target:
 
 
 async def simulate(
-    tenant: TenantInfo, caller: SimulatedCaller, kind: str, name: str, arguments: dict[str, Any], sample: str = ""
+    tenant: TenantInfo,
+    caller: SimulatedCaller,
+    kind: str,
+    name: str,
+    arguments: dict[str, Any],
+    sample: str = "",
+    catalog: Catalog | None = None,
 ) -> Simulation:
     """The decision for this caller, target and arguments, what this caller's lists hold, and what the
-    guardrails would do to the arguments and to a result whose text is `sample`."""
-    catalog = await catalogs.get_catalog(tenant.id)
+    guardrails would do to the arguments and to a result whose text is `sample`; with the catalog
+    clients get, unless given another (the rules' drafts in place: drafts/trial.with_rule_drafts)."""
+    catalog = catalog or await catalogs.get_catalog(tenant.id)
     ctx = context_for(tenant, caller)
     target = _target(catalog, kind, name)
     denial = decision.check(ctx, catalog, target, arguments)

@@ -185,8 +185,8 @@ POLICY_KINDS = {"all": ("tools", "prompts", "resources"), "tools": ("tools",), "
 def policy_saved_or_deleted(
     sender: type, instance: Policy, raw: bool = False, using: str = "default", **kwargs: Any
 ) -> None:
-    if raw:
-        return
+    if raw or instance.version == 0:
+        return  # a draft never published governs nobody (AMB-362)
     try:
         for kind in POLICY_KINDS.get(instance.applies_to, ("resources",)):
             queue_change(instance.tenant_id, kind, (), using)
@@ -202,8 +202,8 @@ def call_rule_saved_or_deleted(
     sender: type, instance: Quota | Guardrail, raw: bool = False, using: str = "default", **kwargs: Any
 ) -> None:
     """A quota (AMB-352) or a guardrail (AMB-354) changes how calls are counted or what flows through
-    them, never what a list holds: a new version only."""
-    if raw:
+    them, never what a list holds: a new version only (a draft never published: nothing)."""
+    if raw or instance.version == 0:
         return
     try:
         queue_change(instance.tenant_id, None, (), using)

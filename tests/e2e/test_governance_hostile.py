@@ -147,7 +147,7 @@ def owned_tenant(server: DaphneServer) -> tuple[str, str]:
         f"u = get_user_model().objects.get(username={ADMIN_USERNAME!r})\n"
         "Membership.objects.create(tenant=t, user=u, role='owner')\n"
         + GREET.format(t="t")
-        + "Policy.objects.bulk_create([Policy(tenant=t, name=f'p{i:03d}', effect='deny', applies_to='tools',"
+        + "Policy.objects.bulk_create([Policy(tenant=t, name=f'p{i:03d}', version=1, effect='deny', applies_to='tools',"
         f" condition=f\"arguments.name == 'x{{i}}'\") for i in range({MAX_POLICIES})])\n"
         "print(issue_manage_token(u, 1, 'hostile owner'))\n",
     )
