@@ -85,7 +85,10 @@ async def sdk_client(
         owner: AbstractAsyncContextManager[Any] = contextlib.nullcontext()
         mode = "legacy"
     else:
-        streams, owner, mode = streamable_http_client(target.url, http_client=http), http, target.mode
+        # No size cap of the SDK's own (1 MiB an SSE event): transport.CappedStream bounds every message
+        # at MCP_UPSTREAM_MAX_MESSAGE_BYTES, before the SDK sees it, and its error names that bound.
+        streams = streamable_http_client(target.url, http_client=http, max_sse_event_size=None)
+        owner, mode = http, target.mode
     async with owner, Client(streams, mode=mode, cache=None, client_info=CLIENT_INFO, **options) as client:
         yield client
 

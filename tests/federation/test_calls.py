@@ -109,6 +109,15 @@ async def test_a_reply_past_the_message_limit_is_abandoned_with_words_and_the_ne
     assert result["structuredContent"] == {"echo": "small"}
 
 
+async def test_a_reply_under_the_message_limit_but_past_a_mebibyte_is_read(upstream):
+    # The bound is MCP_UPSTREAM_MAX_MESSAGE_BYTES (4 MiB), not the SDK's own 1 MiB an SSE event.
+    message = "x" * 1_500_000
+
+    result = await call_tool(target_for(upstream), "echo", {"message": message})
+
+    assert result["structuredContent"] == {"echo": message}
+
+
 async def test_a_call_flooded_past_its_message_budget_ends_in_words_and_pauses_the_upstream(upstream, settings):
     # AMB-188: each step of slow_count is a progress and a log message; 300 steps with no delay is a flood.
     settings.MCP_UPSTREAM_MESSAGE_BURST, settings.MCP_UPSTREAM_MESSAGES_PER_SECOND = 40, 5
