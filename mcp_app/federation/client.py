@@ -65,12 +65,11 @@ async def _attempts(target: Target, state: CallState, body: Callable[[Any], Awai
             lost_session = connection.legacy and isinstance(exc, MCPError) and 404 in state.statuses
             never_reached = state.unreached or lost_session
             error = failures.failure(target, state, exc)
+            # A reply abandoned at its bound (too large, flooded) keeps the connection: on Streamable HTTP
+            # it was one HTTP response of it (transport.ReplyAbandoned); on HTTP+SSE it was the session's
+            # stream, whose end has discarded the connection already.
             if never_reached or isinstance(error, UpstreamUnavailable):
                 the_pool.discard(connection)
-            elif state.too_large is not None or state.flooded is not None:
-                # A reply abandoned half read leaves the connection's stream in no state to reuse;
-                # the other calls on it finish first.
-                the_pool.retire(connection)
             if never_reached and attempt == 1 and not fresh:
                 state.statuses.clear()
                 state.unreached = False

@@ -88,11 +88,22 @@ class CallState:
 _EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 
 
-class MessageTooLarge(httpx2.ReadError):
+class ReplyAbandoned(httpx2.SSEError, httpx2.StreamError):
+    """A reply given up unread, which ends that one reply and not the client reading it (AMB-363).
+
+    One SDK client carries every call of its pool key, each Streamable HTTP reply its own HTTP response.
+    The SDK's client ends only the request whose reply fails with these: an SSE reply's SSEError (as
+    for an event past its own size cap: no reconnection either, which a hostile upstream could make
+    endless), a JSON reply's StreamError. Any other error reading one reply ends the client's task
+    group, and with it every call on the client. httpx closes the half-read HTTP connection itself.
+    """
+
+
+class MessageTooLarge(ReplyAbandoned):
     """An upstream's message outgrew MCP_UPSTREAM_MAX_MESSAGE_BYTES: the reply is abandoned unread."""
 
 
-class TooManyMessages(httpx2.ReadError):
+class TooManyMessages(ReplyAbandoned):
     """An upstream sent one call's reply more messages than its budget: the reply is abandoned unread."""
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+
+import anyio
 import httpx2
 import pytest
 
@@ -9,6 +12,7 @@ from mcp_app.federation import UpstreamError, breaker, call_tool, discover
 from mcp_app.federation.transport import CallState, CappedStream, MessageTooLarge
 from tests.federation.support import target_for
 
+HANDSHAKES = {"2026-07-28": "server/discover", "legacy": "initialize"}
 ERA_VERSIONS = {"2026-07-28": "2026-07-28", "legacy": "2025-11-25"}
 
 
@@ -118,7 +122,41 @@ async def test_a_reply_under_the_message_limit_but_past_a_mebibyte_is_read(upstr
     assert result["structuredContent"] == {"echo": message}
 
 
-async def test_a_call_flooded_past_its_message_budget_ends_in_words_and_pauses_the_upstream(upstream, settings):
+@pytest.mark.parametrize("json_response", [False, True], ids=["sse-replies", "json-replies"])
+async def test_a_reply_past_the_message_limit_ends_only_its_own_call_on_a_shared_connection(
+    start_upstream, era, json_response, settings
+):
+    # One pooled client serves every call of its key: the reply abandoned at the bound is one HTTP
+    # response of it, and the call beside it (same key, same client) still gets its own result.
+    settings.MCP_UPSTREAM_MAX_MESSAGE_BYTES = 64 * 1024
+    server = start_upstream(
+        stateless=era == "2026-07-28", legacy_only=era == "legacy", json_response=json_response
+    )
+    target = target_for(server)
+    await call_tool(target, "echo", {"message": "opened"})
+    counting = asyncio.create_task(
+        call_tool(target, "slow_count", {"n": 10, "delay": 0.1, "run": "beside-big"})
+    )
+    with anyio.fail_after(10):  # the count is running upstream, its reply not yet sent
+        while not any(call["name"] == "slow_count" for call in server.stats()["calls"]):
+            await asyncio.sleep(0.02)
+    with pytest.raises(UpstreamError) as refused:
+        await call_tool(target, "big", {"megabytes": 1})
+
+    assert refused.value.message == (
+        f"Upstream {target.label} sent a message larger than 65536 bytes; it was not read."
+    )
+    result = await counting
+    assert result["content"][0]["text"] == "counted to 10"
+    assert "beside-big" in server.stats()["completed"]
+    assert (await call_tool(target, "echo", {"message": "after"}))["structuredContent"] == {"echo": "after"}
+    # Still the one connection: nothing was torn down or opened again for the abandoned reply.
+    assert server.stats()["methods"][HANDSHAKES[era]] == 1
+
+
+async def test_a_call_flooded_past_its_message_budget_ends_in_words_and_pauses_the_upstream(
+    upstream, settings
+):
     # AMB-188: each step of slow_count is a progress and a log message; 300 steps with no delay is a flood.
     settings.MCP_UPSTREAM_MESSAGE_BURST, settings.MCP_UPSTREAM_MESSAGES_PER_SECOND = 40, 5
     settings.MCP_UPSTREAM_BREAKER_SECONDS = 30
@@ -132,9 +170,7 @@ async def test_a_call_flooded_past_its_message_budget_ends_in_words_and_pauses_t
         heard.append(0)
 
     with pytest.raises(UpstreamError) as ended:
-        await call_tool(
-            target, "slow_count", {"n": 300, "delay": 0}, on_progress=progress, on_log=log
-        )
+        await call_tool(target, "slow_count", {"n": 300, "delay": 0}, on_progress=progress, on_log=log)
 
     assert ended.value.message == (
         f"Upstream {target.label} sent this call more than 40 messages at once (then 5 a second); "
@@ -144,9 +180,35 @@ async def test_a_call_flooded_past_its_message_budget_ends_in_words_and_pauses_t
     with pytest.raises(UpstreamError) as paused:
         await call_tool(target, "echo", {"message": "again"})
     assert paused.value.message.startswith(f"Upstream {target.label} is unavailable; retry after ")
-    breaker.reset()  # the pause over: a well-behaved call goes through on a fresh connection
+    breaker.reset()  # the pause over: a well-behaved call goes through (the flooded reply alone ended)
     result = await call_tool(target, "slow_count", {"n": 5, "delay": 0}, on_progress=progress, on_log=log)
     assert result["content"][0]["text"] == "counted to 5"
+
+
+async def test_a_flooded_reply_ends_only_its_own_call_on_a_shared_connection(upstream, era, settings):
+    # As a reply too large (AMB-363): the call beside the flood, begun before the breaker opened, ends
+    # well, and the connection they shared takes the next call once the pause is over.
+    settings.MCP_UPSTREAM_MESSAGE_BURST, settings.MCP_UPSTREAM_MESSAGES_PER_SECOND = 40, 5
+    target = target_for(upstream, identity=f"flood-beside-{era}")
+    await call_tool(target, "echo", {"message": "opened"})
+    handshakes = upstream.stats()["methods"][HANDSHAKES[era]]
+    run = f"beside-flood-{era}"
+    counting = asyncio.create_task(call_tool(target, "slow_count", {"n": 10, "delay": 0.1, "run": run}))
+    with anyio.fail_after(10):
+        while run not in [call["arguments"].get("run") for call in upstream.stats()["calls"]]:
+            await asyncio.sleep(0.02)
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        pass
+
+    with pytest.raises(UpstreamError) as ended:
+        await call_tool(target, "slow_count", {"n": 300, "delay": 0}, on_progress=progress)
+
+    assert "more than 40 messages at once" in ended.value.message
+    assert (await counting)["content"][0]["text"] == "counted to 10"
+    breaker.reset()
+    assert (await call_tool(target, "echo", {"message": "after"}))["structuredContent"] == {"echo": "after"}
+    assert upstream.stats()["methods"][HANDSHAKES[era]] == handshakes
 
 
 class Chunks(httpx2.AsyncByteStream):
