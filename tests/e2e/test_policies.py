@@ -52,7 +52,7 @@ async def test_the_sdk_client_sees_only_what_it_may_use_and_is_told_which_policy
         assert denied.is_error and "'no-admins'" in denied.content[0].text
 
 
-async def test_a_policy_saved_in_the_admin_tells_a_held_session_and_its_next_list_obeys_it(
+async def test_a_policy_published_in_the_admin_tells_a_held_session_and_its_next_list_obeys_it(
     server: DaphneServer,
 ) -> None:
     slug = governed_tenant(server)
@@ -77,7 +77,7 @@ async def test_a_policy_saved_in_the_admin_tells_a_held_session_and_its_next_lis
                 f"/admin/mcp_app/policy/{pk}/change/",
                 "policy_form",
                 {"condition": condition},
-                ("_save", "Save"),
+                ("_publish", "Save and publish"),  # a policy's draft ("Save draft") tells nobody (AMB-362)
             )
 
         await inbox.edit_until("notifications/tools/list_changed", edit)
