@@ -82,7 +82,9 @@ class PublishingAdminMixin(HistoryAdminMixin):
         self.ensure_may_edit(request, obj)
         try:
             drafts.stage(obj, request.user)
-            done = drafts.publish(obj, request.user) if "_publish" in request.POST else None
+            # A policy's form asked already whether no member keeps a tool (Policy.confirm_no_tools).
+            confirmed = bool(getattr(obj, "confirm_no_tools", False))
+            done = drafts.publish(obj, request.user, confirm_no_tools=confirmed) if "_publish" in request.POST else None
         except drafts.PublishError as exc:
             messages.error(request, str(exc))
             return
@@ -193,7 +195,7 @@ class PublishingAdminMixin(HistoryAdminMixin):
             if editable is not None and tenant.pk not in editable:
                 raise PermissionDenied
             try:
-                done = drafts.publish_all(tenant, request.user)
+                done = drafts.publish_all(tenant, request.user, confirm_no_tools="confirm_no_tools" in request.POST)
             except drafts.PublishError as exc:
                 messages.error(request, f"{exc} Nothing was published.")
             else:

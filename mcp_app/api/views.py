@@ -76,6 +76,20 @@ class PublishedSerializer(serializers.Serializer):
     )
 
 
+class PublishSerializer(serializers.Serializer):
+    confirm_no_tools = serializers.BooleanField(
+        required=False, default=False,
+        help_text="Publish though, after the policies published, no member would have a single tool in its list.",
+    )  # fmt: skip
+
+
+def _confirmed(request: Request) -> bool:
+    """The body's confirm_no_tools (no body: not confirmed); a value that is no boolean is a 400."""
+    body = PublishSerializer(data=request.data if isinstance(request.data, dict) else {})
+    body.is_valid(raise_exception=True)
+    return bool(body.validated_data["confirm_no_tools"])
+
+
 class DiscardedSerializer(serializers.Serializer):
     discarded = serializers.BooleanField(help_text="False: there was no draft to discard.")
 
@@ -134,12 +148,14 @@ class DefinitionViewSet(TenantScoped, viewsets.ModelViewSet):
     def perform_create(self, serializer: serializers.BaseSerializer) -> None:
         serializer.save(tenant=self.tenant())
 
-    @extend_schema(parameters=[SLUG, ID], request=None, responses={200: PublishedSerializer, 409: ErrorSerializer})
+    @extend_schema(
+        parameters=[SLUG, ID], request=PublishSerializer, responses={200: PublishedSerializer, 409: ErrorSerializer}
+    )
     @action(detail=True, methods=["post"])
     def publish(self, request: Request, slug: str, pk: str) -> Response:
         """Publish this definition's draft as its next version (connected clients are told)."""
         try:
-            done = drafts.publish(self.get_object(), request.user)
+            done = drafts.publish(self.get_object(), request.user, confirm_no_tools=_confirmed(request))
         except drafts.PublishError as exc:
             return error_response(409, "conflict", str(exc))
         return _published([done] if done else [])
@@ -151,7 +167,7 @@ class DefinitionViewSet(TenantScoped, viewsets.ModelViewSet):
         return Response(DiscardedSerializer({"discarded": drafts.discard(self.get_object())}).data)
 
 
-@extend_schema(parameters=[SLUG], request=None, responses={200: PublishedSerializer, 409: ErrorSerializer})
+@extend_schema(parameters=[SLUG], request=PublishSerializer, responses={200: PublishedSerializer, 409: ErrorSerializer})
 class PublishAllView(TenantScoped, generics.GenericAPIView):
     """Publish every draft of the tenant as one change: all or none, one list_changed per list."""
 
@@ -159,7 +175,7 @@ class PublishAllView(TenantScoped, generics.GenericAPIView):
 
     def post(self, request: Request, slug: str) -> Response:
         try:
-            done = drafts.publish_all(self.tenant(), request.user)
+            done = drafts.publish_all(self.tenant(), request.user, confirm_no_tools=_confirmed(request))
         except drafts.PublishError as exc:
             return error_response(409, "conflict", f"{exc} Nothing was published.")
         return _published(done)

@@ -25,6 +25,7 @@ from audit.models import Action
 from audit.trail import record
 from mcp_app.history import service as history
 from mcp_app.models import Guardrail, Policy, Prompt, Quota, Resource, ResourceTemplate, Tool, Versioned
+from mcp_app.models.policies import NO_TOOL_LEFT_PUBLISHED, leaves_no_member_a_tool
 from tenants.models import Tenant
 
 D = TypeVar("D", bound=Versioned)
@@ -168,14 +169,19 @@ def _publish_row(row: Versioned, user: Any, reason: str) -> Published:
     return Published(row._meta.model_name or "", str(row), row.version, row.pk)
 
 
-def publish(obj: Versioned, user: Any = None) -> Published | None:
+def publish(obj: Versioned, user: Any = None, *, confirm_no_tools: bool = False) -> Published | None:
     """Make the definition's draft what clients get, as its next version (None: nothing to publish)."""
-    done = publish_many([obj], user)
+    done = publish_many([obj], user, confirm_no_tools=confirm_no_tools)
     return done[0] if done else None
 
 
-def publish_many(rows: list[Versioned], user: Any = None, reason: str = "Published") -> list[Published]:
-    """Publish the drafts of `rows` as one change: all or none, one list_changed per list and tenant."""
+def publish_many(
+    rows: list[Versioned], user: Any = None, reason: str = "Published", *, confirm_no_tools: bool = False
+) -> list[Published]:
+    """Publish the drafts of `rows` as one change: all or none, one list_changed per list and tenant.
+
+    Policies published together are asked, as one policy's save is (AMB-356): after them, would no
+    member have a single tool? Then nothing is published unless `confirm_no_tools`."""
     done: list[tuple[int, Published]] = []
     with transaction.atomic():
         for obj in rows:
@@ -184,6 +190,10 @@ def publish_many(rows: list[Versioned], user: Any = None, reason: str = "Publish
                 raise PublishError(f"{obj} no longer exists.")
             if has_draft(row):
                 done.append((row.tenant_id, _publish_row(row, user, reason)))
+        if not confirm_no_tools:
+            for tenant_id in sorted({t for t, d in done if d.kind == "policy"}):
+                if leaves_no_member_a_tool(tenant_id):
+                    raise PublishError(NO_TOOL_LEFT_PUBLISHED)  # the transaction undoes every publish above
         for tenant_id in sorted({t for t, _d in done}):
             _audit([d for t, d in done if t == tenant_id], tenant_id, user)
     return [d for _t, d in done]
@@ -197,9 +207,9 @@ def pending(tenant: Tenant | int) -> list[Versioned]:
     return rows
 
 
-def publish_all(tenant: Tenant | int, user: Any = None) -> list[Published]:
+def publish_all(tenant: Tenant | int, user: Any = None, *, confirm_no_tools: bool = False) -> list[Published]:
     """Publish every draft of the tenant as one change (the tenant's "publish all drafts")."""
-    return publish_many(pending(tenant), user, "Published with all drafts")
+    return publish_many(pending(tenant), user, "Published with all drafts", confirm_no_tools=confirm_no_tools)
 
 
 def _audit(done: list[Published], tenant_id: int, user: Any) -> None:

@@ -20,6 +20,10 @@ from tenants.models import Membership, Tenant
 
 # More would be a tenant's way to make every list slow, not a policy: refused when saved.
 MAX_POLICIES_PER_TENANT = 200
+NO_TOOL_LEFT_PUBLISHED = (
+    "After publishing, no member of the tenant would have a single tool in its list. Confirm that this is "
+    "meant (the admin's \"Publish though no member keeps a tool\"; the API's confirm_no_tools: true) to publish it."
+)
 NO_TOOL_LEFT = (
     "After this policy no member of the tenant would have a single tool in its list. Confirm that this "
     "is meant (the admin's \"Save though no member keeps a tool\"; the API's confirm_no_tools: true) to save it."
@@ -101,10 +105,7 @@ class Policy(Versioned):
             return False
         # Beside what is live: the others' drafts are not, until they are published (AMB-362).
         others = Policy.objects.published().filter(tenant_id=self.tenant_id, enabled=True).exclude(pk=self.pk)
-        defs = [*(p.to_def() for p in others[:MAX_POLICIES_PER_TENANT]), self.to_def()]
-        split = split_of(compile_all(defs), "tools")
-        members = [c for c in callers if c["auth"] in ("oauth", "api_key")]
-        return reach.keeps_no_tool(split, members, [t for t in targets if t["kind"] == "tool"])
+        return _no_tool_left([*(p.to_def() for p in others[:MAX_POLICIES_PER_TENANT]), self.to_def()], callers, targets)
 
     def _callers(self) -> list[dict[str, Any]]:
         """Callers a condition is tried on when saved (governance/reach.py): each member as an OAuth
@@ -146,3 +147,16 @@ class Policy(Versioned):
         return PolicyDef(
             name=self.name, effect=self.effect, applies_to=self.applies_to, condition=self.condition
         )
+
+
+def _no_tool_left(defs: list[PolicyDef], callers: list[dict[str, Any]], targets: list[dict[str, Any]]) -> bool:
+    members = [c for c in callers if c["auth"] in ("oauth", "api_key")]
+    return reach.keeps_no_tool(split_of(compile_all(defs), "tools"), members, [t for t in targets if t["kind"] == "tool"])
+
+
+def leaves_no_member_a_tool(tenant_id: int) -> bool:
+    """Whether, under the tenant's published and enabled policies, no member has a single tool in its
+    list: asked when drafts are published (drafts/service.py), as a policy's save asks (AMB-356, AMB-362)."""
+    rows = Policy.objects.published().filter(tenant_id=tenant_id, enabled=True)[:MAX_POLICIES_PER_TENANT]
+    probe = Policy(tenant_id=tenant_id, applies_to=AppliesTo.TOOLS)  # reads the tenant's members and tools
+    return _no_tool_left([p.to_def() for p in rows], probe._callers(), probe._targets())

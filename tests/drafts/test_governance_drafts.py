@@ -171,3 +171,33 @@ def test_the_simulator_decides_with_the_rules_drafts_when_asked_and_with_what_cl
             "arguments": "{}", "with_drafts": "on"}  # fmt: skip
     page = client.post(reverse("admin:mcp_app_policy_simulate"), form).content.decode()
     assert 'id="simulation-decision">Denied' in page and "Decided with the drafts" in page
+
+
+def test_drafts_published_together_that_leave_no_member_a_tool_wait_for_a_confirmation(
+    client: Client, alice, tool_a, tenant_a
+) -> None:
+    """Each policy alone leaves the members a tool (its save is not asked); published together they
+    leave none: publishing all is refused, nothing is published, until it is confirmed (AMB-356)."""
+    for name, tool in (("members-no-greet", "greet"), ("members-no-wave", "wave")):
+        condition = f"caller.auth in ['oauth', 'api_key'] && target.name == '{tool}'"
+        policy = Policy(tenant=tenant_a, name=name, effect="deny", applies_to="tools", condition=condition)
+        policy.confirm_no_tools = False  # asked, as the admin's form and the API ask
+        policy.full_clean()
+        drafts.stage(policy, alice)
+    with pytest.raises(drafts.PublishError, match="After publishing, no member of the tenant would have"):
+        drafts.publish_all(tenant_a, alice)
+    assert live(tenant_a)["policies"] == () and all(p.version == 0 for p in Policy.objects.all())
+
+    api = ApiClient(alice)
+    refused = api.call("POST", f"{API}/publish/")
+    assert refused.status_code == 409 and "confirm_no_tools" in refused.json()["error"]["message"], refused.content
+    assert api.call("POST", f"{API}/publish/", {"confirm_no_tools": "maybe"}).status_code == 400
+    client.force_login(alice)
+    page = client.post(reverse("admin:mcp_app_policy_drafts"), {"tenant": tenant_a.pk}, follow=True).content.decode()
+    assert "no member of the tenant would have a single tool" in page and "Nothing was published." in page
+    assert live(tenant_a)["policies"] == ()
+
+    confirmed = {"tenant": tenant_a.pk, "confirm_no_tools": "on"}
+    page = client.post(reverse("admin:mcp_app_policy_drafts"), confirmed, follow=True).content.decode()
+    assert "Published 2 drafts as one change" in page, page
+    assert len(live(tenant_a)["policies"]) == 2

@@ -35,7 +35,8 @@ class Command(BaseCommand):
             self.stdout.write(f"{len(waiting)} draft(s) would be published. Dry run: nothing was changed.")
             return
         try:
-            done = drafts.publish_all(found)
+            # An operator's command, as an import: not asked whether no member keeps a tool (AMB-356).
+            done = drafts.publish_all(found, confirm_no_tools=True)
         except drafts.PublishError as exc:
             raise CommandError(f"{exc} Nothing was published.") from None
         for item in done:
