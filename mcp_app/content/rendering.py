@@ -5,6 +5,8 @@ items and no slow filter; past any of them it stops (``sandbox.Exceeded``), its 
 and it runs again in a render process (``render_pool``) with the full budget. A remembered source,
 or one with many tags, goes to a render process directly. So the event loop spends at most one
 inline slice on a hostile template, and a render that runs long is killed with its process.
+A source is remembered for the tenant whose render went past the budget: the same text in another
+tenant's tool (`{{ message }}` is in many) stays inline, whatever values a hostile client sent the first.
 """
 
 from __future__ import annotations
@@ -26,14 +28,14 @@ INLINE_VALUE = 4_096
 INLINE_TOKENS = 40
 REMEMBERED = 4_096
 
-_heavy: collections.OrderedDict[str, None] = collections.OrderedDict()
+_heavy: collections.OrderedDict[tuple[int, str], None] = collections.OrderedDict()
 _heavy_lock = threading.Lock()
 
 
-def _remember(source: str) -> None:
+def _remember(tenant_id: int, source: str) -> None:
     with _heavy_lock:
-        _heavy[source] = None
-        _heavy.move_to_end(source)
+        _heavy[(tenant_id, source)] = None
+        _heavy.move_to_end((tenant_id, source))
         while len(_heavy) > REMEMBERED:
             _heavy.popitem(last=False)
 
@@ -44,8 +46,8 @@ def forget() -> None:
         _heavy.clear()
 
 
-def _inline_ok(source: str) -> bool:
-    return sandbox.count_tokens(source) <= INLINE_TOKENS and source not in _heavy
+def _inline_ok(tenant_id: int, source: str) -> bool:
+    return sandbox.count_tokens(source) <= INLINE_TOKENS and (tenant_id, source) not in _heavy
 
 
 def _inline_budget() -> sandbox.Budget:
@@ -68,26 +70,26 @@ async def text(ctx: RequestContext, source: str, variables: dict[str, Any]) -> s
     """Render a template string with ``variables``; ContentError on any template fault or limit."""
     if "{" not in source:
         return source
-    if _inline_ok(source):
+    if _inline_ok(ctx.tenant.id, source):
         sandbox.compile_template(source)  # compiled (and cached) before the inline clock starts
         try:
             return sandbox.render_text(source, variables, _inline_budget())
         except sandbox.Exceeded:
-            _remember(source)
+            _remember(ctx.tenant.id, source)
     return await _isolated(ctx, "text", source, dict(variables))
 
 
 async def value(ctx: RequestContext, value: Any, variables: dict[str, Any]) -> Any:
     """Render the templates inside a JSON value (``sandbox.render_value``), inline or isolated."""
     sources = sandbox.sources_in(value)
-    if all(_inline_ok(source) for source in sources):
+    if all(_inline_ok(ctx.tenant.id, source) for source in sources):
         for source in sources:
             sandbox.compile_template(source)
         budget = _inline_budget()
         try:
             return sandbox.render_value(value, variables, budget)
         except sandbox.Exceeded:
-            _remember(budget.source)
+            _remember(ctx.tenant.id, budget.source)
     return await _isolated(ctx, "value", value, dict(variables))
 
 

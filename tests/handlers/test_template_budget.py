@@ -11,6 +11,7 @@ import pytest
 
 from mcp_app.content import render_pool, rendering, sandbox
 from mcp_app.core.errors import ContentError
+from tests.support import make_ctx
 
 pytestmark = pytest.mark.usefixtures("render_processes")
 
@@ -134,11 +135,28 @@ async def test_a_template_past_the_inline_budget_renders_in_a_process_and_goes_t
     expected = sandbox.render_text(source, variables)
     sent = pool_jobs
     assert await rendering.text(ctx, source, variables) == expected
-    assert source in rendering._heavy and sent == ["text"]
+    assert (ctx.tenant.id, source) in rendering._heavy and sent == ["text"]
     inline_attempts: list[object] = []
     monkeypatch.setattr(rendering, "_inline_budget", lambda: inline_attempts.append(1))
     assert await rendering.text(ctx, source, variables) == expected
     assert inline_attempts == [] and sent == ["text", "text"]  # straight to a render process
+
+
+async def test_a_source_sent_to_a_render_process_by_one_tenants_values_stays_inline_for_another(
+    ctx, tenant_b, pool_jobs
+):
+    """A hostile client's huge value makes `{{ message }}` go past the inline budget in its tenant: that
+    tenant's next renders of it go to a render process; another tenant's tool of the same text stays
+    inline (it was remembered by text alone: every tenant's `{{ message }}` went to the processes)."""
+    rendering.forget()
+    huge = {"message": "x" * (rendering.INLINE_VALUE * 20)}
+    assert await rendering.text(ctx, "{{ message }}", huge) == huge["message"]
+    assert pool_jobs == ["text"]
+    other = make_ctx(tenant_b, "2025-06-18")
+    assert await rendering.text(other, "{{ message }}", {"message": "hi"}) == "hi"
+    assert pool_jobs == ["text"], "another tenant's render of the same text went to a render process"
+    assert await rendering.text(ctx, "{{ message }}", {"message": "hi"}) == "hi"
+    assert pool_jobs == ["text", "text"]  # the tenant whose render went past the budget: remembered
 
 
 async def test_the_hostile_template_ends_with_a_clear_error_within_the_render_bound(ctx, settings):
