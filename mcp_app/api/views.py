@@ -76,7 +76,7 @@ class PublishedSerializer(serializers.Serializer):
     )
 
 
-class PublishSerializer(serializers.Serializer):
+class PublishDraftsSerializer(serializers.Serializer):
     confirm_no_tools = serializers.BooleanField(
         required=False, default=False,
         help_text="Publish though, after the policies published, no member would have a single tool in its list.",
@@ -85,7 +85,7 @@ class PublishSerializer(serializers.Serializer):
 
 def _confirmed(request: Request) -> bool:
     """The body's confirm_no_tools (no body: not confirmed); a value that is no boolean is a 400."""
-    body = PublishSerializer(data=request.data if isinstance(request.data, dict) else {})
+    body = PublishDraftsSerializer(data=request.data if isinstance(request.data, dict) else {})
     body.is_valid(raise_exception=True)
     return bool(body.validated_data["confirm_no_tools"])
 
@@ -149,7 +149,7 @@ class DefinitionViewSet(TenantScoped, viewsets.ModelViewSet):
         serializer.save(tenant=self.tenant())
 
     @extend_schema(
-        parameters=[SLUG, ID], request=PublishSerializer, responses={200: PublishedSerializer, 409: ErrorSerializer}
+        parameters=[SLUG, ID], request=PublishDraftsSerializer, responses={200: PublishedSerializer, 409: ErrorSerializer}
     )
     @action(detail=True, methods=["post"])
     def publish(self, request: Request, slug: str, pk: str) -> Response:
@@ -167,7 +167,7 @@ class DefinitionViewSet(TenantScoped, viewsets.ModelViewSet):
         return Response(DiscardedSerializer({"discarded": drafts.discard(self.get_object())}).data)
 
 
-@extend_schema(parameters=[SLUG], request=PublishSerializer, responses={200: PublishedSerializer, 409: ErrorSerializer})
+@extend_schema(parameters=[SLUG], request=PublishDraftsSerializer, responses={200: PublishedSerializer, 409: ErrorSerializer})
 class PublishAllView(TenantScoped, generics.GenericAPIView):
     """Publish every draft of the tenant as one change: all or none, one list_changed per list."""
 
