@@ -267,12 +267,30 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     )
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 
-if DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql") and os.environ.get(
-    "DATABASE_ROLE"
+# "transaction" when DATABASE_URL is a pooler in transaction mode (PgBouncer's pool_mode=transaction):
+# the tenant wall then sets its scope and role per transaction (AMB-365), and no cursor outlives one.
+DATABASE_POOLING = os.environ.get("DATABASE_POOLING") or "session"
+if DATABASE_POOLING not in {"session", "transaction"}:
+    raise ImproperlyConfigured(
+        f"DATABASE_POOLING must be 'session' or 'transaction', got {DATABASE_POOLING!r}"
+    )
+# The role the platform's statements run as: one without BYPASSRLS, so the tenant wall binds it even
+# when DATABASE_URL's user is a superuser (AMB-96).
+DATABASE_ROLE = (
+    os.environ.get("DATABASE_ROLE") or None
+    if DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql")
+    else None
+)
+if DATABASE_ROLE and DATABASE_POOLING == "session":
+    # SET ROLE once per connection (Django's assume_role). Behind a transaction pooler a session's role
+    # would go to whichever client's transaction it serves next: the wall sets it per transaction there.
+    DATABASES["default"].setdefault("OPTIONS", {})["assume_role"] = DATABASE_ROLE
+if DATABASE_POOLING == "transaction" and DATABASES["default"]["ENGINE"].startswith(
+    "django.db.backends.postgresql"
 ):
-    # The role each connection takes (SET ROLE): one without BYPASSRLS, so the tenant wall binds it
-    # even when DATABASE_URL's user is a superuser (AMB-96).
-    DATABASES["default"].setdefault("OPTIONS", {})["assume_role"] = os.environ["DATABASE_ROLE"]
+    # A server-side cursor (QuerySet.iterator) lives in its server session, which the next transaction
+    # may not get: Django's own advice for transaction pooling.
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

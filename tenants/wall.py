@@ -7,6 +7,11 @@ request into `sync_to_async` threads and a job into its tasks. An execute wrappe
 connection makes the session's settings equal to the running code's scope before a statement goes
 out: a round trip only when the scope changed since the connection's last statement.
 
+Behind a pooler in transaction mode (PgBouncer, `DATABASE_POOLING=transaction`, AMB-365) a server
+session serves whichever client's transaction comes next, so nothing set on a session can be trusted:
+there every statement runs in a transaction that first sets the scope and the role for itself alone
+(`set_config(..., true)`): one the code opened, or one the wall opens around a statement of its own.
+
 Nothing here decides who may see what: the transport sets the tenant of the URL (`enter`), the web
 middleware the tenants of the signed-in user, a worker the job's tenant; the few places that work
 across tenants (migrations, management commands, the usage flush, metrics) say so with `bypass`.
@@ -16,18 +21,31 @@ Code with no scope sees no tenant's rows. SQLite has no such wall and keeps work
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.db.backends.signals import connection_created
 from psycopg import pq
 
 logger = logging.getLogger("mcp_app.rls")
 
 SET_SQL = "SELECT set_config('mcp.tenants', %s, false), set_config('mcp.rls_bypass', %s, false)"
+# Per transaction (pooled): the role too (DATABASE_ROLE), as a session-wide SET ROLE would go to whichever
+# client's transaction that server session serves next. `BEGIN; ` opens the transaction around a
+# statement of its own, in the same round trip.
+LOCAL_SQL = "SELECT set_config('mcp.tenants', %s, true), set_config('mcp.rls_bypass', %s, true)"
+LOCAL_ROLE_SQL = f"{LOCAL_SQL}, set_config('role', %s, true)"
+# What PostgreSQL refuses inside a transaction block; none of it reads or writes a tenant's rows.
+_NO_TRANSACTION = re.compile(
+    r"^\s*(?:(?:CREATE|DROP|ALTER)\s+DATABASE|VACUUM|ALTER\s+SYSTEM|CREATE\s+(?:UNIQUE\s+)?INDEX\s+CONCURRENTLY"
+    r"|DROP\s+INDEX\s+CONCURRENTLY|REINDEX)\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -116,6 +134,8 @@ def wrap_iterator(scope: Scope, chunks: Iterable[Any]) -> Iterator[Any]:
 
 
 def _align(execute: Callable[..., Any], sql: str, params: Any, many: bool, context: dict[str, Any]) -> Any:
+    if pooled():
+        return _align_per_transaction(execute, sql, params, many, context)
     connection = context["connection"]
     wanted = current()
     if (connection.mcp_rls_scope != wanted or connection.mcp_rls_doubt) and not _failed(connection):
@@ -127,6 +147,49 @@ def _align(execute: Callable[..., Any], sql: str, params: Any, many: bool, conte
         # it again before every statement until one runs outside a transaction.
         connection.mcp_rls_doubt = connection.in_atomic_block or not connection.get_autocommit()
     return execute(sql, params, many, context)
+
+
+def _align_per_transaction(
+    execute: Callable[..., Any], sql: str, params: Any, many: bool, context: dict[str, Any]
+) -> Any:
+    """The scope (and role) for this statement's transaction alone, for a pooled server session (AMB-365).
+
+    In a transaction the code opened, set before every statement, as `_align` does in doubt: a savepoint
+    rolled back may have undone it, and a server session there is held by this client till the end. A
+    statement of its own (autocommit) gets a transaction around it: `BEGIN` and the settings in one round
+    trip, the statement, `COMMIT`.
+    """
+    connection = context["connection"]
+    raw = connection.connection
+    status = raw.info.transaction_status
+    if status == pq.TransactionStatus.INERROR:
+        return execute(sql, params, many, context)  # only the rollback runs now
+    own = status == pq.TransactionStatus.IDLE and connection.get_autocommit()
+    if own and isinstance(sql, str) and _NO_TRANSACTION.match(sql):
+        return execute(sql, params, many, context)
+    values = current().settings()
+    role = _role()
+    statement = LOCAL_ROLE_SQL if role else LOCAL_SQL
+    with raw.cursor() as cursor:
+        cursor.execute(f"BEGIN; {statement}" if own else statement, (*values, role) if role else values)
+    if not own:
+        return execute(sql, params, many, context)
+    try:
+        result = execute(sql, params, many, context)
+    except BaseException:
+        raw.rollback()
+        raise
+    raw.commit()
+    return result
+
+
+def _role() -> str | None:
+    return getattr(settings, "DATABASE_ROLE", None)
+
+
+def pooled() -> bool:
+    """Whether PostgreSQL is reached through a pooler in transaction mode (`DATABASE_POOLING`)."""
+    return getattr(settings, "DATABASE_POOLING", "session") == "transaction"
 
 
 def _failed(connection: Any) -> bool:
@@ -155,7 +218,11 @@ def _say_process_bypass(connection: Any) -> None:
         return
     _bypass_said = True
     with connection.connection.cursor() as cursor:
-        cursor.execute("SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user")
+        # Pooled, the role is set per transaction (AMB-365): not yet at connect.
+        cursor.execute(
+            "SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = coalesce(%s, current_user)",
+            (_role() if pooled() else None,),
+        )
         row = cursor.fetchone()
     if row is not None and not row[0]:
         # In words: an operator reading a command's output should not have to look the term up (AMB-236).

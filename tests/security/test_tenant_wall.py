@@ -237,3 +237,39 @@ def test_a_command_says_it_bypasses_the_wall_only_where_a_role_is_bound_by_it() 
         pytest.skip("needs DATABASE_ROLE, a role the wall binds (CI's mcp_ci_wall)")
     assert "tenant wall bypassed for this process" in command_log(DATABASE_ROLE=role)
     assert "tenant wall bypassed" not in command_log()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_pooled_each_statement_sets_the_scope_for_its_own_transaction_and_leaves_the_session_bare(
+    settings,
+) -> None:
+    """Behind a transaction pooler (AMB-365) the next transaction on this session may be another client's:
+    every statement sets its scope (and role) for its transaction alone, one it opens when none is open,
+    and the session itself keeps nothing for a next client to be served with."""
+    a = Tenant.objects.create(slug="wall-a", name="A", auth_mode="public")
+    b = Tenant.objects.create(slug="wall-b", name="B", auth_mode="public")
+    Tool.objects.create(tenant=a, name="a_tool", handler="template", handler_config={"template": "a"})
+    Tool.objects.create(tenant=b, name="b_tool", handler="template", handler_config={"template": "b"})
+    connection.close()  # a new session: the statements above set the session's scope
+    settings.DATABASE_POOLING = "transaction"
+    with session_bound_by_the_wall():
+        with wall.tenant(a.id):
+            assert tool_names() == ["a_tool"]
+        with wall.tenant(b.id):
+            assert tool_names() == ["b_tool"]
+            with transaction.atomic():
+                assert tool_names() == ["b_tool"]
+                with wall.tenant(a.id):
+                    assert tool_names() == ["a_tool"]
+                assert tool_names() == ["b_tool"]
+            with pytest.raises(RuntimeError), transaction.atomic():
+                assert tool_names() == ["b_tool"]
+                raise RuntimeError("roll back")
+            assert tool_names() == ["b_tool"]
+        with connection.connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT current_setting('mcp.tenants', true), current_setting('mcp.rls_bypass', true)"
+            )
+            assert cursor.fetchone() in {(None, None), ("", "")}
+        with connection.cursor() as cursor:  # refused inside a transaction block: runs as it is
+            cursor.execute("VACUUM mcp_app_tool")
