@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from typing import Any
 
+import httpx
 import pytest
 
-from tests.e2e.helpers import mcp_client
+from tests.e2e.helpers import REQUEST_SECONDS, mcp_client, open_legacy_session
 from tests.e2e.servers import require_services
+from tests.e2e.test_resume import events_of
 from tests.fleet.hosts import Fleet, available
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
@@ -44,6 +47,48 @@ async def test_one_clients_requests_land_on_every_host_and_are_answered_as_one_s
         assert "echo" in {tool.name for tool in (await client.list_tools()).tools}
     served = [host.served('"POST /t/demo/mcp') - seen for host, seen in zip(fleet.hosts, before, strict=True)]
     assert all(count > 0 for count in served), f"POSTs per host: {served}"
+
+
+async def test_a_dropped_stream_resumed_through_the_balancer_on_another_host_replays_each_missed_event_once(
+    fleet: Fleet,
+) -> None:
+    steps, url = 6, fleet.mcp_url()
+    call = {
+        "jsonrpc": "2.0",
+        "id": 9,
+        "method": "tools/call",
+        "params": {
+            "name": "count_slowly",
+            "arguments": {"n": steps, "delay": 0.3},
+            "_meta": {"progressToken": "f"},
+        },
+    }
+    async with httpx.AsyncClient(timeout=httpx.Timeout(REQUEST_SECONDS)) as http:
+        headers = await open_legacy_session(http, url)
+        seen: list[tuple[str | None, dict[str, Any]]] = []
+        buffer = ""
+        async with http.stream("POST", url, headers=headers, json=call) as response:
+            ran_on = response.headers["x-fleet-host"]  # the balancer's name of the host
+            async for chunk in response.aiter_text():
+                buffer += chunk
+                seen = [(i, m) for i, m in events_of(buffer) if m.get("method") == "notifications/progress"]
+                if len(seen) >= 2:
+                    break  # the connection drops here; the run goes on where it started
+        resume = {**headers, "Accept": "text/event-stream", "Last-Event-ID": seen[-1][0] or ""}
+        replays, hosts = [], []
+        for _ in range(2):  # round-robin: two resumes in a row land on two hosts, one not the call's
+            replayed = await http.get(url, headers=resume)
+            replays.append(events_of(replayed.text))
+            hosts.append(replayed.headers["x-fleet-host"])
+    assert set(hosts) - {ran_on}, f"the call ran on {ran_on}, the resumes on {hosts}"
+    assert replays[0] == replays[1]  # what a resume replays is stored, the same wherever it is read
+    events = seen + replays[0]
+    progress = [m["params"]["progress"] for _, m in events if m.get("method") == "notifications/progress"]
+    assert progress == list(range(1, steps + 1)), progress  # each step once, none lost, none twice
+    assert (
+        events[-1][1]["id"] == 9 and events[-1][1]["result"]["content"][0]["text"] == f"Counted to {steps}."
+    )
+    assert len({event_id for event_id, _ in events}) == len(events)
 
 
 async def test_a_host_lost_mid_call_leaves_the_clients_next_requests_to_the_others(fleet: Fleet) -> None:

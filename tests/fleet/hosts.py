@@ -132,6 +132,8 @@ class Fleet:
             "    timeout tunnel 600s\n    timeout client-fin 5s\n"
             f"frontend web\n    mode http\n    bind 127.0.0.1:{self.port}\n    default_backend hosts\n"
             "backend hosts\n    mode http\n    balance roundrobin\n    option redispatch\n    retries 2\n"
+            # Which host answered, for the tests: h0, h1, ...
+            "    http-response set-header X-Fleet-Host %s\n"
             "    option httpchk\n    http-check send meth GET uri /health/ready ver HTTP/1.1 hdr Host 127.0.0.1\n"
             "    http-check expect status 200\n"
             f"{servers}\n{relays}"
