@@ -9,11 +9,17 @@ import asyncio
 from collections.abc import Iterator
 from typing import Any
 
+import anyio
 import httpx
+import httpx2
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import SubscriptionLost
 
 from tests.e2e.helpers import REQUEST_SECONDS, mcp_client, open_legacy_session
-from tests.e2e.servers import require_services
+from tests.e2e.servers import counting_tenant, require_services
+from tests.e2e.test_daphne_kill import edit_tool
 from tests.e2e.test_resume import events_of
 from tests.fleet.hosts import Fleet, available
 
@@ -92,7 +98,7 @@ async def test_a_dropped_stream_resumed_through_the_balancer_on_another_host_rep
 
 
 async def test_a_host_lost_mid_call_leaves_the_clients_next_requests_to_the_others(fleet: Fleet) -> None:
-    """Runs last: the host stays lost."""
+    """Runs after the others but one: the host stays lost."""
     async with mcp_client(fleet.mcp_url()) as client:
         await client.call_tool("echo", {"message": "before"})
         calls = [
@@ -112,3 +118,34 @@ async def test_a_host_lost_mid_call_leaves_the_clients_next_requests_to_the_othe
             for host, seen in zip(fleet.hosts[1:], before, strict=True)
         ]
         assert all(count > 0 for count in served), f"POSTs per remaining host: {served}"
+
+
+async def test_a_listen_stream_on_a_lost_host_is_reopened_on_another_and_hears_the_next_change(
+    fleet: Fleet, e2e_env: dict[str, str]
+) -> None:
+    """2026-07-28 (no session): the stream breaks with its host; the SDK client listens again, the
+    balancer sends it to a host still up, and the next change made anywhere reaches it. Runs last."""
+    slug = await asyncio.to_thread(counting_tenant, e2e_env, "fleet-listen")
+    listened_on: list[str] = []
+
+    async def on_response(response: httpx2.Response) -> None:
+        if response.request.headers.get("mcp-method") == "subscriptions/listen":
+            listened_on.append(response.headers.get("x-fleet-host", ""))
+
+    http = httpx2.AsyncClient(
+        timeout=httpx2.Timeout(REQUEST_SECONDS, read=120.0), event_hooks={"response": [on_response]}
+    )
+    transport = streamable_http_client(fleet.mcp_url(slug), http_client=http)
+    async with http, Client(transport, read_timeout_seconds=REQUEST_SECONDS, cache=None) as client:
+        async with client.listen(tools_list_changed=True) as sub:
+            lost = next(host for host in fleet.hosts if f"h{host.index}" == listened_on[-1])
+            await asyncio.to_thread(lost.kill)
+            with anyio.fail_after(REQUEST_SECONDS), pytest.raises(SubscriptionLost):
+                async for _ in sub:
+                    pass
+        async with client.listen(tools_list_changed=True) as sub:
+            assert listened_on[-1] not in {"", f"h{lost.index}"}, listened_on
+            await asyncio.to_thread(edit_tool, e2e_env, slug)
+            with anyio.fail_after(REQUEST_SECONDS):
+                event = await sub.__anext__()
+    assert type(event).__name__ == "ToolsListChanged"
