@@ -372,6 +372,9 @@ MCP_GOVERNANCE_EVENT_DAYS = _env_int("MCP_GOVERNANCE_EVENT_DAYS", 30, minimum=1)
 # tenant: it rereads the tenant's version from the database at most this often. With Redis changes
 # arrive at once and this is unused.
 MCP_VERSION_RECHECK_SECONDS = _env_float("MCP_VERSION_RECHECK_SECONDS", 5.0, minimum=0.0)
+# Tenants whose facts and catalog a process keeps (least recently used out, AMB-367); the next request of
+# an evicted tenant loads it again. Sizes: docs/operations.md (Sizing).
+MCP_CATALOG_TENANTS = _env_int("MCP_CATALOG_TENANTS", 2000, minimum=1)
 # Prometheus metrics at /metrics (mcp_app/operations/metrics.py): a bearer token, or networks allowed to scrape
 # (comma-separated CIDRs); with neither, loopback only. Past MAX_TENANTS tenants, the rest are "(other)".
 MCP_METRICS_TOKEN = os.environ.get("MCP_METRICS_TOKEN", "")

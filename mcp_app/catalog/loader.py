@@ -2,15 +2,20 @@
 
 The hot path (a cache hit) makes no ORM query: the cached entry is checked against the tenant's
 current token (catalog.tokens). Edits reach us through `note_change`, which the signals call after
-commit.
+commit. A process keeps the MCP_CATALOG_TENANTS tenants it served last (least recently used out,
+AMB-367): a fleet serving 100,000 tenants holds what its traffic needs, not every catalog it ever
+loaded; an evicted tenant's next request loads it again, as a cold one.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import threading
 from typing import Any
 
+from cachetools import LRUCache
 from channels.db import database_sync_to_async
+from django.conf import settings
 from django.db.models import Q
 
 from mcp_app.catalog import published_extras, tokens
@@ -43,13 +48,17 @@ from tenants.models import AuthMode, Tenant
 
 # Entries are keyed by the change token observed *before* loading, and are valid while the token
 # is unchanged (equality, not order).
-_tenants: dict[str, tuple[TenantInfo, int]] = {}  # slug -> (info, token it is valid for)
-_catalogs: dict[int, tuple[int, Catalog]] = {}  # tenant id -> (token it is valid for, catalog)
+# slug -> (info, token it is valid for); tenant id -> (token it is valid for, catalog)
+_tenants: LRUCache[str, tuple[TenantInfo, int]] = LRUCache(settings.MCP_CATALOG_TENANTS)
+_catalogs: LRUCache[int, tuple[int, Catalog]] = LRUCache(settings.MCP_CATALOG_TENANTS)
+# The loop reads and fills them, a saving thread drops entries (note_change): an LRU reorders on read.
+_lock = threading.Lock()
 
 
 def cached_tenant_id(slug: str) -> int | None:
     """The id of the tenant this process has cached under `slug`, if any (no I/O)."""
-    cached = _tenants.get(slug)
+    with _lock:
+        cached = _tenants.get(slug)
     return None if cached is None else cached[0].id
 
 
@@ -58,17 +67,19 @@ def note_change(tenant_id: int, version: int) -> int | None:
 
     Returns the new shared change token, if any (tokens.move).
     """
-    _catalogs.pop(tenant_id, None)
-    for slug, (info, _token) in list(_tenants.items()):
-        if info.id == tenant_id:
-            _tenants.pop(slug, None)
+    with _lock:
+        _catalogs.pop(tenant_id, None)
+        for slug, (info, _token) in list(_tenants.items()):
+            if info.id == tenant_id:
+                _tenants.pop(slug, None)
     return tokens.move(tenant_id, version)
 
 
 def clear_caches() -> None:
     """Forget everything cached in this process (tests, and after a deployment-wide reset)."""
-    _tenants.clear()
-    _catalogs.clear()
+    with _lock:
+        _tenants.clear()
+        _catalogs.clear()
     tokens.forget_local()
 
 
@@ -162,7 +173,8 @@ def _load_tenant(slug: str) -> tuple[TenantInfo, int] | None:
 
 async def get_tenant(slug: str) -> TenantInfo | None:
     """Return the active tenant with this slug, or None (unknown and inactive look the same)."""
-    cached = _tenants.get(slug)
+    with _lock:
+        cached = _tenants.get(slug)
     token: int | None
     if cached is not None:
         token = await tokens.current_version(cached[0].id)
@@ -175,7 +187,8 @@ async def get_tenant(slug: str) -> TenantInfo | None:
         token = None
         loaded = await database_sync_to_async(_load_tenant)(slug)
     if loaded is None:
-        _tenants.pop(slug, None)
+        with _lock:
+            _tenants.pop(slug, None)
         return None
     if token is None:
         # A cold slug: its token can only be read once the id is known, and the row must be read
@@ -185,7 +198,8 @@ async def get_tenant(slug: str) -> TenantInfo | None:
         if loaded is None:
             return None
     info = loaded[0]
-    _tenants[slug] = (info, token)
+    with _lock:
+        _tenants[slug] = (info, token)
     return info if info.is_active else None
 
 
@@ -305,9 +319,11 @@ def _resolved(tool: ToolDef, upstream: Upstream, task: str = "forbidden", automa
 async def get_catalog(tenant_id: int) -> Catalog:
     """Return the tenant's enabled definitions, loading them only when the change token moved."""
     token = await tokens.current_version(tenant_id)
-    cached = _catalogs.get(tenant_id)
+    with _lock:
+        cached = _catalogs.get(tenant_id)
     if cached is not None and cached[0] == token:
         return cached[1]
     catalog = await database_sync_to_async(_load_catalog)(tenant_id)
-    _catalogs[tenant_id] = (token, catalog)
+    with _lock:
+        _catalogs[tenant_id] = (token, catalog)
     return catalog

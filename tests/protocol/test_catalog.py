@@ -7,6 +7,7 @@ import os
 import pytest
 import redis.asyncio
 from asgiref.sync import sync_to_async
+from django.conf import settings
 
 from mcp_app import catalog
 from mcp_app.catalog import loader, tokens
@@ -156,3 +157,24 @@ async def test_with_redis_an_edit_is_seen_even_when_the_token_is_far_ahead_of_th
         await client.aclose()
         await tokens._async_redis().aclose()
 
+
+async def test_a_process_keeps_the_tenants_it_served_last_and_loads_an_evicted_one_again(
+    demo_a, tenant_b, counted, monkeypatch
+):
+    """AMB-367: at most MCP_CATALOG_TENANTS tenants' facts and catalogs per process, least recently used
+    out; an evicted tenant is served again, loaded as a cold one."""
+    assert loader._tenants.maxsize == loader._catalogs.maxsize == settings.MCP_CATALOG_TENANTS == 2000
+    monkeypatch.setattr(loader, "_tenants", loader.LRUCache(1))
+    monkeypatch.setattr(loader, "_catalogs", loader.LRUCache(1))
+    assert (await catalog.get_tenant("tenant-a")).id == demo_a.id
+    assert "echo" in (await catalog.get_catalog(demo_a.id)).tools_by_name
+    loads = counted["_load_catalog"].calls, counted["_load_tenant"].calls
+    assert (await catalog.get_tenant("tenant-a")).id == demo_a.id  # kept: no load
+    await catalog.get_catalog(demo_a.id)
+    assert (counted["_load_catalog"].calls, counted["_load_tenant"].calls) == loads
+    assert (await catalog.get_tenant("tenant-b")).id == tenant_b.id  # B in, A out
+    await catalog.get_catalog(tenant_b.id)
+    assert list(loader._tenants) == ["tenant-b"] and list(loader._catalogs) == [tenant_b.id]
+    assert (await catalog.get_tenant("tenant-a")).id == demo_a.id
+    assert "echo" in (await catalog.get_catalog(demo_a.id)).tools_by_name
+    assert counted["_load_catalog"].calls == loads[0] + 2  # B's, then A's again

@@ -1,0 +1,109 @@
+"""What each unit costs in Redis (issue 35 §4): bytes per legacy session, per stored SSE event and per open
+`subscriptions/listen` stream, summed from `MEMORY USAGE` of the keys each one adds.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres REDIS_URL=redis://127.0.0.1:6379/6 \
+        .venv/bin/python bench/sizing.py [--sessions 500] [--calls 100] [--listens 200]
+
+Prints figures; it is not a test. REDIS_URL's database is flushed first and must be the bench's own. One
+Daphne with the demo tenant: --sessions legacy sessions opened (initialize); --calls of them each call
+`count_slowly` (10 steps, a progress token: a 2025-11-25 stream whose every event is stored for
+resumption); --listens 2026-07-28 listen streams held open. After each step the keys of the database
+are grouped by prefix and their bytes summed (the key, its value and Redis's own overhead per key).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import os
+
+import redis
+from loadgen import ListenStream, make_clients
+from procs import HOST, daphne_server, prepare_database, running, with_db_name
+
+STEPS = 10
+
+
+def by_prefix(client: redis.Redis) -> dict[str, tuple[int, int]]:
+    """Key prefix (up to the second colon) -> (keys, bytes)."""
+    found: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])
+    for key in client.scan_iter(count=1000):
+        text = key.decode(errors="replace")
+        prefix = ":".join(text.split(":")[:2]) + ":" if text.count(":") >= 2 else text
+        usage = client.memory_usage(key, samples=0) or 0
+        found[prefix][0] += 1
+        found[prefix][1] += int(usage)
+    return {prefix: (keys, size) for prefix, (keys, size) in found.items()}
+
+
+def grew(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> dict[str, tuple[int, int]]:
+    return {
+        prefix: (keys - before.get(prefix, (0, 0))[0], size - before.get(prefix, (0, 0))[1])
+        for prefix, (keys, size) in after.items()
+        if size != before.get(prefix, (0, 0))[1]
+    }
+
+
+def show(title: str, growth: dict[str, tuple[int, int]], units: int) -> None:
+    total = sum(size for _, size in growth.values())
+    print(f"\n{title}: {total / units:,.0f} bytes each ({units} of them)")
+    for prefix, (keys, size) in sorted(growth.items(), key=lambda item: -item[1][1]):
+        print(f"  {prefix:32} {keys / units:5.2f} keys, {size / units:8,.0f} bytes each")
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    base, redis_url = os.environ["DATABASE_URL"], os.environ["REDIS_URL"]
+    env = prepare_database(with_db_name(base, "mcp_bench_sizing"), redis_url)
+    client = redis.Redis.from_url(redis_url)
+    with running(daphne_server(env, None, label="sizing")) as server:
+        await server.wait_ready()
+        start = by_prefix(client)
+        clients = await make_clients(args.sessions, HOST, server.port, "/t/demo/mcp")
+        opened = by_prefix(client)
+        show("A legacy session (initialize, nothing else)", grew(start, opened), args.sessions)
+
+        async def count(index: int) -> None:
+            await clients[index].request(
+                "tools/call",
+                {
+                    "name": "count_slowly",
+                    "arguments": {"n": STEPS, "delay": 0},
+                    "_meta": {"progressToken": index},
+                },
+            )
+
+        await asyncio.gather(*(count(i) for i in range(args.calls)))
+        called = by_prefix(client)
+        events = sum(int(client.llen(key)) for key in client.scan_iter(match="mcp:events:*", count=1000))
+        show(
+            f"A stored SSE event ({STEPS} progress, {STEPS} log messages, the result a call)",
+            grew(opened, called),
+            events,
+        )
+
+        streams = [
+            ListenStream(HOST, server.port, "/t/demo/mcp", request_id=i + 1) for i in range(args.listens)
+        ]
+        await asyncio.gather(*(stream.open() for stream in streams))
+        listening = by_prefix(client)
+        show("An open subscriptions/listen stream", grew(called, listening), args.listens)
+        for stream in streams:
+            await stream.close()
+        for session in clients:
+            await session.close()
+    client.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=500)
+    parser.add_argument("--calls", type=int, default=100)
+    parser.add_argument("--listens", type=int, default=200)
+    args = parser.parse_args()
+    redis.Redis.from_url(os.environ["REDIS_URL"]).flushdb()
+    asyncio.run(main_async(args))
+
+
+if __name__ == "__main__":
+    main()
