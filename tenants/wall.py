@@ -156,8 +156,8 @@ def _align_per_transaction(
 
     In a transaction the code opened, set before every statement, as `_align` does in doubt: a savepoint
     rolled back may have undone it, and a server session there is held by this client till the end. A
-    statement of its own (autocommit) gets a transaction around it: `BEGIN` and the settings in one round
-    trip, the statement, `COMMIT`.
+    statement of its own (autocommit) gets a transaction around it, sent with it in one query when the
+    cursor binds client-side (Django's default), else `BEGIN` and the settings, the statement, `COMMIT`.
     """
     connection = context["connection"]
     raw = connection.connection
@@ -170,8 +170,22 @@ def _align_per_transaction(
     values = current().settings()
     role = _role()
     statement = LOCAL_ROLE_SQL if role else LOCAL_SQL
-    with raw.cursor() as cursor:
-        cursor.execute(f"BEGIN; {statement}" if own else statement, (*values, role) if role else values)
+    arguments = (*values, role) if role else values
+    cursor: Any = getattr(context.get("cursor"), "cursor", None)
+    if own and not many and isinstance(sql, str) and hasattr(cursor, "mogrify"):
+        # Client-side binding (Django's default): the settings, the statement and the end of its
+        # transaction go as one query, one round trip; the cursor then steps to the statement's result.
+        one = f"BEGIN; {cursor.mogrify(statement, arguments)}; {cursor.mogrify(sql, params)}; COMMIT"
+        try:
+            result = execute(one, None, many, context)
+        except BaseException:
+            raw.rollback()  # the statement failed: its transaction is still open, in error
+            raise
+        cursor.nextset()
+        cursor.nextset()
+        return result
+    with raw.cursor() as setter:
+        setter.execute(f"BEGIN; {statement}" if own else statement, arguments)
     if not own:
         return execute(sql, params, many, context)
     try:
