@@ -1,5 +1,6 @@
 """What each unit costs in Redis (issue 35 §4): bytes per legacy session, per stored SSE event and per open
-`subscriptions/listen` stream, summed from `MEMORY USAGE` of the keys each one adds.
+`subscriptions/listen` stream, summed from `MEMORY USAGE` of the keys each one adds; and in PostgreSQL,
+bytes per background run (its ToolRun row, with indexes and TOAST).
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres REDIS_URL=redis://127.0.0.1:6379/6 \
         .venv/bin/python bench/sizing.py [--sessions 500] [--calls 100] [--listens 200]
@@ -9,6 +10,8 @@ Daphne with the demo tenant: --sessions legacy sessions opened (initialize); --c
 `count_slowly` (10 steps, a progress token: a 2025-11-25 stream whose every event is stored for
 resumption); --listens 2026-07-28 listen streams held open. After each step the keys of the database
 are grouped by prefix and their bytes summed (the key, its value and Redis's own overhead per key).
+Then a Celery worker runs --runs background calls of `count_in_background`, and the ToolRun table's
+`pg_total_relation_size` grows by what they wrote.
 """
 
 from __future__ import annotations
@@ -18,9 +21,18 @@ import asyncio
 import collections
 import os
 
+import psycopg
 import redis
 from loadgen import ListenStream, make_clients
-from procs import HOST, daphne_server, prepare_database, running, with_db_name
+from procs import (
+    HOST,
+    celery_worker,
+    daphne_server,
+    prepare_database,
+    running,
+    wait_workers_ready,
+    with_db_name,
+)
 
 STEPS = 10
 
@@ -54,7 +66,9 @@ def show(title: str, growth: dict[str, tuple[int, int]], units: int) -> None:
 
 async def main_async(args: argparse.Namespace) -> None:
     base, redis_url = os.environ["DATABASE_URL"], os.environ["REDIS_URL"]
-    env = prepare_database(with_db_name(base, "mcp_bench_sizing"), redis_url)
+    database = with_db_name(base, "mcp_bench_sizing")
+    env = prepare_database(database, redis_url)
+    env["MCP_BACKGROUND_TOOLS"] = "celery"
     client = redis.Redis.from_url(redis_url)
     with running(daphne_server(env, None, label="sizing")) as server:
         await server.wait_ready()
@@ -90,6 +104,33 @@ async def main_async(args: argparse.Namespace) -> None:
         show("An open subscriptions/listen stream", grew(called, listening), args.listens)
         for stream in streams:
             await stream.close()
+
+        def run_bytes() -> tuple[int, int]:
+            with psycopg.connect(database.replace("postgres://", "postgresql://", 1)) as conn:
+                row = conn.execute(
+                    "SELECT count(*), pg_total_relation_size('mcp_app_toolrun') FROM mcp_app_toolrun"
+                ).fetchone()
+            assert row is not None
+            return int(row[0]), int(row[1])
+
+        with running(celery_worker(env, None, label="sizing-worker")) as worker:
+            wait_workers_ready([worker])
+            rows, size = run_bytes()
+            for start_at in range(0, args.runs, 50):
+                batch = clients[start_at % len(clients) : start_at % len(clients) + 50]
+                await asyncio.gather(
+                    *(
+                        c.request(
+                            "tools/call", {"name": "count_in_background", "arguments": {"n": 1, "delay": 0}}
+                        )
+                        for c in batch
+                    )
+                )
+            rows_after, size_after = run_bytes()
+        print(
+            f"\nA background run in PostgreSQL: {(size_after - size) / max(rows_after - rows, 1):,.0f} bytes each"
+            f" ({rows_after - rows} ToolRun rows; table, indexes and TOAST; pages of 8 KiB)"
+        )
         for session in clients:
             await session.close()
     client.close()
@@ -100,6 +141,7 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=500)
     parser.add_argument("--calls", type=int, default=100)
     parser.add_argument("--listens", type=int, default=200)
+    parser.add_argument("--runs", type=int, default=1000)
     args = parser.parse_args()
     redis.Redis.from_url(os.environ["REDIS_URL"]).flushdb()
     asyncio.run(main_async(args))
