@@ -20,7 +20,7 @@ from mcp.client.subscriptions import SubscriptionLost
 from tests.e2e.helpers import REQUEST_SECONDS, mcp_client, open_legacy_session
 from tests.e2e.servers import counting_tenant, require_services
 from tests.e2e.test_daphne_kill import edit_tool
-from tests.e2e.test_resume import events_of
+from tests.e2e.test_resume import counting_call, events_of
 from tests.fleet.hosts import Fleet, available
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
@@ -59,16 +59,7 @@ async def test_a_dropped_stream_resumed_through_the_balancer_on_another_host_rep
     fleet: Fleet,
 ) -> None:
     steps, url = 6, fleet.mcp_url()
-    call = {
-        "jsonrpc": "2.0",
-        "id": 9,
-        "method": "tools/call",
-        "params": {
-            "name": "count_slowly",
-            "arguments": {"n": steps, "delay": 0.3},
-            "_meta": {"progressToken": "f"},
-        },
-    }
+    call = counting_call(9, steps, "f")
     async with httpx.AsyncClient(timeout=httpx.Timeout(REQUEST_SECONDS)) as http:
         headers = await open_legacy_session(http, url)
         seen: list[tuple[str | None, dict[str, Any]]] = []

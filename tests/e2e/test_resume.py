@@ -36,21 +36,22 @@ def events_of(text: str) -> list[tuple[str | None, dict[str, Any]]]:
     return found
 
 
+def counting_call(request_id: int, steps: int, token: str, tool: str = "count_slowly") -> dict[str, Any]:
+    """A tools/call of the demo's `count_slowly` (or `tool`, its like): a step every 0.3 s, with progress."""
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": {"n": steps, "delay": 0.3}, "_meta": {"progressToken": token}},
+    }
+
+
 async def test_a_dropped_call_is_resumed_on_the_other_daphne_with_every_event_once(
     server: DaphneServer, server_b: DaphneServer
 ) -> None:
     async with httpx.AsyncClient(timeout=httpx.Timeout(REQUEST_SECONDS)) as http:
         headers = await open_legacy_session(http, server.mcp_url())
-        call = {
-            "jsonrpc": "2.0",
-            "id": 7,
-            "method": "tools/call",
-            "params": {
-                "name": "count_slowly",
-                "arguments": {"n": STEPS, "delay": 0.3},
-                "_meta": {"progressToken": "t"},
-            },
-        }
+        call = counting_call(7, STEPS, "t")
         seen: list[tuple[str | None, dict[str, Any]]] = []
         buffer = ""
         async with http.stream("POST", server.mcp_url(), headers=headers, json=call) as response:
