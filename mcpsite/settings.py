@@ -22,6 +22,8 @@ from csp import constants as _csp
 from django.core.exceptions import ImproperlyConfigured
 from dotenv import load_dotenv
 
+from lib import redis_url as _redis_url
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 # One local configuration per checkout (AMB-297): `./bin/serve` writes what it decides (the loopback the
@@ -294,9 +296,12 @@ if DATABASE_POOLING == "transaction" and DATABASES["default"]["ENGINE"].startswi
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# A plain Redis or one behind Sentinel (redis+sentinel://host:port[,host:port]/service[/db]; lib/redis_url.py).
 REDIS_URL = os.environ.get("REDIS_URL") or None
-if REDIS_URL and urlsplit(REDIS_URL).scheme not in {"redis", "rediss", "unix"}:
-    raise ImproperlyConfigured(f"REDIS_URL must be a redis:// URL, got {REDIS_URL!r}")
+try:
+    _redis = _redis_url.parse(REDIS_URL) if REDIS_URL else None
+except _redis_url.RedisUrlError as error:
+    raise ImproperlyConfigured(str(error)) from error
 
 CHANNEL_LAYERS = {
     "default": (
@@ -314,9 +319,11 @@ CACHES = {
     "default": (
         {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
-            "LOCATION": REDIS_URL,
+            # A list: Django splits a string at commas, and a Sentinel URL lists its sentinels with them.
+            "LOCATION": [REDIS_URL],
             # Wait for a free connection under a burst instead of failing (redis-py's default pool raises).
-            "OPTIONS": {"pool_class": "redis.BlockingConnectionPool", "max_connections": 64, "timeout": 20},
+            # The pool class reads Sentinel URLs too (mcp_app/infra/redis_client.py).
+            "OPTIONS": {"pool_class": "mcp_app.infra.redis_client.CachePool", "max_connections": 64, "timeout": 20},
         }
         if REDIS_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
@@ -324,7 +331,11 @@ CACHES = {
 }
 
 # Celery: background tools. Without a broker URL, tasks run in-process (eager).
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or REDIS_URL or "memory://"
+# The broker is REDIS_URL's Redis unless CELERY_BROKER_URL names another; kombu spells Sentinel its own way.
+_broker, CELERY_BROKER_TRANSPORT_OPTIONS = _redis.celery_broker() if _redis else ("memory://", {})
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or _broker
+if os.environ.get("CELERY_BROKER_URL"):
+    CELERY_BROKER_TRANSPORT_OPTIONS = {}
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_ALWAYS_EAGER = _env_bool(
     "CELERY_TASK_ALWAYS_EAGER", not (os.environ.get("CELERY_BROKER_URL") or REDIS_URL)

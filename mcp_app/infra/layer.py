@@ -4,14 +4,14 @@ channels_redis builds a plain redis-py ConnectionPool, which raises MaxConnectio
 connections are busy (1,000 streams leaving their groups at once). redis-py 8 also gives every
 connection a 5 s socket timeout, the same as channels_redis's 5 s BZPOPMIN: an idle receive then
 races the server's empty answer and fails with "Timeout reading" under load. Here each pool is a
-BlockingConnectionPool and the socket timeout exceeds the BZPOPMIN timeout.
+BlockingConnectionPool and the socket timeout exceeds the BZPOPMIN timeout. An address may be a
+Sentinel URL (redis_client.async_pool finds the primary).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import redis.asyncio
 from channels_redis.core import RedisChannelLayer as BaseRedisChannelLayer
 
 from mcp_app.infra import redis_client
@@ -24,8 +24,6 @@ class RedisChannelLayer(BaseRedisChannelLayer):
         host = dict(self.hosts[index])
         address = host.pop("address", None)
         if address is None:
-            return super().create_pool(index)  # sentinel or keyword hosts: channels_redis's own pool
-        host.setdefault("max_connections", redis_client.MAX_CONNECTIONS)
-        host.setdefault("timeout", redis_client.POOL_TIMEOUT)
+            return super().create_pool(index)  # keyword hosts: channels_redis's own pool
         host.setdefault("socket_timeout", self.brpop_timeout + 10)
-        return redis.asyncio.BlockingConnectionPool.from_url(address, **host)
+        return redis_client.async_pool(address, **host)

@@ -110,6 +110,9 @@ class StreamableHttpConsumer(SessionStreams, McpConsumer):
                 mark = catalog.subscription_mark()
                 session, (token,) = await store.get_with(session_id, [catalog.version_key(tenant_id)])
                 catalog.remember_token(tenant_id, token, mark)
+        except redis_client.UNAVAILABLE as error:  # an outage: the request's own lookup answers it clearly
+            logger.warning("could not prefetch session and tenant token: %s", error)
+            return
         except Exception:
             logger.warning("could not prefetch session and tenant token", exc_info=True)
             return
