@@ -1,7 +1,8 @@
 """Three hosts behind a real load balancer (issue 35 §1): network namespaces on this machine, a Daphne in
 each, HAProxy round-robin with health checks on `/health/ready` (tests/fleet/hosts.py). No sticky
 sessions: a legacy session's requests land on every host and see one session; a host lost mid-call
-leaves the client's next requests to the others."""
+leaves the client's next requests to the others. Background tools run on a Celery worker in a namespace
+of its own, outside the balancer: losing a web host leaves it running."""
 
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ def fleet(e2e_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> 
         if e2e_env.get("MCP_E2E_REQUIRE_SERVICES") == "1":
             pytest.fail(f"{why}: the fleet's hosts are network namespaces", pytrace=False)
         pytest.skip(f"{why}: the fleet's hosts are network namespaces")
-    hosts = Fleet(e2e_env, tmp_path_factory.mktemp("fleet"))
+    env = {**e2e_env, "MCP_BACKGROUND_TOOLS": "celery"}
+    hosts = Fleet(env, tmp_path_factory.mktemp("fleet"), worker=True)
     try:
         yield hosts.open()
     finally:
@@ -85,6 +87,49 @@ async def test_a_dropped_stream_resumed_through_the_balancer_on_another_host_rep
     assert (
         events[-1][1]["id"] == 9 and events[-1][1]["result"]["content"][0]["text"] == f"Counted to {steps}."
     )
+    assert len({event_id for event_id, _ in events}) == len(events)
+
+
+async def test_a_background_call_whose_host_is_lost_is_relayed_on_by_the_host_its_stream_is_resumed_on(
+    fleet: Fleet,
+) -> None:
+    """Issue 35 §1 (AMB-369): the worker goes on counting after the host that took the call is killed;
+    the client resumes through the balancer, a host still up takes the relay over, and every step
+    reaches the client once, then the result. The lost host is brought back for the tests after."""
+    steps, url = 8, fleet.mcp_url()
+    # 0.8 s a step: some of the worker's replies come before the takeover (kept for the job), some after.
+    call = counting_call(11, steps, "bg", tool="count_in_background", delay=0.8)
+    async with httpx.AsyncClient(timeout=httpx.Timeout(REQUEST_SECONDS)) as http:
+        headers = await open_legacy_session(http, url)
+        seen: list[tuple[str | None, dict[str, Any]]] = []
+        buffer = ""
+        async with http.stream("POST", url, headers=headers, json=call) as response:
+            ran_on = response.headers["x-fleet-host"]
+            async for chunk in response.aiter_text():
+                buffer += chunk
+                seen = [(i, m) for i, m in events_of(buffer) if m.get("method") == "notifications/progress"]
+                if len(seen) >= 2:
+                    break
+        lost = next(host for host in fleet.hosts if f"h{host.index}" == ran_on)
+        await asyncio.to_thread(lost.kill)
+        try:
+            resume = {**headers, "Accept": "text/event-stream"}
+            events, hosts = list(seen), []
+            # The resumes wait (bounded) for the rest; a resume that ends early is resumed again.
+            for _ in range(6):
+                replayed = await http.get(url, headers={**resume, "Last-Event-ID": events[-1][0] or ""})
+                hosts.append(replayed.headers.get("x-fleet-host"))
+                events += events_of(replayed.text)
+                if "id" in events[-1][1]:
+                    break
+        finally:
+            await asyncio.to_thread(fleet.restart, lost)
+    assert ran_on not in hosts, f"the call ran on {ran_on}, the resumes on {hosts}"
+    progress = [m["params"]["progress"] for _, m in events if m.get("method") == "notifications/progress"]
+    final = events[-1][1]
+    assert progress == list(range(1, steps + 1)), (progress, final)  # each step once, then the result
+    assert final.get("id") == 11, final
+    assert final["result"]["content"][0]["text"] == f"Counted to {steps}.", final
     assert len({event_id for event_id, _ in events}) == len(events)
 
 

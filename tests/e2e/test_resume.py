@@ -36,13 +36,19 @@ def events_of(text: str) -> list[tuple[str | None, dict[str, Any]]]:
     return found
 
 
-def counting_call(request_id: int, steps: int, token: str, tool: str = "count_slowly") -> dict[str, Any]:
-    """A tools/call of the demo's `count_slowly` (or `tool`, its like): a step every 0.3 s, with progress."""
+def counting_call(
+    request_id: int, steps: int, token: str, tool: str = "count_slowly", delay: float = 0.3
+) -> dict[str, Any]:
+    """A tools/call of the demo's `count_slowly` (or `tool`, its like): a step every `delay` s, with progress."""
     return {
         "jsonrpc": "2.0",
         "id": request_id,
         "method": "tools/call",
-        "params": {"name": tool, "arguments": {"n": steps, "delay": 0.3}, "_meta": {"progressToken": token}},
+        "params": {
+            "name": tool,
+            "arguments": {"n": steps, "delay": delay},
+            "_meta": {"progressToken": token},
+        },
     }
 
 

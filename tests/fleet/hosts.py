@@ -4,8 +4,9 @@
 10.231.x.0/24 the fleet picks), runs a Daphne in each on port 8000 and one HAProxy here: an HTTP front
 on 127.0.0.1 doing round-robin over the hosts with health checks on `/health/ready`, and TCP relays on
 each pair's near address to this machine's PostgreSQL and Redis, which listen on 127.0.0.1 only (inside
-a namespace that address is the namespace's own). Traffic stays inside what the fleet made; `close`
-kills every process of each namespace and deletes them.
+a namespace that address is the namespace's own). With `worker=True` one more namespace, outside the
+balancer, runs a Celery worker: a machine of workers, which losing a web host leaves running. Traffic
+stays inside what the fleet made; `close` kills every process of each namespace and deletes them.
 """
 
 from __future__ import annotations
@@ -77,7 +78,9 @@ class Fleet:
     env: dict[str, str]
     folder: Path
     size: int = 3
+    worker: bool = False  # one more namespace, outside the balancer, running a Celery worker
     hosts: list[Host] = field(default_factory=list)
+    worker_host: Host | None = None
     port: int = 0
     haproxy: subprocess.Popen[bytes] | None = None
 
@@ -91,11 +94,15 @@ class Fleet:
     def open(self) -> Fleet:
         tag, net = secrets.token_hex(2), random.randint(0, 250)
         self.port = free_port()
-        for i in range(self.size):
+        for i in range(self.size + self.worker):
             namespace, near, own = f"mcpf-{tag}-{i}", f"10.231.{net}.{4 * i + 1}", f"10.231.{net}.{4 * i + 2}"
             outside, inside = f"mf{tag}{i}o", f"mf{tag}{i}i"
             _ip("netns", "add", namespace)
-            self.hosts.append(Host(i, namespace, near, own, self.folder / f"host-{i}.log"))
+            host = Host(i, namespace, near, own, self.folder / f"host-{i}.log")
+            if i < self.size:
+                self.hosts.append(host)
+            else:
+                self.worker_host = host
             _ip("link", "add", outside, "type", "veth", "peer", "name", inside)
             _ip("link", "set", inside, "netns", namespace)
             _ip("addr", "add", f"{near}/30", "dev", outside)
@@ -109,6 +116,8 @@ class Fleet:
         for host in self.hosts:
             self.wait_ready(host)
         self.wait_balanced()
+        if self.worker_host is not None:
+            self.start_worker(self.worker_host)
         return self
 
     def _start_haproxy(self) -> None:
@@ -118,7 +127,7 @@ class Fleet:
         )
         relays = "".join(
             f"frontend {name}\n    mode tcp\n"
-            + "".join(f"    bind {h.near}:{port}\n" for h in self.hosts)
+            + "".join(f"    bind {h.near}:{port}\n" for h in self.machines)
             + f"    default_backend {name}_here\nbackend {name}_here\n    mode tcp\n    server here {host}:{port}\n"
             for name, host, port in (
                 ("postgres", database.hostname or "127.0.0.1", database.port or 5432),
@@ -145,6 +154,11 @@ class Fleet:
             raise RuntimeError(
                 f"haproxy exited {self.haproxy.returncode}:\n{(self.folder / 'haproxy.log').read_text()}"
             )
+
+    @property
+    def machines(self) -> list[Host]:
+        """Every namespace: the web hosts and the workers' machine."""
+        return [*self.hosts, *([self.worker_host] if self.worker_host else [])]
 
     def host_env(self, host: Host) -> dict[str, str]:
         """The environment of `host`'s processes: the services through its pair, the balancer's URL."""
@@ -173,6 +187,39 @@ class Fleet:
             host.proc = subprocess.Popen(
                 command, cwd=ROOT, env=self.host_env(host), stdout=log, stderr=subprocess.STDOUT
             )
+
+    def start_worker(self, host: Host) -> None:
+        """A Celery worker in `host`'s namespace (the fleet's env must say MCP_BACKGROUND_TOOLS=celery)."""
+        command = [
+            "ip", "netns", "exec", host.namespace, sys.executable, "-m", "celery", "-A", "mcpsite", "worker",
+            "--loglevel=INFO", "--concurrency=2", "--hostname", f"fleet-worker-{host.index}@%h",
+            "--without-gossip", "--without-mingle",
+        ]  # fmt: skip
+        with host.log_path.open("ab") as log:
+            host.proc = subprocess.Popen(
+                command, cwd=ROOT, env=self.host_env(host), stdout=log, stderr=subprocess.STDOUT
+            )
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while time.monotonic() < deadline:
+            if host.proc.poll() is not None:
+                raise RuntimeError(f"the worker exited {host.proc.returncode}:\n{host.log_path.read_text()}")
+            if host.served(" ready.") > 0:
+                return
+            time.sleep(0.2)
+        raise RuntimeError(
+            f"the worker was not ready within {STARTUP_SECONDS:.0f} s:\n{host.log_path.read_text()}"
+        )
+
+    def restart(self, host: Host) -> None:
+        """Bring a lost host back (a new Daphne in its namespace) and wait until the balancer sends to it."""
+        checked = host.served(f"{host.near}:")
+        self.start(host)
+        self.wait_ready(host)
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while host.served(f"{host.near}:") <= checked:  # the balancer's health checks come from `near`
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the balancer did not check host {host.index} again")
+            time.sleep(0.1)
 
     def wait_ready(self, host: Host) -> None:
         deadline = time.monotonic() + STARTUP_SECONDS
@@ -209,7 +256,7 @@ class Fleet:
             raise RuntimeError(f"the balancer reached {len(seen)} of {want} hosts")
 
     def close(self) -> None:
-        for host in self.hosts:
+        for host in self.machines:
             host.kill()
             subprocess.run(["ip", "netns", "del", host.namespace], capture_output=True)
             subprocess.run(
