@@ -52,7 +52,9 @@ def leave(node: str, queues: Iterable[str]) -> None:
 
 def alive(queue: str | None = None) -> int:
     """How many workers take jobs from `queue` (MCP_BACKGROUND_QUEUE) now. Raises when Redis fails."""
-    return int(redis_client.sync_client().zcount(key(queue or settings.MCP_BACKGROUND_QUEUE), time.time(), "+inf"))
+    return int(
+        redis_client.sync_client().zcount(key(queue or settings.MCP_BACKGROUND_QUEUE), time.time(), "+inf")
+    )
 
 
 async def aalive(queue: str | None = None) -> int:

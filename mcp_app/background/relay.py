@@ -36,6 +36,13 @@ a worker claims it (queued → running: a job whose row moved on, because its ca
 cancelled, is dropped unrun), and whoever ends the run writes how (done, failed, cancelled, not
 started, lost). Rows older than MCP_TOOL_RUN_RETENTION_DAYS are deleted now and then.
 
+A process lost mid-call leaves its relay to whichever process its client resumes the stream on
+(AMB-369): every reply is also kept in the job's Redis stream (background/contract.py), and each one
+relayed to a legacy POST's stream is stored with marks naming the job and that reply (RelayingEmit).
+The process that takes the stream over (streams/takeover.py) calls `follow`: the same relay, reading
+the job's stream from its start, its replies up to the mark taken as relayed already (a "started"
+among them still moves the phase), the later ones relayed as they come.
+
 Without a broker (embedded defaults), MCP_BACKGROUND_TOOLS is "inline": the same tools run in the
 server process, exactly as inline tools do, without ToolRun rows.
 
@@ -59,7 +66,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from mcp_app.background import contract, presence, runs
-from mcp_app.core.context import Asker, RequestContext
+from mcp_app.core.context import RELAYED_AFTER, RELAYED_JOB, Asker, RelayingEmit, RequestContext
 from mcp_app.core.errors import (
     GoAsync,
     HandlerError,
@@ -69,7 +76,7 @@ from mcp_app.core.errors import (
     error_result,
 )
 from mcp_app.core.notifications import progress
-from mcp_app.core.types import ToolDef
+from mcp_app.core.types import TenantInfo, ToolDef
 from mcp_app.infra import redis_client
 from mcp_app.models import ToolRun
 
@@ -80,6 +87,8 @@ BACKGROUND = "background"
 # (a free worker starts a job in milliseconds).
 WAITING_NOTICE_SECONDS = 1.0
 WAITING_FOR_A_WORKER = "Waiting for a worker"
+# How often a relay taken over reads the job's stream (it has no channel: its replies went to the lost one).
+FOLLOW_POLL_SECONDS = 0.1
 
 
 def start_wait_seconds(tool: ToolDef) -> float:
@@ -268,6 +277,12 @@ class _Relay:
         self.notice_at = self.start_by = self.reply_by = self.silent_at = math.inf
         self.receiver: asyncio.Task | None = None
         self.asks: set[asyncio.Task] = set()  # questions of the worker's this process is asking the client
+        # Taken over (`follow`): where the next read of the job's stream starts, and the mark up to which
+        # its replies are stored already. None: the replies come on this process's channel.
+        self.read_from: str | None = None
+        self.relayed_until = "0"
+        # The job as marked on the stream: what a takeover needs, its arguments left out.
+        self.marked = json.dumps({k: v for k, v in job.items() if k != "arguments"}, separators=(",", ":"))
 
     @property
     def deadline(self) -> float:
@@ -312,20 +327,65 @@ class _Relay:
             now = self.loop.time()
             self.start_by = now + self.start_seconds
             self.notice_at = now + WAITING_NOTICE_SECONDS
+        except asyncio.CancelledError:
+            await self._cancelled()
+            raise
+        return await self.relay()
+
+    async def follow(self, relayed_until: str) -> dict[str, Any]:
+        """Relay on a run another process relayed until it was lost: its replies after `relayed_until`."""
+        self.read_from, self.relayed_until = "0-0", relayed_until
+        # Its caller was told it waits, if it did; its start bound is the job's (a wall-clock time).
+        self.phase = Phase.WAITING
+        self.start_by = self.loop.time() + max(0.0, self.job["start_by"] - time.time())
+        return await self.relay()
+
+    async def relay(self) -> dict[str, Any]:
+        try:
             return await self._relay()
         except asyncio.CancelledError:
-            await asyncio.shield(contract.request_cancel(self.id))
-            # A running job records its own end when the worker stops it.
-            await asyncio.shield(
-                runs.close_run(
-                    self.id, (runs.QUEUED,), ToolRun.Status.CANCELLED, "Cancelled before a worker started it."
-                )
-            )
+            await self._cancelled()
             raise
         finally:
             for task in (self.receiver, *self.asks):
                 if task is not None:
                     task.cancel()
+
+    async def _cancelled(self) -> None:
+        await asyncio.shield(contract.request_cancel(self.id))
+        # A running job records its own end when the worker stops it.
+        await asyncio.shield(
+            runs.close_run(
+                self.id, (runs.QUEUED,), ToolRun.Status.CANCELLED, "Cancelled before a worker started it."
+            )
+        )
+
+    async def _receive(self) -> list[dict[str, Any]]:
+        """The worker's next replies: from this process's channel, or (taken over) the job's stream."""
+        if self.read_from is None:
+            return [await self.layer.receive(self.channel)]
+        # Polled, not a blocking read: a takeover is rare, and a blocking read would hold one of the
+        # process's pooled Redis connections for the whole run.
+        while True:
+            found = await redis_client.client().xread(
+                {contract.replies_key(self.id): self.read_from}, count=100
+            )
+            entries = found[0][1] if found else []
+            if entries:
+                self.read_from = entries[-1][0]
+                return [{**json.loads(fields["reply"]), "reply": entry} for entry, fields in entries]
+            await asyncio.sleep(FOLLOW_POLL_SECONDS)
+
+    async def _emit(self, message: dict[str, Any], reply: str | None = None) -> None:
+        """Emit to the caller; on a stream that outlives this process, marked for a takeover (AMB-369)."""
+        emit = self.ctx.emit
+        if not isinstance(emit, RelayingEmit):
+            await emit(message)
+            return
+        marks = {RELAYED_JOB + self.id: self.marked}
+        if reply is not None:
+            marks[RELAYED_AFTER + self.id] = reply
+        await emit.relayed(message, marks)
 
     async def _relay(self) -> dict[str, Any]:
         this = asyncio.current_task()
@@ -338,7 +398,7 @@ class _Relay:
             if self.receiver is None:
                 # One receive at a time, never cancelled on a timeout: channels_redis drops the
                 # channel's buffered messages when a receive is cancelled.
-                self.receiver = self.loop.create_task(self.layer.receive(self.channel))
+                self.receiver = self.loop.create_task(self._receive())
             wait = max(0.0, self.deadline - self.loop.time())
             # asyncio.wait, not wait_for: it cancels nothing on a timeout, and (Python 3.11) wait_for
             # can swallow a cancellation of this task.
@@ -352,16 +412,18 @@ class _Relay:
             for asked in done - {self.receiver}:
                 self._answered(asked)
             if self.receiver in done:
-                event, self.receiver = self.receiver.result(), None
-                if (end := await self._reply(event)) is not None:
-                    return end
+                replies, self.receiver = self.receiver.result(), None
+                for event in replies:
+                    if (end := await self._reply(event)) is not None:
+                        return end
 
     async def _deadline_passed(self) -> dict[str, Any] | None:
         """The phase's deadline passed with no reply: its end, or None when the wait goes on."""
         match self.phase:
             case Phase.QUEUED if self.loop.time() < self.start_by:
                 if self.loop.time() >= self.notice_at:  # else woken a hair early: wait on
-                    await _tell_waiting(self.ctx, self.tool, self.start_seconds)
+                    # Marked: a stream whose only event is this notice is still taken over.
+                    await _tell_waiting(self.ctx.but(emit=self._emit), self.tool, self.start_seconds)
                     self.phase = Phase.WAITING
                 return None
             case Phase.QUEUED | Phase.WAITING:
@@ -392,6 +454,9 @@ class _Relay:
         """One reply on the run's channel: the call's result if it ends the call, else None."""
         if event.get("job") != self.id:
             return None
+        reply = event.get("reply") if isinstance(event.get("reply"), str) else None
+        # Taken over: a reply up to the mark reached the caller through the lost process already.
+        relayed = reply is not None and not contract.reply_after(reply, self.relayed_until)
         if self.phase in (Phase.RUNNING, Phase.ASKING):
             # Any reply is a sign of life (an older worker's "mcp.job.alive" is nothing else).
             self.silent_at = self.loop.time() + settings.MCP_BACKGROUND_LIVENESS_SECONDS
@@ -401,14 +466,14 @@ class _Relay:
                 self.reply_by = now + self.tool.timeout_seconds + contract.REPLY_GRACE_SECONDS
                 self.silent_at = now + settings.MCP_BACKGROUND_LIVENESS_SECONDS
                 self.phase = Phase.ASKING if self.asks else Phase.RUNNING
-            case "mcp.job.emit" if isinstance(event.get("message"), dict):
+            case "mcp.job.emit" if isinstance(event.get("message"), dict) and not relayed:
                 message = event["message"]
-                await self.ctx.emit(message)
+                await self._emit(message, reply)
                 if message.get("method") == "notifications/progress" and isinstance(
                     message.get("params"), dict
                 ):
                     await runs.note_progress(self.id, message["params"])  # the admin's live view
-            case "mcp.job.ask":
+            case "mcp.job.ask" if not relayed:
                 self.asks.add(self.loop.create_task(_relay_ask(self.ask, self.id, event)))
                 if self.phase is Phase.RUNNING:
                     self.phase = Phase.ASKING
@@ -475,3 +540,22 @@ async def run(
     channel = await layer.new_channel()
     job = _job(ctx, tool, arguments, channel, job_id)
     return await _Relay(ctx, tool, ask, job, layer).run(row_exists=job_id is not None)
+
+
+async def follow(
+    job: dict[str, Any],
+    tenant: TenantInfo,
+    tool: ToolDef,
+    emit: RelayingEmit,
+    cancelled: asyncio.Event,
+    relayed_until: str,
+) -> dict[str, Any]:
+    """Relay on, from this process, a run whose relay was lost with its process (AMB-369): the job as it
+    was marked on the call's stream, `relayed_until` its last reply stored there. Returns the worker's
+    CallToolResult, or how the run ended without one, as `run` does.
+
+    A question the worker asks from here on cannot reach the client (this process holds no asker of
+    the call's): the handler is told so (ToolError), as where no client can be asked.
+    """
+    ctx = contract.context(job, tenant, emit, cancelled)
+    return await _Relay(ctx, tool, ctx.ask, job, layer=None).follow(relayed_until)

@@ -30,7 +30,7 @@ from django.conf import settings
 
 from mcp_app import catalog as catalogs
 from mcp_app.background import contract, runs
-from mcp_app.core.context import ASK_TOGETHER, Asker, RequestContext, SessionState, resources_of
+from mcp_app.core.context import ASK_TOGETHER, Asker, resources_of
 from mcp_app.core.errors import (
     AskOutcome,
     GoAsync,
@@ -50,7 +50,9 @@ logger = logging.getLogger(__name__)
 
 
 class _Replies:
-    """Sends a job's replies to the server process waiting for them."""
+    """Sends a job's replies to the server process waiting for them: each kept in the job's Redis
+    stream first (for a process that takes the call's stream over, AMB-369), then sent with its entry
+    id on the waiting process's channel."""
 
     def __init__(self, job: dict[str, Any]) -> None:
         self.job_id = job["id"]
@@ -58,30 +60,49 @@ class _Replies:
         layer = get_channel_layer()
         assert layer is not None, "CHANNEL_LAYERS is configured (mcpsite/settings.py)"
         self.layer = layer
+        # Kept and sent in one order: a relay marks how far it stored by entry id, so a reply sent
+        # before an earlier one would let a takeover skip that one.
+        self.lock = asyncio.Lock()
 
-    async def send(self, kind: str, **fields: Any) -> None:
-        await self.layer.send(self.channel, {"type": kind, "job": self.job_id, **fields})
+    async def _keep(self, reply: dict[str, Any]) -> str:
+        """Keep `reply` in the job's stream; its entry id. Expires with the events it may become."""
+        key = contract.replies_key(self.job_id)
+        async with redis_client.client().pipeline(transaction=False) as pipe:
+            pipe.xadd(key, {"reply": json.dumps(reply)}, maxlen=contract.REPLIES_KEPT, approximate=True)
+            pipe.expire(key, settings.MCP_EVENT_RETENTION_SECONDS)
+            return str((await pipe.execute())[0])
+
+    async def send(self, kind: str, reliable: bool = False, **fields: Any) -> bool:
+        """Keep, then send, one reply; a full channel drops it (best effort) or, `reliable`, is retried.
+        False if it never got through the channel (it is kept all the same)."""
+        async with self.lock:
+            reply = {"type": kind, "job": self.job_id, **fields}
+            entry = await self._keep(reply)
+            deadline = time.monotonic() + contract.RESULT_SEND_SECONDS
+            delay = 0.05
+            while True:
+                try:
+                    await self.layer.send(self.channel, {**reply, "reply": entry})
+                    return True
+                except ChannelFull:
+                    if not reliable:
+                        logger.debug("job %s: reply channel full, a notification was dropped", self.job_id)
+                        return False
+                    if time.monotonic() > deadline:
+                        logger.error("job %s: the server never took the %s", self.job_id, kind)
+                        return False
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 1.0)
 
     async def emit(self, message: dict[str, Any]) -> None:
         try:
             await self.send("mcp.job.emit", message=message)
-        except ChannelFull:
+        except ChannelFull:  # best effort, as `send` itself treats it
             logger.debug("job %s: reply channel full, a notification was dropped", self.job_id)
 
     async def reliably(self, kind: str, **fields: Any) -> bool:
         """Send a reply that must not be dropped, retrying a full channel; False if it never got through."""
-        deadline = time.monotonic() + contract.RESULT_SEND_SECONDS
-        delay = 0.05
-        while True:
-            try:
-                await self.send(kind, **fields)
-                return True
-            except ChannelFull:
-                if time.monotonic() > deadline:
-                    logger.error("job %s: the server never took the %s", self.job_id, kind)
-                    return False
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 1.0)
+        return await self.send(kind, reliable=True, **fields)
 
     async def result(self, result: dict[str, Any]) -> None:
         await self.reliably("mcp.job.result", result=result)
@@ -124,41 +145,6 @@ def _asker(job_id: str, replies: _Replies, cancelled: asyncio.Event) -> Asker:
         raise ToolError(str(answer.get("error") or "The client did not answer."))
 
     return ask
-
-
-def _context(
-    job: dict[str, Any], tenant: Any, emit: Any, cancelled: asyncio.Event, ask: Asker
-) -> RequestContext:
-    session = None
-    if job.get("session_id"):
-        session = SessionState(
-            id=job["session_id"],
-            tenant_id=tenant.id,
-            protocol_version=job["protocol_version"],
-            client_capabilities=job.get("client_capabilities") or {},
-            log_level=job.get("log_level"),
-            initialized=True,
-            user_id=job.get("user_id"),
-            client_id=job.get("client_id"),
-        )
-    scopes = job.get("scopes")
-    return RequestContext(
-        tenant=tenant,
-        protocol_version=job["protocol_version"],
-        session=session,
-        client_capabilities=job.get("client_capabilities") or {},
-        user_id=job.get("user_id"),
-        client_id=job.get("client_id"),
-        subject=job.get("subject"),
-        scopes=frozenset(scopes) if scopes is not None else None,
-        request_id=job.get("request_id"),
-        progress_token=job.get("progress_token"),
-        log_level=job.get("log_level"),
-        emit=emit,
-        cancelled=cancelled,
-        ask=ask,
-        call_id=job.get("call_id") or "",
-    )
 
 
 async def _find_tool(job: dict[str, Any]) -> tuple[TenantInfo | None, Catalog | None, ToolDef | None]:
@@ -319,7 +305,7 @@ async def work(job: dict[str, Any]) -> str:
             await replies.emit(message)
 
     ctx = dataclasses.replace(
-        _context(job, tenant, emit, cancelled, _asker(job_id, replies, cancelled)),
+        contract.context(job, tenant, emit, cancelled, _asker(job_id, replies, cancelled)),
         resources=resources_of(catalog.resources_by_uri),
     )
     started = time.monotonic()

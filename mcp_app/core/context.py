@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from mcp_app.core.errors import ToolError
 from mcp_app.core.types import ResourceDef, TenantInfo, ToolDef
@@ -14,6 +14,23 @@ from mcp_app.core.versions import DEFAULT_NEGOTIATED
 # Sends one JSON-RPC notification related to the current request (progress, log message).
 # The transport decides the stream (the request's own SSE stream).
 Emit = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+@runtime_checkable
+class RelayingEmit(Protocol):
+    """An Emit that can store marks with a message, atomically: a legacy POST's (transport/exchange.py),
+    whose stream outlives its process. A background relay marks each worker reply it stores (AMB-369),
+    so a process taking the stream over knows the job and how far its replies reached the stream. An
+    emit wrapped by anyone else is a plain Emit: nothing marked, nothing taken over."""
+
+    async def __call__(self, message: dict[str, Any]) -> None: ...
+
+    async def relayed(self, message: dict[str, Any], marks: dict[str, str]) -> None: ...
+
+
+# The marks of a relayed reply: RELAYED_JOB + job id holds the job (JSON, its arguments left out), and
+# RELAYED_AFTER + job id the entry id of its last reply stored (background/contract.py).
+RELAYED_JOB, RELAYED_AFTER = "job:", "after:"
 
 
 # Asks the client one question (a request object: elicitation/create, sampling/createMessage,

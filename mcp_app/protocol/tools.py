@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 import logging
@@ -10,7 +11,7 @@ from typing import Any
 from mcp_app import catalog as catalogs
 from mcp_app.background import relay as background
 from mcp_app.core import ui_apps
-from mcp_app.core.context import RequestContext, resources_of
+from mcp_app.core.context import RelayingEmit, RequestContext, resources_of
 from mcp_app.core.errors import (
     AskOutcome,
     GoAsync,
@@ -195,8 +196,34 @@ async def execute(
         return error_result(f"Tool {tool.name!r} failed with an internal error.")
     if in_background:
         return _finish_result(tool, raw)  # its guardrails ran on the worker, before its run was recorded
-    guarded = await guardrails.scan(ctx, "tools/call", catalog, tool.name, _finish_result(tool, raw), "result", "tool")
+    guarded = await guardrails.scan(
+        ctx, "tools/call", catalog, tool.name, _finish_result(tool, raw), "result", "tool"
+    )
     return error_result(guarded.blocked.message()) if guarded.blocked is not None else guarded.value
+
+
+async def follow_background(
+    job: dict[str, Any], emit: RelayingEmit, cancelled: asyncio.Event, relayed_until: str
+) -> dict[str, Any]:
+    """The CallToolResult of a background call whose relay this process took over from a lost one
+    (AMB-369, streams/takeover.py): the rest of its run relayed from here, then checked and shaped as
+    `handle_call` would have. A handler's protocol error is raised as its JSON-RPC error."""
+    tenant = await catalogs.get_tenant(job["tenant_slug"])
+    catalog = (
+        await catalogs.get_catalog(tenant.id)
+        if tenant is not None and tenant.id == job["tenant_id"]
+        else None
+    )
+    tool = catalog.tools_by_name.get(job["tool_name"]) if catalog is not None else None
+    if tenant is None or tool is None or tool.id != job["tool_id"]:
+        # Its tenant or tool went while it ran: the run is not the caller's to hear about any more.
+        result = error_result(f"Tool {job['tool_name']!r} was removed or disabled while it ran.")
+        return shaping.call_tool_result(result, job["protocol_version"])
+    try:
+        raw = await background.follow(job, tenant, tool, emit, cancelled, relayed_until)
+    except ProtocolError as exc:
+        raise protocol_error(exc) from None
+    return shaping.call_tool_result(_finish_result(tool, raw), job["protocol_version"])
 
 
 def protocol_error(exc: ProtocolError) -> JsonRpcError:
@@ -277,7 +304,9 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
     try:
         await quotas.check(ctx, name, catalog.quotas)
     except quotas.QuotaReached as reached:
-        audit.record(ctx, "throttled", reached.quota, name, "tools/call", {"retry_after": reached.retry_after})
+        audit.record(
+            ctx, "throttled", reached.quota, name, "tools/call", {"retry_after": reached.retry_after}
+        )
         return shaping.call_tool_result(error_result(reached.message), ctx.protocol_version)
     if in_background:
         await quotas.check_background_runs(ctx)

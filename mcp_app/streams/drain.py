@@ -65,7 +65,9 @@ async def drain(grace_seconds: float) -> int:
     while _in_flight > 0 and loop.time() < deadline:
         await asyncio.sleep(0.05)
     if _in_flight:
-        logger.warning("drained for %.0f s; %s request(s) still running are cancelled", grace_seconds, _in_flight)
+        logger.warning(
+            "drained for %.0f s; %s request(s) still running are cancelled", grace_seconds, _in_flight
+        )
     return _in_flight
 
 

@@ -1,5 +1,8 @@
 """Event store for resumable SSE streams (HT-32..35).
 
+Longer than 400 lines: two stores of one interface (memory, Redis), the Redis one's script and its
+transactions over a lost owner's streams, read together.
+
 Every event sent on a stream is written here first, with id `<stream-id>-<seq>`: the stream id is
 random and the sequence counts from 1, so ids are unique within the session and say which stream
 they belong to. A `Last-Event-ID` replays only that stream's later events. Redis keeps them when
@@ -14,6 +17,13 @@ another process gets, once the owner's sign is gone, one error response per requ
 stored as the stream's last events (AMB-88). Stored once, atomically (a transaction watching the
 stream), and never followed: an append to a done stream is dropped, so a response late from a
 process that was only slow cannot follow the error.
+
+A background call's stream outlives its owner (AMB-369): each worker reply the owner relays is stored
+with marks in the stream's hash (`job:<id>`: the job; `after:<id>`: the last reply of it stored), in
+the same script as the event. A process resuming the stream once the owner's sign is gone claims it
+(`claim_orphan`: the owner swapped in one transaction, so one process alone wins) and relays the rest
+of the job's replies from there (streams/takeover.py); an append by any other process, the old owner
+late, is dropped, so nothing is stored twice.
 """
 
 from __future__ import annotations
@@ -30,6 +40,7 @@ from typing import Any
 import redis.exceptions
 from django.conf import settings
 
+from mcp_app.core.context import RELAYED_AFTER, RELAYED_JOB
 from mcp_app.infra import redis_client
 from mcp_app.protocol.jsonrpc import INTERNAL_ERROR, RequestId
 
@@ -51,12 +62,18 @@ LOST_MESSAGE = (
     "whether the request took effect is unknown. Send it again if that is safe."
 )
 
-# RPUSH an event unless the stream is done; keep its session, kind, owner (and its sign of life) and
-# request ids. KEYS: events, meta, owner's key. ARGV: message, session, kind, final, ttl, owner,
-# request ids (JSON), owner ttl. Returns the event's sequence number, 0 when the stream was done.
+# RPUSH an event unless the stream is done or another process owns it; keep its session, kind, owner
+# (and its sign of life), request ids and marks. KEYS: events, meta, owner's key. ARGV: message,
+# session, kind, final, ttl, owner, request ids (JSON), owner ttl, then mark field and value pairs.
+# Returns the event's sequence number, 0 when it was dropped.
 _APPEND = """
 if redis.call('HGET', KEYS[2], 'done') == '1' then return 0 end
+if ARGV[6] ~= '' then
+  local owner = redis.call('HGET', KEYS[2], 'owner')
+  if owner and owner ~= ARGV[6] then return 0 end
+end
 local n = redis.call('RPUSH', KEYS[1], ARGV[1])
+for i = 9, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
 redis.call('HSETNX', KEYS[2], 'session', ARGV[2])
 redis.call('HSETNX', KEYS[2], 'kind', ARGV[3])
 if ARGV[6] ~= '' then
@@ -87,6 +104,16 @@ def parse_event_id(value: str) -> tuple[str, int] | None:
     if not sep or not seq.isdigit() or not stream_id or len(stream_id) > 64 or not stream_id.isalnum():
         return None
     return stream_id, int(seq)
+
+
+@dataclass
+class Orphan:
+    """A POST stream this process took over from its dead owner (claim_orphan)."""
+
+    request_ids: list[RequestId]
+    stored: list[Message]
+    # Per background job relayed on it: the job (as the relay marked it) and its last reply stored.
+    jobs: dict[str, tuple[dict[str, Any], str]]
 
 
 @dataclass
@@ -156,7 +183,9 @@ class MemoryEventStore:
         message: Message,
         final: bool = False,
         request_ids: list[RequestId] | None = None,
+        marks: dict[str, str] | None = None,
     ) -> int:
+        """`marks` matter to a takeover only, which one process never needs: ignored here."""
         await self.open(stream_id, session_id, kind)
         stream = self._streams[stream_id]
         if stream.info.done:
@@ -191,6 +220,9 @@ class MemoryEventStore:
     async def finish_orphan(self, info: StreamInfo, stream_id: str) -> bool:
         """A process's own streams die with it: nothing here is ever orphaned."""
         return False
+
+    async def claim_orphan(self, info: StreamInfo, stream_id: str) -> Orphan | None:
+        return None
 
     async def wait(self, stream_id: str, seq: int, timeout: float) -> None:
         """Return when the stream has events after `seq` or is done, or after `timeout`."""
@@ -227,8 +259,10 @@ class RedisEventStore:
         message: Message,
         final: bool = False,
         request_ids: list[RequestId] | None = None,
+        marks: dict[str, str] | None = None,
     ) -> int:
-        """Store one event (one round trip); `request_ids` (a POST stream's) make this process its owner."""
+        """Store one event (one round trip); `request_ids` (a POST stream's) make this process its owner,
+        unless another owns it already (then it is dropped: 0); `marks` go to the stream's hash with it."""
         # RPUSH returns the new length, which is the event's sequence number: atomic across processes.
         owner = PROCESS_ID if request_ids is not None else ""
         result = await redis_client.client().eval(
@@ -245,6 +279,7 @@ class RedisEventStore:
             owner,
             json.dumps(request_ids) if request_ids is not None else "",
             OWNER_TTL_SECONDS,
+            *[item for pair in (marks or {}).items() for item in pair],
         )
         return int(result)
 
@@ -279,8 +314,8 @@ class RedisEventStore:
         async with client.pipeline(transaction=True) as pipe:
             try:
                 await pipe.watch(meta, events)
-                if await pipe.hget(meta, "done") == "1":
-                    return False
+                if await pipe.hget(meta, "done") == "1" or await pipe.hget(meta, "owner") != info.owner:
+                    return False  # finished, or taken over (claim_orphan), by another process
                 ids = json.loads(await pipe.hget(meta, "ids") or "[]")
                 stored = [json.loads(raw) for raw in await pipe.lrange(events, 0, -1)]
                 lost = lost_responses(ids, stored)
@@ -300,6 +335,47 @@ class RedisEventStore:
             len(lost),
         )
         return True
+
+    async def claim_orphan(self, info: StreamInfo, stream_id: str) -> Orphan | None:
+        """Make this process the owner of a POST stream whose owner is gone and which carries a
+        background job (AMB-369); None when it is not to be taken over here.
+
+        One transaction watching the stream: another process claiming or finishing it first, or the
+        owner storing an event meanwhile (it was only slow), aborts this one.
+        """
+        if info.done or not info.owner or info.owner == PROCESS_ID:
+            return None
+        client = redis_client.client()
+        meta, events = META_PREFIX + stream_id, EVENTS_PREFIX + stream_id
+        if await client.exists(OWNER_PREFIX + info.owner):
+            return None
+        async with client.pipeline(transaction=True) as pipe:
+            try:
+                await pipe.watch(meta, events)
+                fields = await pipe.hgetall(meta)
+                if fields.get("done") == "1" or fields.get("owner") != info.owner:
+                    return None
+                jobs = {
+                    name[len(RELAYED_JOB) :]: (
+                        json.loads(value),
+                        fields.get(RELAYED_AFTER + name[len(RELAYED_JOB) :], "0"),
+                    )
+                    for name, value in fields.items()
+                    if name.startswith(RELAYED_JOB)
+                }
+                if not jobs:
+                    return None  # nothing runs on: finish_orphan answers its requests lost
+                stored = [json.loads(raw) for raw in await pipe.lrange(events, 0, -1)]
+                pipe.multi()
+                pipe.hset(meta, "owner", PROCESS_ID)
+                pipe.set(OWNER_PREFIX + PROCESS_ID, "1", ex=OWNER_TTL_SECONDS)
+                await pipe.execute()
+            except redis.exceptions.WatchError:
+                return None
+        logger.warning(
+            "stream %s: its process %s is gone; this one relays its jobs on", stream_id, info.owner
+        )
+        return Orphan(json.loads(fields.get("ids") or "[]"), stored, jobs)
 
     async def read_after(self, stream_id: str, seq: int) -> list[tuple[int, Message]]:
         raw = await redis_client.client().lrange(EVENTS_PREFIX + stream_id, seq, -1)

@@ -62,11 +62,7 @@ class Exchange:
         self.outstanding += 1
         self.request_ids.append(message["id"])
         cancelled = asyncio.Event()
-
-        async def emit(notification: Message) -> None:
-            await self._emit(notification, cancelled)
-
-        ctx = ctx.but(emit=emit, cancelled=cancelled)
+        ctx = ctx.but(emit=_RequestEmit(self, cancelled), cancelled=cancelled)
         task = asyncio.get_running_loop().create_task(self._run(ctx, message, cancellable))
         _tasks.add(task)
         task.add_done_callback(_tasks.discard)
@@ -115,7 +111,9 @@ class Exchange:
             response = None  # a cancelled request gets no response (UT-10)
         await self._finish(response)
 
-    async def _emit(self, notification: Message, cancelled: asyncio.Event) -> None:
+    async def _emit(
+        self, notification: Message, cancelled: asyncio.Event, marks: dict[str, str] | None = None
+    ) -> None:
         if cancelled.is_set():
             return
         async with self.lock:
@@ -135,7 +133,7 @@ class Exchange:
                 held, self.held = self.held, []
                 for response in held:
                     await self._publish(response, final=False)
-            await self._publish(notification, final=False)
+            await self._publish(notification, final=False, marks=marks)
 
     async def _finish(self, response: Message | None) -> None:
         async with self.lock:
@@ -158,11 +156,17 @@ class Exchange:
                 self.mode = "json"
                 self._put(("json", self.held))
 
-    async def _publish(self, message: Message, final: bool) -> None:
+    async def _publish(self, message: Message, final: bool, marks: dict[str, str] | None = None) -> None:
         assert self.stream_id is not None
         try:
             seq = await events.get_store().append(
-                self.stream_id, self.session_id, "post", message, final=final, request_ids=self.request_ids
+                self.stream_id,
+                self.session_id,
+                "post",
+                message,
+                final=final,
+                request_ids=self.request_ids,
+                marks=marks,
             )
         except Exception:
             # A store outage must not lose the live message; only resumption suffers.
@@ -173,3 +177,17 @@ class Exchange:
     def _put(self, item: tuple) -> None:
         if self.queue is not None:
             self.queue.put_nowait(item)
+
+
+class _RequestEmit:
+    """One request's emit (a RelayingEmit): its notifications go to the exchange's stream, a background
+    relay's with the marks a takeover needs (AMB-369), stored in the same write as the event."""
+
+    def __init__(self, exchange: Exchange, cancelled: asyncio.Event) -> None:
+        self.exchange, self.cancelled = exchange, cancelled
+
+    async def __call__(self, message: Message) -> None:
+        await self.exchange._emit(message, self.cancelled)
+
+    async def relayed(self, message: Message, marks: dict[str, str]) -> None:
+        await self.exchange._emit(message, self.cancelled, marks)

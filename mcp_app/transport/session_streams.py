@@ -17,7 +17,7 @@ from django.conf import settings
 from mcp_app.core.context import SessionState
 from mcp_app.core.versions import V2025_11_25
 from mcp_app.infra import notify
-from mcp_app.streams import events, inflight, polling, standalone
+from mcp_app.streams import events, inflight, polling, standalone, takeover
 from mcp_app.transport import auth, pump, refusals, sse
 from mcp_app.transport.base import McpConsumer
 from mcp_app.transport.stream_view import StreamView
@@ -133,8 +133,10 @@ class SessionStreams(McpConsumer):
                 remaining = until - time.monotonic()
                 if remaining <= 0:
                     return pump.Signal.IDLE
-                if await store.finish_orphan(info, stream_id):
-                    continue  # its process died: the lost requests' errors are read next (AMB-88)
+                if await takeover.take_over(info, stream_id):
+                    # Its process died: a background job's relay goes on here (AMB-369), the rest of its
+                    # requests are answered lost (AMB-88); read on.
+                    continue
                 # Waits no longer than a dead owner's sign of life lasts, so a lost stream ends soon.
                 await store.wait(stream_id, cursor, min(remaining, events.OWNER_TTL_SECONDS))
 

@@ -569,10 +569,10 @@ async def test_a_quiet_run_is_not_called_lost_while_its_worker_beats_even_if_no_
     settings.MCP_BACKGROUND_LIVENESS_SECONDS = 2.0
     send = worker._Replies.send
 
-    async def full_but_for_the_start_and_result(self: Any, kind: str, **fields: Any) -> None:
+    async def full_but_for_the_start_and_result(self: Any, kind: str, **fields: Any) -> bool:
         if kind not in ("mcp.job.started", "mcp.job.result"):
             raise ChannelFull()
-        await send(self, kind, **fields)
+        return await send(self, kind, **fields)
 
     monkeypatch.setattr(worker._Replies, "send", full_but_for_the_start_and_result)
     ctx = make_ctx(background_tool.tenant, emit=Recorder())

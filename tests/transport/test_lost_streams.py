@@ -1,8 +1,11 @@
-"""Streams whose process died (AMB-88): a POST stream is ended once with the lost calls' errors, a GET
-stream is taken over by its client's resume. The whole story with real processes and SIGKILL is
+"""Streams whose process died (AMB-88): a POST stream is ended once with the lost calls' errors (or,
+relaying a background job, claimed by one process to relay it on, AMB-369), a GET stream is taken over
+by its client's resume. The whole story with real processes and SIGKILL is
 tests/e2e/test_daphne_kill.py."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 import redis
@@ -67,6 +70,37 @@ async def test_with_redis_a_stream_whose_owner_is_gone_is_ended_once_and_nothing
         == 0
     )
     assert len(await store.read_after(stream, 0)) == 3
+
+
+@pytest.mark.services
+async def test_a_stream_relaying_a_background_job_is_claimed_by_one_process_once_its_owner_is_gone(
+    raw_redis, monkeypatch
+):
+    """AMB-369: never while its owner lives (no double relay), once, and the old owner's late events
+    are dropped after (nothing stored twice); a stream with no job is finish_orphan's."""
+    store = events.get_store()
+    stream, plain = events.new_stream_id(), events.new_stream_id()
+    job = {"id": "J", "request_id": 7, "tool_name": "count_in_background"}
+    marks = {"job:J": json.dumps(job), "after:J": "5-0"}
+    monkeypatch.setattr(events, "PROCESS_ID", "lost-owner")
+    await store.append(stream, "s1", "post", PROGRESS, request_ids=[7], marks=marks)
+    await store.append(plain, "s1", "post", PROGRESS, request_ids=[8])
+    info, plain_info = await store.info(stream), await store.info(plain)
+    assert info is not None and plain_info is not None
+    monkeypatch.setattr(events, "PROCESS_ID", "taker")
+    assert await store.claim_orphan(info, stream) is None  # its owner is alive
+    raw_redis.delete(events.OWNER_PREFIX + "lost-owner")  # as after a SIGKILL, once its sign ran out
+    assert await store.claim_orphan(plain_info, plain) is None  # no job: finished as lost instead
+    orphan = await store.claim_orphan(info, stream)
+    assert orphan is not None and orphan.jobs == {"J": (job, "5-0")} and orphan.request_ids == [7]
+    assert orphan.stored == [PROGRESS]
+    assert await store.claim_orphan(info, stream) is None  # once
+    assert not await store.finish_orphan(info, stream)  # taken over, not lost
+    monkeypatch.setattr(events, "PROCESS_ID", "lost-owner")  # only slow, it stores late: dropped
+    assert await store.append(stream, "s1", "post", PROGRESS, request_ids=[7]) == 0
+    monkeypatch.setattr(events, "PROCESS_ID", "taker")
+    assert await store.append(stream, "s1", "post", PROGRESS, request_ids=[7]) == 2
+    raw_redis.delete(events.OWNER_PREFIX + "taker")
 
 
 async def test_a_get_resuming_the_stream_that_holds_the_sessions_slot_takes_it_over(tools_a):
