@@ -26,7 +26,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "tenants": ("lib", HTTP),
     "audit": ("tenants", HTTP),
     "core": (),
-    "infra": (),
+    "infra": ("lib",),
     "federation": ("core",),
     "content": ("core", "infra", "tenants"),
     "handlers": ("core", "infra", "federation", "content", "lib", "tenants", HTTP),
