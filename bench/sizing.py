@@ -10,8 +10,11 @@ Daphne with the demo tenant: --sessions legacy sessions opened (initialize); --c
 `count_slowly` (10 steps, a progress token: a 2025-11-25 stream whose every event is stored for
 resumption); --listens 2026-07-28 listen streams held open. After each step the keys of the database
 are grouped by prefix and their bytes summed (the key, its value and Redis's own overhead per key).
-Then a Celery worker runs --runs background calls of `count_in_background`, and the ToolRun table's
-`pg_total_relation_size` grows by what they wrote.
+Then --questions legacy calls of `ask_user` are left waiting for their answer (a held question: the
+elicitation stored as the call's stream event, the call parked in its process). Then a Celery worker
+runs --runs background calls of `count_in_background`: the ToolRun table's `pg_total_relation_size`
+grows by what they wrote, and Redis by the replies each job keeps for a takeover (AMB-369); and
+--tasks task-augmented calls of it (2025-11-25 `params.task`) are measured while in flight.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import os
 
 import psycopg
 import redis
-from loadgen import ListenStream, make_clients
+from loadgen import ListenStream, McpClient, make_clients
 from procs import (
     HOST,
     celery_worker,
@@ -35,6 +38,36 @@ from procs import (
 )
 
 STEPS = 10
+
+
+class Tasking(McpClient):
+    """A 2025-11-25 session: the revision where a call may ask for a task (`params.task`)."""
+
+    async def initialize(self) -> dict[str, object]:
+        result = await self.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "sizing", "version": "1"},
+            },
+        )
+        await self.notify("notifications/initialized")
+        return result
+
+
+class Asked(McpClient):
+    """A client that declares elicitation and, once asked, never answers: its call stays held."""
+
+    capabilities = {"elicitation": {"form": {}}}
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.asked = asyncio.Event()
+
+    async def _on_stream_message(self, msg: dict[str, object]) -> None:
+        if msg.get("method") == "elicitation/create":
+            self.asked.set()
 
 
 def by_prefix(client: redis.Redis) -> dict[str, tuple[int, int]]:
@@ -105,6 +138,26 @@ async def main_async(args: argparse.Namespace) -> None:
         for stream in streams:
             await stream.close()
 
+        askers = [Asked(HOST, server.port, "/t/demo/mcp") for _ in range(args.questions)]
+        await asyncio.gather(*(asker.initialize() for asker in askers))
+        before_asking = by_prefix(client)
+        held = [
+            asyncio.create_task(asker.request("tools/call", {"name": "ask_user", "arguments": {}}))
+            for asker in askers
+        ]
+        await asyncio.wait_for(asyncio.gather(*(asker.asked.wait() for asker in askers)), 60)
+        await asyncio.sleep(0.5)
+        show(
+            "A held question (a legacy call of ask_user waiting for its answer)",
+            grew(before_asking, by_prefix(client)),
+            args.questions,
+        )
+        for task in held:
+            task.cancel()
+        await asyncio.gather(*held, return_exceptions=True)
+        for asker in askers:
+            await asker.close()
+
         def run_bytes() -> tuple[int, int]:
             with psycopg.connect(database.replace("postgres://", "postgresql://", 1)) as conn:
                 row = conn.execute(
@@ -116,6 +169,7 @@ async def main_async(args: argparse.Namespace) -> None:
         with running(celery_worker(env, None, label="sizing-worker")) as worker:
             wait_workers_ready([worker])
             rows, size = run_bytes()
+            before_runs = by_prefix(client)
             for start_at in range(0, args.runs, 50):
                 batch = clients[start_at % len(clients) : start_at % len(clients) + 50]
                 await asyncio.gather(
@@ -127,6 +181,37 @@ async def main_async(args: argparse.Namespace) -> None:
                     )
                 )
             rows_after, size_after = run_bytes()
+            show(
+                "A background run's replies kept in Redis (1 step)",
+                grew(before_runs, by_prefix(client)),
+                args.runs,
+            )
+
+            tasking = [Tasking(HOST, server.port, "/t/demo/mcp") for _ in range(args.tasks)]
+            await asyncio.gather(*(c.initialize() for c in tasking))
+            rows_tasks, size_tasks = run_bytes()
+            before_tasks = by_prefix(client)
+            for c in tasking:
+                created = await c.request(
+                    "tools/call",
+                    {
+                        "name": "count_in_background",
+                        "arguments": {"n": 50, "delay": 5},
+                        "task": {"ttl": 600_000},
+                    },
+                )
+                assert "task" in created, created
+            await asyncio.sleep(3)  # started on the worker or queued: in flight either way
+            show(
+                "An in-flight task (tasks/get-able, its run queued or running)",
+                grew(before_tasks, by_prefix(client)),
+                args.tasks,
+            )
+            rows_now, size_now = run_bytes()
+            print(
+                f"  and in PostgreSQL: {(size_now - size_tasks) / max(rows_now - rows_tasks, 1):,.0f} bytes each"
+                f" ({rows_now - rows_tasks} ToolRun rows)"
+            )
         print(
             f"\nA background run in PostgreSQL: {(size_after - size) / max(rows_after - rows, 1):,.0f} bytes each"
             f" ({rows_after - rows} ToolRun rows; table, indexes and TOAST; pages of 8 KiB)"
@@ -142,6 +227,8 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=100)
     parser.add_argument("--listens", type=int, default=200)
     parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--questions", type=int, default=100)
+    parser.add_argument("--tasks", type=int, default=100)
     args = parser.parse_args()
     redis.Redis.from_url(os.environ["REDIS_URL"]).flushdb()
     asyncio.run(main_async(args))
