@@ -100,7 +100,7 @@ def parse(url: str) -> RedisTarget:
         service=path[0],
         username=unquote(username) or None,
         password=unquote(password) or None,
-        sentinel_password=(query.get("sentinel_password") or [None])[0],
+        sentinel_password=next(iter(query.get("sentinel_password", [])), None),
     )
 
 

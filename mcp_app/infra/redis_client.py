@@ -123,7 +123,7 @@ class CachePool(redis.BlockingConnectionPool):
     """The pool class CACHES names: Django's Redis cache builds its pools with `from_url`."""
 
     @classmethod
-    def from_url(cls, url: str, **options: Any) -> Any:  # type: ignore[override]
+    def from_url(cls, url: str, **options: Any) -> Any:
         return sync_pool(url, **options)
 
 
@@ -138,7 +138,7 @@ def channel(name: str) -> str:
     two deployments on one server (a test run beside a benchmark, staging beside production) would
     otherwise hear each other's change tokens and evictions for tenants that share an id.
     """
-    return f"{name}:db{redis_url.parse(settings.REDIS_URL).db}"
+    return f"{name}:db{redis_url.parse(_url()).db}"
 
 
 def _url() -> str:
