@@ -628,6 +628,18 @@ MCP_HTTP_HANDLER_MAX_RESPONSE_BYTES = _env_int(
 # guard and MCP_HTTP_HANDLER_ALLOW as http tools. Seconds to connect; connections (sessions) kept per upstream
 # in each process, and how long a call past that bound waits for one; an idle connection closes after
 # MCP_UPSTREAM_IDLE_SECONDS. The breaker: that many consecutive failures to reach an upstream stop calls to
+# The MCP Registry (mcp_app/registry/, docs/decisions/registry.md, AMB-372, AMB-373). Served: the
+# namespace of every listed tenant's server name (blank: the public host reversed, mcp.example.com ->
+# com.example.mcp). Used: the registry "Add an upstream from a registry" searches unless told another, and
+# how long and how large one answer of a registry may be (read through the SSRF guard, as http tools are).
+MCP_REGISTRY_NAMESPACE = os.environ.get("MCP_REGISTRY_NAMESPACE", "").strip()
+if MCP_REGISTRY_NAMESPACE and not re.fullmatch(r"[a-zA-Z0-9.-]{1,136}", MCP_REGISTRY_NAMESPACE):
+    raise ImproperlyConfigured(
+        f"MCP_REGISTRY_NAMESPACE must be 1-136 letters, digits, '.' and '-', got {MCP_REGISTRY_NAMESPACE!r}"
+    )
+MCP_REGISTRY_URL = os.environ.get("MCP_REGISTRY_URL", "https://registry.modelcontextprotocol.io").rstrip("/")
+MCP_REGISTRY_FETCH_SECONDS = _env_int("MCP_REGISTRY_FETCH_SECONDS", 10, minimum=1)
+MCP_REGISTRY_MAX_BYTES = _env_int("MCP_REGISTRY_MAX_BYTES", 1024 * 1024, minimum=1024)
 # it for MCP_UPSTREAM_BREAKER_SECONDS, then one call probes it.
 MCP_UPSTREAM_CONNECT_SECONDS = _env_int("MCP_UPSTREAM_CONNECT_SECONDS", 10, minimum=1)
 MCP_UPSTREAM_MAX_SESSIONS = _env_int("MCP_UPSTREAM_MAX_SESSIONS", 32, minimum=1)

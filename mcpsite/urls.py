@@ -27,6 +27,7 @@ from mcp_app.oauth.registration import RegistrationManagementView, RegistrationV
 from mcp_app.oauth.revocation import McpRevokeTokenView
 from mcp_app.operations.metrics import metrics
 from mcp_app.operations.probes import ReadinessView, live
+from mcp_app.registry import serving as registry
 from mcp_app.usage import views as usage_views
 from mcpsite import sso
 from mcpsite.views import front
@@ -86,6 +87,18 @@ urlpatterns = [
     # slug with capitals goes to the lower-case path; /t/<slug> alone goes to the connect page.
     re_path(wayfinding.WRONG_CASE, wayfinding.wrong_case, name="tenant-wrong-case"),
     re_path(r"^t/(?P<slug>[a-z0-9-]+)/?$", wayfinding.tenant_home, name="tenant-home"),
+    # The MCP Registry's v0.1 read endpoints over the listed tenants, and each one's server.json
+    # (mcp_app/registry/serving.py, AMB-372). A server name holds one slash, URL-encoded or not.
+    path("v0.1/servers", registry.servers, name="registry-servers"),
+    re_path(r"^v0\.1/servers/(?P<name>[^/]+/[^/]+)/versions$", registry.versions, name="registry-versions"),
+    re_path(
+        r"^v0\.1/servers/(?P<name>[^/]+/[^/]+)/versions/(?P<version>[^/]+)$",
+        registry.version,
+        name="registry-version",
+    ),
+    # Any other URL under /v0.1/ (a name without its slash...): the registry's 404, not a page.
+    re_path(r"^v0\.1/", registry.not_found),
+    path("t/<slug:slug>/server.json", registry.tenant_server_json, name="tenant-server-json"),
     # Usage dashboards (mcp_app/usage/): a tenant's, for its members; every tenant's, for superusers.
     path("t/<slug:slug>/dashboard", usage_views.dashboard, name="tenant-dashboard"),
     path("usage/", usage_views.overview, name="usage-overview"),

@@ -152,7 +152,7 @@ class TenantScopedAdmin(MembershipPermissionsMixin, admin.ModelAdmin):
 class TenantAdmin(MembershipPermissionsMixin, admin.ModelAdmin):
     edit_roles = frozenset({Role.OWNER})
     list_display = ("slug", "name", "title", "is_active", "auth_mode", "definitions_version", "mcp_url")
-    list_filter = ("is_active", "auth_mode")
+    list_filter = ("is_active", "auth_mode", "registry_listed")
     search_fields = ("slug", "name", "title")
     readonly_fields = ("mcp_url", "usage_dashboard", "definitions_version", "created_at", "updated_at")
     fieldsets: ClassVar[_FieldsetSpec] = (
@@ -172,6 +172,7 @@ class TenantAdmin(MembershipPermissionsMixin, admin.ModelAdmin):
             },
         ),
         ("Clients", {"fields": ("auth_mode", "instructions", "website_url", "icons", "allowed_origins")}),
+        ("MCP Registry (AMB-372)", {"fields": ("registry_listed",)}),
         ("Caching (2026-07-28 clients)", {"fields": ("cache_ttl_ms", "cache_scope")}),
         ("Tasks", {"fields": ("task_ttl_seconds",)}),
         (

@@ -201,6 +201,15 @@ class Tenant(models.Model):
         'throttled); a kind not named keeps every event. E.g. {"audited": 10} keeps one audit-only '
         "finding in ten. A kept event says it was sampled.",
     )
+    # The platform's MCP Registry (mcp_app/registry/, AMB-372): off, the server is in no list and its
+    # server.json answers 404 like a missing tenant's; the owner decides who may discover it.
+    registry_listed = models.BooleanField(
+        "listed in the registry",
+        default=False,
+        help_text="List this server in the platform's MCP Registry (/v0.1/servers) and serve its "
+        "server.json at /t/<slug>/server.json, so registry clients can find it. Anyone can read "
+        "those; what the server serves still needs its auth mode.",
+    )
     # Bumped on every change to the tenant's definitions; drives caches and list_changed.
     definitions_version = models.PositiveBigIntegerField(default=1, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)

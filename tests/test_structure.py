@@ -45,6 +45,8 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     ),  # fmt: skip
     "streams": ("core", "infra", "models", "usage", "protocol"),
     "connect": ("core", "catalog", "protocol", "tenants", HTTP),
+    # The MCP Registry both ways (AMB-372, AMB-373): served over the tenants, read through the SSRF guard.
+    "registry": ("core", "handlers", "models", "lib", "tenants", HTTP),
     "drafts": ("core", "models", "history", "catalog", "protocol", "tenants", "audit"),
     "operations": (
         "infra",
@@ -117,6 +119,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "drafts",
         "selfcheck",
         "portability",
+        "registry",
         "lib",
         "tenants",
         "audit",
@@ -134,6 +137,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "drafts",
         "selfcheck",
         "portability",
+        "registry",
         "lib",
         "tenants",
         "audit",

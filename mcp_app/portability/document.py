@@ -151,6 +151,8 @@ SETTINGS_FIELDS = (
     "identity",
     # Who single sign-on makes a member, and as what (tenants/sso_memberships.py, AMB-213).
     "sso_email_domains", "sso_groups", "sso_role",
+    # Listed in the platform's MCP Registry (AMB-372).
+    "registry_listed",
 )  # fmt: skip
 
 
