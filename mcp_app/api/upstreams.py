@@ -21,12 +21,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from mcp_app import federation
+from mcp_app.api import upstream_registry
 from mcp_app.api.errors import ErrorSerializer, error_response
 from mcp_app.api.serializers import READ_ONLY, CleanedModelSerializer, SecretHeadersMixin
 from mcp_app.api.views import ID, SLUG, DefinitionViewSet, TenantScoped
 from mcp_app.catalog.apart import run_apart
 from mcp_app.handlers.secrets import encrypt_secrets
 from mcp_app.models import Approval, Tool, Upstream, UpstreamTool
+from mcp_app.registry.client import RegistryError
 from mcp_app.upstreams import service
 
 UNREACHABLE = "upstream_unreachable"
@@ -189,6 +191,41 @@ class UpstreamViewSet(DefinitionViewSet):
         except federation.UpstreamError as exc:
             return _unreachable(exc)
         return Response(SyncReportSerializer(report).data)
+
+    @extend_schema(
+        parameters=[SLUG],
+        request=upstream_registry.SearchSerializer,
+        responses={200: upstream_registry.SearchResultSerializer, 502: ErrorSerializer},
+    )
+    @action(detail=False, methods=["post"], url_path="registry-search")
+    def registry_search(self, request: Request, slug: str) -> Response:
+        """Search a registry (the official one by default): each entry as the upstream it would make (AMB-373)."""
+        body = upstream_registry.SearchSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            found = upstream_registry.search(body.validated_data)
+        except RegistryError as exc:
+            return error_response(502, upstream_registry.UNREACHABLE, exc.message)
+        return Response(upstream_registry.SearchResultSerializer(found).data)
+
+    @extend_schema(
+        parameters=[SLUG],
+        request=upstream_registry.FromRegistrySerializer,
+        responses={201: UpstreamSerializer, 502: ErrorSerializer},
+    )
+    @action(detail=False, methods=["post"], url_path="from-registry")
+    def from_registry(self, request: Request, slug: str) -> Response:
+        """Add an upstream from a registry's entry (read again from the registry); nothing is published (AMB-373)."""
+        body = upstream_registry.FromRegistrySerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            fields = upstream_registry.upstream_fields(body.validated_data)
+        except RegistryError as exc:
+            return error_response(502, upstream_registry.UNREACHABLE, exc.message)
+        serializer = self.get_serializer(data=fields)
+        serializer.is_valid(raise_exception=True)
+        self.perform_create(serializer)
+        return Response(serializer.data, status=status.HTTP_201_CREATED)
 
 
 ROW = [SLUG, ID]
