@@ -26,7 +26,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from mcp_app import federation
-from mcp_app.admin import upstream_publishing
+from mcp_app.admin import upstream_publishing, upstream_registry
 from mcp_app.admin.upstream_forms import PublishForm, UpstreamAdminForm
 from mcp_app.catalog.apart import Unfinished, run_apart
 from mcp_app.federation import breaker, call_stats
@@ -196,6 +196,7 @@ class UpstreamAdmin(TenantScopedAdmin):
     def get_urls(self) -> list[Any]:
         wrap = self.admin_site.admin_view
         return [
+            path("from-registry/", wrap(self.registry_view), name="mcp_app_upstream_from_registry"),
             path("<path:object_id>/test/", wrap(self.test_view), name="mcp_app_upstream_test"),
             path("<path:object_id>/sync/", wrap(require_POST(self.sync_view)), name="mcp_app_upstream_sync"),
             path("<path:object_id>/tools/", wrap(self.tools_view), name="mcp_app_upstream_tools"),
@@ -229,6 +230,13 @@ class UpstreamAdmin(TenantScopedAdmin):
             "publishable": upstream_publishing.publishable(obj.remote_tools.all()).count() if obj else 0,
         }
         return super().change_view(request, object_id, form_url, extra)
+
+    def registry_view(self, request: HttpRequest) -> HttpResponse:
+        return upstream_registry.search_page(self, request)
+
+    def get_changeform_initial_data(self, request: HttpRequest) -> dict[str, Any]:
+        # "Use this" on the registry page: the entry, read again from the registry, fills the form (AMB-373).
+        return {**super().get_changeform_initial_data(request), **upstream_registry.initial(request)}
 
     @admin.action(description="Publish every remote tool of the selected upstreams", permissions=["change"])
     def publish_all_remote_tools(self, request: HttpRequest, queryset: Any) -> None:

@@ -5,39 +5,18 @@ malformed, redirecting, or listing remotes at internal addresses. Each gives a c
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 
 from mcp_app.handlers.secrets import decrypt_secrets
 from mcp_app.models import Tool, Upstream, UpstreamTool
 from mcp_app.registry import names
-from tenants.models import Tenant
 from tests.api.conftest import API, ApiClient
 from tests.registry import hostile
 
 pytestmark = pytest.mark.django_db(transaction=True)
 SEARCH = f"{API}/tenant-a/upstreams/registry-search/"
 ADD = f"{API}/tenant-a/upstreams/from-registry/"
-
-
-@pytest.fixture
-def platform_registry(live_server, settings) -> str:
-    """This platform, serving the registry API on 127.0.0.1, with two listed tenants and one unlisted."""
-    settings.MCP_PUBLIC_URL = f"http://127.0.0.1:{live_server.thread.port}"
-    settings.MCP_REGISTRY_NAMESPACE = ""
-    settings.MCP_HTTP_HANDLER_ALLOW = ["127.0.0.1"]
-    Tenant.objects.create(slug="weather", name="Weather", registry_listed=True)
-    Tenant.objects.create(slug="weather-notes", name="Notes", registry_listed=True, auth_mode="public")
-    Tenant.objects.create(slug="weather-secret", name="Secret")
-    return settings.MCP_PUBLIC_URL
-
-
-@pytest.fixture
-def evil(settings) -> Iterator[str]:
-    settings.MCP_HTTP_HANDLER_ALLOW = ["127.0.0.1"]
-    with hostile.hostile_registry() as url:
-        yield url
 
 
 def test_an_editor_finds_a_listed_server_and_adds_it_as_an_upstream_with_nothing_published(
