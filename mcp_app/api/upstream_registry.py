@@ -53,7 +53,7 @@ class SearchSerializer(serializers.Serializer):
 class HeaderSerializer(serializers.Serializer):
     name = serializers.CharField()
     description = serializers.CharField(allow_blank=True)
-    required = serializers.BooleanField()
+    is_required = serializers.BooleanField(source="required")
 
 
 class RemoteSerializer(serializers.Serializer):

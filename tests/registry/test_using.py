@@ -137,7 +137,7 @@ def test_broken_entries_are_skipped_and_a_required_header_must_be_entered(evil, 
     assert "variables" in templated["refused"]
     assert usable == {
         "url": "https://mcp.good.example/mcp", "transport": "streamable-http", "refused": "",
-        "headers": [{"name": "Authorization", "description": "A token", "required": True}],
+        "headers": [{"name": "Authorization", "description": "A token", "is_required": True}],
     }  # fmt: skip
     body = {"registry": evil + "/mixed", "server_name": "io.good/remote", "remote": 1}
     unset = api.call("POST", ADD, body)
