@@ -7,11 +7,14 @@ import asyncio
 import collections
 import contextlib
 import secrets
+from collections.abc import Awaitable, Callable
 
 import httpx
 import psycopg
 from load import Timing, fmt_ratio, op_echo
 from loadgen import (
+    BenchError,
+    McpClient,
     PhaseResult,
     make_clients,
     merge,
@@ -76,8 +79,9 @@ async def drive_pair(
     timing: Timing,
     slices: int,
     servers: dict[str, Server] | None = None,
+    op: Callable[[McpClient, int], Awaitable[None]] = op_echo,
 ) -> dict[str, PhaseResult]:
-    """tools/call of echo at c=16 on two tenant paths of one server; slices alternate between them.
+    """tools/call of echo (or `op`) at c=16 on two tenant paths of one server; slices alternate between them.
 
     `targets` maps a label to (path, extra headers); the order of the two is reversed each round.
     `servers` gives a label a server of its own (two processes, one loaded at a time).
@@ -95,7 +99,7 @@ async def drive_pair(
     raw: dict[str, list[PhaseResult]] = collections.defaultdict(list)
     try:
         for cs in clients.values():
-            await asyncio.gather(*(c.call_echo("warm") for c in cs))
+            await asyncio.gather(*(op(c, 0) for c in cs))  # warm
         name = f"tools/call c={PAIR_CONCURRENCY}"
         for rnd in range(slices):
             for key in keys if rnd % 2 == 0 else keys[::-1]:
@@ -104,7 +108,7 @@ async def drive_pair(
                     await run_phase(
                         name,
                         clients[key],
-                        op_echo,
+                        op,
                         timing.duration / slices,
                         timing.warmup,
                         server_pid=servers.get(key, server).pid,
@@ -370,6 +374,58 @@ def print_governance_section(env: dict[str, str], affinity: Affinity, timing: Ti
     results = governance_bench(env, affinity, timing, rounds * 2)
     print_on_off(results, "tenant", ("plain (demo-plain)", "governed (demo-governed)"), "governance",
                  goal=GOVERNANCE_GOAL)  # fmt: skip
+
+
+RESULT_CACHE_GOAL = 2.0  # issue 36 §3: a kept call at least twice an uncached http tool's throughput
+# Each client asks for one of this many argument sets: after the first round, a kept tool answers all.
+RESULT_CACHE_KEYS = 8
+RESULT_CACHE_SETUP = """
+from mcp_app.models import Tool
+from tenants.models import Tenant
+demo = Tenant.objects.get(slug="demo")
+for slug, seconds in (("demo-http", 0), ("demo-kept", 60)):
+    tenant, _ = Tenant.objects.get_or_create(slug=slug, defaults=dict(name=slug, auth_mode="public"))
+    Tool.objects.filter(tenant=tenant, name="lookup").delete()
+    tool = Tool.objects.get(tenant=demo, name="fetch_json")
+    tool.pk = None
+    tool._state.adding = True
+    tool.tenant, tool.name = tenant, "lookup"
+    tool.handler_config = dict(tool.handler_config, url=URL)
+    tool.annotations = {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": True}
+    tool.result_cache_seconds = seconds
+    tool.full_clean()
+    tool.save()
+"""
+
+
+async def op_lookup(client: McpClient, n: int) -> None:
+    """tools/call of `lookup` (an http tool) with one of RESULT_CACHE_KEYS argument sets."""
+    key = f"k{n % RESULT_CACHE_KEYS}"
+    result = await client.request("tools/call", {"name": "lookup", "arguments": {"q": key}})
+    if result.get("isError") or key not in str(result.get("content")):
+        raise BenchError(f"lookup answered {str(result)[:200]}")
+
+
+def result_cache_bench(
+    env: dict[str, str], affinity: Affinity, timing: Timing, slices: int
+) -> dict[str, PhaseResult]:
+    # The tool posts to this process itself, on loopback: allowed as bin/serve allows it for the demo.
+    server = daphne_server(dict(env, MCP_HTTP_HANDLER_ALLOW="127.0.0.1"), affinity.server, label="result-cache")
+    setup = RESULT_CACHE_SETUP.replace("URL", repr(f"http://{HOST}:{server.port}/demo/echo"))
+    run_checked([PYTHON, "manage.py", "shell", "-c", setup], server.env, "result cache bench setup")
+    with running(server):
+        targets = {"off": ("/t/demo-http/mcp", None), "on": ("/t/demo-kept/mcp", None)}
+        return asyncio.run(drive_pair(server, targets, timing, slices, op=op_lookup))
+
+
+def print_result_cache_section(env: dict[str, str], affinity: Affinity, timing: Timing, rounds: int) -> None:
+    print(f"## Kept results: tools/call of an http tool at c={PAIR_CONCURRENCY}, kept 60 s vs run every time")
+    print()
+    print(f"one Daphne process; the tool posts to the same process's /demo/echo; {RESULT_CACHE_KEYS} arguments")
+    print()
+    results = result_cache_bench(env, affinity, timing, rounds * 2)
+    print_on_off(results, "tenant", ("uncached (demo-http)", "kept (demo-kept)"), "kept results",
+                 goal=RESULT_CACHE_GOAL)  # fmt: skip
 
 
 BACKGROUND_SETUP = """

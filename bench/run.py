@@ -8,6 +8,7 @@
     .venv/bin/python bench/run.py --only-asking   # background progress, asking, workers, held runs
     .venv/bin/python bench/run.py --only-operations   # quotas on vs off; metrics + quotas + tenant wall on vs off
     .venv/bin/python bench/run.py --only-governance   # 20 policies, 3 guardrails and a quota vs none
+    .venv/bin/python bench/run.py --only-result-cache # an http tool's results kept vs run every time
     .venv/bin/python bench/run.py --only-audit-load   # tools/call, a million governance events stored vs none
     .venv/bin/python bench/run.py --only-upstream   # tools/call through federation vs the SDK client direct
     .venv/bin/python bench/run.py --only-scale   # tools/list: many tools, many tenants, 10 upstreams (one dead)
@@ -56,6 +57,7 @@ from pairs import (  # noqa: E402
     print_governance_section,
     print_oauth_section,
     print_operations_section,
+    print_result_cache_section,
 )
 from procs import (  # noqa: E402
     Server,
@@ -116,6 +118,11 @@ def main() -> None:
         "--only-governance",
         action="store_true",
         help="only compare tools/call on a tenant with 20 policies, 3 guardrails and a quota with one without, c=16",
+    )
+    parser.add_argument(
+        "--only-result-cache",
+        action="store_true",
+        help="only compare tools/call of an http tool with its results kept (60 s) with it run every time, c=16",
     )
     parser.add_argument(
         "--only-audit-load",
@@ -275,6 +282,7 @@ def main() -> None:
         "background": print_background_section,
         "operations": print_operations_section,
         "governance": print_governance_section,
+        "result-cache": print_result_cache_section,
     }
     chosen = (
         "oauth"
@@ -285,6 +293,8 @@ def main() -> None:
         if args.only_operations
         else "governance"
         if args.only_governance
+        else "result-cache"
+        if args.only_result_cache
         else None
     )
     if chosen is not None:

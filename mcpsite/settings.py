@@ -386,6 +386,8 @@ MCP_VERSION_RECHECK_SECONDS = _env_float("MCP_VERSION_RECHECK_SECONDS", 5.0, min
 # Tenants whose facts and catalog a process keeps (least recently used out, AMB-367); the next request of
 # an evicted tenant loads it again. Sizes: docs/operations.md (Sizing).
 MCP_CATALOG_TENANTS = _env_int("MCP_CATALOG_TENANTS", 2000, minimum=1)
+# Kept tool results (mcp_app/protocol/result_cache.py, AMB-374): at most this many bytes a tenant.
+MCP_RESULT_CACHE_TENANT_BYTES = _env_int("MCP_RESULT_CACHE_TENANT_BYTES", 8 * 1024 * 1024, minimum=1024)
 # Prometheus metrics at /metrics (mcp_app/operations/metrics.py): a bearer token, or networks allowed to scrape
 # (comma-separated CIDRs); with neither, loopback only. Past MAX_TENANTS tenants, the rest are "(other)".
 MCP_METRICS_TOKEN = os.environ.get("MCP_METRICS_TOKEN", "")

@@ -118,6 +118,7 @@ class ToolAdmin(TryPages, DefinitionAdmin):
         ),
         ("Authorization", {"fields": ("required_scope",)}),
         ("Approval", {"fields": ("approval", "approval_without_elicitation")}),
+        ("Kept results", {"fields": ("result_cache_seconds", "result_cache_shared")}),
         ("Secret headers", {"fields": ("stored_secrets", "secret_headers", "clear_secrets")}),
         (
             "Presentation",

@@ -31,6 +31,9 @@ KIND_ROWS: dict[str, tuple[str, ...]] = {
     # A form asks the person from the serving process: it never runs on a worker.
     "execution": tuple(k for k in _ALL if k != "form"),
     "worker_wait_seconds": tuple(k for k in _ALL if k != "form"),
+    # A form asks the person each call: nothing to keep (AMB-374).
+    "result_cache_seconds": tuple(k for k in _ALL if k != "form"),
+    "result_cache_shared": tuple(k for k in _ALL if k != "form"),
 }
 
 CONFIG_HELP: dict[str, str] = {

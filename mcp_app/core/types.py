@@ -32,6 +32,9 @@ class ToolDef:
     execution: str = "inline"
     # Background: how long a call waits for a worker to start it; None: MCP_BACKGROUND_START_SECONDS.
     worker_wait_seconds: int | None = None
+    # Results kept per caller this long (0: never), or once for all callers when shared (AMB-374).
+    result_cache_seconds: int = 0
+    result_cache_shared: bool = False
     # Arguments its input schema mirrors into Mcp-Param-* headers (x-mcp-header), checked per call.
     mirrors_headers: bool = False
     # Ask the person before running: "off", "every_time" or "once" (models.Approval); and what to do

@@ -14,7 +14,7 @@ from simple_history.models import HistoricalRecords
 from mcp_app.core import ui_apps
 from mcp_app.core.mcp_headers import param_headers
 from mcp_app.core.types import PromptDef, ResourceDef, TemplateDef, ToolDef, offered_to_legacy
-from mcp_app.definitions import checks
+from mcp_app.definitions import checks, kept_results
 from mcp_app.models.upstreams import Upstream
 from mcp_app.models.versioned import Versioned, VersionedQuerySet
 from tenants.models import Tenant
@@ -92,6 +92,8 @@ UPSTREAM_NAME_KEY = "upstream"
 
 # The longest a call may wait for a worker (Tool.worker_wait_seconds): a day.
 WORKER_WAIT_MAX_SECONDS = 86_400
+# The longest a result may be kept for its caller (Tool.result_cache_seconds): a day.
+RESULT_CACHE_MAX_SECONDS = 86_400
 
 
 ToolManager = models.Manager.from_queryset(ToolQuerySet)
@@ -135,6 +137,19 @@ class Tool(Definition):
         help_text="Background tools: how long a call waits for a worker to start it (the caller is told it is "
         "waiting for a worker), before it ends with an error result, unrun. Blank: the server's "
         "MCP_BACKGROUND_START_SECONDS (30 s). A few seconds fails fast; minutes suit batch work.",
+    )
+    result_cache_seconds = models.PositiveIntegerField(
+        default=0,
+        validators=[MaxValueValidator(RESULT_CACHE_MAX_SECONDS)],
+        help_text="Keep a result this long and answer the same caller's same arguments from it, without "
+        "running the tool (0: never). Only for a tool marked readOnlyHint and idempotentHint that runs "
+        "in the server process and asks nothing. Kept per caller (its key, user or client, with its "
+        "scopes); a publish, a sync or a policy change starts afresh (AMB-374).",
+    )
+    result_cache_shared = models.BooleanField(
+        default=False,
+        help_text="The result is the same for every caller: keep one for all. Your word, never the "
+        "tool's or its upstream's (a result that says it is public is still kept per caller).",
     )
     required_scope = models.CharField(
         max_length=100,
@@ -187,6 +202,7 @@ class Tool(Definition):
         # The configuration is checked as it is given and shown (its upstream by name), then resolved.
         self.handler_config = self.wire_config()
         checks.clean_tool(self)
+        kept_results.check(self)
         self.take_upstream_name()
 
     def take_upstream_name(self) -> bool:
@@ -252,6 +268,8 @@ class Tool(Definition):
             required_scope=self.required_scope,
             execution=self.execution,
             worker_wait_seconds=self.worker_wait_seconds,
+            result_cache_seconds=self.result_cache_seconds,
+            result_cache_shared=self.result_cache_shared,
             approval=self.approval,
             approval_without_elicitation=self.approval_without_elicitation,
             task_support=self.resolved_task_support,

@@ -89,6 +89,8 @@ KINDS: tuple[Kind, ...] = (
             "required_scope",
             "approval",
             "approval_without_elicitation",
+            "result_cache_seconds",
+            "result_cache_shared",
             "icons",
             "meta",
         ),

@@ -191,6 +191,11 @@ def _binding(ctx: RequestContext, method: str, name: str, arguments: dict[str, A
     return hashlib.sha256(json.dumps(salient, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def is_retry(params: dict[str, Any]) -> bool:
+    """Whether a request retries an earlier round (mrtr): it brings answers or the state of one."""
+    return "requestState" in params or "inputResponses" in params
+
+
 def rounds_of(
     ctx: RequestContext, method: str, name: str, arguments: dict[str, Any], params: dict[str, Any]
 ) -> Rounds:

@@ -25,7 +25,7 @@ from mcp_app.core.types import Catalog, ToolDef
 from mcp_app.core.versions import is_modern
 from mcp_app.governance import answers, audit, decision, guardrails
 from mcp_app.handlers import registry
-from mcp_app.protocol import approval, asking, quotas, ratelimit, schemas, shaping, tasks
+from mcp_app.protocol import approval, asking, quotas, ratelimit, result_cache, schemas, shaping, tasks
 from mcp_app.protocol.jsonrpc import HeaderMismatch, InvalidParams, JsonRpcError, truncate
 from mcp_app.protocol.pagination import paginate, with_cursor
 
@@ -340,7 +340,14 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
             # input_required (protocol/task_input.py).
             run = _task_run(catalog, tool, arguments, in_background)
             return await tasks.create(ctx, tool, params, run, in_background, answered)
+        # A kept result of this caller's same call (AMB-374); never for a retried 2026-07-28 call, whose
+        # answers are not part of the key.
+        keep = result_cache.applies(ctx, tool) and not in_background and not asking.is_retry(params)
+        if keep and (kept := await result_cache.get(ctx, catalog, tool, arguments)) is not None:
+            return shaping.call_tool_result(kept, ctx.protocol_version)
         result = await execute(asking.asking_context(ctx, rounds), catalog, tool, arguments, in_background)
+        if keep:
+            await result_cache.put(ctx, catalog, tool, arguments, result)
     except InputRequired as asked:
         assert rounds is not None
         return asking.input_required(ctx, "tools/call", name, arguments, rounds, asked)

@@ -36,6 +36,7 @@ def tool_form_data(tool: Tool, **overrides: Any) -> dict[str, Any]:
         "approval": tool.approval,
         "approval_without_elicitation": tool.approval_without_elicitation,
         "task_support": tool.task_support,
+        "result_cache_seconds": tool.result_cache_seconds,
         "secret_headers": "",
         "annotations": _json(tool.annotations),
         "icons": _json(tool.icons),
@@ -44,6 +45,8 @@ def tool_form_data(tool: Tool, **overrides: Any) -> dict[str, Any]:
     }
     if tool.enabled:
         data["enabled"] = "on"
+    if tool.result_cache_shared:
+        data["result_cache_shared"] = "on"
     data.update(overrides)
     return {k: v for k, v in data.items() if v is not None}
 

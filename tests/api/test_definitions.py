@@ -24,6 +24,8 @@ INVALID_TOOLS = [
     {"meta": {"modelcontextprotocol.io/x": 1}},
     {"execution": "background", "worker_wait_seconds": 0},
     {"execution": "background", "worker_wait_seconds": 86_401},
+    {"result_cache_seconds": 60},  # kept results need readOnlyHint and idempotentHint (AMB-374)
+    {"annotations": {"readOnlyHint": True, "idempotentHint": True}, "result_cache_seconds": 86_401},
     {"input_schema": {"type": "object", "properties": {"a": {"$ref": "https://example.com/a.json"}}}},
     {"output_schema": {"type": "object", "properties": {"n": {"$ref": "defs.json#/n"}}}},
 ]
@@ -138,6 +140,26 @@ def test_a_duplicate_name_is_refused_not_a_500(as_alice, echo_tool):
     response = as_alice.call("POST", f"{API}/tenant-a/tools/", tool_body("echo"))
     assert response.status_code == 400
     assert "already exists" in response.json()["error"]["message"]
+
+
+def test_a_tools_kept_results_are_set_in_the_admin_and_the_api(client, alice, as_alice, tenant_a):
+    # AMB-374: how long a read-only, idempotent tool's results are kept, per caller or for all.
+    hints = {"readOnlyHint": True, "idempotentHint": True}
+    created = as_alice.call(
+        "POST", f"{API}/tenant-a/tools/", tool_body(annotations=hints, result_cache_seconds=120)
+    )
+    assert created.status_code == 201, created.content
+    assert created.json()["result_cache_seconds"] == 120 and created.json()["result_cache_shared"] is False
+    tool = Tool.objects.get(pk=created.json()["id"])
+    client.force_login(alice)
+    response = client.post(
+        reverse("admin:mcp_app_tool_change", args=[tool.pk]),
+        tool_form_data(tool, result_cache_seconds=30, result_cache_shared="on"),
+    )
+    assert response.status_code == 302, response.content[:500]
+    tool.refresh_from_db()
+    assert (tool.result_cache_seconds, tool.result_cache_shared) == (30, True)
+    assert tool.to_def().result_cache_seconds == 30 and tool.to_def().result_cache_shared
 
 
 def test_a_tools_worker_wait_is_set_in_the_admin_and_the_api_and_blank_means_the_servers(

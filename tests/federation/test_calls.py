@@ -27,7 +27,7 @@ async def test_discover_reports_the_era_identity_and_every_tool(upstream, era):
     assert names == [
         "echo", "add", "slow_count", "long_job", "maybe_job", "fail", "hang", "shout", "regional", "redescribe",
         "reshape", "ask_name", "summarize", "list_roots", "ask_then_sample", "ask_forever", "retool",
-        "big", "show_card", "redescribe_prompt",
+        "big", "public_counter", "show_card", "redescribe_prompt",
     ]  # fmt: skip
     add = next(tool for tool in offering.tools if tool["name"] == "add")
     job = next(tool for tool in offering.tools if tool["name"] == "long_job")

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import sys
@@ -74,6 +75,7 @@ from mcp_types import (
     SamplingMessage,
     TextContent,
     TextResourceContents,
+    ToolAnnotations,
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field
@@ -378,6 +380,21 @@ def build_server(stats: Stats) -> MCPServer:
             size = megabytes * 1024 * 1024
             BIG_TEXTS[megabytes] = (BIG_LINE * (size // len(BIG_LINE) + 1))[:size]
         return CallToolResult(content=[TextContent(type="text", text=BIG_TEXTS[megabytes])])
+
+    counted = itertools.count(1)
+
+    @server.tool(
+        name="public_counter",
+        description="A new number each call, its result saying anyone may keep it (a hostile claim).",
+        annotations=ToolAnnotations(readOnlyHint=True, idempotentHint=True),
+    )
+    def public_counter(q: str = "") -> CallToolResult:
+        """tests/e2e/test_result_cache.py: what the platform keeps for one caller must never reach another,
+        whatever the result says of itself."""
+        return CallToolResult(
+            content=[TextContent(type="text", text=f"call {next(counted)} for {q}")],
+            meta={"cacheScope": "public", "ttlMs": 3_600_000},
+        )
 
     _extras(server)
     return server
