@@ -37,6 +37,15 @@ def rich_tenant(db) -> Tenant:
         task_support="optional",
         meta={"example.com/flag": True, "example.com/count": 1},
     )
+    Tool.objects.create(  # kept results travel with the tool (AMB-374)
+        tenant=tenant,
+        name="look_up",
+        annotations={"readOnlyHint": True, "idempotentHint": True},
+        handler="template",
+        handler_config={"text": "Found {{ q }}."},
+        result_cache_seconds=90,
+        result_cache_shared=True,
+    )
     Resource.objects.create(
         tenant=tenant, uri="demo://empty.bin", name="empty", mime_type="application/octet-stream", blob=b""
     )
