@@ -52,67 +52,67 @@ class Activation:
 
 class Prepared:
     """Variables many evaluations share (a caller and a target), converted to CEL once, and one more (a
-    use's `arguments`) added at each use: converting a tool's `target` was most of a call's decision
-    (15 of 24 µs), the arguments of a small call 1-2. One use at a time borrows the converted context
-    (`cel.Context` is not for two threads at once); a use that finds it borrowed, by another thread,
-    converts its own."""
+    use's `arguments`) handed to the interpreter at each use by a variable resolver: the context is never
+    modified after it is made, so the binding keeps the environment it built from it (an `add_variable`
+    discards it, and the next evaluation converted `target` again). Through Daphne each call into the
+    binding costs tens of microseconds (AMB-351, AMB-375): a use is one call, `execute`, not two. One use
+    at a time borrows the context (`cel.Context` is not for two threads at once); a use that finds it
+    borrowed, by another thread, converts its own."""
 
     def __init__(self, values: dict[str, Any]) -> None:
         self.values = values
         self._context: Any = None  # cel.Context, made at the first use
         self._lock = threading.Lock()
-        self._large = False  # the value added last may be large: taken out of the context when given back
+        self._lent: tuple[str, Any] | None = None  # the variable of the use that borrowed the context
+
+    def _resolve(self, name: str) -> Any:
+        # Called by the interpreter (holding the GIL) for each variable an evaluation reads; None falls
+        # through to the variables the context holds. Nothing lent (no use borrows it): undefined.
+        lent = self._lent
+        return lent[1] if lent is not None and lent[0] == name else None
 
     def borrow(self, name: str, value: Any) -> Activation:
         """An activation of the shared variables and `name` = `value`; hand it back with `give_back`."""
         activation = Activation({**self.values, name: value})
-        if not self._lock.acquire(blocking=False):
+        if value is None or not _valid_utf8(value) or not self._lock.acquire(blocking=False):
+            # None through the resolver would read as undefined; a string UTF-8 cannot hold would fail
+            # there (and be logged): the activation converts its own, and repairs it (`repaired`).
             return activation
         try:
             if self._context is None:
-                self._context = _context_of(self.values)
-            self._large = True  # until added whole
-            self._context.add_variable(name, value)
-            self._large = not _small(value)
-        except ValueError:  # a string UTF-8 cannot hold: the activation converts (and repairs) its own
-            self._release(name)
+                context = _context_of(self.values)
+                context.set_variable_resolver(self._resolve)
+                self._context = context
+        except ValueError:  # a string UTF-8 cannot hold in the shared ones: each activation converts its own
+            self._lock.release()
             return activation
+        self._lent = (name, value)
         activation._context, activation.borrowed = self._context, self
         return activation
 
     def give_back(self, activation: Activation, name: str) -> None:
         if activation.borrowed is self:
             activation._context = activation.borrowed = None
-            self._release(name)
-
-    def _release(self, name: str) -> None:
-        try:
-            if self._context is not None and self._large:
-                # The context must not keep a use's value alive (it may be megabytes) while cached; a
-                # small one stays until the next use replaces it (a call into the binding saved a call).
-                self._context.add_variable(name, None)
-                self._large = False
-        finally:
+            self._lent = None  # the context keeps no use's value (it may be megabytes) while cached
             self._lock.release()
 
 
-SMALL_CHARS = 1_024  # a value kept in a cached context until the next use: at most about this much
-
-
-def _small(value: Any) -> bool:
-    """Whether `value` holds at most SMALL_CHARS characters and items in all (counted no further)."""
-    left = SMALL_CHARS
+def _valid_utf8(value: Any) -> bool:
+    """Whether every string (and key) in `value` is valid UTF-8: no lone surrogate, which JSON allows."""
     stack = [value]
     while stack:
         item = stack.pop()
-        left -= len(item) if isinstance(item, str) else 1
-        if isinstance(item, dict):
+        if isinstance(item, str):
+            if not item.isascii():
+                try:
+                    item.encode("utf-8")
+                except UnicodeEncodeError:
+                    return False
+        elif isinstance(item, dict):
             stack.extend(item.keys())
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)
-        if left < 0:
-            return False
     return True
 
 

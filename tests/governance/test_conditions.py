@@ -78,8 +78,20 @@ def test_a_prepared_context_keeps_no_use_s_arguments_once_given_back() -> None:
     used = prepared.borrow("arguments", {"message": "x" * 1_000_000})
     assert compile_condition("size(arguments.message) == 1000000").holds_in(used)
     prepared.give_back(used, "arguments")
-    assert compile_condition("arguments == null").program.execute(prepared._context) is True
-    # A small one stays until the next use replaces it (bounded by SMALL_CHARS).
-    used = prepared.borrow("arguments", {"message": "hi"})
-    prepared.give_back(used, "arguments")
-    assert compile_condition("arguments.message == 'hi'").program.execute(prepared._context) is True
+    assert prepared._lent is None
+    with pytest.raises(RuntimeError, match="Undefined variable"):
+        compile_condition("arguments == null").program.execute(prepared._context)
+
+
+def test_a_prepared_context_is_not_modified_by_a_use() -> None:
+    # Each use hands its arguments through the resolver: an add_variable would make the binding
+    # convert the caller and target again at the next evaluation (AMB-375). And each use reads its own.
+    condition = compile_condition("target.name == 'echo' && arguments.message.contains('password')")
+    prepared = Prepared({"target": {"name": "echo"}})
+    seen = []
+    for message in ("hello", "my password", "hello again", "password"):
+        used = prepared.borrow("arguments", {"message": message})
+        seen.append(condition.holds_in(used))
+        prepared.give_back(used, "arguments")
+    assert seen == [False, True, False, True]
+    assert prepared._context.variables.keys() == {"target"}
