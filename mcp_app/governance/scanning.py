@@ -287,6 +287,65 @@ def block(block: Any, scan: Scan | Gather) -> Any:
     return block
 
 
+def texts_of(value: Any, shape: str) -> list[str]:
+    """The texts `shaped` would scan in `value`, in its order, gathered without building the copies a
+    scan that changes nothing would then throw away (the first question of each value, `may_find`).
+    tests/governance/test_guardrails.py holds it to `shaped` with a `Gather`."""
+    texts: list[str] = []
+    if shape == "arguments":
+        _string_leaves(value, texts)
+    elif shape == "tool":
+        content = value.get("content")
+        if isinstance(content, list):
+            for item in content:
+                _block_text(item, texts)
+        if "structuredContent" in value:
+            _string_leaves(value["structuredContent"], texts)
+    elif shape == "prompt":
+        messages = value.get("messages")
+        if isinstance(messages, list):
+            for message in messages:
+                if isinstance(message, dict):
+                    _block_text(message.get("content"), texts)
+    elif shape == "resource":
+        contents = value.get("contents")
+        if isinstance(contents, list):
+            for item in contents:
+                if isinstance(item, dict) and isinstance(item.get("text"), str) and item["text"]:
+                    texts.append(item["text"])
+    return texts
+
+
+def _string_leaves(value: Any, texts: list[str]) -> None:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if item:
+                texts.append(item)
+        elif isinstance(item, dict):
+            stack.extend(reversed(item.values()))
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
+
+
+def _block_text(item: Any, texts: list[str]) -> None:
+    if not isinstance(item, dict):
+        return
+    if item.get("type") == "text" and isinstance(item.get("text"), str):
+        if item["text"]:
+            texts.append(item["text"])
+        return
+    resource = item.get("resource")
+    if (
+        item.get("type") == "resource"
+        and isinstance(resource, dict)
+        and isinstance(resource.get("text"), str)
+        and resource["text"]
+    ):
+        texts.append(resource["text"])
+
+
 def shaped(value: Any, scan: Scan | Gather, shape: str) -> Any:
     """`value` scanned where its shape carries text: "arguments" (every string leaf), "tool" (content
     and structuredContent), "prompt" (messages) or "resource" (contents)."""

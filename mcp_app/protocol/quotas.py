@@ -26,6 +26,7 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 from channels.db import database_sync_to_async
 
@@ -109,16 +110,36 @@ def caller_key(ctx: RequestContext) -> str:
     return f"address:{ctx.client_address or 'unknown'}"
 
 
+# (tenant, its quotas, tool, caller) -> the scopes of the quotas it defined: each made once, not at
+# every call (their keys and labels are strings built from all four; AMB-375). Emptied past its size.
+_DEFINED: dict[tuple[Any, ...], tuple[_Scope, ...]] = {}
+_DEFINED_ENTRIES = 16_384
+
+
 def _defined_scopes(ctx: RequestContext, tool_name: str, defined: tuple[QuotaDef, ...]) -> list[_Scope]:
+    if not defined:
+        return []
+    whom = identity_key(ctx)
+    key = (ctx.tenant.id, defined, tool_name, whom)
+    found = _DEFINED.get(key)
+    if found is None:
+        found = tuple(_made_scopes(ctx.tenant.id, tool_name, defined, whom))
+        if len(_DEFINED) >= _DEFINED_ENTRIES:
+            _DEFINED.clear()
+        _DEFINED[key] = found
+    return list(found)
+
+
+def _made_scopes(tenant_id: int, tool_name: str, defined: tuple[QuotaDef, ...], caller: str) -> list[_Scope]:
     scopes = []
     for quota in defined:
         if quota.tool and quota.tool != tool_name:
             continue
-        whom = identity_key(ctx) if quota.per == "caller" else "all"
+        whom = caller if quota.per == "caller" else "all"
         what = f"the tool {tool_name}" if quota.tool else "this server's tools"
         label = f"{what} {'for you' if quota.per == 'caller' else 'for everyone together'}"
         scopes.append(
-            _Scope(f"{ctx.tenant.id}:q:{quota.name}:{whom}", quota.calls, label, quota.seconds, quota.name)
+            _Scope(f"{tenant_id}:q:{quota.name}:{whom}", quota.calls, label, quota.seconds, quota.name)
         )
     return scopes
 

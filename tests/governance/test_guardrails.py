@@ -250,3 +250,26 @@ def test_a_pattern_on_the_very_ends_of_a_text_is_asked_text_by_text() -> None:
     assert guardrails.applying(rows, "echo", arguments=True).whole is None
     blocked = guardrails.scan_now(rows, "echo", {"a": "nothing", "b": "secret"}, "arguments", "arguments")
     assert blocked.blocked is not None
+
+
+@pytest.mark.parametrize(
+    ("shape", "value"),
+    [
+        ("arguments", {"a": "one", "b": [{"c": "two", "d": 3, "e": None}, "three", ""], "f": {"g": {"h": "four"}}}),
+        ("tool", {"content": [{"type": "text", "text": "one"}, {"type": "image", "data": "AAAA"},
+                              {"type": "resource", "resource": {"uri": "x:/", "text": "two"}},
+                              {"type": "resource", "resource": {"uri": "x:/", "blob": "AAAA"}}, "odd"],
+                  "structuredContent": {"a": ["three", {"b": "four"}], "c": 5}, "isError": False}),
+        ("tool", {"content": "not a list", "structuredContent": "five"}),
+        ("prompt", {"messages": [{"role": "user", "content": {"type": "text", "text": "one"}}, "odd",
+                                 {"role": "user", "content": {"type": "resource", "resource": {"text": "two"}}}]}),
+        ("resource", {"contents": [{"uri": "x:/", "text": "one"}, {"uri": "x:/", "blob": "AAAA"}, {"text": 3}]}),
+    ],
+)  # fmt: skip
+def test_the_texts_asked_first_are_the_texts_a_scan_reads(shape: str, value: dict[str, Any]) -> None:
+    # `texts_of` gathers, without copies, what `shaped` hands a scan: a text it left out would pass
+    # every guardrail unread whenever the first question (one RE2 match of them all) says "nothing".
+    gathered = scanning.Gather()
+    scanning.shaped(value, gathered, shape)
+    assert scanning.texts_of(value, shape) == gathered.texts
+    assert gathered.texts  # the cases hold texts to find
