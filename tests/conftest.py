@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 
 import pytest
 import pytest_asyncio
+from channels.layers import channel_layers
 from django.conf import settings
 from django.db import connections, transaction
 from django.test import TransactionTestCase, override_settings
@@ -134,6 +135,18 @@ def pytest_collection_modifyitems(config, items) -> None:  # noqa: ANN001
 @pytest.fixture
 def _services_required() -> None:
     pytest.fail("MCP_E2E_REQUIRE_SERVICES=1 but REDIS_URL is not set")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_channel_layer() -> None:
+    """Each test gets channel layers of its own.
+
+    Each async test runs in an event loop of its own, but the layer Channels caches is one per process.
+    channels_redis keeps one lock for all of a layer's process-local channels; a receive that a test's
+    closing loop left holding it made the next receive in another loop fail with "Lock ... is bound to
+    a different event loop" (CI: background relays and the Try page). A served process has one loop.
+    """
+    channel_layers.backends.clear()
 
 
 @pytest.fixture(autouse=True)
