@@ -173,6 +173,7 @@ class TenantAdmin(MembershipPermissionsMixin, admin.ModelAdmin):
         ),
         ("Clients", {"fields": ("auth_mode", "instructions", "website_url", "icons", "allowed_origins")}),
         ("MCP Registry (AMB-372)", {"fields": ("registry_listed",)}),
+        ("Tool discovery (AMB-376)", {"fields": ("tool_discovery",)}),
         ("Caching (2026-07-28 clients)", {"fields": ("cache_ttl_ms", "cache_scope")}),
         ("Tasks", {"fields": ("task_ttl_seconds",)}),
         (

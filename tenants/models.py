@@ -1,4 +1,7 @@
-"""Tenants and who may manage them."""
+"""Tenants and who may manage them.
+
+Longer than 400 lines: a tenant's settings are one model's fields, each with the help an owner reads.
+"""
 
 from __future__ import annotations
 
@@ -25,6 +28,12 @@ class Role(models.TextChoices):
 class AuthMode(models.TextChoices):
     OAUTH = "oauth", "OAuth (bearer token of a member required)"
     PUBLIC = "public", "Public (no authorization)"
+
+
+class ToolDiscovery(models.TextChoices):
+    FULL = "full", "Full (tools/list lists every tool)"
+    SEARCH = "search", "Search (a search, a browse and a call instead of every tool)"
+    AUTO = "auto", "Automatic (search past 40 tools)"
 
 
 class CacheScope(models.TextChoices):
@@ -209,6 +218,18 @@ class Tenant(models.Model):
         help_text="List this server in the platform's MCP Registry (/v0.1/servers) and serve its "
         "server.json at /t/<slug>/server.json, so registry clients can find it. Anyone can read "
         "those; what the server serves still needs its auth mode.",
+    )
+    # How clients find its tools (mcp_app/protocol/discovery.py, AMB-376): every tool in tools/list, or
+    # a search, a browse and a call in their stead; "auto" searches past SEARCH_PAST_TOOLS tools.
+    tool_discovery = models.CharField(
+        "tool discovery",
+        max_length=8,
+        choices=ToolDiscovery.choices,
+        default=ToolDiscovery.FULL,
+        help_text="Full: tools/list lists every tool. Search: it lists three tools instead (search_tools, "
+        "browse_tools, call_tool) with which a model finds and calls any tool it may use; for catalogs too "
+        "big for a model's context. Auto: search once the server has more than 40 tools. A client can ask "
+        "for either with ?tools=full or ?tools=search on the MCP URL.",
     )
     # Bumped on every change to the tenant's definitions; drives caches and list_changed.
     definitions_version = models.PositiveBigIntegerField(default=1, editable=False)

@@ -131,6 +131,7 @@ def tenant_info(
         stream_poll_retry_ms=tenant.stream_poll_retry_ms,
         identity=external_identity(tenant),
         audit_sampling=tuple(sorted((tenant.audit_sampling or {}).items())),
+        tool_discovery=tenant.tool_discovery,
     )
 
 

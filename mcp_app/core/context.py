@@ -156,6 +156,8 @@ class RequestContext:
     # The peer's address, for limits on sessionless anonymous callers (behind a proxy: the proxy's).
     client_address: str | None = None
     param_headers: ParamHeaders | None = None  # 2026-07-28 only: a legacy request has no such headers
+    # The tools/list a client asked for with ?tools= on the MCP URL: "full", "search", "" (the tenant's).
+    discovery: str = ""
     emit: Emit = _drop
     # Set when notifications/cancelled names this request; handlers may poll it.
     cancelled: Any = None  # asyncio.Event | None

@@ -256,3 +256,4 @@ class TenantInfo:
     identity: ExternalIdentity | None = None  # None: only our authorization server's tokens
     # (kind, percent kept) of the governance events the tenant samples (AMB-360); a kind not named: all.
     audit_sampling: tuple[tuple[str, int], ...] = ()
+    tool_discovery: str = "full"  # "full" | "search" | "auto" (tenants.models.ToolDiscovery, AMB-376)

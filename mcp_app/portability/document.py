@@ -155,6 +155,8 @@ SETTINGS_FIELDS = (
     "sso_email_domains", "sso_groups", "sso_role",
     # Listed in the platform's MCP Registry (AMB-372).
     "registry_listed",
+    # tools/list: every tool, or a search in their stead (AMB-376).
+    "tool_discovery",
 )  # fmt: skip
 
 

@@ -25,7 +25,17 @@ from mcp_app.core.types import Catalog, ToolDef
 from mcp_app.core.versions import is_modern
 from mcp_app.governance import answers, audit, decision, guardrails
 from mcp_app.handlers import registry
-from mcp_app.protocol import approval, asking, quotas, ratelimit, result_cache, schemas, shaping, tasks
+from mcp_app.protocol import (
+    approval,
+    asking,
+    discovery,
+    quotas,
+    ratelimit,
+    result_cache,
+    schemas,
+    shaping,
+    tasks,
+)
 from mcp_app.protocol.jsonrpc import HeaderMismatch, InvalidParams, JsonRpcError, truncate
 from mcp_app.protocol.pagination import paginate, with_cursor
 
@@ -70,7 +80,9 @@ def is_offered(ctx: RequestContext, tool: ToolDef, apps: bool | None = None) -> 
 
 async def handle_list(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     catalog = await catalogs.get_catalog(ctx.tenant.id)
-    page, next_cursor = paginate(ctx, params, "tools", await offered(ctx, catalog), lambda t: t.name)
+    # Search mode (AMB-376): the same three tools for every caller, whatever the catalog's size.
+    listed = discovery.TOOLS if discovery.searching(ctx, catalog) else await offered(ctx, catalog)
+    page, next_cursor = paginate(ctx, params, "tools", listed, lambda t: t.name)
     tools = [shaping.tool(describe(t), ctx.protocol_version) for t in page]
     return with_cursor({"tools": tools}, next_cursor)
 
@@ -267,6 +279,26 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
     if not isinstance(arguments, dict):
         raise InvalidParams('"arguments" must be a JSON object.')
     catalog = await catalogs.get_catalog(ctx.tenant.id)
+    meta = discovery.BY_NAME.get(name)
+    if meta is not None and discovery.searching(ctx, catalog):
+        # search_tools, browse_tools or call_tool (AMB-376); a tenant's own tool of such a name is
+        # reached through call_tool, or in full mode.
+        if (problem := _check_arguments(meta, arguments)) is not None:
+            return shaping.call_tool_result(problem, ctx.protocol_version)
+        if meta.name == discovery.CALL:
+            params = discovery.unwrap(params, arguments)
+            return await _call(ctx, catalog, params, params["name"], params["arguments"])
+        ratelimit.check_tool_call(ctx)
+        arguments = with_defaults(meta.input_schema, arguments)
+        found = await discovery.answer(ctx, catalog, meta.name, arguments, offered, describe)
+        return shaping.call_tool_result(found, ctx.protocol_version)
+    return await _call(ctx, catalog, params, name, arguments)
+
+
+async def _call(
+    ctx: RequestContext, catalog: Catalog, params: dict[str, Any], name: str, arguments: dict[str, Any]
+) -> dict[str, Any]:
+    """tools/call of the tool `name` (the params' own, or the one call_tool names)."""
     draft = ctx.draft_tool
     tool = draft if draft is not None and draft.name == name else catalog.tools_by_name.get(name)
     if tool is None or not is_offered(ctx, tool) or decision.hidden(ctx, catalog, tool, "tools/call"):

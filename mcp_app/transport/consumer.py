@@ -25,6 +25,7 @@ from mcp_app.core.versions import (
     V2025_11_25,
 )
 from mcp_app.infra import notify, redis_client
+from mcp_app.protocol import discovery
 from mcp_app.protocol.dispatch import LEGACY_METHODS
 from mcp_app.protocol.jsonrpc import (
     METHOD_NOT_FOUND,
@@ -251,7 +252,13 @@ class StreamableHttpConsumer(SessionStreams, McpConsumer):
                 exchange.held.append(error_response(usable_id(message), exc))
                 continue
             ctx = runner.build_context(
-                self.tenant, self.caller, session, version, message, client_address=self.client_address()
+                self.tenant,
+                self.caller,
+                session,
+                version,
+                message,
+                client_address=self.client_address(),
+                discovery=discovery.choice_of(self.request.query),
             )
             if kind == "request":
                 requests += 1

@@ -20,6 +20,7 @@ from django.conf import settings
 from mcp_app.core.context import RequestContext, SessionState
 from mcp_app.core.versions import V2024_11_05
 from mcp_app.infra import notify
+from mcp_app.protocol import discovery
 from mcp_app.protocol.jsonrpc import (
     InternalError,
     InvalidRequest,
@@ -175,6 +176,7 @@ class LegacyMessagesConsumer(McpConsumer):
             cancelled=cancelled,
             # Who the caller is for a quota survives a new session (AMB-352): an anonymous one, by address.
             client_address=self.client_address(),
+            discovery=discovery.choice_of(self.request.query),
         )
 
     async def publish(self, session_id: str, message: dict[str, Any]) -> None:

@@ -21,6 +21,7 @@ from mcp_app.core import ui_apps
 from mcp_app.core.context import Caller, ParamHeaders, RequestContext
 from mcp_app.core.types import TenantInfo
 from mcp_app.governance import decision
+from mcp_app.protocol import discovery
 from mcp_app.protocol.jsonrpc import (
     HEADER_MISMATCH,
     INVALID_PARAMS,
@@ -70,6 +71,7 @@ def context(
         log_level=envelope.log_level,
         client_address=address,
         param_headers=ParamHeaders(request.headers, request.repeated),
+        discovery=discovery.choice_of(request.query),
     )
 
 
@@ -93,7 +95,10 @@ async def answer_quietly(consumer: McpConsumer, ctx: RequestContext, message: di
     # Under policies a list is the caller's own (AMB-347): kept per what the decision reads of it.
     governed = bool((await catalog.get_catalog(ctx.tenant.id)).policies)
     who = decision.caller_key(ctx) if governed else None
-    key = (ctx.tenant.id, token, ctx.protocol_version, message["method"], json.dumps(cursor), ctx.scopes, apps, who)
+    key = (
+        ctx.tenant.id, token, ctx.protocol_version, message["method"], json.dumps(cursor), ctx.scopes, apps, who,
+        ctx.discovery,
+    )  # fmt: skip
     result = _answers.get(key)
     if result is None:
         response = await runner.run_dispatch(ctx, message, "request")

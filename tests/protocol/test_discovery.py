@@ -1,0 +1,186 @@
+"""Search mode (AMB-376) through the dispatcher: the three tools listed instead of the catalog, search by
+words, shortened words and exact names, browse by upstream and tag, calls through call_tool, and the one
+decision over all of it (what a caller may not use is never found, browsed or called)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from asgiref.sync import sync_to_async
+
+from mcp_app.catalog import search
+from mcp_app.models import Policy, Tool
+from mcp_app.protocol import discovery
+from tests.protocol.support import call, result_of
+from tests.support import make_ctx
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+VERSIONS = ["2025-06-18", "2026-07-28"]
+
+
+def ctx_of(tenant, version: str, **kwargs):
+    return make_ctx(tenant, version, session=version != "2026-07-28" or None, **kwargs)
+
+
+def set_mode(tenant, mode: str) -> None:
+    tenant.tool_discovery = mode
+    tenant.save()
+
+
+def tool(tenant, name: str, description: str = "", **fields) -> Tool:
+    return Tool.objects.create(
+        tenant=tenant,
+        name=name,
+        description=description,
+        input_schema={"type": "object", "properties": {"message": {"type": "string"}}},
+        handler="python",
+        handler_config={"callable": "echo"},
+        **fields,
+    )
+
+
+async def names(ctx) -> list[str]:
+    return [t["name"] for t in (await result_of(ctx, "tools/list"))["tools"]]
+
+
+async def found(ctx, name: str, arguments: dict) -> dict:
+    result = await result_of(ctx, "tools/call", {"name": name, "arguments": arguments})
+    assert not result.get("isError"), result
+    body = json.loads(result["content"][0]["text"])
+    if "structuredContent" in result:
+        assert result["structuredContent"] == body
+    return body
+
+
+@pytest.fixture
+def weather(tenant_a):
+    tool(tenant_a, "get_weather_forecast", "The forecast for a city, by day.", title="Weather forecast")
+    tool(tenant_a, "calculator", "Adds and multiplies numbers.", meta={"tags": ["math"]})
+    tool(tenant_a, "convertUnits", "Converts lengths and weights.", meta={"_fastmcp": {"tags": ["math"]}})
+    tool(tenant_a, "weather", "Today's weather only.")
+    for n in range(50):
+        tool(tenant_a, f"filler_{n:02d}", f"A tool about nothing in particular, number {n}.")
+    set_mode(tenant_a, "search")
+    return tenant_a
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_search_mode_lists_the_three_tools_and_they_find_and_call_any_tool(weather, version) -> None:
+    ctx = ctx_of(weather, version)
+    assert await names(ctx) == ["browse_tools", "call_tool", "search_tools"]
+    hits = (await found(ctx, "search_tools", {"query": "weather forecast"}))["tools"]
+    assert [t["name"] for t in hits][:2] == ["get_weather_forecast", "weather"]
+    assert hits[0]["inputSchema"]["properties"] == {"message": {"type": "string"}}  # a full definition
+    assert hits[0]["title"] == "Weather forecast"
+    called = await result_of(
+        ctx,
+        "tools/call",
+        {"name": "call_tool", "arguments": {"name": "weather", "arguments": {"message": "hi"}}},
+    )
+    assert called["content"][0]["text"] == "hi"
+    # The real name works too, listed or not.
+    direct = await result_of(ctx, "tools/call", {"name": "weather", "arguments": {"message": "yo"}})
+    assert direct["content"][0]["text"] == "yo"
+
+
+async def test_an_exact_name_comes_first_and_shortened_words_and_camel_humps_find_tools(weather) -> None:
+    ctx = ctx_of(weather, "2025-11-25")
+    assert (await found(ctx, "search_tools", {"query": "weather"}))["tools"][0]["name"] == "weather"
+    assert (await found(ctx, "search_tools", {"query": "WEATHER"}))["tools"][0]["name"] == "weather"
+    assert (await found(ctx, "search_tools", {"query": "calc"}))["tools"][0]["name"] == "calculator"
+    assert (await found(ctx, "search_tools", {"query": "convert units"}))["tools"][0][
+        "name"
+    ] == "convertUnits"
+    assert (await found(ctx, "search_tools", {"query": "filler_07"}))["tools"][0]["name"] == "filler_07"
+    limited = await found(ctx, "search_tools", {"query": "tool", "limit": 3})
+    assert len(limited["tools"]) == 3
+    assert (await found(ctx, "search_tools", {"query": "zzzz"}))["tools"] == []
+
+
+async def test_browse_pages_in_name_order_and_groups_by_tag(weather) -> None:
+    ctx = ctx_of(weather, "2025-11-25")
+    first = await found(ctx, "browse_tools", {})
+    assert first["tags"] == [{"name": "math", "tools": 2}] and first["upstreams"] == []
+    seen = [t["name"] for t in first["tools"]]
+    body = first
+    while "nextCursor" in body:
+        body = await found(ctx, "browse_tools", {"cursor": body["nextCursor"]})
+        seen += [t["name"] for t in body["tools"]]
+    assert seen == sorted(seen) and len(seen) == 54
+    math = await found(ctx, "browse_tools", {"tag": "math"})
+    assert [t["name"] for t in math["tools"]] == ["calculator", "convertUnits"]
+    # A cursor of another group is refused with a clear message, not a 500.
+    bad = await result_of(
+        ctx,
+        "tools/call",
+        {"name": "browse_tools", "arguments": {"tag": "math", "cursor": first["nextCursor"]}},
+    )
+    assert bad["isError"] and "Invalid cursor" in bad["content"][0]["text"]
+
+
+async def test_bad_arguments_answer_as_errors_a_model_can_mend(weather) -> None:
+    ctx = ctx_of(weather, "2025-11-25")
+    empty = await result_of(ctx, "tools/call", {"name": "search_tools", "arguments": {"query": ""}})
+    assert empty["isError"] and "query" in empty["content"][0]["text"]
+    unnamed = await result_of(ctx, "tools/call", {"name": "call_tool", "arguments": {"arguments": {}}})
+    assert unnamed["isError"] and "name" in unnamed["content"][0]["text"]
+    missing = await call(ctx, "tools/call", {"name": "call_tool", "arguments": {"name": "nope"}})
+    assert missing["error"]["message"] == "Unknown tool: nope"
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_what_the_decision_hides_is_never_found_browsed_or_called(weather, version) -> None:
+    await sync_to_async(Policy.objects.create)(
+        tenant=weather, name="no-weather", condition="target.name.contains('weather')", effect="deny"
+    )
+    ctx = ctx_of(weather, version)
+    hits = (await found(ctx, "search_tools", {"query": "weather forecast"}))["tools"]
+    assert not any("weather" in t["name"] for t in hits)
+    assert (await found(ctx, "search_tools", {"query": "get_weather_forecast"}))["tools"] == []
+    pages = [await found(ctx, "browse_tools", {})]
+    while "nextCursor" in pages[-1]:
+        pages.append(await found(ctx, "browse_tools", {"cursor": pages[-1]["nextCursor"]}))
+    assert not any("weather" in t["name"] for page in pages for t in page["tools"])
+    hidden = await call(ctx, "tools/call", {"name": "call_tool", "arguments": {"name": "weather"}})
+    missing = await call(ctx, "tools/call", {"name": "call_tool", "arguments": {"name": "weathr"}})
+    assert hidden["error"]["message"] == missing["error"]["message"].replace("weathr", "weather")
+
+
+async def test_a_publish_is_searchable_at_once(weather) -> None:
+    ctx = ctx_of(weather, "2025-11-25")
+    assert (await found(ctx, "search_tools", {"query": "translate"}))["tools"] == []
+    await sync_to_async(tool)(weather, "translator", "Translate text between languages.")
+    ctx = ctx_of(weather, "2025-11-25")
+    assert (await found(ctx, "search_tools", {"query": "translate"}))["tools"][0]["name"] == "translator"
+
+
+async def test_auto_searches_past_forty_tools_and_a_client_may_ask_for_either_mode(tenant_a) -> None:
+    for n in range(discovery.SEARCH_PAST_TOOLS):
+        await sync_to_async(tool)(tenant_a, f"t{n:02d}")
+    await sync_to_async(set_mode)(tenant_a, "auto")
+    assert len(await names(ctx_of(tenant_a, "2025-11-25"))) == discovery.SEARCH_PAST_TOOLS
+    await sync_to_async(tool)(tenant_a, "one_more")
+    assert await names(ctx_of(tenant_a, "2025-11-25")) == ["browse_tools", "call_tool", "search_tools"]
+    full = await names(ctx_of(tenant_a, "2025-11-25", discovery="full"))
+    assert len(full) == discovery.SEARCH_PAST_TOOLS + 1
+    await sync_to_async(set_mode)(tenant_a, "full")
+    assert len(await names(ctx_of(tenant_a, "2025-11-25", discovery="search"))) == 3
+    # In full mode the three are not tools of the server.
+    missing = await call(
+        ctx_of(tenant_a, "2025-11-25"), "tools/call", {"name": "search_tools", "arguments": {"query": "t"}}
+    )
+    assert missing["error"]["message"] == "Unknown tool: search_tools"
+
+
+def test_the_url_choice_reads_only_full_or_search() -> None:
+    assert discovery.choice_of("tools=search") == "search"
+    assert discovery.choice_of("a=1&tools=full") == "full"
+    assert discovery.choice_of("tools=everything") == ""
+    assert discovery.choice_of("") == ""
+
+
+def test_a_hostile_description_costs_no_more_than_its_first_characters() -> None:
+    words = search.words("x" * 10 + " camelCaseWord_snake-case " + "é" * 3)
+    assert words == ["xxxxxxxxxx", "camelcaseword", "camel", "case", "word", "snake", "case", "ééé"]
