@@ -9,6 +9,7 @@
     .venv/bin/python bench/run.py --only-operations   # quotas on vs off; metrics + quotas + tenant wall on vs off
     .venv/bin/python bench/run.py --only-governance   # 20 policies, 3 guardrails and a quota vs none
     .venv/bin/python bench/run.py --only-result-cache # an http tool's results kept vs run every time
+    .venv/bin/python bench/run.py --only-search       # search mode: 10,000 tools vs 10 (list and search)
     .venv/bin/python bench/run.py --only-audit-load   # tools/call, a million governance events stored vs none
     .venv/bin/python bench/run.py --only-upstream   # tools/call through federation vs the SDK client direct
     .venv/bin/python bench/run.py --only-scale   # tools/list: many tools, many tenants, 10 upstreams (one dead)
@@ -71,6 +72,7 @@ from procs import (  # noqa: E402
     running,
 )
 from scale import print_scale, scale_bench  # noqa: E402
+from search_pairs import print_search_section  # noqa: E402
 from sessions import print_sessions_section  # noqa: E402
 from streams import print_streams, streams_bench  # noqa: E402
 
@@ -123,6 +125,11 @@ def main() -> None:
         "--only-result-cache",
         action="store_true",
         help="only compare tools/call of an http tool with its results kept (60 s) with it run every time, c=16",
+    )
+    parser.add_argument(
+        "--only-search",
+        action="store_true",
+        help="only compare tools/list and search_tools on a search-mode tenant of 10,000 tools with one of 10, c=16",
     )
     parser.add_argument(
         "--only-audit-load",
@@ -283,6 +290,7 @@ def main() -> None:
         "operations": print_operations_section,
         "governance": print_governance_section,
         "result-cache": print_result_cache_section,
+        "search": print_search_section,
     }
     chosen = (
         "oauth"
@@ -295,6 +303,8 @@ def main() -> None:
         if args.only_governance
         else "result-cache"
         if args.only_result_cache
+        else "search"
+        if args.only_search
         else None
     )
     if chosen is not None:
