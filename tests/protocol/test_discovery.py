@@ -8,12 +8,18 @@ import json
 
 import pytest
 from asgiref.sync import sync_to_async
+from django.urls import reverse
 
 from mcp_app.catalog import search
 from mcp_app.models import Policy, Tool
+from mcp_app.portability.document import DocumentError, export_tenant
+from mcp_app.portability.importer import import_document
 from mcp_app.protocol import discovery
+from tenants.models import Tenant
+from tests.api.conftest import API, ApiClient
 from tests.protocol.support import call, result_of
 from tests.support import make_ctx
+from tests.tenants.test_tenant_admin import tenant_form_data
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -184,3 +190,32 @@ def test_the_url_choice_reads_only_full_or_search() -> None:
 def test_a_hostile_description_costs_no_more_than_its_first_characters() -> None:
     words = search.words("x" * 10 + " camelCaseWord_snake-case " + "é" * 3)
     assert words == ["xxxxxxxxxx", "camelcaseword", "camel", "case", "word", "snake", "case", "ééé"]
+
+
+def test_the_owner_chooses_the_mode_in_the_admin_the_api_and_the_document(client, alice, tenant_a) -> None:
+    assert tenant_a.tool_discovery == "full"  # as before, unless the owner chooses
+    client.force_login(alice)
+    url = reverse("admin:tenants_tenant_change", args=[tenant_a.pk])
+    assert 'name="tool_discovery"' in client.get(url).content.decode()
+    assert client.post(url, tenant_form_data(tenant_a, tool_discovery="search")).status_code == 302
+    tenant_a.refresh_from_db()
+    assert tenant_a.tool_discovery == "search"
+
+    api = ApiClient(alice)
+    assert api.call("GET", f"{API}/tenant-a/").json()["tool_discovery"] == "search"
+    changed = api.call("PATCH", f"{API}/tenant-a/", {"tool_discovery": "auto"})
+    assert changed.status_code == 200 and changed.json()["tool_discovery"] == "auto"
+    refused = api.call("PATCH", f"{API}/tenant-a/", {"tool_discovery": "everything"})
+    assert refused.status_code == 400 and "tool_discovery" in refused.json()["error"]["fields"]
+
+    tenant_a.refresh_from_db()
+    document = export_tenant(tenant_a)
+    assert document["settings"]["tool_discovery"] == "auto"
+    copy = Tenant.objects.create(slug="copy", name="Copy")
+    import_document(copy, document)
+    copy.refresh_from_db()
+    assert copy.tool_discovery == "auto"
+    document["settings"]["tool_discovery"] = "everything"
+    with pytest.raises(DocumentError) as refused_document:
+        import_document(copy, document)
+    assert "tool_discovery" in str(refused_document.value)

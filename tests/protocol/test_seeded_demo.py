@@ -122,3 +122,31 @@ async def test_the_seeded_fetch_json_posts_to_this_platforms_echo_and_returns_it
     assert not result.get("isError"), result["content"]
     assert result["structuredContent"]["echo"] == arguments
     assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
+
+
+@pytest.mark.filterwarnings("ignore:StreamingHttpResponse must consume asynchronous iterators")
+async def test_the_demo_in_search_mode_finds_every_tool_by_name_and_calls_each_through_call_tool(served_demo):
+    """Switched to search mode (AMB-376), the demo still does everything: each tool found first by its
+    name, all of them browsed, each called through call_tool, its questions answered (MRTR rounds)."""
+    served_demo.tool_discovery = "search"
+    await served_demo.asave()
+    apps = {ui_apps.EXTENSION: {"mimeTypes": [ui_apps.MIME_TYPE]}}
+    capabilities = {"elicitation": {}, "roots": {}, "sampling": {}, "extensions": apps}
+    ctx = make_ctx(served_demo, version="2026-07-28", session=None, client_capabilities=capabilities)
+    listed = [tool["name"] for tool in (await result_of(ctx, "tools/list"))["tools"]]
+    assert listed == ["browse_tools", "call_tool", "search_tools"]
+    browsed = await call_answering_forms(ctx, "browse_tools", {})
+    assert {t["name"] for t in browsed["structuredContent"]["tools"]} == set(
+        ARGUMENTS
+    ) | THROUGH_DAPHNE | set(FAILS)
+    for name, arguments in ARGUMENTS.items():
+        found = await call_answering_forms(ctx, "search_tools", {"query": name})
+        assert found["structuredContent"]["tools"][0]["name"] == name
+        result = await call_answering_forms(ctx, "call_tool", {"name": name, "arguments": arguments})
+        assert not result.get("isError"), (name, result["content"])
+    asked = await call_answering_forms(ctx, "call_tool", {"name": "ask_user", "arguments": {}})
+    assert asked["content"][0]["text"] == "Hello, Ada! Nice to meet you."
+    failed = await error_of(
+        ctx, "tools/call", {"name": "call_tool", "arguments": {"name": "fail_on_purpose"}}
+    )
+    assert failed["code"] == FAILS["fail_on_purpose"]
