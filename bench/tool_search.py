@@ -149,15 +149,18 @@ def main() -> None:
 
 
 def hostile(count: int) -> None:
-    """A catalog made to be slow to search: every tool has the same 64 words, all of one beginning, and
-    the query is 16 of them and their beginnings."""
-    shared = " ".join(f"zzz{n:03d}" for n in range(64))
+    """A catalog made to be slow to search: 64 words of one beginning, each in 60% of the tools (just
+    within a search's budget), and the query is 16 of them and their beginnings."""
+
+    def shared(n: int) -> str:
+        return " ".join(f"zzz{k:03d}" for k in range(64) if (n + 17 * k) % 10 < 6)
+
     tools = tuple(
         ToolDef(
             id=n,
             name=f"zzz_tool_{n:05d}",
             title="",
-            description=shared,
+            description=shared(n),
             input_schema={"type": "object"},
             output_schema=None,
             annotations={},
@@ -176,7 +179,7 @@ def hostile(count: int) -> None:
         index.search(query, None, 50)
         took.append((time.perf_counter() - started) * 1000)
     print(
-        f"a hostile catalog ({count} tools, 64 shared words of one beginning): the worst query {max(took):.1f} ms"
+        f"a hostile catalog ({count} tools, 64 words of one beginning in 60% of them each): the worst query {max(took):.1f} ms"
     )
 
 

@@ -17,7 +17,7 @@ from django.utils.html import format_html
 from django.utils.timezone import localtime
 
 from lib.formfields import json_formfield
-from mcp_app.admin import json_check
+from mcp_app.admin import json_check, try_search
 from mcp_app.admin.app_preview import AppPreview
 from mcp_app.admin.forms import (
     PromptAdminForm,
@@ -158,7 +158,12 @@ class ToolAdmin(TryPages, DefinitionAdmin):
         return where if offered_to_legacy(obj.output_schema or None) else f"{where}, 2026-07-28 only"
 
     def get_urls(self) -> list[Any]:
-        return [*self.try_urls(), *super().get_urls()]
+        search = path("search/", self.admin_site.admin_view(self.search_view), name="mcp_app_tool_search")
+        return [search, *self.try_urls(), *super().get_urls()]
+
+    def search_view(self, request: HttpRequest) -> HttpResponse:
+        """Search mode tried: what search_tools gives a client (AMB-376)."""
+        return try_search.search_page(self, request)
 
     def change_view(
         self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict | None = None
@@ -190,7 +195,10 @@ class ResourceAdmin(AppPreview, DefinitionAdmin):
     readonly_fields = ("contents_summary", "preview", "app_preview", "updated_at")
     fieldsets = (
         (None, {"fields": ("tenant", "uri", "name", "title", "description", "mime_type", "enabled")}),
-        ("Contents", {"fields": ("text", "upload", "clear_blob", "contents_summary", "preview", "app_preview")}),
+        (
+            "Contents",
+            {"fields": ("text", "upload", "clear_blob", "contents_summary", "preview", "app_preview")},
+        ),
         ("Presentation", {"fields": ("annotations", "icons", "meta"), "classes": ("collapse",)}),
         ("State", {"fields": ("updated_at",)}),
     )
@@ -231,7 +239,16 @@ class ResourceAdmin(AppPreview, DefinitionAdmin):
 @admin.register(ResourceTemplate)
 class ResourceTemplateAdmin(DefinitionAdmin):
     form = ResourceTemplateAdminForm
-    list_display = ("uri_template", "tenant", "name", "mime_type", "handler", "enabled", "publishing", "updated")
+    list_display = (
+        "uri_template",
+        "tenant",
+        "name",
+        "mime_type",
+        "handler",
+        "enabled",
+        "publishing",
+        "updated",
+    )
     search_fields = ("uri_template", "name", "title", "description")
     fieldsets = (
         (

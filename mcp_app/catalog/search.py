@@ -33,9 +33,10 @@ PREFIX_SHARE = 0.6  # "calc" finds "calculator", a little behind a tool that has
 MIN_PREFIX = 3  # shorter beginnings match too much to rank anything
 MAX_PREFIX_WORDS = 200  # the words one beginning may stand for
 MAX_QUERY_WORDS = 16
-# A search reads at most this many (word, tool) entries, the words asked first, then their beginnings:
-# a catalog made so that every word is in every tool cannot hold the event loop longer (~20 ms).
-BUDGET = 30_000
+# A search reads at most this many (word, tool) entries, the rarest words asked first, then their
+# beginnings: a catalog made so that every word is in every tool holds the event loop ~2 ms, what an
+# ordinary call costs. A word in more tools than that tells a tool from another too little to rank by.
+BUDGET = 6_000
 DESCRIPTION_CHARS = 2_000  # what of a description is read: a hostile one of megabytes costs no more
 DESCRIPTION_WORDS = 64  # distinct words of a description indexed, first ones first (memory per tool)
 MAX_TAGS = 20
@@ -87,6 +88,7 @@ class Index:
         those that match more of its words, then by weight, then by name."""
         exact = self.by_name.get(query.strip().casefold())
         asked = list(dict.fromkeys(words(query)))[:MAX_QUERY_WORDS]
+        asked.sort(key=lambda word: len(self.postings.get(word, ())))  # the rarest first, within budget
         hits: dict[int, int] = defaultdict(int)
         scores: dict[int, float] = defaultdict(float)
         total = len(self.tools)
