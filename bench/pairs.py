@@ -228,9 +228,9 @@ def operations_bench(
 
 
 def print_on_off(
-    results: dict[str, PhaseResult], column: str, labels: tuple[str, str], what: str, goal: float = QUOTA_GOAL
+    results: dict[str, PhaseResult], column: str, labels: tuple[str, str], what: str, goal: float | None = QUOTA_GOAL
 ) -> None:
-    """The table of an on/off pair of tools/call phases, then the ratio against the goal."""
+    """The table of an on/off pair of tools/call phases, then the ratio against the goal (None: no goal)."""
     print(f"| workload | {column} | req/s | p50 ms | p99 ms | errors | server CPU |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for key, label in zip(("off", "on"), labels, strict=True):
@@ -241,11 +241,11 @@ def print_on_off(
             f"{r.pct(0.99):.2f} | {sum(r.errors.values())} | {cpu} |"
         )
     ratio = results["on"].rps / results["off"].rps if results["off"].rps else 0.0
-    verdict = "MET" if ratio >= goal else "NOT MET"
+    verdict = "" if goal is None else f" -> {'MET' if ratio >= goal else 'NOT MET'} (goal: throughput >= {goal}x)"
     print()
     print(
         f"- {what} on/off throughput {ratio:.2f}x, p99 {fmt_ratio(results['on'].pct(0.99), results['off'].pct(0.99))}"
-        f" -> {verdict} (goal: throughput >= {goal}x)"
+        + verdict
     )
     for key, r in results.items():
         for err, count in r.errors.most_common(5):

@@ -38,7 +38,9 @@ async def op_search(client: McpClient, n: int) -> None:
         raise BenchError(f"search_tools answered {str(result)[:200]}")
 
 
-def search_bench(env: dict[str, str], affinity: Affinity, timing: Timing, slices: int) -> dict[str, dict[str, PhaseResult]]:
+def search_bench(
+    env: dict[str, str], affinity: Affinity, timing: Timing, slices: int
+) -> dict[str, dict[str, PhaseResult]]:
     server = daphne_server(env, affinity.server, label="search")
     run_checked([PYTHON, "manage.py", "shell", "-c", SEARCH_SETUP], server.env, "search bench setup")
     targets = {"off": ("/t/search-10/mcp", None), "on": ("/t/search-10k/mcp", None)}
@@ -52,10 +54,15 @@ def search_bench(env: dict[str, str], affinity: Affinity, timing: Timing, slices
 def print_search_section(env: dict[str, str], affinity: Affinity, timing: Timing, rounds: int) -> None:
     print(f"## Search mode: a tenant of 10,000 tools vs one of 10, both in search mode, c={PAIR_CONCURRENCY}")
     print()
-    print("one Daphne process; rows say tools/call but the first table is tools/list, the second search_tools")
+    print(
+        "one Daphne process; rows say tools/call but the first table is tools/list, the second search_tools"
+    )
     print()
     for what, results in search_bench(env, affinity, timing, rounds * 2).items():
         print(f"### {what}")
         print()
-        print_on_off(results, "tenant", ("10 tools", "10,000 tools"), f"{what} 10,000 vs 10 tools", goal=SEARCH_GOAL)
+        # A search costs what its words match (no throughput goal against 10 tools; its own goal, p99
+        # <= 20 ms on one core, is bench/tool_search.py's); a search-mode list must cost what it does on 10.
+        goal = SEARCH_GOAL if what == "tools/list" else None
+        print_on_off(results, "tenant", ("10 tools", "10,000 tools"), f"{what} 10,000 vs 10 tools", goal=goal)
         print()

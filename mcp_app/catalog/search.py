@@ -21,6 +21,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from cachetools import LRUCache
 from django.conf import settings
@@ -29,6 +30,7 @@ from mcp_app.core.types import Catalog, ToolDef
 
 # Where each word of a tool counts, and how much: a model names a tool by its name first.
 NAME, TITLE, TAG, UPSTREAM, DESCRIPTION = 3.0, 2.0, 2.0, 1.5, 1.0
+MATCHED = 1_000_000.0  # a matched word outweighs any sum of weights: more words matched rank first
 PREFIX_SHARE = 0.6  # "calc" finds "calculator", a little behind a tool that has the word itself
 MIN_PREFIX = 3  # shorter beginnings match too much to rank anything
 MAX_PREFIX_WORDS = 200  # the words one beginning may stand for
@@ -85,35 +87,36 @@ class Index:
 
     def search(self, query: str, allowed: frozenset[str] | None, limit: int) -> list[ToolDef]:
         """The best `limit` tools for `query` among `allowed` (None: all): an exact name first, then
-        those that match more of its words, then by weight, then by name."""
+        those that match more of its words, then by weight (ties: in name order where they fall within
+        the limit; always the same answer for the same catalog and query)."""
         exact = self.by_name.get(query.strip().casefold())
         asked = list(dict.fromkeys(words(query)))[:MAX_QUERY_WORDS]
         asked.sort(key=lambda word: len(self.postings.get(word, ())))  # the rarest first, within budget
-        hits: dict[int, int] = defaultdict(int)
-        scores: dict[int, float] = defaultdict(float)
-        total = len(self.tools)
+        scores: dict[int, float] = {}
         budget = [BUDGET]
         for word in asked:
-            best: dict[int, float] = {}
-            for token, share in self._matching(word, budget):
-                posting = self.postings[token]
-                weight = share * math.log(1 + total / len(posting))
-                for place, strength in posting.items():
-                    value = strength * weight
-                    if value > best.get(place, 0.0):
-                        best[place] = value
-            for place, value in best.items():
-                hits[place] += 1
-                scores[place] += value
-        ranked = heapq.nsmallest(
-            limit + 1,
-            (
-                (-(place == exact), -hits[place], -scores[place], place)
-                for place in scores.keys() | ({exact} if exact is not None else set())
-                if allowed is None or self.tools[place].name in allowed
-            ),
-        )
-        return [self.tools[entry[-1]] for entry in ranked[:limit]]
+            matching = list(self._matching(word, budget))
+            if len(matching) == 1 and matching[0][1] == 1.0:
+                best = self.postings[word]  # the word alone: its weights as they are
+            else:
+                best = {}
+                for token, share in matching:
+                    for place, weight in self.postings[token].items():
+                        if weight * share > best.get(place, 0.0):
+                            best[place] = weight * share
+            get = scores.get
+            for place, weight in best.items():
+                scores[place] = get(place, 0.0) + MATCHED + weight
+        if allowed is not None:
+            tools = self.tools
+            scores = {place: score for place, score in scores.items() if tools[place].name in allowed}
+        first: list[int] = []
+        if exact is not None and (allowed is None or self.tools[exact].name in allowed):
+            first.append(exact)
+            scores.pop(exact, None)
+        top = heapq.nlargest(limit, scores.items(), key=itemgetter(1))
+        top.sort(key=lambda entry: (-entry[1], entry[0]))
+        return [self.tools[place] for place in (first + [place for place, _ in top])[:limit]]
 
     def _matching(self, word: str, budget: list[int]) -> Iterable[tuple[str, float]]:
         """The indexed words `word` stands for: itself, then those it begins, while `budget` lasts."""
@@ -164,6 +167,12 @@ def build(catalog: Catalog) -> Index:
             tags[tag].append(place)
         add(place, tool.title, TITLE)
         add(place, tool.name, NAME)
+    # Each weight times its word's rarity (log(1 + N/df)), once here rather than in every search.
+    total = len(catalog.tools)
+    for posting in postings.values():
+        rarity = math.log(1 + total / len(posting))
+        for place in posting:
+            posting[place] *= rarity
     index.postings = dict(postings)
     index.vocabulary = sorted(postings)
     index.upstreams = dict(upstreams)

@@ -7,6 +7,7 @@ per tenant definitions_version and keeps them in process memory.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 
@@ -193,6 +194,12 @@ class Catalog:
     policies: tuple[PolicyDef, ...] = ()  # enabled ones, by name
     quotas: tuple[QuotaDef, ...] = ()  # enabled ones, by name
     guardrails: tuple[GuardrailDef, ...] = ()  # enabled ones, by name
+
+    @cached_property
+    def offered_to_all(self) -> bool:
+        """Every tool is one every client sees: none only 2026-07-28 can describe, none only an app calls.
+        Worked out once per catalog (a frozen dataclass keeps a cached property in its __dict__)."""
+        return all(tool.legacy and not tool.app_only for tool in self.tools)
 
 
 # JWS algorithms a tenant's identity provider may sign with: asymmetric only, never `none` or HS*

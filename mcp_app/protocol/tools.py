@@ -62,8 +62,11 @@ async def offered(ctx: RequestContext, catalog: Catalog) -> tuple[ToolDef, ...]:
     """The tools this request's client can be offered: a legacy client never sees a 2026-only shape,
     and a client without MCP Apps never sees a tool only an app calls (AMB-273)."""
     apps = ui_apps.client_supports(ctx.client_capabilities)
-    found = tuple(tool for tool in catalog.tools if is_offered(ctx, tool, apps))
-    found = catalog.tools if len(found) == len(catalog.tools) else found
+    if catalog.offered_to_all:  # no pass over 10,000 tools per request to find that nothing is left out
+        found = catalog.tools
+    else:
+        found = tuple(tool for tool in catalog.tools if is_offered(ctx, tool, apps))
+        found = catalog.tools if len(found) == len(catalog.tools) else found
     # Then what the one decision keeps from this caller (governance/decision.py), once per caller and version.
     return await decision.shown(ctx, catalog, found, (apps, is_modern(ctx.protocol_version)))
 
