@@ -64,6 +64,20 @@ async def wait_until(predicate: Callable[[], Any], what: str, timeout: float = N
         pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}", pytrace=False)
 
 
+def modern_request(
+    method: str, params: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """A 2026-07-28 request as a hostile or minimal client sends it with httpx: (body, headers)."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    headers = {**MCP_HEADERS, "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method}
+    if method == "tools/call" and params is not None:
+        headers["Mcp-Name"] = params["name"]
+    return {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**(params or {}), "_meta": meta}}, headers
+
+
 def wait_until_served(
     mcp_url: str, tool: str, present: bool = True, timeout: float = 15.0, kind: str = "tools"
 ) -> None:
@@ -72,13 +86,7 @@ def wait_until_served(
     With Redis the change is pushed at once; with the embedded defaults a process notices another
     process's edit at its next database recheck (a few seconds), so a test that edits from outside waits.
     """
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-    }
-    method = f"{kind}/list"
-    headers = {**MCP_HEADERS, "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method}
-    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {"_meta": meta}}
+    body, headers = modern_request(f"{kind}/list")
     deadline = time.monotonic() + timeout
     while True:
         listed = {

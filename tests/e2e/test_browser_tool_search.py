@@ -14,27 +14,10 @@ from playwright.async_api import Page
 
 from tests.e2e.admin_pages import body_text
 from tests.e2e.browser import Screenshots, sign_in
+from tests.e2e.helpers import modern_request
 from tests.e2e.servers import ADMIN_PASSWORD, ADMIN_USERNAME, DaphneServer, django_shell
 
 pytestmark = [pytest.mark.e2e]
-
-MODERN_LIST = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "tools/list",
-    "params": {
-        "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {},
-        }
-    },
-}
-HEADERS = {
-    "accept": "application/json, text/event-stream",
-    "content-type": "application/json",
-    "mcp-protocol-version": "2026-07-28",
-    "mcp-method": "tools/list",
-}
 
 
 async def test_an_owner_searches_as_a_client_then_switches_the_tenant_to_search_mode(
@@ -86,5 +69,6 @@ async def test_an_owner_searches_as_a_client_then_switches_the_tenant_to_search_
         await page.click("input[name=_save]")
     assert "was changed successfully" in await body_text(page)
     async with httpx.AsyncClient(timeout=30) as http:
-        listed = (await http.post(server.mcp_url(slug), json=MODERN_LIST, headers=HEADERS)).json()
+        body, headers = modern_request("tools/list")
+        listed = (await http.post(server.mcp_url(slug), json=body, headers=headers)).json()
     assert [t["name"] for t in listed["result"]["tools"]] == ["browse_tools", "call_tool", "search_tools"]

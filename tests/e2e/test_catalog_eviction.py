@@ -13,6 +13,7 @@ from contextlib import AsyncExitStack
 import httpx
 import pytest
 
+from tests.e2e.helpers import modern_request
 from tests.e2e.isolation import isolated
 from tests.e2e.servers import DaphneServer, django_shell, require_services, start_daphne
 
@@ -25,23 +26,7 @@ SCANNED = 4 * KEPT
 SCAN_SECONDS = 3.0
 SCANNERS = 4
 
-MODERN_LIST = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "tools/list",
-    "params": {
-        "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {},
-        }
-    },
-}
-MODERN_HEADERS = {
-    "accept": "application/json, text/event-stream",
-    "content-type": "application/json",
-    "mcp-protocol-version": "2026-07-28",
-    "mcp-method": "tools/list",
-}
+MODERN_LIST, MODERN_HEADERS = modern_request("tools/list")
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,7 @@ from contextlib import AsyncExitStack
 import httpx
 import pytest
 
+from tests.e2e.helpers import modern_request
 from tests.e2e.hostile_clients import CALLERS, attacking
 from tests.e2e.isolation import isolated
 from tests.e2e.servers import DaphneServer, django_shell
@@ -28,29 +29,6 @@ TOOLS = 10_000
 ATTACK_SECONDS = 3.0  # the hostile clients' searches, once all four are searching
 ATTACK_PAUSE = 0.02  # between two searches of one client, as the other hostile-client tests pace theirs
 WORST_QUERY = " ".join(["zzz", "zzz0", "zzz00", *(f"zzz{n:03d}" for n in range(13))])
-HEADERS = {
-    "accept": "application/json, text/event-stream",
-    "content-type": "application/json",
-    "mcp-protocol-version": "2026-07-28",
-    "mcp-method": "tools/call",
-    "mcp-name": "search_tools",
-}
-
-
-def search_message(query: str) -> dict:
-    return {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {
-            "name": "search_tools",
-            "arguments": {"query": query, "limit": 50},
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientCapabilities": {},
-            },
-        },
-    }
 
 
 def tenants(server: DaphneServer) -> tuple[str, str]:
@@ -77,7 +55,10 @@ async def test_a_tenant_searching_ten_thousand_hostile_tools_does_not_slow_anoth
     quiet, hostile = await asyncio.to_thread(tenants, server)
     url = server.mcp_url(hostile)
     async with httpx.AsyncClient(timeout=60) as http:
-        warm = await http.post(url, json=search_message(WORST_QUERY), headers=HEADERS)
+        body, headers = modern_request(
+            "tools/call", {"name": "search_tools", "arguments": {"query": WORST_QUERY, "limit": 50}}
+        )
+        warm = await http.post(url, json=body, headers=headers)
         assert warm.status_code == 200, warm.text[:300]
         assert len(warm.json()["result"]["structuredContent"]["tools"]) == 50
 
