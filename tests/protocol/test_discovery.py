@@ -219,3 +219,24 @@ def test_the_owner_chooses_the_mode_in_the_admin_the_api_and_the_document(client
     with pytest.raises(DocumentError) as refused_document:
         import_document(copy, document)
     assert "tool_discovery" in str(refused_document.value)
+
+
+def test_search_as_a_client_in_the_admin_is_a_members_own_and_runs_nothing(
+    client, bob, charlie, weather, tenant_b
+):
+    """A viewer searches (nothing runs); another tenant's slug answers as a missing one; the tenant's
+    mode does not matter (it is tried as search mode)."""
+    url = reverse("admin:mcp_app_tool_search")
+    client.force_login(bob)
+    weather.tool_discovery = "full"
+    weather.save()
+    page = client.get(url, {"tenant": weather.slug, "q": "forecast", "era": "2025-11-25"})
+    assert page.status_code == 200
+    assert [f["name"] for f in page.context["found"]][:1] == ["get_weather_forecast"]
+    browsed = client.get(url, {"tenant": weather.slug, "browse": "1", "era": "2026-07-28"}).context["found"]
+    assert len(browsed) == discovery.BROWSE_PAGE
+    assert client.get(url, {"tenant": tenant_b.slug, "q": "x"}).status_code == 404
+    assert client.get(url, {"tenant": "no-such", "q": "x"}).status_code == 404
+    assert "problem" in client.get(url, {"tenant": weather.slug, "q": "x", "era": "1.0"}).context
+    client.force_login(charlie)
+    assert client.get(url, {"tenant": weather.slug, "q": "forecast"}).status_code == 404
