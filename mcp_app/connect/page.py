@@ -86,8 +86,12 @@ class Era:
 
 
 def _context(tenant: TenantInfo, version: str, user_id: int | None) -> RequestContext:
+    # Every tool the server serves, in search mode too (AMB-376): the page shows a person what a client
+    # may use, and the self-check checks each definition, not the three discovery tools.
     if version == LATEST_MODERN:
-        return RequestContext(tenant=tenant, protocol_version=version, user_id=user_id, request_id=1)
+        return RequestContext(
+            tenant=tenant, protocol_version=version, user_id=user_id, request_id=1, discovery="full"
+        )
     session = SessionState(
         id=f"connect-page-{user_id}",
         tenant_id=tenant.id,
@@ -96,7 +100,12 @@ def _context(tenant: TenantInfo, version: str, user_id: int | None) -> RequestCo
         user_id=user_id,
     )
     return RequestContext(
-        tenant=tenant, protocol_version=version, session=session, user_id=user_id, request_id=1
+        tenant=tenant,
+        protocol_version=version,
+        session=session,
+        user_id=user_id,
+        request_id=1,
+        discovery="full",
     )
 
 
@@ -163,7 +172,9 @@ def connect_page(request: HttpRequest, slug: str) -> HttpResponse:
         "tenant": tenant,
         "mcp_url": mcp_url,
         "oauth": oauth,
-        "configs": client_configs(tenant.slug, mcp_url, oauth, str((tenant.identity or {}).get("issuer") or "")),
+        "configs": client_configs(
+            tenant.slug, mcp_url, oauth, str((tenant.identity or {}).get("issuer") or "")
+        ),
         "eras": async_to_sync(served)(tenant.slug, caller),
         "role": role,
     }

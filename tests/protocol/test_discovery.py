@@ -11,10 +11,12 @@ from asgiref.sync import sync_to_async
 from django.urls import reverse
 
 from mcp_app.catalog import search
+from mcp_app.connect import page
 from mcp_app.models import Policy, Tool
 from mcp_app.portability.document import DocumentError, export_tenant
 from mcp_app.portability.importer import import_document
 from mcp_app.protocol import discovery
+from mcp_app.selfcheck import runner
 from tenants.models import Tenant
 from tests.api.conftest import API, ApiClient
 from tests.protocol.support import call, result_of
@@ -240,3 +242,13 @@ def test_search_as_a_client_in_the_admin_is_a_members_own_and_runs_nothing(
     assert "problem" in client.get(url, {"tenant": weather.slug, "q": "x", "era": "1.0"}).context
     client.force_login(charlie)
     assert client.get(url, {"tenant": weather.slug, "q": "forecast"}).status_code == 404
+
+
+async def test_the_self_check_and_the_connect_page_see_every_tool_of_a_search_mode_tenant(weather) -> None:
+    report = await runner.run(weather.slug, network=False)
+    assert set(report.listed["2026-07-28"]) == {
+        t.name for t in await sync_to_async(list)(Tool.objects.filter(tenant=weather))
+    }
+    assert not [f for f in report.findings if f.check == "listing"], report.findings
+    eras = await page.served(weather.slug, None)
+    assert eras is not None and "get_weather_forecast" in eras[0].listings[0].names
