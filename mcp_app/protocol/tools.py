@@ -290,7 +290,7 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
             return shaping.call_tool_result(problem, ctx.protocol_version)
         if meta.name == discovery.CALL:
             params = discovery.unwrap(params, arguments)
-            return await _call(ctx, catalog, params, params["name"], params["arguments"])
+            return await _call(ctx, catalog, params, params["name"], params["arguments"], mirrored=False)
         ratelimit.check_tool_call(ctx)
         arguments = with_defaults(meta.input_schema, arguments)
         found = await discovery.answer(ctx, catalog, meta.name, arguments, offered, describe)
@@ -299,14 +299,20 @@ async def handle_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
 
 
 async def _call(
-    ctx: RequestContext, catalog: Catalog, params: dict[str, Any], name: str, arguments: dict[str, Any]
+    ctx: RequestContext,
+    catalog: Catalog,
+    params: dict[str, Any],
+    name: str,
+    arguments: dict[str, Any],
+    mirrored: bool = True,
 ) -> dict[str, Any]:
-    """tools/call of the tool `name` (the params' own, or the one call_tool names)."""
+    """tools/call of the tool `name`: the params' own, or the one call_tool names (not `mirrored`: its
+    arguments are inside call_tool's, which the request's Mcp-Param-* headers could not mirror)."""
     draft = ctx.draft_tool
     tool = draft if draft is not None and draft.name == name else catalog.tools_by_name.get(name)
     if tool is None or not is_offered(ctx, tool) or decision.hidden(ctx, catalog, tool, "tools/call"):
         raise InvalidParams(truncate(f"Unknown tool: {name}", 200))
-    if tool.mirrors_headers and ctx.param_headers is not None:
+    if mirrored and tool.mirrors_headers and ctx.param_headers is not None:
         # 2026-07-28: the Mcp-Param-* headers mirror the arguments (x-mcp-header); an intermediary may
         # have routed on them. An unknown tool was answered above, as any missing tool.
         problem = check_param_headers(

@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 import pytest
+from asgiref.sync import sync_to_async
 
 from mcp_app.core.versions import ALL_VERSIONS, V2026_07_28
 from mcp_app.models import Tool
@@ -376,3 +377,19 @@ async def test_mcp_param_headers_must_mirror_the_arguments(mirrored_tool, what, 
         error = response.json()["error"]
         assert error["code"] == HEADER_MISMATCH
         assert "Mcp-Param-" in error["message"]
+
+
+async def test_a_mirrored_tool_called_through_call_tool_needs_no_headers_of_its_arguments(
+    mirrored_tool, tools_a
+):
+    """Search mode (AMB-376): the request's own arguments are call_tool's, which mirror nothing; the named
+    tool's arguments are inside them, where no intermediary routes on them."""
+    tools_a.tool_discovery = "search"
+    await sync_to_async(tools_a.save)()
+    arguments = {"region": "us-west1", "shard": 42, "message": "hi"}
+    message = body(
+        "tools/call", {"name": "call_tool", "arguments": {"name": "route", "arguments": arguments}}
+    )
+    response = await send(message, headers_for(message))
+    assert response.status == 200, response.body
+    assert response.json()["result"]["content"][0]["text"] == "hi"

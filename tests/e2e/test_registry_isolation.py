@@ -1,0 +1,89 @@
+"""A client flooding the platform's MCP Registry (AMB-372) must not slow a tenant's clients: 500 listed
+tenants, four clients asking for the largest page of a substring search, 20 ms apart, from a process of
+their own. Measured as every isolation test is: the other tenant's `greet` p99 during the flood against
+its idle p99 (tests/e2e/isolation.py), through Daphne."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import secrets
+import time
+from contextlib import AsyncExitStack
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.e2e.isolation import isolated
+from tests.e2e.servers import DaphneServer, django_shell
+
+pytestmark = [pytest.mark.e2e]
+
+LISTED = 500
+CLIENTS = 4
+FLOOD_SECONDS = 3.0
+PAUSE = 0.02
+
+
+def tenants(server: DaphneServer) -> tuple[str, str]:
+    """A quiet tenant with `greet`, and LISTED listed tenants whose names share `prefix`."""
+    prefix = secrets.token_hex(3)
+    quiet = f"quiet-{prefix}"
+    django_shell(
+        server.env,
+        "from mcp_app.models import Tool\nfrom tenants.models import Tenant\n"
+        f"q = Tenant.objects.create(slug={quiet!r}, name={quiet!r}, auth_mode='public')\n"
+        "Tool.objects.create(tenant=q, name='greet', handler='template', handler_config={'text': 'Hello, {{ name }}!'})\n"
+        f"Tenant.objects.bulk_create(Tenant(slug=f'listed-{prefix}-{{n:04d}}', name=f'Listed {{n}}', auth_mode='public',"
+        f" registry_listed=True) for n in range({LISTED}))\n",
+    )
+    return quiet, f"listed-{prefix}"
+
+
+def flood(url: str, stop: Any, results: Any) -> None:
+    """CLIENTS clients asking for `url` again and again, PAUSE apart, until `stop`: their statuses."""
+
+    async def client(statuses: list[int]) -> None:
+        async with httpx.AsyncClient(timeout=30) as http:
+            while not stop.is_set():
+                statuses.append((await http.get(url)).status_code)
+                await asyncio.sleep(PAUSE)
+
+    async def all_of_them() -> list[int]:
+        statuses: list[int] = []
+        await asyncio.gather(*(client(statuses) for _ in range(CLIENTS)))
+        return statuses
+
+    results.put(asyncio.run(all_of_them()))
+
+
+async def flooding(url: str) -> list[int]:
+    processes = multiprocessing.get_context("spawn")
+    stop, results = processes.Event(), processes.Queue()
+    flooder = processes.Process(target=flood, args=(url, stop, results))
+    flooder.start()
+    try:
+        await asyncio.sleep(FLOOD_SECONDS)
+        stop.set()
+        return await asyncio.to_thread(results.get, True, 60)
+    finally:
+        stop.set()
+        await asyncio.to_thread(flooder.join, 30)
+        if flooder.is_alive():
+            flooder.kill()
+
+
+async def test_a_client_flooding_the_registry_search_slows_no_tenant(server: DaphneServer) -> None:
+    quiet, prefix = await asyncio.to_thread(tenants, server)
+    url = f"{server.url}/v0.1/servers?search={prefix}&limit=100"
+    async with httpx.AsyncClient(timeout=30) as http:
+        page = (await http.get(url)).json()
+    assert page["metadata"]["count"] == 100 and "nextCursor" in page["metadata"]
+    began = time.perf_counter()
+
+    async def prepare(_: AsyncExitStack) -> tuple[asyncio.Future[list[int]], None]:
+        return asyncio.ensure_future(flooding(url)), None
+
+    statuses = await isolated(server.mcp_url(quiet), f"{CLIENTS} clients flooding a registry search", prepare)
+    assert statuses and set(statuses) == {200}, (set(statuses), time.perf_counter() - began)
