@@ -198,6 +198,17 @@ def _result(body: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def as_called(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """A tools/call's params as the tool it reaches calls it: call_tool's, outside full mode, as the call
+    of the tool it names (usage counts that tool); any other call's as they are."""
+    arguments = params.get("arguments")
+    if params.get("name") != CALL or (ctx.discovery or ctx.tenant.tool_discovery) == "full":
+        return params
+    if not isinstance(arguments, dict) or not isinstance(arguments.get("name"), str):
+        return params
+    return unwrap(params, arguments)
+
+
 def unwrap(params: dict[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
     """call_tool's params as the call of the tool it names (its task and _meta kept)."""
     inner = arguments.get("arguments")

@@ -19,7 +19,7 @@ from mcp_app.core.context import Caller, RequestContext, SessionState
 from mcp_app.core.types import TenantInfo
 from mcp_app.governance import guardrails
 from mcp_app.infra import notify, tracing
-from mcp_app.protocol import asking
+from mcp_app.protocol import asking, discovery
 from mcp_app.protocol import dispatch as protocol
 from mcp_app.protocol.jsonrpc import MessageKind
 from mcp_app.streams import inflight, sessions
@@ -131,6 +131,8 @@ def record_usage(
     method = message.get("method")
     method = method if method in KNOWN_METHODS else usage.OTHER
     params = message.get("params")
+    if method == "tools/call" and isinstance(params, dict):
+        params = discovery.as_called(ctx, params)  # call_tool's call counts as the tool's own
     if seen is not None and seen.found and isinstance(params, dict) and "arguments" in params:
         params = {**params, "arguments": WITHHELD}
     usage.observe(ctx.tenant.id, method, params, response, time.perf_counter() - started)

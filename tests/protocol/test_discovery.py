@@ -17,6 +17,8 @@ from mcp_app.portability.document import DocumentError, export_tenant
 from mcp_app.portability.importer import import_document
 from mcp_app.protocol import discovery
 from mcp_app.selfcheck import runner
+from mcp_app.transport import runner as runner_transport
+from mcp_app.usage import recorder as usage
 from tenants.models import Tenant
 from tests.api.conftest import API, ApiClient
 from tests.protocol.support import call, result_of
@@ -252,3 +254,19 @@ async def test_the_self_check_and_the_connect_page_see_every_tool_of_a_search_mo
     assert not [f for f in report.findings if f.check == "listing"], report.findings
     eras = await page.served(weather.slug, None)
     assert eras is not None and "get_weather_forecast" in eras[0].listings[0].names
+
+
+def test_usage_counts_a_call_through_call_tool_as_the_named_tools(tenant_a, monkeypatch) -> None:
+    monkeypatch.setattr(runner_transport.usage_flush, "started", lambda: True)  # no flush thread here
+    tenant_a.tool_discovery = "search"
+    ctx = make_ctx(tenant_a, "2026-07-28", session=None)
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+    usage.recorder().take()
+    for params in (
+        {"name": "call_tool", "arguments": {"name": "weather", "arguments": {}}},
+        {"name": "search_tools", "arguments": {"query": "x"}},
+        {"name": "call_tool", "arguments": {"name": 7}},  # refused by its schema: counted as itself
+    ):
+        runner_transport.record_usage(ctx, {**message, "params": params}, {"result": {"content": []}}, 0.0)
+    counted, _ = usage.recorder().take()
+    assert sorted(key[3] for key in counted) == ["call_tool", "search_tools", "weather"]
