@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import json
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -124,6 +125,16 @@ TOOLS: tuple[ToolDef, ...] = (
     ),
 )
 BY_NAME = {tool.name: tool for tool in TOOLS}
+# Where some tool may run as a task, call_tool may be called as one (2025-11-25 `params.task`): the
+# named tool's own task support then decides, as its direct call's would.
+TOOLS_WITH_TASKS = tuple(
+    replace(tool, task_support="optional") if tool.name == CALL else tool for tool in TOOLS
+)
+
+
+def listed(ctx: RequestContext) -> tuple[ToolDef, ...]:
+    """The three tools a search-mode tools/list holds."""
+    return TOOLS_WITH_TASKS if ctx.tenant.has_task_tools else TOOLS
 
 
 def choice_of(query: str) -> str:

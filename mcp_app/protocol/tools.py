@@ -84,7 +84,7 @@ def is_offered(ctx: RequestContext, tool: ToolDef, apps: bool | None = None) -> 
 async def handle_list(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     catalog = await catalogs.get_catalog(ctx.tenant.id)
     # Search mode (AMB-376): the same three tools for every caller, whatever the catalog's size.
-    listed = discovery.TOOLS if discovery.searching(ctx, catalog) else await offered(ctx, catalog)
+    listed = discovery.listed(ctx) if discovery.searching(ctx, catalog) else await offered(ctx, catalog)
     page, next_cursor = paginate(ctx, params, "tools", listed, lambda t: t.name)
     tools = [shaping.tool(describe(t), ctx.protocol_version) for t in page]
     return with_cursor({"tools": tools}, next_cursor)

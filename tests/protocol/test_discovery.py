@@ -21,7 +21,7 @@ from mcp_app.transport import runner as runner_transport
 from mcp_app.usage import recorder as usage
 from tenants.models import Tenant
 from tests.api.conftest import API, ApiClient
-from tests.protocol.support import call, result_of
+from tests.protocol.support import call, ctx_for, finished, result_of
 from tests.support import make_ctx
 from tests.tenants.test_tenant_admin import tenant_form_data
 
@@ -270,3 +270,22 @@ def test_usage_counts_a_call_through_call_tool_as_the_named_tools(tenant_a, monk
         runner_transport.record_usage(ctx, {**message, "params": params}, {"result": {"content": []}}, 0.0)
     counted, _ = usage.recorder().take()
     assert sorted(key[3] for key in counted) == ["call_tool", "search_tools", "weather"]
+
+
+async def test_a_tool_that_runs_only_as_a_task_is_called_as_one_through_call_tool(tenant_a) -> None:
+    await sync_to_async(tool)(tenant_a, "long_job", "Works a long time.", task_support="required")
+    await sync_to_async(set_mode)(tenant_a, "search")
+    ctx = await ctx_for(tenant_a, "2025-11-25")
+    listed = {t["name"]: t for t in (await result_of(ctx, "tools/list"))["tools"]}
+    assert listed["call_tool"]["execution"] == {"taskSupport": "optional"}
+    plain = await call(ctx, "tools/call", {"name": "call_tool", "arguments": {"name": "long_job"}})
+    assert plain["error"]["message"] == "Tool 'long_job' must be called as a task (params.task)."
+    asked = {
+        "name": "call_tool",
+        "arguments": {"name": "long_job", "arguments": {"message": "hi"}},
+        "task": {},
+    }
+    handle = (await result_of(ctx, "tools/call", asked))["task"]
+    assert (await finished(ctx, handle["taskId"]))["status"] == "completed"
+    result = await result_of(ctx, "tasks/result", {"taskId": handle["taskId"]})
+    assert result["content"][0]["text"] == "hi"
