@@ -19,6 +19,7 @@ import random
 import statistics
 import sys
 import time
+import tracemalloc
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mcpsite.settings")
@@ -123,12 +124,16 @@ def main() -> None:
     started = time.perf_counter()
     index = search.build(cat)
     built = time.perf_counter() - started
+    tracemalloc.start()  # a second build, traced (tracing slows it): what an index holds
+    held = (search.build(cat), tracemalloc.get_traced_memory()[0])[1]
+    tracemalloc.stop()
     half = frozenset(t.name for t in cat.tools[::2])
     asked = queries(cat, args.queries)
     # The most expensive query a client can send: the 16 words found in the most tools, as beginnings too.
     common = sorted(index.postings, key=lambda word: -len(index.postings[word]))[:16]
     worst = " ".join(word[:3] for word in common)
-    print(f"{args.tools} tools, {len(index.vocabulary)} words indexed; index built in {built * 1000:.0f} ms")
+    print(f"{args.tools} tools, {len(index.vocabulary)} words indexed; index built in {built * 1000:.0f} ms, "
+          f"{held / 1e6:.1f} MB")  # fmt: skip
     for label, allowed in (("a caller who may use every tool", None), ("a caller limited to half", half)):
         took = []
         for query in asked:

@@ -169,10 +169,12 @@ def build(catalog: Catalog) -> Index:
         add(place, tool.name, NAME)
     # Each weight times its word's rarity (log(1 + N/df)), once here rather than in every search.
     total = len(catalog.tools)
+    # One float object per (word, place weight), shared by its entries: 24 bytes less an entry.
     for posting in postings.values():
         rarity = math.log(1 + total / len(posting))
-        for place in posting:
-            posting[place] *= rarity
+        scaled = {weight: weight * rarity for weight in set(posting.values())}
+        for place, weight in posting.items():
+            posting[place] = scaled[weight]
     index.postings = dict(postings)
     index.vocabulary = sorted(postings)
     index.upstreams = dict(upstreams)
