@@ -179,7 +179,7 @@ async def answer(
             return error_result(
                 "Invalid cursor: pass the nextCursor of the page before, with the same upstream and tag."
             )
-        start = bisect.bisect_right([index.tools[p].name for p in places], after)
+        start = bisect.bisect_right(places, after, key=lambda p: index.tools[p].name)  # name order
     page = places[start : start + BROWSE_PAGE]
     body: dict[str, Any] = {
         "tools": [shaping.tool(describe(index.tools[p]), ctx.protocol_version) for p in page]
@@ -196,7 +196,7 @@ def _groups(
     groups: dict[str, list[int]], index: search.Index, allowed: frozenset[str] | None
 ) -> list[dict[str, Any]]:
     counted = (
-        (name, sum(1 for p in places if allowed is None or index.tools[p].name in allowed))
+        (name, len(places) if allowed is None else sum(1 for p in places if index.tools[p].name in allowed))
         for name, places in sorted(groups.items())
     )
     return [{"name": name, "tools": count} for name, count in counted if count]
