@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 from django.conf import settings
 
@@ -54,7 +54,10 @@ def normalize(uri: str) -> str | None:
     default = {"http": 80, "https": 443}[scheme]
     netloc = host if port in (None, default) else f"{host}:{port}"
     path = parts.path.rstrip("/")
-    return urlunsplit((scheme, netloc, path, parts.query, ""))
+    # A client's choice of tool discovery on the MCP URL (`?tools=search`, AMB-376) names the same
+    # resource: a client that sends the URL it was given as its resource indicator gets a token for it.
+    query = "" if parse_qs(parts.query).keys() == {"tools"} else parts.query
+    return urlunsplit((scheme, netloc, path, query, ""))
 
 
 def slug_for_resource(uri: str) -> str | None:

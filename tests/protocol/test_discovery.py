@@ -13,6 +13,7 @@ from django.urls import reverse
 from mcp_app.catalog import search
 from mcp_app.connect import page
 from mcp_app.models import Policy, Tool
+from mcp_app.oauth import resources
 from mcp_app.portability.document import DocumentError, export_tenant
 from mcp_app.portability.importer import import_document
 from mcp_app.protocol import discovery
@@ -289,3 +290,12 @@ async def test_a_tool_that_runs_only_as_a_task_is_called_as_one_through_call_too
     assert (await finished(ctx, handle["taskId"]))["status"] == "completed"
     result = await result_of(ctx, "tasks/result", {"taskId": handle["taskId"]})
     assert result["content"][0]["text"] == "hi"
+
+
+def test_the_mcp_url_with_a_discovery_choice_is_the_same_oauth_resource(settings) -> None:
+    settings.MCP_PUBLIC_URL = "https://mcp.example.com"
+    canonical = resources.canonical_uri("tenant-a")
+    for asked in ("?tools=search", "?tools=full"):
+        assert resources.normalize(canonical + asked) == canonical
+        assert resources.slug_for_resource(canonical + asked) == "tenant-a"
+    assert resources.slug_for_resource(canonical + "?tools=search&x=1") is None  # another resource
