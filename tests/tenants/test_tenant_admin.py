@@ -48,6 +48,7 @@ def tenant_form_data(tenant: Tenant, **overrides) -> dict:
         "sso_email_domains": "[]",
         "sso_groups": "[]",
         "sso_role": "viewer",
+        "tool_discovery": tenant.tool_discovery,
         "_save": "Save",
     }
     data.update(overrides)
