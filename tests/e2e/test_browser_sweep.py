@@ -66,6 +66,8 @@ PAGES = (
     Swept("tool-draft", "/admin/mcp_app/tool/{tool}/draft/", "clients get"),
     Swept("tool-history", "/admin/mcp_app/tool/{tool}/history/", "Every published version"),
     Swept("try", "/admin/mcp_app/tool/{tool}/try/", "Runs the tool"),
+    # Search mode tried (AMB-376): the page with what search_tools found.
+    Swept("tool-search", "/admin/mcp_app/tool/search/?tenant=demo&q=count", "Search tools as a client"),
     Swept("self-check", "/admin/tenants/tenant/{tenant}/check/", "Check"),
     Swept("templates", "/admin/mcp_app/resourcetemplate/", "Select resource template to change"),
     # Governance (issue 34): a tenant's policies, the form and the simulator.
