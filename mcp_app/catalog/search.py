@@ -129,8 +129,10 @@ class Index:
             return
         start = bisect.bisect_right(self.vocabulary, word)
         for token in self.vocabulary[start : start + MAX_PREFIX_WORDS]:
+            if not token.startswith(word):
+                return
             budget[0] -= len(self.postings[token])
-            if not token.startswith(word) or budget[0] < 0:
+            if budget[0] < 0:
                 return
             yield token, PREFIX_SHARE
 
