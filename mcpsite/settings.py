@@ -642,6 +642,10 @@ if MCP_REGISTRY_NAMESPACE and not re.fullmatch(r"[a-zA-Z0-9.-]{1,136}", MCP_REGI
 MCP_REGISTRY_URL = os.environ.get("MCP_REGISTRY_URL", "https://registry.modelcontextprotocol.io").rstrip("/")
 MCP_REGISTRY_FETCH_SECONDS = _env_int("MCP_REGISTRY_FETCH_SECONDS", 10, minimum=1)
 MCP_REGISTRY_MAX_BYTES = _env_int("MCP_REGISTRY_MAX_BYTES", 1024 * 1024, minimum=1024)
+# The registry's reads (/v0.1/..., /t/<slug>/server.json) one address may make in any minute (0: no
+# limit): they are public, and a flood of 100-server pages cost the serving process 4-5x another
+# tenant's p99 (tests/e2e/test_registry_isolation.py). A gallery or a person browsing needs a few.
+MCP_REGISTRY_READS_PER_MINUTE = _env_int("MCP_REGISTRY_READS_PER_MINUTE", 60, minimum=0)
 # it for MCP_UPSTREAM_BREAKER_SECONDS, then one call probes it.
 MCP_UPSTREAM_CONNECT_SECONDS = _env_int("MCP_UPSTREAM_CONNECT_SECONDS", 10, minimum=1)
 MCP_UPSTREAM_MAX_SESSIONS = _env_int("MCP_UPSTREAM_MAX_SESSIONS", 32, minimum=1)

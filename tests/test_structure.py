@@ -46,7 +46,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "streams": ("core", "infra", "models", "usage", "protocol"),
     "connect": ("core", "catalog", "protocol", "tenants", HTTP),
     # The MCP Registry both ways (AMB-372, AMB-373): served over the tenants, read through the SSRF guard.
-    "registry": ("core", "handlers", "models", "lib", "tenants", HTTP),
+    "registry": ("core", "handlers", "models", "oauth", "lib", "tenants", HTTP),
     "drafts": ("core", "models", "history", "catalog", "protocol", "tenants", "audit"),
     "operations": (
         "infra",

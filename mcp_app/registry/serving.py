@@ -14,14 +14,18 @@ inserts, and a page is one indexed query whatever the number of tenants.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
+from django.conf import settings
 from django.db.models import QuerySet, Value
 from django.db.models.functions import Concat
 from django.http import HttpRequest, JsonResponse
 from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_GET
 
+from mcp_app.oauth import ratelimit as oauth_ratelimit
 from mcp_app.registry import names
 from mcp_app.registry.server_json import entry, server_json
 from tenants.models import Tenant
@@ -49,9 +53,37 @@ def _error(status: int, message: str) -> JsonResponse:
     return _answer({"error": message}, status)
 
 
+View = Callable[..., JsonResponse]
+
+
+def _limited(view: View) -> View:
+    """At most MCP_REGISTRY_READS_PER_MINUTE reads an address, shared by every process with Redis
+    (oauth/ratelimit.py's windows): past it a 429 in the spec's error shape, with Retry-After."""
+
+    @functools.wraps(view)
+    def limited(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
+        address = oauth_ratelimit.client_address(request)
+        wait = oauth_ratelimit.retry_after("registry", address, settings.MCP_REGISTRY_READS_PER_MINUTE)
+        if wait is not None:
+            refused = _error(429, f"Too many registry reads from this address; retry in {wait} s.")
+            refused["Retry-After"] = str(wait)
+            return refused
+        return view(request, *args, **kwargs)
+
+    return limited
+
+
+# What a server.json and its entry read of a tenant: a page of 100 loads no other column (a tenant's
+# identity, SSO rules and the rest are JSON a public flood would otherwise have decoded for nothing).
+DESCRIBED_BY = (
+    "slug", "name", "title", "description", "server_version", "website_url", "icons", "auth_mode",
+    "created_at", "updated_at",
+)  # fmt: skip
+
+
 def listed() -> QuerySet[Tenant]:
     """Every tenant the registry shows, in name order (one namespace: slug order)."""
-    return Tenant.objects.filter(registry_listed=True, is_active=True).order_by("slug")
+    return Tenant.objects.filter(registry_listed=True, is_active=True).order_by("slug").only(*DESCRIBED_BY)
 
 
 def _listed_tenant(name: str) -> Tenant | None:
@@ -99,6 +131,7 @@ def _filtered(request: HttpRequest) -> tuple[QuerySet[Tenant], int]:
 
 
 @require_GET
+@_limited
 def servers(request: HttpRequest) -> JsonResponse:
     """One page of the listed servers."""
     try:
@@ -115,6 +148,7 @@ def servers(request: HttpRequest) -> JsonResponse:
 
 
 @require_GET
+@_limited
 def versions(request: HttpRequest, name: str) -> JsonResponse:
     """Every version of one server: the platform serves one, its current."""
     tenant = _listed_tenant(name)
@@ -124,6 +158,7 @@ def versions(request: HttpRequest, name: str) -> JsonResponse:
 
 
 @require_GET
+@_limited
 def version(request: HttpRequest, name: str, version: str) -> JsonResponse:
     """One version of one server, ``latest`` naming the current."""
     tenant = _listed_tenant(name)
@@ -135,6 +170,7 @@ def version(request: HttpRequest, name: str, version: str) -> JsonResponse:
 
 
 @require_GET
+@_limited
 def tenant_server_json(request: HttpRequest, slug: str) -> JsonResponse:
     """The tenant's server.json at a URL of its own, beside its MCP URL."""
     tenant = listed().filter(slug=slug).first()

@@ -1,7 +1,10 @@
 """A client flooding the platform's MCP Registry (AMB-372) must not slow a tenant's clients: 500 listed
 tenants, four clients asking for the largest page of a substring search, 20 ms apart, from a process of
-their own. Measured as every isolation test is: the other tenant's `greet` p99 during the flood against
-its idle p99 (tests/e2e/isolation.py), through Daphne."""
+their own and an address of their own (127.0.0.2: the reads an address may make a minute are counted
+apart from every other test's). Measured as every isolation test is: the other tenant's `greet` p99
+during the flood against its idle p99 (tests/e2e/isolation.py), through Daphne. Past its reads a minute
+(MCP_REGISTRY_READS_PER_MINUTE, 60) the flood is answered 429; without that limit, on CI's loaded
+machine, it cost the other tenant 4-5.5x."""
 
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ LISTED = 500
 CLIENTS = 4
 FLOOD_SECONDS = 3.0
 PAUSE = 0.02
+FLOOD_ADDRESS = "127.0.0.2"  # loopback too: Linux answers all of 127.0.0.0/8
 
 
 def tenants(server: DaphneServer) -> tuple[str, str]:
@@ -45,7 +49,8 @@ def flood(url: str, stop: Any, results: Any) -> None:
     """CLIENTS clients asking for `url` again and again, PAUSE apart, until `stop`: their statuses."""
 
     async def client(statuses: list[int]) -> None:
-        async with httpx.AsyncClient(timeout=30) as http:
+        transport = httpx.AsyncHTTPTransport(local_address=FLOOD_ADDRESS)
+        async with httpx.AsyncClient(timeout=30, transport=transport) as http:
             while not stop.is_set():
                 statuses.append((await http.get(url)).status_code)
                 await asyncio.sleep(PAUSE)
@@ -86,4 +91,8 @@ async def test_a_client_flooding_the_registry_search_slows_no_tenant(server: Dap
         return asyncio.ensure_future(flooding(url)), None
 
     statuses = await isolated(server.mcp_url(quiet), f"{CLIENTS} clients flooding a registry search", prepare)
-    assert statuses and set(statuses) == {200}, (set(statuses), time.perf_counter() - began)
+    # Each attempt's flood reads until its address's minute is spent, then is refused.
+    assert statuses and set(statuses) <= {200, 429} and 429 in statuses, (
+        set(statuses),
+        time.perf_counter() - began,
+    )

@@ -10,6 +10,12 @@ from tenants.models import Tenant
 from tests.registry import hostile
 
 
+@pytest.fixture(autouse=True)
+def _reads_unlimited(settings) -> None:
+    # These tests read the registry from one address many times a minute; its limit has its own test.
+    settings.MCP_REGISTRY_READS_PER_MINUTE = 0
+
+
 @pytest.fixture
 def platform_registry(live_server, settings) -> str:
     """This platform, serving the registry API on 127.0.0.1, with two listed tenants and one unlisted."""

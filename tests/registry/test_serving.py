@@ -216,3 +216,20 @@ def test_the_owner_lists_a_tenant_in_the_admin_the_api_and_the_document(client, 
     copy.refresh_from_db()
     assert copy.registry_listed is True
     assert client.get("/t/copy/server.json").json()["name"] == f"{NS}/copy"
+
+
+def test_an_address_past_its_reads_a_minute_is_told_when_to_come_back(client, settings):
+    settings.MCP_REGISTRY_READS_PER_MINUTE = 3
+    listed("weather")
+    paths = [
+        "/v0.1/servers",
+        f"/v0.1/servers/{quote(NS + '/weather', safe='')}/versions",
+        "/t/weather/server.json",
+    ]
+    assert [client.get(path).status_code for path in paths] == [200, 200, 200]
+    refused = client.get("/v0.1/servers")
+    assert refused.status_code == 429 and refused["Content-Type"] == "application/json"
+    assert refused.json()["error"].startswith("Too many registry reads from this address; retry in ")
+    assert 1 <= int(refused["Retry-After"]) <= 60 and refused["Cache-Control"] == "no-store"
+    check_error(refused.json())
+    assert client.get("/v0.1/servers", REMOTE_ADDR="192.0.2.7").status_code == 200  # another address
