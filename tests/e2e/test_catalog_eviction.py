@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from tests.e2e.helpers import modern_request
-from tests.e2e.isolation import isolated
+from tests.e2e.isolation import isolated, quiet_tenant_code
 from tests.e2e.servers import DaphneServer, django_shell, require_services, start_daphne
 
 pytestmark = [pytest.mark.e2e]
@@ -50,9 +50,8 @@ def tenants(server: DaphneServer) -> tuple[str, list[str]]:
     django_shell(
         server.env,
         "from mcp_app.models import Tool\nfrom tenants.models import Tenant\n"
-        f"q = Tenant.objects.create(slug={quiet!r}, name={quiet!r}, auth_mode='public')\n"
-        "Tool.objects.create(tenant=q, name='greet', handler='template', handler_config={'text': 'Hello, {{ name }}!'})\n"
-        f"for i in range({SCANNED}):\n"
+        + quiet_tenant_code(quiet)
+        + f"for i in range({SCANNED}):\n"
         f"    t = Tenant.objects.create(slug=f'scan-{prefix}-{{i}}', name=f'scan {{i}}', auth_mode='public')\n"
         "    Tool.objects.create(tenant=t, name='hello', handler='template', handler_config={'text': 'Hi'})\n",
     )

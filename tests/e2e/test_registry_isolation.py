@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.isolation import isolated
+from tests.e2e.isolation import isolated, quiet_tenant_code
 from tests.e2e.servers import DaphneServer, django_shell
 
 pytestmark = [pytest.mark.e2e]
@@ -37,9 +37,8 @@ def tenants(server: DaphneServer) -> tuple[str, str]:
     django_shell(
         server.env,
         "from mcp_app.models import Tool\nfrom tenants.models import Tenant\n"
-        f"q = Tenant.objects.create(slug={quiet!r}, name={quiet!r}, auth_mode='public')\n"
-        "Tool.objects.create(tenant=q, name='greet', handler='template', handler_config={'text': 'Hello, {{ name }}!'})\n"
-        f"Tenant.objects.bulk_create(Tenant(slug=f'listed-{prefix}-{{n:04d}}', name=f'Listed {{n}}', auth_mode='public',"
+        + quiet_tenant_code(quiet)
+        + f"Tenant.objects.bulk_create(Tenant(slug=f'listed-{prefix}-{{n:04d}}', name=f'Listed {{n}}', auth_mode='public',"
         f" registry_listed=True) for n in range({LISTED}))\n",
     )
     return quiet, f"listed-{prefix}"

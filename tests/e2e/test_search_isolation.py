@@ -20,7 +20,7 @@ import pytest
 
 from tests.e2e.helpers import modern_request
 from tests.e2e.hostile_clients import CALLERS, attacking
-from tests.e2e.isolation import isolated
+from tests.e2e.isolation import isolated, quiet_tenant_code
 from tests.e2e.servers import DaphneServer, django_shell
 
 pytestmark = [pytest.mark.e2e]
@@ -38,9 +38,8 @@ def tenants(server: DaphneServer) -> tuple[str, str]:
     django_shell(
         server.env,
         "from mcp_app.models import Tool\nfrom tenants.models import Tenant\n"
-        f"q = Tenant.objects.create(slug={quiet!r}, name={quiet!r}, auth_mode='public')\n"
-        "Tool.objects.create(tenant=q, name='greet', handler='template', handler_config={'text': 'Hello, {{ name }}!'})\n"
-        f"h = Tenant.objects.create(slug={hostile!r}, name={hostile!r}, auth_mode='public', tool_discovery='search')\n"
+        + quiet_tenant_code(quiet)
+        + f"h = Tenant.objects.create(slug={hostile!r}, name={hostile!r}, auth_mode='public', tool_discovery='search')\n"
         "def shared(n): return ' '.join(f'zzz{k:03d}' for k in range(64) if (n + 17 * k) % 10 < 6)\n"
         "Tool.objects.bulk_create(Tool(tenant=h, name=f'zzz_tool_{n:05d}', version=1, description=shared(n),"
         f" handler='template', handler_config={{'text': 'z'}}) for n in range({TOOLS}))\n"
