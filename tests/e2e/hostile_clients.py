@@ -107,12 +107,18 @@ async def attacking(
 ) -> list[tuple[float, str]]:
     """The hostile tenant's clients calling `tool` for `seconds` once all are calling, from a process of
     their own: their calls' (seconds, text). The work `tests/e2e/isolation.isolated` measures beside."""
+    return await apart(attack, (url, tool, arguments, pause), seconds)
+
+
+async def apart(target: Any, args: tuple[Any, ...], seconds: float) -> Any:
+    """`target(*args, started, stop, results)` in a spawned process of its own (imports nothing of Django),
+    for `seconds` once it set `started`; what it put in `results` once `stop` was set."""
     processes = multiprocessing.get_context("spawn")
     started, stop, results = processes.Event(), processes.Event(), processes.Queue()
-    attacker = processes.Process(target=attack, args=(url, tool, arguments, pause, started, stop, results))
+    attacker = processes.Process(target=target, args=(*args, started, stop, results))
     attacker.start()
     try:
-        assert await asyncio.to_thread(started.wait, 60), "the hostile tenant's clients never started"
+        assert await asyncio.to_thread(started.wait, 60), "the hostile clients never started"
         await asyncio.sleep(seconds)
         stop.set()
         return await asyncio.to_thread(results.get, True, 60)

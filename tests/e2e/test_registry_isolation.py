@@ -9,7 +9,6 @@ machine, it cost the other tenant 4-5.5x."""
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
 import secrets
 import time
 from contextlib import AsyncExitStack
@@ -18,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.e2e.hostile_clients import apart
 from tests.e2e.isolation import isolated, quiet_tenant_code
 from tests.e2e.servers import DaphneServer, django_shell
 
@@ -44,7 +44,7 @@ def tenants(server: DaphneServer) -> tuple[str, str]:
     return quiet, f"listed-{prefix}"
 
 
-def flood(url: str, stop: Any, results: Any) -> None:
+def flood(url: str, started: Any, stop: Any, results: Any) -> None:
     """CLIENTS clients asking for `url` again and again, PAUSE apart, until `stop`: their statuses."""
 
     async def client(statuses: list[int]) -> None:
@@ -52,6 +52,7 @@ def flood(url: str, stop: Any, results: Any) -> None:
         async with httpx.AsyncClient(timeout=30, transport=transport) as http:
             while not stop.is_set():
                 statuses.append((await http.get(url)).status_code)
+                started.set()
                 await asyncio.sleep(PAUSE)
 
     async def all_of_them() -> list[int]:
@@ -60,22 +61,6 @@ def flood(url: str, stop: Any, results: Any) -> None:
         return statuses
 
     results.put(asyncio.run(all_of_them()))
-
-
-async def flooding(url: str) -> list[int]:
-    processes = multiprocessing.get_context("spawn")
-    stop, results = processes.Event(), processes.Queue()
-    flooder = processes.Process(target=flood, args=(url, stop, results))
-    flooder.start()
-    try:
-        await asyncio.sleep(FLOOD_SECONDS)
-        stop.set()
-        return await asyncio.to_thread(results.get, True, 60)
-    finally:
-        stop.set()
-        await asyncio.to_thread(flooder.join, 30)
-        if flooder.is_alive():
-            flooder.kill()
 
 
 async def test_a_client_flooding_the_registry_search_slows_no_tenant(server: DaphneServer) -> None:
@@ -87,7 +72,7 @@ async def test_a_client_flooding_the_registry_search_slows_no_tenant(server: Dap
     began = time.perf_counter()
 
     async def prepare(_: AsyncExitStack) -> tuple[asyncio.Future[list[int]], None]:
-        return asyncio.ensure_future(flooding(url)), None
+        return asyncio.ensure_future(apart(flood, (url,), FLOOD_SECONDS)), None
 
     statuses = await isolated(server.mcp_url(quiet), f"{CLIENTS} clients flooding a registry search", prepare)
     # Each attempt's flood reads until its address's minute is spent, then is refused.
