@@ -1,7 +1,7 @@
 """Governance through Daphne, part by part, side by side (issue 34 "Speed", AMB-351, AMB-375).
 
     .venv/bin/python bench/governance_parts.py [--tenants plain,governed,plain2] [--rounds 6]
-        [--slice 4] [--probe] [--pyspy] [--keep-database]
+        [--slice 4] [--probe | --bare | --bare-without-cel] [--pyspy] [--keep-database]
 
 One Daphne process (pinned like bench/run.py's) serves copies of the demo's echo on several tenants:
 `plain` (nothing), `plain2` (nothing: the bench's own noise), `governed` (as `bench/run.py
@@ -11,6 +11,9 @@ loaded at a time, in slices whose order rotates each round. Prints each tenant's
 `plain` over the whole run and the spread of the per-round ratios (each round's slices are
 neighbours in time, so a round's ratio sees the same background load).
 
+--bare serves through bench/gov_bare.py: governance cut down to the native calls a governed call cannot
+avoid (one CEL evaluation, two RE2 questions, the quota), the ceiling of what making its Python cheaper
+could gain (AMB-377); --bare-without-cel without the CEL evaluation too.
 --probe serves through bench/gov_probe.py and prints the thread CPU each governance entry point took
 a call, by tenant; --pyspy records each tenant's slices with py-spy (collapsed stacks, one file a
 tenant under /tmp/gov-parts-pyspy/). Needs PostgreSQL and Redis like bench/run.py (its own database,
@@ -183,10 +186,13 @@ def main() -> None:
     parser.add_argument("--slice", type=float, default=4.0, help="seconds measured a slice")
     parser.add_argument("--warmup", type=float, default=0.5)
     parser.add_argument("--probe", action="store_true")
+    parser.add_argument("--bare", action="store_true", help="serve through bench/gov_bare.py (AMB-377)")
+    parser.add_argument("--bare-without-cel", action="store_true", help="--bare, without the CEL evaluation")
     parser.add_argument("--pyspy", action="store_true")
     parser.add_argument("--keep-database", action="store_true")
     args = parser.parse_args()
     tenants = args.tenants.split(",")
+    bare = args.bare or args.bare_without_cel
     database_url = os.environ.get("DATABASE_URL", DEFAULT_DATABASE_URL)
     redis_url = os.environ.get("REDIS_URL", DEFAULT_REDIS_URL)
     lock = hold_bench_lock()  # noqa: F841 - held until the process exits
@@ -199,10 +205,15 @@ def main() -> None:
         probe = os.environ.get("GOV_PARTS_PROBE_SCRIPT", str(ROOT / "bench" / "gov_probe.py"))
         server.cmd = [PYTHON, probe, *server.cmd[3:]]
         server.env = dict(server.env, GOV_PROBE_OUT=PROBE_OUT)
+    elif bare:
+        server.cmd = [PYTHON, str(ROOT / "bench" / "gov_bare.py"), *server.cmd[3:]]
+        server.env = dict(server.env, GOV_BARE_CEL="0" if args.bare_without_cel else "1")
     print(f"date: {time.strftime('%Y-%m-%d %H:%M:%S')}, load average before start: "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}; {affinity.note}")  # fmt: skip
     print(f"tools/call echo at c={CONCURRENCY}, {args.rounds} rounds of one {args.slice:g} s slice a tenant"
-          f"{' (through bench/gov_probe.py)' if args.probe else ''}{' (py-spy recording)' if args.pyspy else ''}")
+          f"{' (through bench/gov_probe.py)' if args.probe else ''}"
+          f"{' (through bench/gov_bare.py' + (', no CEL)' if args.bare_without_cel else ')') if bare else ''}"
+          f"{' (py-spy recording)' if args.pyspy else ''}")
     print()
     with running(server):
         asyncio.run(server.wait_ready())

@@ -36,7 +36,14 @@ from cachetools import LRUCache
 from mcp_app.core.context import RequestContext
 from mcp_app.core.types import Catalog, PolicyDef, PromptDef, ResourceDef, TemplateDef, ToolDef
 from mcp_app.governance import audit
-from mcp_app.governance.conditions import Activation, Condition, ConditionError, Prepared, compile_condition
+from mcp_app.governance.conditions import (
+    Activation,
+    Condition,
+    ConditionError,
+    Prepared,
+    compile_condition,
+    only_keys,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -180,6 +187,8 @@ class _Listed:
     later: tuple[Compiled, ...]  # the policies that read the arguments: evaluated at each use
     # `caller` and `target` as `later` read them, converted once for every use (conditions.Prepared).
     prepared: Prepared | None = None
+    # The keys of a use's arguments `later` read; None: every key (conditions.argument_keys, AMB-377).
+    argument_keys: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -333,7 +342,17 @@ def _decide_listed(ctx: RequestContext, catalog: Catalog, target: Target) -> _Li
         return _Listed(denial, False, ())
     if not split.later:
         return _Listed(None, allowed, ())
-    return _Listed(None, allowed, split.later, Prepared(_read_by(about, split.later)))
+    return _Listed(None, allowed, split.later, Prepared(_read_by(about, split.later)), _keys_read(split.later))
+
+
+def _keys_read(policies: tuple[Compiled, ...]) -> frozenset[str] | None:
+    keys: set[str] = set()
+    for policy in policies:
+        assert policy.condition is not None  # `later` holds only conditions that compiled
+        if policy.condition.argument_keys is None:
+            return None
+        keys |= policy.condition.argument_keys
+    return frozenset(keys)
 
 
 def _listing(split: Split, about: dict[str, Any]) -> tuple[Denial | None, bool]:
@@ -392,7 +411,7 @@ def _decided(ctx: RequestContext, catalog: Catalog, target: Target, arguments: d
     listed = _listed(ctx, catalog, target)
     if listed.denial is not None or listed.prepared is None:
         return listed.denial
-    activation = listed.prepared.borrow("arguments", arguments)
+    activation = listed.prepared.borrow("arguments", only_keys(arguments, listed.argument_keys))
     try:
         allowed = listed.allowed
         for policy in listed.later:

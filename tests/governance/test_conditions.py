@@ -2,9 +2,26 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from mcp_app.governance.conditions import MAX_CONDITION_CHARS, ConditionError, Prepared, compile_condition
+from mcp_app.core.context import RequestContext
+from mcp_app.core.types import Catalog, PolicyDef, TenantInfo, ToolDef
+from mcp_app.governance import decision
+from mcp_app.governance.conditions import (
+    MAX_CONDITION_CHARS,
+    ConditionError,
+    Prepared,
+    argument_keys,
+    compile_condition,
+    only_keys,
+)
+
+ECHO = ToolDef(
+    id=1, name="echo", title="", description="", input_schema={}, output_schema=None, annotations={},
+    icons=[], meta={}, handler="template", handler_config={},
+)  # fmt: skip
 
 
 def test_a_condition_compiles_once_and_says_whether_it_reads_the_arguments() -> None:
@@ -95,3 +112,85 @@ def test_a_prepared_context_is_not_modified_by_a_use() -> None:
         prepared.give_back(used, "arguments")
     assert seen == [False, True, False, True]
     assert prepared._context.variables.keys() == {"target"}
+
+
+@pytest.mark.parametrize(
+    ("source", "keys"),
+    [
+        ("arguments.message.contains('password')", {"message"}),
+        ("arguments . table == 'x' && has(arguments.limit)", {"table", "limit"}),
+        ("arguments.filter_1.kind == 'x'", {"filter_1"}),
+        (".arguments.secret == 'x'", {"secret"}),  # a root-scoped name (refused when saved, all the same)
+        ("caller.role == 'viewer'", set()),
+        # Anything but a plain field selection reads the map as a whole.
+        ("arguments['table'] == 'x'", None),
+        ("'table' in arguments", None),
+        ("arguments.size() > 3", None),
+        ("arguments.size () > 3", None),
+        ("arguments.?table.orValue('') == 'x'", None),
+        ("arguments == {}", None),
+        ("arguments.table == 'x' || 'arguments' == caller.role", None),  # in a string: counted as code
+        ("arguments.`table-name` == 'x'", None),
+    ],
+)
+def test_a_condition_knows_which_keys_of_the_arguments_it_reads(source: str, keys: set[str] | None) -> None:
+    expected = None if keys is None else frozenset(keys)
+    assert argument_keys(source) == expected
+    if not source.startswith(".") and "`" not in source and "?" not in source:
+        assert compile_condition(source).argument_keys == expected
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "arguments.table == 'sys'",
+        "has(arguments.limit) && arguments.limit > 10",
+        "!has(arguments.approved)",
+        "arguments.table.startsWith('sys') || arguments.rows.size() > 2",
+        "size(arguments) == 3",
+        "arguments.missing == 1",
+    ],
+)
+def test_a_condition_decides_the_same_on_the_keys_it_reads_as_on_the_whole_arguments(source: str) -> None:
+    # A use hands the interpreter only the keys its conditions read (AMB-377): each decision, and each
+    # failure to decide (a missing key), is the one the whole arguments give.
+    condition = compile_condition(source)
+    for arguments in (
+        {"table": "sys", "limit": 20, "rows": [1, 2, 3], "note": "x" * 1000},
+        {"table": "users", "limit": 5, "approved": True},
+        {"rows": []},
+        {},
+    ):
+        outcomes = []
+        for given in (arguments, only_keys(arguments, condition.argument_keys)):
+            try:
+                outcomes.append(condition.holds({"arguments": given}))
+            except ConditionError as exc:
+                outcomes.append(type(exc))
+        assert outcomes[0] == outcomes[1], (source, arguments, outcomes)
+
+
+def test_a_use_converts_only_the_keys_its_policies_read() -> None:
+    catalog = Catalog(
+        tenant_id=-7, version=1, tools=(ECHO,), tools_by_name={"echo": ECHO},
+        policies=(PolicyDef(name="no-passwords", effect="deny", applies_to="tools",
+                            condition="arguments.message.contains('password')"),),
+    )  # fmt: skip
+    ctx = RequestContext(tenant=TenantInfo(id=-7, slug="t", name="t"))
+    listed = decision._listed(ctx, catalog, ECHO)
+    assert listed.argument_keys == frozenset({"message"})
+    lent = []
+    resolve = listed.prepared._resolve if listed.prepared is not None else None
+    assert resolve is not None
+
+    def spy(name: str) -> Any:
+        lent.append(listed.prepared._lent)
+        return resolve(name)
+
+    listed.prepared._resolve = spy  # type: ignore[method-assign]
+    listed.prepared._context = None  # made again at the next use, with the spy as its resolver
+    bulky = {"message": "my password", "attachment": ["x" * 100] * 1_000}
+    denial = decision.check(ctx, catalog, ECHO, bulky)
+    assert denial is not None and denial.policy == "no-passwords"
+    assert decision.check(ctx, catalog, ECHO, {"message": "hello", "attachment": []}) is None
+    assert [value for _, value in lent if value is not None] == [{"message": "my password"}, {"message": "hello"}]
