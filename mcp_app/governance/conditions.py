@@ -17,6 +17,11 @@ import cel
 MAX_CONDITION_CHARS = 2_000
 VARIABLES = frozenset({"caller", "target", "arguments"})
 COMPREHENSION = re.compile(r"\.\s*(all|exists|exists_one|map|filter)\s*\(")
+# A use hands the interpreter at most this many values of its arguments (each item of a list, each key and
+# value of a map, at any depth): the binding converts every one, holding the GIL, ~3 µs apiece in a tight
+# loop, so a megabyte of short strings cost the serving loop 0.75 s a call under `size(arguments) > 1`.
+# Past it the policies that would read them fail closed, as a condition that cannot be evaluated.
+MAX_ARGUMENT_VALUES = 1_000
 # Every occurrence of the word `arguments`, in code, strings and comments alike, and the key it selects
 # when it is a field selection `arguments.key` that is not a method call (`arguments.size()`).
 ARGUMENTS_WORD = re.compile(r"\barguments\b")
@@ -231,6 +236,26 @@ def argument_keys(source: str) -> frozenset[str] | None:
             return None
         keys.add(selected.group(1))
     return frozenset(keys)
+
+
+def within_values(value: Any, limit: int = MAX_ARGUMENT_VALUES) -> bool:
+    """Whether `value` holds at most `limit` values (MAX_ARGUMENT_VALUES): counted a container at a
+    time, so a list of a million items is refused before it is walked."""
+    count = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            count += 2 * len(item)
+            if count > limit:
+                return False
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            count += len(item)
+            if count > limit:
+                return False
+            stack.extend(item)
+    return True
 
 
 def only_keys(arguments: Any, keys: frozenset[str] | None) -> Any:

@@ -37,12 +37,14 @@ from mcp_app.core.context import RequestContext
 from mcp_app.core.types import Catalog, PolicyDef, PromptDef, ResourceDef, TemplateDef, ToolDef
 from mcp_app.governance import audit
 from mcp_app.governance.conditions import (
+    MAX_ARGUMENT_VALUES,
     Activation,
     Condition,
     ConditionError,
     Prepared,
     compile_condition,
     only_keys,
+    within_values,
 )
 
 logger = logging.getLogger(__name__)
@@ -70,12 +72,20 @@ class Compiled:
 class Denial:
     policy: str  # the deny policy's name, or "" when no allow policy held
     hidden: bool  # decided without the arguments: the caller is never shown the target
+    why: str = ""  # why the policies could not read the arguments (they failed closed), or ""
 
     def message(self, kind: str, name: str) -> str:
         which = "whatever the arguments" if self.hidden else "with these arguments"
+        why = f" {self.why}" if self.why else ""
         if self.policy:
-            return f"Denied by policy {self.policy!r}: this {kind} may not be used {which}."
-        return f"No policy allows this {kind} ({name}) {which}."
+            return f"Denied by policy {self.policy!r}: this {kind} may not be used {which}.{why}"
+        return f"No policy allows this {kind} ({name}) {which}.{why}"
+
+
+UNREAD = (
+    f"Its arguments hold more than {MAX_ARGUMENT_VALUES:,} values (list items, keys and values), more than "
+    "a policy reads; send fewer."
+)
 
 
 # (tenant, definitions version) -> its compiled policies: compiled once a version, in each process.
@@ -345,6 +355,15 @@ def _decide_listed(ctx: RequestContext, catalog: Catalog, target: Target) -> _Li
     return _Listed(None, allowed, split.later, Prepared(_read_by(about, split.later)), _keys_read(split.later))
 
 
+def _unread(listed: _Listed) -> Denial | None:
+    """The decision when the arguments are more than a policy reads: each of `later` fails closed, as a
+    condition that cannot be evaluated does (a deny holds, an allow does not)."""
+    for policy in listed.later:
+        if policy.deny:
+            return Denial(policy.name, hidden=False, why=UNREAD)
+    return None if listed.allowed else Denial("", hidden=False, why=UNREAD)
+
+
 def _keys_read(policies: tuple[Compiled, ...]) -> frozenset[str] | None:
     keys: set[str] = set()
     for policy in policies:
@@ -403,7 +422,10 @@ def check(
         return None
     denial = _decided(ctx, catalog, target, arguments)
     if denial is not None and method:
-        audit.record(ctx, "denied", denial.policy, _name(target), method, {"hidden": denial.hidden})
+        detail: dict[str, Any] = {"hidden": denial.hidden}
+        if denial.why:
+            detail["unread"] = f"more than {MAX_ARGUMENT_VALUES} values"
+        audit.record(ctx, "denied", denial.policy, _name(target), method, detail)
     return denial
 
 
@@ -411,7 +433,10 @@ def _decided(ctx: RequestContext, catalog: Catalog, target: Target, arguments: d
     listed = _listed(ctx, catalog, target)
     if listed.denial is not None or listed.prepared is None:
         return listed.denial
-    activation = listed.prepared.borrow("arguments", only_keys(arguments, listed.argument_keys))
+    read = only_keys(arguments, listed.argument_keys)
+    if not within_values(read):
+        return _unread(listed)
+    activation = listed.prepared.borrow("arguments", read)
     try:
         allowed = listed.allowed
         for policy in listed.later:

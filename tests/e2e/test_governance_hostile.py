@@ -5,6 +5,9 @@
   so no guardrail ever scans it and no byte of it (nor an address) reaches the client; while its
   tenant's clients keep calling, from a process of their own, another tenant's p99 stays within
   `isolation.RATIO` of its idle one.
+- A hostile client sends arguments of 20,000 values to a tool under a policy that reads them whole: each
+  call is refused naming the policy and the bound (past 1,000 values a policy fails closed rather than
+  have the binding convert them on the serving loop), and another tenant's p99 stays within the ratio.
 - A hostile owner, through the management API: a policy with a 100 KB condition, the 201st policy and a
   tenant document of 10,000 policies each answer 400 naming the cap, nothing saved; repeated a few at a
   time, they slow no other tenant.
@@ -128,6 +131,46 @@ async def test_an_upstreams_30_mb_reply_is_abandoned_at_its_bound_unscanned_and_
             text[:300] for text in texts
         }
     assert "example.com" not in bound and "[redacted" not in bound and BIG_LINE[:20] not in bound
+
+
+# --- a hostile client --------------------------------------------------------------------------------
+
+# A call's arguments of this many short strings: under a policy that reads the whole map the binding
+# converted each (~3 µs), 60 ms of the serving loop a call; past MAX_ARGUMENT_VALUES (1,000) the policy
+# fails closed instead (AMB-377). ~100 KB a call: parsing it is not what is measured.
+FLOOD_ITEMS = 20_000
+
+
+async def test_arguments_of_more_values_than_a_policy_reads_are_refused_in_words_and_slow_no_other_tenant(
+    server: DaphneServer,
+) -> None:
+    hostile, other = f"flooding-{secrets.token_hex(3)}", quiet_tenant(server)
+    await asyncio.to_thread(
+        django_shell,
+        server.env,
+        "from mcp_app.models import Policy, Tool\nfrom tenants.models import Tenant\n"
+        f"h = Tenant.objects.create(slug={hostile!r}, name={hostile!r}, auth_mode='public')\n"
+        "Tool.objects.create(tenant=h, name='echo', handler='template', handler_config={'text': '{{ message }}'})\n"
+        "p = Policy(tenant=h, name='few-arguments', effect='deny', applies_to='tools', condition='size(arguments) > 5')\n"
+        "p.full_clean(); p.save(); h.bump_version()\n",
+    )
+    refused = (
+        "Denied by policy 'few-arguments': this tool may not be used with these arguments. Its arguments hold "
+        "more than 1,000 values (list items, keys and values), more than a policy reads; send fewer."
+    )
+    async with mcp_client(server.mcp_url(hostile), mode="auto") as client:
+        assert (await client.call_tool("echo", {"message": "hi"})).content[0].text == "hi"  # type: ignore[union-attr]
+        flooded = await client.call_tool("echo", {"message": "hi", "items": ["a"] * FLOOD_ITEMS})
+    assert flooded.is_error and flooded.content[0].text == refused  # type: ignore[union-attr]
+
+    async def prepare(_: AsyncExitStack) -> tuple[Awaitable[list[tuple[float, str]]], None]:
+        work = attacking(
+            server.mcp_url(hostile), "echo", {"message": "hi", "items": ["a"] * FLOOD_ITEMS}, ATTACK_SECONDS
+        )
+        return work, None
+
+    ended = await isolated(server.mcp_url(other), f"four clients sending {FLOOD_ITEMS:,} values a call", prepare)
+    assert len(ended) >= CALLERS and {text for _, text in ended} == {refused}, {t[:200] for _, t in ended}
 
 
 # --- a hostile owner ---------------------------------------------------------------------------------

@@ -10,12 +10,14 @@ from mcp_app.core.context import RequestContext
 from mcp_app.core.types import Catalog, PolicyDef, TenantInfo, ToolDef
 from mcp_app.governance import decision
 from mcp_app.governance.conditions import (
+    MAX_ARGUMENT_VALUES,
     MAX_CONDITION_CHARS,
     ConditionError,
     Prepared,
     argument_keys,
     compile_condition,
     only_keys,
+    within_values,
 )
 
 ECHO = ToolDef(
@@ -194,3 +196,42 @@ def test_a_use_converts_only_the_keys_its_policies_read() -> None:
     assert denial is not None and denial.policy == "no-passwords"
     assert decision.check(ctx, catalog, ECHO, {"message": "hello", "attachment": []}) is None
     assert [value for _, value in lent if value is not None] == [{"message": "my password"}, {"message": "hello"}]
+
+
+def test_a_value_is_counted_a_container_at_a_time_up_to_its_limit() -> None:
+    assert within_values({"rows": [{"a": 1, "b": "x"}] * 10}, limit=52)  # 2 + 10 + 10 x 4
+    assert not within_values({"rows": [{"a": 1, "b": "x"}] * 10}, limit=51)
+    assert within_values("x" * 1_000_000, limit=0) and within_values({}, limit=0)
+    assert not within_values(["x"] * 1_000_001)
+
+
+def governed(condition: str, effect: str = "deny", tenant_id: int = -8) -> Catalog:
+    return Catalog(
+        tenant_id=tenant_id, version=1, tools=(ECHO,), tools_by_name={"echo": ECHO},
+        policies=(PolicyDef(name="reader", effect=effect, applies_to="tools", condition=condition),),
+    )  # fmt: skip
+
+
+def test_arguments_of_more_values_than_a_policy_reads_fail_it_closed_saying_why() -> None:
+    # Converting a megabyte of short strings cost the loop 0.75 s a call (AMB-377): past
+    # MAX_ARGUMENT_VALUES the policies that would read them fail closed, as an unreadable condition does.
+    ctx = RequestContext(tenant=TenantInfo(id=-8, slug="t", name="t"))
+    flood = {"message": "hello", "items": ["a"] * 250_000}
+    fits = {"message": "hello", "items": ["a"] * (MAX_ARGUMENT_VALUES - 4)}
+    deny = governed("size(arguments) > 3")
+    denial = decision.check(ctx, deny, ECHO, flood)
+    assert denial is not None and denial.policy == "reader" and not denial.hidden
+    message = denial.message("tool", "echo")
+    assert message.startswith("Denied by policy 'reader': this tool may not be used with these arguments.")
+    assert f"more than {MAX_ARGUMENT_VALUES:,} values" in message
+    assert decision.check(ctx, deny, ECHO, fits) is None  # two keys: size 2, read whole
+    allow = governed("size(arguments) < 3", effect="allow", tenant_id=-9)
+    ctx_allow = RequestContext(tenant=TenantInfo(id=-9, slug="u", name="u"))
+    refused = decision.check(ctx_allow, allow, ECHO, flood)
+    assert refused is not None and refused.policy == "" and "more than" in refused.message("tool", "echo")
+    assert decision.check(ctx_allow, allow, ECHO, fits) is None
+    # A policy that reads one key counts that key's values only: the flood beside it is never handed over.
+    keyed = governed("arguments.message.contains('password')", tenant_id=-10)
+    ctx_keyed = RequestContext(tenant=TenantInfo(id=-10, slug="v", name="v"))
+    assert decision.check(ctx_keyed, keyed, ECHO, flood) is None
+    assert decision.check(ctx_keyed, keyed, ECHO, {**flood, "message": "my password"}) is not None
