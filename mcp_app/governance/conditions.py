@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,10 @@ COMPREHENSION = re.compile(r"\.\s*(all|exists|exists_one|map|filter)\s*\(")
 # loop, so a megabyte of short strings cost the serving loop 0.75 s a call under `size(arguments) > 1`.
 # Past it the policies that would read them fail closed, as a condition that cannot be evaluated.
 MAX_ARGUMENT_VALUES = 1_000
+UNREAD = (
+    f"Its arguments hold more than {MAX_ARGUMENT_VALUES:,} values (list items, keys and values), more than "
+    "a policy reads; send fewer."
+)
 # Every occurrence of the word `arguments`, in code, strings and comments alike, and the key it selects
 # when it is a field selection `arguments.key` that is not a method call (`arguments.size()`).
 ARGUMENTS_WORD = re.compile(r"\barguments\b")
@@ -256,6 +261,16 @@ def within_values(value: Any, limit: int = MAX_ARGUMENT_VALUES) -> bool:
                 return False
             stack.extend(item)
     return True
+
+
+def keys_read(conditions: Iterable[Condition]) -> frozenset[str] | None:
+    """The keys of `arguments` these conditions read together; None: every key."""
+    keys: set[str] = set()
+    for condition in conditions:
+        if condition.argument_keys is None:
+            return None
+        keys |= condition.argument_keys
+    return frozenset(keys)
 
 
 def only_keys(arguments: Any, keys: frozenset[str] | None) -> Any:

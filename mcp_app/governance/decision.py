@@ -7,8 +7,8 @@ eras and for every kind (protocol/tools.py, prompts.py, resources.py, completion
 - a deny policy whose condition holds: denied, by that policy;
 - else, when allow policies apply to the kind, one of them must hold: denied, by none, if none does.
 
-A condition that cannot be evaluated (a missing key, a wrong type) fails closed: a deny holds, an allow
-does not. A list knows no arguments: a condition that reads them is undecided there, so a deny waits for
+A condition that cannot be evaluated (a missing key, a wrong type, arguments of more values than a policy
+reads: conditions.MAX_ARGUMENT_VALUES) fails closed: a deny holds, an allow does not. A list knows no arguments: a condition that reads them is undecided there, so a deny waits for
 the call and an allow lists the target. A target denied without arguments is hidden: absent from lists
 and answered exactly as a missing one; a denial that depends on the arguments names its policy.
 
@@ -16,6 +16,8 @@ A list is filtered once per caller and version. A filtering that costs more than
 condition evaluations (a tenant of thousands of tools under hundreds of policies: 0.7 s for 2,000 x 200)
 runs on this process's one decision thread, not on the serving loop, one at a time per tenant, so that
 a tenant's lists wait for its own policies and no other tenant's requests do (AMB-353).
+
+Longer than 400 lines: the decision, its caches and its thread are one concept, read together.
 """
 
 from __future__ import annotations
@@ -35,17 +37,8 @@ from cachetools import LRUCache
 
 from mcp_app.core.context import RequestContext
 from mcp_app.core.types import Catalog, PolicyDef, PromptDef, ResourceDef, TemplateDef, ToolDef
-from mcp_app.governance import audit
-from mcp_app.governance.conditions import (
-    MAX_ARGUMENT_VALUES,
-    Activation,
-    Condition,
-    ConditionError,
-    Prepared,
-    compile_condition,
-    only_keys,
-    within_values,
-)
+from mcp_app.governance import audit, conditions
+from mcp_app.governance.conditions import Activation, Condition, ConditionError, Prepared, compile_condition
 
 logger = logging.getLogger(__name__)
 
@@ -81,11 +74,6 @@ class Denial:
             return f"Denied by policy {self.policy!r}: this {kind} may not be used {which}.{why}"
         return f"No policy allows this {kind} ({name}) {which}.{why}"
 
-
-UNREAD = (
-    f"Its arguments hold more than {MAX_ARGUMENT_VALUES:,} values (list items, keys and values), more than "
-    "a policy reads; send fewer."
-)
 
 
 # (tenant, definitions version) -> its compiled policies: compiled once a version, in each process.
@@ -352,7 +340,8 @@ def _decide_listed(ctx: RequestContext, catalog: Catalog, target: Target) -> _Li
         return _Listed(denial, False, ())
     if not split.later:
         return _Listed(None, allowed, ())
-    return _Listed(None, allowed, split.later, Prepared(_read_by(about, split.later)), _keys_read(split.later))
+    keys = conditions.keys_read(p.condition for p in split.later if p.condition is not None)
+    return _Listed(None, allowed, split.later, Prepared(_read_by(about, split.later)), keys)
 
 
 def _unread(listed: _Listed) -> Denial | None:
@@ -360,18 +349,8 @@ def _unread(listed: _Listed) -> Denial | None:
     condition that cannot be evaluated does (a deny holds, an allow does not)."""
     for policy in listed.later:
         if policy.deny:
-            return Denial(policy.name, hidden=False, why=UNREAD)
-    return None if listed.allowed else Denial("", hidden=False, why=UNREAD)
-
-
-def _keys_read(policies: tuple[Compiled, ...]) -> frozenset[str] | None:
-    keys: set[str] = set()
-    for policy in policies:
-        assert policy.condition is not None  # `later` holds only conditions that compiled
-        if policy.condition.argument_keys is None:
-            return None
-        keys |= policy.condition.argument_keys
-    return frozenset(keys)
+            return Denial(policy.name, hidden=False, why=conditions.UNREAD)
+    return None if listed.allowed else Denial("", hidden=False, why=conditions.UNREAD)
 
 
 def _listing(split: Split, about: dict[str, Any]) -> tuple[Denial | None, bool]:
@@ -422,10 +401,8 @@ def check(
         return None
     denial = _decided(ctx, catalog, target, arguments)
     if denial is not None and method:
-        detail: dict[str, Any] = {"hidden": denial.hidden}
-        if denial.why:
-            detail["unread"] = f"more than {MAX_ARGUMENT_VALUES} values"
-        audit.record(ctx, "denied", denial.policy, _name(target), method, detail)
+        unread = {"unread": f"more than {conditions.MAX_ARGUMENT_VALUES} values"} if denial.why else {}
+        audit.record(ctx, "denied", denial.policy, _name(target), method, {"hidden": denial.hidden, **unread})
     return denial
 
 
@@ -433,8 +410,8 @@ def _decided(ctx: RequestContext, catalog: Catalog, target: Target, arguments: d
     listed = _listed(ctx, catalog, target)
     if listed.denial is not None or listed.prepared is None:
         return listed.denial
-    read = only_keys(arguments, listed.argument_keys)
-    if not within_values(read):
+    read = conditions.only_keys(arguments, listed.argument_keys)
+    if not conditions.within_values(read):
         return _unread(listed)
     activation = listed.prepared.borrow("arguments", read)
     try:

@@ -56,7 +56,8 @@ class Policy(Versioned):
         default="true",
         help_text="A CEL expression over `caller` (auth, user, role, subject, client_id, scopes, address), `target` "
         "(kind, name, upstream, annotations, uri) and `arguments`, e.g. "
-        '`target.annotations.destructiveHint == true && caller.auth == "api_key"`.',
+        '`target.annotations.destructiveHint == true && caller.auth == "api_key"`. A call whose arguments hold '
+        "more than 1,000 values of what the policy reads fails it closed (a deny holds, an allow does not).",
     )
     enabled = models.BooleanField(default=True)
     updated_at = models.DateTimeField(auto_now=True)
