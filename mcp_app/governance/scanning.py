@@ -89,7 +89,12 @@ class Guards:
         RE2 out of the processor's caches (1 µs in a tight loop): one call a value, not one a text."""
         if self.whole is None:
             return True
-        return self.whole.Match(readable("\n".join(texts))) is not None
+        joined = "\n".join(texts)
+        try:  # encoded once here: given a str, RE2's wrapper would encode what `readable` encoded already
+            data = joined.encode("utf-8")
+        except UnicodeEncodeError:
+            data = readable(joined).encode("utf-8")
+        return self.whole.Match(data) is not None
 
     def candidates(self, text: str) -> dict[int, list[Detector]] | None:
         """Each row's detectors whose pattern matches somewhere in `text` (none: {}), or None when
