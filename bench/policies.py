@@ -7,8 +7,9 @@ Prints figures; it is not a test. One scratch SQLite database in a temporary fol
 three tenants of 1,000 template tools each (one of them `echo`), the second with 20 policies (deny and
 allow, on the caller, the target and the arguments, one of them reading the arguments of every call),
 the third with those and 3 guardrails (secrets on arguments, personal data redacted on results, one
-RE2 pattern on both) and a quota on every tool (never reached). Last, a 1 MB result (prose with
-numbers, no finding) through the three guardrails, median of --scans.
+RE2 pattern on both) and a quota on every tool (never reached). Then a 1 MB result (prose with
+numbers, no finding) through the three guardrails, median of --scans. Last, one decision of a call of
+six arguments under a policy reading one of them, handed only that key and handed them all (AMB-377).
 Requests go through the dispatcher in this process, as the transport hands them over (no HTTP: the
 transport's cost is the same for both and would only add noise). Slices alternate between the two
 tenants, each slice a warm `tools/call echo` loop and a `tools/list` loop (a list of 1,000 tools, five
@@ -19,11 +20,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
+import functools
 import os
 import statistics
 import sys
 import tempfile
 import time
+import timeit
 from pathlib import Path
 from typing import Any
 
@@ -167,6 +171,8 @@ async def main() -> None:
         f"throughput with policies, guardrails and a quota / without: {call['none'] / call[governed_name]:.2f}x"
     )
     print(f"a 1 MB result through the 3 guardrails: {await scan_megabyte(guarded, args.scans) * 1e3:.1f} ms (median)")
+    read, whole = keys_read_or_whole()
+    print(f"a decision of six arguments under a policy reading one: {read:.1f} µs, {whole:.1f} µs handed whole (AMB-377)")
 
 
 async def scan_megabyte(tenant: Any, scans: int) -> float:
@@ -183,6 +189,34 @@ async def scan_megabyte(tenant: Any, scans: int) -> float:
         times.append(time.perf_counter() - started)
         assert outcome.blocked is None and not outcome.findings
     return statistics.median(times)
+
+
+def keys_read_or_whole() -> tuple[float, float]:
+    """One call's decision (µs, best of 5) when CEL is handed only the argument keys its policy reads, and
+    when it is handed them all (AMB-377): a search tool's six arguments, a policy reading `query`."""
+    from mcp_app.core.context import RequestContext  # noqa: PLC0415
+    from mcp_app.core.types import Catalog, PolicyDef, TenantInfo, ToolDef  # noqa: PLC0415
+    from mcp_app.governance import decision  # noqa: PLC0415
+
+    tool = ToolDef(id=1, name="search", title="", description="", input_schema={}, output_schema=None,
+                   annotations={}, icons=[], meta={}, handler="template", handler_config={})  # fmt: skip
+    policy = PolicyDef(name="p", effect="deny", applies_to="tools", condition="arguments.query.contains('password')")
+    figures = []
+    for tenant_id, handed_whole in ((-1, False), (-2, True)):
+        catalog = Catalog(tenant_id=tenant_id, version=1, tools=(tool,), tools_by_name={"search": tool},
+                          policies=(policy,))  # fmt: skip
+        ctx = RequestContext(tenant=TenantInfo(id=tenant_id, slug="t", name="t"))
+        arguments = {"query": "hello world", "limit": 10, "language": "en", "sort": "relevance",
+                     "filters": {"kind": "doc", "owner": "me"}, "fields": ["title", "url", "snippet"]}  # fmt: skip
+        decision.check(ctx, catalog, tool, arguments)
+        if handed_whole:
+            for key, listed in list(decision._FAST.items()):
+                if key[0] == tenant_id:
+                    decision._FAST[key] = dataclasses.replace(listed, argument_keys=None)
+        timed = functools.partial(decision.check, ctx, catalog, tool, arguments)
+        best = min(timeit.repeat(timed, number=20_000, repeat=5))
+        figures.append(best / 20_000 * 1e6)
+    return figures[0], figures[1]
 
 
 if __name__ == "__main__":
