@@ -1,4 +1,5 @@
-"""The one decision (AMB-347): may this caller use this target, with these arguments?
+"""The one decision (AMB-347): may this caller use this target, with these arguments? (Longer than 400
+lines: the decision, its caches and its thread are one concept, read together.)
 
 Every list and every call, get and read asks here, after its lookup and before anything runs, in both
 eras and for every kind (protocol/tools.py, prompts.py, resources.py, completion.py). The rule:
@@ -8,16 +9,15 @@ eras and for every kind (protocol/tools.py, prompts.py, resources.py, completion
 - else, when allow policies apply to the kind, one of them must hold: denied, by none, if none does.
 
 A condition that cannot be evaluated (a missing key, a wrong type, arguments of more values than a policy
-reads: conditions.MAX_ARGUMENT_VALUES) fails closed: a deny holds, an allow does not. A list knows no arguments: a condition that reads them is undecided there, so a deny waits for
-the call and an allow lists the target. A target denied without arguments is hidden: absent from lists
-and answered exactly as a missing one; a denial that depends on the arguments names its policy.
+reads: conditions.MAX_ARGUMENT_VALUES) fails closed: a deny holds, an allow does not. A list knows no
+arguments: a condition that reads them is undecided there, so a deny waits for the call and an allow
+lists the target. A target denied without arguments is hidden: absent from lists and answered exactly
+as a missing one; a denial that depends on the arguments names its policy.
 
 A list is filtered once per caller and version. A filtering that costs more than INLINE_EVALUATIONS
 condition evaluations (a tenant of thousands of tools under hundreds of policies: 0.7 s for 2,000 x 200)
 runs on this process's one decision thread, not on the serving loop, one at a time per tenant, so that
 a tenant's lists wait for its own policies and no other tenant's requests do (AMB-353).
-
-Longer than 400 lines: the decision, its caches and its thread are one concept, read together.
 """
 
 from __future__ import annotations
@@ -73,7 +73,6 @@ class Denial:
         if self.policy:
             return f"Denied by policy {self.policy!r}: this {kind} may not be used {which}.{why}"
         return f"No policy allows this {kind} ({name}) {which}.{why}"
-
 
 
 # (tenant, definitions version) -> its compiled policies: compiled once a version, in each process.
